@@ -1,0 +1,39 @@
+// microattn: the one place that translates compiler feature macros into a kernel architecture.
+//
+// Kernels are templates on an arch tag. Where xsimd 8.1 has an architecture for the target
+// (SSE2 and up, AVX2+FMA, AVX-512, NEON, NEON64) the tag is an xsimd arch; otherwise (Cortex-M,
+// or MICROATTN_FORCE_SCALAR) it is ScalarArch, which has the same kernel interface.
+// Nothing else in the library tests __ARM_NEON, __AVX2__ and friends.
+#pragma once
+
+#if !defined(MICROATTN_FORCE_SCALAR) &&                                                   \
+    (defined(__SSE2__) || defined(_M_X64) || defined(__ARM_NEON) || defined(__ARM_NEON__) || \
+     defined(__aarch64__))
+#define MICROATTN_HAS_XSIMD 1
+#include <xsimd/xsimd.hpp>
+#else
+#define MICROATTN_HAS_XSIMD 0
+#endif
+
+namespace microattn {
+
+/// Portable scalar kernels: what Cortex-M ships, and the float oracle SIMD kernels are
+/// tested against.
+struct ScalarArch {
+  static constexpr const char* name() noexcept { return "scalar"; }
+};
+
+#if MICROATTN_HAS_XSIMD
+/// The architecture the compiler flags (-march, -mfpu, ...) select, fixed at build time.
+using DefaultArch = xsimd::default_arch;
+#else
+using DefaultArch = ScalarArch;
+#endif
+
+/// Name of the architecture the kernels of Arch run on ("scalar", "fma3+avx2", "neon64", ...).
+template <class Arch = DefaultArch>
+constexpr const char* arch_name() noexcept {
+  return Arch::name();
+}
+
+}  // namespace microattn

@@ -1,0 +1,224 @@
+// microattn: fixed-size causal multi-head attention (the layer) and scaled dot-product
+// attention (the core, for callers with their own projections).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "microattn/arch.hpp"
+#include "microattn/config.hpp"
+#include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_attn_tile.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/status.hpp"
+#include "microattn/weights.hpp"
+
+namespace microattn {
+
+/// 1 / sqrt(d_head), the scale the layer uses unless told otherwise.
+template <class Cfg>
+inline float default_scale() noexcept {
+  return 1.0f / std::sqrt(static_cast<float>(Cfg::kDHead));
+}
+
+namespace internal {
+
+/// True when [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+inline bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) noexcept {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a);
+  const auto pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+/// Bytes spanned by rows rows of width floats with row stride ld.
+constexpr std::size_t span_bytes(std::size_t rows, std::size_t ld, std::size_t width) noexcept {
+  return ((rows - 1) * ld + width) * sizeof(float);
+}
+
+/// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
+/// GEMM's B operand.
+struct WeightSlice {
+  const float* b;
+  std::size_t ldb;
+  bool trans;
+};
+inline WeightSlice weight_slice(const float* w, WeightLayout layout, std::size_t in_dim,
+                                std::size_t out_dim, std::size_t col0) noexcept {
+  (void)in_dim;
+  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, false};
+  return {w + col0 * in_dim, in_dim, true};
+}
+
+/// Key/value staging of one key/value head plus the tile scratch: what the attention core
+/// needs besides its inputs.
+template <class Cfg, class Arch>
+struct CoreBuffers {
+  using Tl = Tiles<Arch>;
+  using Scratch = kernels::AttnScratch<Arch, Cfg::kDHead>;
+  static constexpr std::size_t kTPad = round_up(Cfg::kTMax, Tl::kBK);
+  static constexpr std::size_t kDPad = Scratch::kDPad;
+  alignas(Tl::kAlign) float kt[kTPad * Cfg::kDHead] = {};  ///< K^T in key tiles
+  alignas(Tl::kAlign) float v[kTPad * kDPad] = {};         ///< V rows, padded to kDPad
+  Scratch tile = {};
+};
+
+}  // namespace internal
+
+/// Scaled dot-product attention with a causal mask, like PyTorch's
+/// scaled_dot_product_attention(q, k, v, is_causal=True), for the H / H_kv / d_head of Cfg
+/// (Cfg's d_model, bias and output projection are not used).
+///
+/// The object is the working memory (sizeof == ram_bytes(), no heap; place it in static storage or
+/// a chosen RAM section). It keeps no state between calls.
+template <class Cfg, class Arch = DefaultArch>
+class ScaledDotProductAttention {
+ public:
+  /// RAM this object needs in bytes: K^T and V of one key/value head (T_max rows) plus the
+  /// tile scratch; nothing grows with T^2.
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(internal::CoreBuffers<Cfg, Arch>); }
+
+  /// out = softmax(scale * Q_h K_g^T + causal mask) V_g for every query head h, g = h / (H/H_kv).
+  /// @param q    [T][ldq] floats, head h at columns h*d_head .. h*d_head + d_head - 1 (ldq >= H*d_head)
+  /// @param k,v  [T][ldk] and [T][ldv] floats, head g at columns g*d_head .. (ld >= H_kv*d_head)
+  /// @param T    tokens, 1 .. T_max; token i sees tokens 0 .. i
+  /// @param out  [T][ldo] floats, written only on kOk; must not overlap q, k or v
+  /// @param scale finite; default_scale<Cfg>() = 1/sqrt(d_head) is the usual choice
+  /// @return kOk, kNullPointer, kBadTokenCount, kBadStride, kBadScale or kOverlap
+  [[nodiscard]] Status forward(const float* q, std::size_t ldq, const float* k, std::size_t ldk,
+                               const float* v, std::size_t ldv, std::size_t T, float* out,
+                               std::size_t ldo, float scale) noexcept {
+    if (!q || !k || !v || !out) return Status::kNullPointer;
+    if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
+    if (ldq < Cfg::kQDim || ldo < Cfg::kQDim || ldk < Cfg::kKvDim || ldv < Cfg::kKvDim)
+      return Status::kBadStride;
+    if (!std::isfinite(scale)) return Status::kBadScale;
+    const std::size_t out_bytes = internal::span_bytes(T, ldo, Cfg::kQDim);
+    if (internal::overlaps(out, out_bytes, q, internal::span_bytes(T, ldq, Cfg::kQDim)) ||
+        internal::overlaps(out, out_bytes, k, internal::span_bytes(T, ldk, Cfg::kKvDim)) ||
+        internal::overlaps(out, out_bytes, v, internal::span_bytes(T, ldv, Cfg::kKvDim)))
+      return Status::kOverlap;
+    using B = internal::CoreBuffers<Cfg, Arch>;
+    constexpr std::size_t D = Cfg::kDHead, BK = internal::Tiles<Arch>::kBK;
+    for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
+      for (std::size_t t = 0; t < T; ++t) {
+        const float* ks = k + t * ldk + g * D;
+        const float* vs = v + t * ldv + g * D;
+        float* kd = buf_.kt + (t / BK) * (D * BK) + t % BK;
+        for (std::size_t d = 0; d < D; ++d) kd[d * BK] = ks[d];
+        for (std::size_t d = 0; d < D; ++d) buf_.v[t * B::kDPad + d] = vs[d];
+      }
+      const kernels::QueryRows rows{q + g * Cfg::kGroup * D, ldq, D,
+                                    out + g * Cfg::kGroup * D, ldo, D,
+                                    T, Cfg::kGroup, 0};
+      kernels::f32_attn_rows<Arch, D>(rows, T, buf_.kt, buf_.v, scale, buf_.tile);
+    }
+    return Status::kOk;
+  }
+
+  /// Dense layouts (ldq = ldo = H*d_head, ldk = ldv = H_kv*d_head) and scale 1/sqrt(d_head).
+  [[nodiscard]] Status forward(const float* q, const float* k, const float* v, std::size_t T,
+                               float* out) noexcept {
+    return forward(q, Cfg::kQDim, k, Cfg::kKvDim, v, Cfg::kKvDim, T, out, Cfg::kQDim,
+                   default_scale<Cfg>());
+  }
+
+ private:
+  internal::CoreBuffers<Cfg, Arch> buf_;
+};
+
+/// Causal multi-head self-attention layer with every dimension fixed by Cfg:
+///   Q = x W_q (+ b_q), K = x W_k (+ b_k), V = x W_v (+ b_v);
+///   ctx_h = softmax(scale * Q_h K_g^T + causal mask) V_g,  g = h / (H / H_kv);
+///   y = concat_h(ctx_h) W_o (+ b_o)        (y = concat_h(ctx_h) when Cfg has no W_O).
+///
+/// The object holds the weight views and all working memory (no heap, no globals); sizeof is
+/// the RAM budget, ram_bytes() says it, and it can be a static object in a chosen section.
+/// Key/value heads are processed one at a time, so only one head's K and V are ever staged.
+template <class Cfg, class Arch = DefaultArch>
+class MultiHeadAttention {
+  using Tl = internal::Tiles<Arch>;
+  using Core = internal::CoreBuffers<Cfg, Arch>;
+
+ public:
+  /// Floats of each working buffer, for RAM budgets:
+  static constexpr std::size_t kQFloats = Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group
+  static constexpr std::size_t kCtxFloats = Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;  ///< concat
+  static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();  ///< GEMM B panel
+  static constexpr std::size_t kCoreBytes = sizeof(Core);  ///< K^T, V of one group + tile scratch
+
+  MultiHeadAttention() = default;
+  explicit MultiHeadAttention(const Weights<Cfg>& w) noexcept : w_(w) {}
+
+  /// Points the layer at new weights (views: the arrays must outlive the layer's use).
+  /// @return kNullPointer (weights unchanged) when a pointer the configuration needs is null.
+  [[nodiscard]] Status set_weights(const Weights<Cfg>& w) noexcept {
+    if (!w.complete()) return Status::kNullPointer;
+    w_ = w;
+    return Status::kOk;
+  }
+
+  /// y = attention(x) for T tokens with scale 1/sqrt(d_head). See the other overload.
+  [[nodiscard]] Status forward(const float* x, std::size_t T, float* y) noexcept {
+    return forward(x, T, y, default_scale<Cfg>());
+  }
+
+  /// y = attention(x) for T tokens.
+  /// @param x     [T][d_model] floats
+  /// @param T     tokens, 1 .. T_max; token i sees tokens 0 .. i
+  /// @param y     [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is
+  ///              read in full before y is written); without W_O it must not overlap x.
+  /// @param scale softmax scale, finite (the worked example of the teaching notes uses 1)
+  /// @return kOk, kNullPointer (x, y or a needed weight null), kBadTokenCount, kBadScale,
+  ///         kOverlap
+  [[nodiscard]] Status forward(const float* x, std::size_t T, float* y, float scale) noexcept {
+    if (!x || !y || !w_.complete()) return Status::kNullPointer;
+    if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
+    if (!std::isfinite(scale)) return Status::kBadScale;
+    if (!Cfg::kHasOutProj &&
+        internal::overlaps(x, T * Cfg::kDModel * sizeof(float), y, T * Cfg::kOutDim * sizeof(float)))
+      return Status::kOverlap;
+    run(x, T, y, scale);
+    return Status::kOk;
+  }
+
+  /// RAM of the whole object in bytes (weights are not included: they are views).
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
+
+ private:
+  void run(const float* x, std::size_t T, float* y, float scale) noexcept {
+    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
+    const WeightLayout lay = w_.layout;
+    float* ctx = Cfg::kHasOutProj ? ctx_ : y;
+    for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
+      const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D);
+      const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D);
+      const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D);
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
+                              Cfg::kHasBias ? w_.b_k + g * D : nullptr,
+                              kernels::StoreKeyTiles{core_.kt, D, Tl::kBK}, pack_);
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.trans,
+                              Cfg::kHasBias ? w_.b_v + g * D : nullptr,
+                              kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);
+      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
+                              Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
+                              kernels::StoreRowMajor{q_, G * D}, pack_);
+      const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
+      kernels::f32_attn_rows<Arch, D>(rows, T, core_.kt, core_.v, scale, core_.tile);
+    }
+    if (Cfg::kHasOutProj) {
+      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, DM, 0);
+      kernels::f32_gemm<Arch>(T, DM, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.trans,
+                              Cfg::kHasBias ? w_.b_o : nullptr,
+                              kernels::StoreRowMajor{y, DM}, pack_);
+    }
+  }
+
+  Weights<Cfg> w_{};
+  alignas(Tl::kAlign) float q_[kQFloats] = {};
+  alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
+  alignas(Tl::kAlign) float pack_[kPackFloats] = {};
+  Core core_{};
+};
+
+}  // namespace microattn

@@ -1,0 +1,159 @@
+// microattn internal: one small vector interface over xsimd batches and plain floats, and the
+// tile sizes each architecture's kernels use. Kernels are written once against Vec<Arch>.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "microattn/arch.hpp"
+
+#if defined(MICROATTN_ENABLE_ASSERTS) || !defined(NDEBUG)
+#include <cassert>
+/// Precondition of an inner kernel: checked in debug and sanitizer builds, free in release.
+#define MICROATTN_ASSERT(cond) assert(cond)
+#else
+#define MICROATTN_ASSERT(cond) ((void)0)
+#endif
+
+namespace microattn {
+namespace internal {
+
+constexpr std::size_t round_up(std::size_t n, std::size_t m) noexcept { return (n + m - 1) / m * m; }
+constexpr std::size_t min_size(std::size_t a, std::size_t b) noexcept { return a < b ? a : b; }
+constexpr std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
+
+/// Vector operations on floats for Arch. The primary template wraps xsimd::batch<float, Arch>.
+template <class Arch>
+struct Vec;
+
+template <>
+struct Vec<ScalarArch> {
+  using type = float;
+  static constexpr std::size_t kWidth = 1;
+  static constexpr std::size_t kAlign = alignof(float);
+
+  static type load(const float* p) noexcept { return *p; }
+  static type loadu(const float* p) noexcept { return *p; }
+  static void store(float* p, type v) noexcept { *p = v; }
+  static void storeu(float* p, type v) noexcept { *p = v; }
+  static type set1(float v) noexcept { return v; }
+  static type zero() noexcept { return 0.0f; }
+  /// a * b + c. Contracted to one fused instruction where the target has one (Cortex-M4F/M7).
+  static type fma(type a, type b, type c) noexcept { return a * b + c; }
+  /// c - a * b.
+  static type fnma(type a, type b, type c) noexcept { return c - a * b; }
+  static type max(type a, type b) noexcept { return a > b ? a : b; }
+  static type min(type a, type b) noexcept { return a < b ? a : b; }
+  /// a < b ? t : f, lane by lane.
+  static type select_lt(type a, type b, type t, type f) noexcept { return a < b ? t : f; }
+  /// The float whose bits are the bits of v shifted left by 23 (builds 2^n in exp).
+  static type shl23_bits(type v) noexcept {
+    std::uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    u <<= 23;
+    float r;
+    std::memcpy(&r, &u, sizeof r);
+    return r;
+  }
+  static float hsum(type v) noexcept { return v; }
+  static float hmax(type v) noexcept { return v; }
+};
+
+#if MICROATTN_HAS_XSIMD
+template <class Arch>
+struct Vec {
+  using type = xsimd::batch<float, Arch>;
+  static constexpr std::size_t kWidth = type::size;
+  static constexpr std::size_t kAlign = Arch::alignment();
+
+  static type load(const float* p) noexcept { return type::load_aligned(p); }
+  static type loadu(const float* p) noexcept { return type::load_unaligned(p); }
+  static void store(float* p, type v) noexcept { v.store_aligned(p); }
+  static void storeu(float* p, type v) noexcept { v.store_unaligned(p); }
+  static type set1(float v) noexcept { return type(v); }
+  static type zero() noexcept { return type(0.0f); }
+  static type fma(type a, type b, type c) noexcept { return xsimd::fma(a, b, c); }
+  static type fnma(type a, type b, type c) noexcept { return xsimd::fnma(a, b, c); }
+  static type max(type a, type b) noexcept { return xsimd::max(a, b); }
+  static type min(type a, type b) noexcept { return xsimd::min(a, b); }
+  static type select_lt(type a, type b, type t, type f) noexcept { return xsimd::select(a < b, t, f); }
+  static type shl23_bits(type v) noexcept {
+    using ibatch = xsimd::batch<std::int32_t, Arch>;
+    return xsimd::bitwise_cast<type>(xsimd::bitwise_cast<ibatch>(v) << 23);
+  }
+  static float hsum(type v) noexcept { return xsimd::hadd(v); }
+  static float hmax(type v) noexcept {
+    alignas(Arch::alignment()) float lanes[kWidth];
+    v.store_aligned(lanes);
+    float m = lanes[0];
+    for (std::size_t i = 1; i < kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
+    return m;
+  }
+};
+#endif
+
+/// Register blocking and tile sizes of the kernels for Arch (all compile-time, so every buffer
+/// size is a constexpr of the configuration and the arch).
+///   kMR x kNR   GEMM micro-tile (rows x columns of C held in registers); kNR = kNRVec vectors
+///   kKC         depth of one packed B panel (kKC x kNR floats, sized for L1)
+///   kMC         rows of A a B panel is reused over (sized for L2)
+///   kBQ, kBK    attention tile: query rows x key columns
+template <class Arch, class Enable = void>
+struct KernelParams {
+  // 16 vector registers (SSE, AVX, AVX2, armv7 NEON): 6 x 2 accumulators + 2 B + 1 broadcast.
+  static constexpr std::size_t kMR = 6;
+  static constexpr std::size_t kNRVec = 2;
+  static constexpr std::size_t kKC = 256;
+  static constexpr std::size_t kMC = 192;
+  static constexpr std::size_t kBQ = 48;
+  static constexpr std::size_t kBK = 64;
+};
+
+template <>
+struct KernelParams<ScalarArch> {
+  // Cortex-M4F/M7 have 32 single-precision registers: 4 x 4 accumulators + 4 B + 1 A.
+  static constexpr std::size_t kMR = 4;
+  static constexpr std::size_t kNRVec = 4;
+  static constexpr std::size_t kKC = 128;
+  static constexpr std::size_t kMC = 64;
+  static constexpr std::size_t kBQ = 16;
+  static constexpr std::size_t kBK = 16;
+};
+
+#if MICROATTN_HAS_XSIMD
+// 32 vector registers (AVX-512, AArch64 NEON): 6 x 4 or 12 x 2 accumulators.
+template <class Arch>
+struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>::value>> {
+  static constexpr std::size_t kMR = 12;
+  static constexpr std::size_t kNRVec = 2;
+  static constexpr std::size_t kKC = 256;
+  static constexpr std::size_t kMC = 192;
+  static constexpr std::size_t kBQ = 48;
+  static constexpr std::size_t kBK = 64;
+};
+template <class Arch>
+struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon64, Arch>::value>> {
+  static constexpr std::size_t kMR = 6;
+  static constexpr std::size_t kNRVec = 4;
+  static constexpr std::size_t kKC = 256;
+  static constexpr std::size_t kMC = 96;
+  static constexpr std::size_t kBQ = 48;
+  static constexpr std::size_t kBK = 64;
+};
+#endif
+
+template <class Arch>
+struct Tiles : KernelParams<Arch> {
+  using P = KernelParams<Arch>;
+  static constexpr std::size_t kWidth = Vec<Arch>::kWidth;
+  static constexpr std::size_t kNR = P::kNRVec * kWidth;
+  static constexpr std::size_t kAlign = max_size(Vec<Arch>::kAlign, 16);
+  static_assert(P::kBK % kNR == 0, "attention key tile must be a whole number of GEMM panels");
+  static_assert(P::kBQ % P::kMR == 0, "attention query tile must be a whole number of micro-tiles");
+  static_assert(P::kMC % P::kMR == 0, "GEMM row block must be a whole number of micro-tiles");
+};
+
+}  // namespace internal
+}  // namespace microattn

@@ -1,0 +1,146 @@
+// microattn kernel family: fused, tiled, causal attention with an online softmax
+// (flash-attention style). Never forms a T x T score matrix.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+
+#include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_exp.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+
+namespace microattn {
+namespace kernels {
+
+/// Per-call scratch of the attention tile kernel: O(kBQ x (d_head + kBK)) floats, independent
+/// of the number of tokens.
+template <class Arch, std::size_t kDHead>
+struct AttnScratch {
+  using Tl = internal::Tiles<Arch>;
+  /// Row stride of V and of the output accumulator: d_head rounded up to whole GEMM panels.
+  static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
+  alignas(Tl::kAlign) float q[Tl::kBQ * kDHead];  ///< scaled query rows
+  alignas(Tl::kAlign) float s[Tl::kBQ * Tl::kBK];  ///< scores, then probabilities, of one tile
+  alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows
+  float m[Tl::kBQ];                                ///< running row max
+  float l[Tl::kBQ];                                ///< running row sum
+};
+
+/// The query rows attended together: n_tokens consecutive tokens (absolute positions pos0,
+/// pos0 + 1, ...) of `heads` query heads that share one key/value head. Row r of the tile
+/// kernel is token r / heads of head r % heads, so each K/V tile is read once for all of them.
+struct QueryRows {
+  const float* q;             ///< Q(token i, head e)[d] = q[i * ldq + e * q_head_stride + d]
+  std::size_t ldq;
+  std::size_t q_head_stride;
+  float* out;                 ///< out(token i, head e)[d] = out[i * ldo + e * o_head_stride + d]
+  std::size_t ldo;
+  std::size_t o_head_stride;
+  std::size_t n_tokens;
+  std::size_t heads;
+  std::size_t pos0;           ///< absolute position of token 0 (cached tokens before it)
+};
+
+/// Causal attention of rows over keys 0 .. n_keys - 1: row at position p sees keys j <= p.
+///   kt: keys as tiles of K^T, tile t = [kDHead][kBK] floats at kt + t * kDHead * kBK, covering
+///       at least round_up(n_keys, kBK) keys (columns past n_keys are read and masked).
+///   v:  values [n_keys][kDPad] row-major (columns past kDHead are read into padding only).
+///   scale: multiplies Q once per row before the scores (1/sqrt(d_head) by default).
+/// Key tiles wholly above the diagonal are skipped; only tiles crossing it are masked.
+template <class Arch, std::size_t kDHead>
+void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, const float* v,
+                   float scale, AttnScratch<Arch, kDHead>& sc) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = V::kWidth, MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
+  constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  MICROATTN_ASSERT(n_keys >= 1 && rows.pos0 + rows.n_tokens <= n_keys);
+
+  const std::size_t G = rows.heads;
+  const std::size_t n_rows = rows.n_tokens * G;
+  for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
+    const std::size_t bq = internal::min_size(BQ, n_rows - r0);
+    // Scaled query rows, zeroed accumulators.
+    for (std::size_t i = 0; i < bq; ++i) {
+      const std::size_t r = r0 + i;
+      const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
+      for (std::size_t d = 0; d < kDHead; ++d) sc.q[i * kDHead + d] = src[d] * scale;
+      for (std::size_t d = 0; d < DPad; ++d) sc.o[i * DPad + d] = 0.0f;
+      sc.m[i] = kNegInf;
+      sc.l[i] = 0.0f;
+    }
+    const std::size_t pos_first = rows.pos0 + r0 / G;
+    const std::size_t pos_last = rows.pos0 + (r0 + bq - 1) / G;
+    const std::size_t n_vis = internal::min_size(pos_last + 1, n_keys);  // keys any row sees
+    for (std::size_t j0 = 0; j0 < n_vis; j0 += BK) {
+      const std::size_t kvalid = internal::min_size(BK, n_vis - j0);
+      const std::size_t ncols = internal::round_up(kvalid, NR);
+      const float* ktile = kt + (j0 / BK) * (kDHead * BK);
+      // S = (scale Q) K^T for this tile.
+      for (std::size_t i = 0; i < bq; i += MR) {
+        const std::size_t mr = internal::min_size(MR, bq - i);
+        for (std::size_t jn = 0; jn < ncols; jn += NR)
+          f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
+                                      sc.s + i * BK + jn, BK, nullptr, false);
+      }
+      // Causal mask, only where the tile crosses the diagonal (or the end of the keys).
+      const bool crosses = j0 + ncols - 1 > pos_first;
+      // Online softmax, row by row.
+      for (std::size_t i = 0; i < bq; ++i) {
+        float* srow = sc.s + i * BK;
+        if (crosses) {
+          const std::size_t pos = rows.pos0 + (r0 + i) / G;
+          const std::size_t lim = pos + 1 > j0 ? internal::min_size(pos + 1 - j0, kvalid) : 0;
+          for (std::size_t j = lim; j < ncols; ++j) srow[j] = kNegInf;
+        }
+        T vmax = V::loadu(srow);
+        for (std::size_t j = W; j < ncols; j += W) vmax = V::max(vmax, V::loadu(srow + j));
+        const float tile_max = V::hmax(vmax);
+        if (tile_max == kNegInf) {  // this row sees no key of the tile
+          for (std::size_t j = 0; j < ncols; ++j) srow[j] = 0.0f;
+          continue;
+        }
+        const float m_old = sc.m[i];
+        const float m_new = tile_max > m_old ? tile_max : m_old;
+        const T vm = V::set1(m_new);
+        T vsum = V::zero();
+        for (std::size_t j = 0; j < ncols; j += W) {
+          const T p = f32_exp<Arch>(V::loadu(srow + j) - vm);
+          V::storeu(srow + j, p);
+          vsum = vsum + p;
+        }
+        const float row_sum = V::hsum(vsum);
+        if (m_new != m_old) {
+          const float alpha = f32_exp_scalar(m_old - m_new);  // 0 on the first tile
+          sc.l[i] = sc.l[i] * alpha + row_sum;
+          const T va = V::set1(alpha);
+          float* orow = sc.o + i * DPad;
+          for (std::size_t d = 0; d < DPad; d += W) V::storeu(orow + d, V::loadu(orow + d) * va);
+          sc.m[i] = m_new;
+        } else {
+          sc.l[i] += row_sum;
+        }
+      }
+      // O += P V for this tile (only the kvalid keys some row can see).
+      const float* vtile = v + j0 * DPad;
+      for (std::size_t i = 0; i < bq; i += MR) {
+        const std::size_t mr = internal::min_size(MR, bq - i);
+        for (std::size_t dn = 0; dn < DPad; dn += NR)
+          f32_gemm_ukernel_rows<Arch>(mr, kvalid, sc.s + i * BK, BK, vtile + dn, DPad,
+                                      sc.o + i * DPad + dn, DPad, nullptr, true);
+      }
+    }
+    // Normalise and write the rows out.
+    for (std::size_t i = 0; i < bq; ++i) {
+      const std::size_t r = r0 + i;
+      float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
+      const float inv = 1.0f / sc.l[i];
+      for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace microattn

@@ -1,0 +1,174 @@
+// microattn kernel family: register-blocked, cache-tiled fp32 GEMM (the projections) and its
+// micro-kernel (also used by the attention tile for Q·K^T and P·V).
+#pragma once
+
+#include <cstddef>
+
+#include "microattn/internal/vec.hpp"
+
+namespace microattn {
+namespace kernels {
+
+/// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate) A[MR][kc] · B[kc][NR]
+/// (+ add_row broadcast down the rows when add_row is not null). NR = NRV vector widths.
+/// A is read one float at a time (row stride lda), B one row of NR floats per k (row stride
+/// ldb: a packed panel, or any row-major matrix whose rows hold NR readable floats), C is a
+/// full MR x NR tile with row stride ldc.
+template <class Arch, std::size_t MR, std::size_t NRV>
+inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const float* b,
+                             std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
+                             bool accumulate) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  T acc[MR][NRV];
+  for (std::size_t i = 0; i < MR; ++i)
+    for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::zero();
+  for (std::size_t k = 0; k < kc; ++k) {
+    T bv[NRV];
+    for (std::size_t j = 0; j < NRV; ++j) bv[j] = V::loadu(b + k * ldb + j * W);
+    for (std::size_t i = 0; i < MR; ++i) {
+      const T av = V::set1(a[i * lda + k]);
+      for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+    }
+  }
+  for (std::size_t i = 0; i < MR; ++i) {
+    for (std::size_t j = 0; j < NRV; ++j) {
+      T r = acc[i][j];
+      if (accumulate) r = r + V::loadu(c + i * ldc + j * W);
+      if (add_row) r = r + V::loadu(add_row + j * W);
+      V::storeu(c + i * ldc + j * W, r);
+    }
+  }
+}
+
+namespace detail {
+// Calls the micro-kernel with MR = mr (1 <= mr <= MR), so tails keep their accumulators in
+// registers too.
+template <class Arch, std::size_t MR, std::size_t NRV>
+struct UkernelRows {
+  static void call(std::size_t mr, std::size_t kc, const float* a, std::size_t lda, const float* b,
+                   std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
+                   bool accumulate) noexcept {
+    if (mr == MR)
+      f32_gemm_ukernel<Arch, MR, NRV>(kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
+    else
+      UkernelRows<Arch, MR - 1, NRV>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
+  }
+};
+template <class Arch, std::size_t NRV>
+struct UkernelRows<Arch, 0, NRV> {
+  static void call(std::size_t, std::size_t, const float*, std::size_t, const float*, std::size_t,
+                   float*, std::size_t, const float*, bool) noexcept {}
+};
+}  // namespace detail
+
+/// The micro-kernel for any mr in 1..kMR rows: C[mr][kNR] (ldc) = or += A · B.
+template <class Arch>
+inline void f32_gemm_ukernel_rows(std::size_t mr, std::size_t kc, const float* a, std::size_t lda,
+                                  const float* b, std::size_t ldb, float* c, std::size_t ldc,
+                                  const float* add_row, bool accumulate) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR);
+  detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
+                                                      accumulate);
+}
+
+/// Where the GEMM writes C(m, n): plain row-major with row stride ldc.
+struct StoreRowMajor {
+  float* c;
+  std::size_t ldc;
+  bool direct() const noexcept { return true; }
+  std::size_t ld() const noexcept { return ldc; }
+  float* row(std::size_t m, std::size_t n) const noexcept { return c + m * ldc + n; }
+  float& at(std::size_t m, std::size_t n) const noexcept { return c[m * ldc + n]; }
+};
+
+/// Where the GEMM writes C(m, n) when C is a key matrix (m = token, n = dimension of one head)
+/// stored transposed in key tiles: tile t = m / bk holds [d_head][bk] floats, so that the
+/// attention kernel reads each tile of K^T contiguously.
+struct StoreKeyTiles {
+  float* base;
+  std::size_t d_head;
+  std::size_t bk;
+  bool direct() const noexcept { return false; }
+  std::size_t ld() const noexcept { return 0; }
+  float* row(std::size_t, std::size_t) const noexcept { return nullptr; }
+  float& at(std::size_t m, std::size_t n) const noexcept {
+    return base[(m / bk) * (d_head * bk) + n * bk + m % bk];
+  }
+};
+
+/// Floats of packing buffer f32_gemm needs for Arch.
+template <class Arch>
+constexpr std::size_t gemm_pack_floats() noexcept {
+  return internal::Tiles<Arch>::kKC * internal::Tiles<Arch>::kNR;
+}
+
+/// C = A · B (+ bias), C[M][N] written through store, A[M][K] row-major (row stride lda).
+/// B(k, n) = b[k * ldb + n] when !b_trans (weights [in][out]) and b[n * ldb + k] when b_trans
+/// (weights [out][in], PyTorch). bias: N floats or null. pack: gemm_pack_floats<Arch>() floats.
+///
+/// Blocking: rows in blocks of kMC (A block stays in L2), columns in panels of kNR, depth in
+/// blocks of kKC; each kKC x kNR panel of B is packed once (zero-padded past N) and reused by
+/// every kMR-row micro-tile of the row block.
+template <class Arch, class Store>
+void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+              const float* b, std::size_t ldb, bool b_trans, const float* bias, Store store,
+              float* pack) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, KC = Tl::kKC, MC = Tl::kMC;
+  alignas(Tl::kAlign) float tile[MR * NR];
+  alignas(Tl::kAlign) float bias_row[NR];
+  for (std::size_t ic = 0; ic < M; ic += MC) {
+    const std::size_t mc = internal::min_size(MC, M - ic);
+    for (std::size_t jc = 0; jc < N; jc += NR) {
+      const std::size_t nr = internal::min_size(NR, N - jc);
+      for (std::size_t j = 0; j < NR; ++j) bias_row[j] = (bias && j < nr) ? bias[jc + j] : 0.0f;
+      for (std::size_t pc = 0; pc < K; pc += KC) {
+        const std::size_t kc = internal::min_size(KC, K - pc);
+        const bool first = pc == 0;
+        // Pack the kc x NR panel of B, zero-padded past column N.
+        if (!b_trans) {
+          for (std::size_t k = 0; k < kc; ++k) {
+            const float* src = b + (pc + k) * ldb + jc;
+            float* dst = pack + k * NR;
+            for (std::size_t j = 0; j < nr; ++j) dst[j] = src[j];
+            for (std::size_t j = nr; j < NR; ++j) dst[j] = 0.0f;
+          }
+        } else {
+          for (std::size_t j = 0; j < NR; ++j) {
+            if (j < nr) {
+              const float* src = b + (jc + j) * ldb + pc;
+              for (std::size_t k = 0; k < kc; ++k) pack[k * NR + j] = src[k];
+            } else {
+              for (std::size_t k = 0; k < kc; ++k) pack[k * NR + j] = 0.0f;
+            }
+          }
+        }
+        for (std::size_t ir = 0; ir < mc; ir += MR) {
+          const std::size_t mr = internal::min_size(MR, mc - ir);
+          const std::size_t m0 = ic + ir;
+          const float* ablk = a + m0 * lda + pc;
+          const float* add = (first && bias) ? bias_row : nullptr;
+          if (store.direct() && nr == NR) {
+            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, store.row(m0, jc), store.ld(), add,
+                                        !first);
+            continue;
+          }
+          // Edge or scattered tile: compute into a local tile, then write what is in range.
+          if (!first) {
+            for (std::size_t i = 0; i < mr; ++i)
+              for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
+          }
+          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, tile, NR, add, !first);
+          for (std::size_t i = 0; i < mr; ++i)
+            for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace microattn

@@ -1,0 +1,8 @@
+// microattn: umbrella header.
+#pragma once
+
+#include "microattn/arch.hpp"
+#include "microattn/attention.hpp"
+#include "microattn/config.hpp"
+#include "microattn/status.hpp"
+#include "microattn/weights.hpp"

@@ -1,0 +1,29 @@
+// microattn: status codes returned by every public entry point.
+#pragma once
+
+#include <cstdint>
+
+namespace microattn {
+
+/// Result of a public entry point. On any value other than kOk nothing was written:
+/// outputs, caches and workspaces are exactly as they were before the call.
+enum class Status : std::uint8_t {
+  kOk = 0,
+  kNullPointer,      ///< a required pointer (input, output, weight or bias) is null
+  kBadTokenCount,    ///< token count is 0 or larger than the configuration's T_max
+  kOverlap,          ///< an output buffer overlaps an input it must not alias
+  kBadScale,         ///< the softmax scale is not finite
+  kBadStride,        ///< a row stride is smaller than the row it must hold
+  kCacheFull,        ///< appending would exceed the KV cache capacity
+  kCacheEmpty,       ///< the call needs cached tokens and the cache holds none
+  kBadArgument,      ///< any other argument outside its documented range
+};
+
+/// Short, stable, human-readable name of a status ("ok", "null pointer", ...).
+/// Never returns null.
+const char* to_string(Status s) noexcept;
+
+/// True for Status::kOk.
+constexpr bool ok(Status s) noexcept { return s == Status::kOk; }
+
+}  // namespace microattn

@@ -1,0 +1,20 @@
+#include "microattn/status.hpp"
+
+namespace microattn {
+
+const char* to_string(Status s) noexcept {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kNullPointer: return "null pointer";
+    case Status::kBadTokenCount: return "bad token count";
+    case Status::kOverlap: return "overlapping buffers";
+    case Status::kBadScale: return "scale not finite";
+    case Status::kBadStride: return "bad stride";
+    case Status::kCacheFull: return "cache full";
+    case Status::kCacheEmpty: return "cache empty";
+    case Status::kBadArgument: return "bad argument";
+  }
+  return "unknown status";
+}
+
+}  // namespace microattn

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
+#   scripts/setup.sh           host build, tests and benchmark
+#   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU
+set -euo pipefail
+
+cross=0
+for arg in "$@"; do
+  case "$arg" in
+    --cross) cross=1 ;;
+    *) echo "usage: $0 [--cross]" >&2; exit 2 ;;
+  esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev
+           libxsimd-dev libgtest-dev libbenchmark-dev)
+cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf
+            gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi
+            qemu-user qemu-system-arm
+            libgtest-dev:arm64 libbenchmark-dev:arm64 libgtest-dev:armhf libbenchmark-dev:armhf)
+
+pkgs=("${host_pkgs[@]}")
+if [ "$cross" -eq 1 ]; then
+  for a in arm64 armhf; do
+    dpkg --print-foreign-architectures | grep -qx "$a" || $SUDO dpkg --add-architecture "$a"
+  done
+  pkgs+=("${cross_pkgs[@]}")
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "setup: all ${#pkgs[@]} packages already installed"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+# A mirror mid-sync can fail one index now and then: retry, then go on with what was fetched.
+for try in 1 2 3; do
+  if $SUDO apt-get update -qq; then break; fi
+  echo "setup: apt-get update failed (try $try of 3)" >&2
+  sleep $((try * 5))
+done
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
