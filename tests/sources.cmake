@@ -2,4 +2,5 @@
 # They use static storage for big objects, no threads, files or exceptions.
 set(MICROATTN_PORTABLE_TEST_SOURCES
   test_attention_core.cpp
+  test_attention_layer.cpp
 )

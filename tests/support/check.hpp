@@ -16,7 +16,7 @@ constexpr double kEps = 5.9604644775390625e-08;
 /// rounded operations has `chain` steps (a dot product of length n is n steps). Each step can
 /// add at most eps relative error to the magnitude, so eps * chain bounds the error linearly;
 /// we allow 4x that for exp's 1 ulp, the 1/l normalisation and rounding of the inputs.
-/// Measured errors sit one to two orders of magnitude below this.
+/// Measured: the worst of ~490 random core and layer cases reaches 0.09 of it (AVX2+FMA).
 inline double tolerance(double chain, double magnitude) {
   return 4.0 * kEps * chain * (magnitude > 1.0 ? magnitude : 1.0);
 }

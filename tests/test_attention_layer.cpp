@@ -1,0 +1,224 @@
+// MultiHeadAttention (projections + fused core + W_O) against the double reference, the
+// 11-token example of the teaching notes, and PyTorch's weight layout.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/attention.hpp"
+#include "reference/attention_ref.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::Config;
+using microattn::MultiHeadAttention;
+using microattn::OutProj;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::Weights;
+using microattn_test::for_each_arch;
+
+/// Random weights for Cfg in static storage, U(+-1/sqrt(fan_in)) like nn.Linear's init.
+template <class Cfg>
+struct RandomWeights {
+  static constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim;
+  float wq[DM * QD], wk[DM * KD], wv[DM * KD], wo[QD * DM], bq[QD], bk[KD], bv[KD], bo[DM];
+  void fill(std::uint64_t seed) {
+    microattn_test::Rng rng(seed);
+    const float a = 1.0f / std::sqrt(static_cast<float>(DM)), b = 1.0f / std::sqrt(float(QD));
+    rng.fill(wq, DM * QD, -a, a);
+    rng.fill(wk, DM * KD, -a, a);
+    rng.fill(wv, DM * KD, -a, a);
+    rng.fill(wo, QD * DM, -b, b);
+    rng.fill(bq, QD, -a, a);
+    rng.fill(bk, KD, -a, a);
+    rng.fill(bv, KD, -a, a);
+    rng.fill(bo, DM, -b, b);
+  }
+  Weights<Cfg> view(WeightLayout layout) const {
+    Weights<Cfg> w;
+    w.layout = layout;
+    w.w_q = wq, w.w_k = wk, w.w_v = wv, w.w_o = wo;
+    w.b_q = bq, w.b_k = bk, w.b_v = bv, w.b_o = bo;
+    return w;
+  }
+  microattn_ref::LayerRef ref(WeightLayout layout) const {
+    return {DM, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, layout == WeightLayout::kOutIn,
+            wq, wk, wv, Cfg::kHasOutProj ? wo : nullptr,
+            Cfg::kHasBias ? bq : nullptr, Cfg::kHasBias ? bk : nullptr,
+            Cfg::kHasBias ? bv : nullptr, Cfg::kHasBias ? bo : nullptr};
+  }
+};
+
+template <class Cfg, class A>
+void check_layer_random(std::size_t T, std::uint64_t seed, WeightLayout layout) {
+  constexpr std::size_t N = Cfg::kTMax;
+  static RandomWeights<Cfg> w;
+  static float x[N * Cfg::kDModel], y[N * Cfg::kOutDim];
+  static double ref[N * Cfg::kOutDim];
+  static double scratch[microattn_ref::layer_scratch(N, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead)];
+  static MultiHeadAttention<Cfg, A> layer;
+  w.fill(seed);
+  microattn_test::Rng rng(seed ^ 0xabcdef);
+  rng.fill(x, T * Cfg::kDModel, -1.0f, 1.0f);
+  ASSERT_EQ(layer.set_weights(w.view(layout)), Status::kOk);
+  ASSERT_EQ(layer.forward(x, T, y), Status::kOk);
+  microattn_ref::layer(w.ref(layout), x, T, microattn::default_scale<Cfg>(), ref, scratch);
+  // Chain: d_model terms per projection, d_head per score (|score| < 2 here), T per P V row,
+  // H*d_head per output-projection term.
+  const double chain = Cfg::kDModel + 2.0 * Cfg::kDHead + T + (Cfg::kHasOutProj ? Cfg::kQDim : 0);
+  const double mag = microattn_test::max_abs(ref, T * Cfg::kOutDim);
+  const double err = microattn_test::max_diff(y, ref, T * Cfg::kOutDim);
+  EXPECT_LE(err, microattn_test::tolerance(chain, mag))
+      << A::name() << " T=" << T << " d_model=" << Cfg::kDModel << " H=" << Cfg::kHeads
+      << " Hkv=" << Cfg::kKvHeads << " d_head=" << Cfg::kDHead << " bias=" << Cfg::kHasBias
+      << " W_O=" << Cfg::kHasOutProj << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+}
+
+template <class Cfg>
+void sweep_layer(std::uint64_t seed) {
+  for_each_arch([seed](auto arch) {
+    using A = decltype(arch);
+    using Tl = microattn::internal::Tiles<A>;
+    const std::size_t sizes[] = {1, Tl::kMR - 1, Tl::kMR + 1, Tl::kBQ + 1, Tl::kBK + 1,
+                                 Cfg::kTMax - 1, Cfg::kTMax};
+    for (std::size_t T : sizes) {
+      if (T < 1 || T > Cfg::kTMax) continue;
+      check_layer_random<Cfg, A>(T, seed + T, WeightLayout::kInOut);
+      check_layer_random<Cfg, A>(T, seed + 1000 + T, WeightLayout::kOutIn);
+    }
+  });
+}
+
+TEST(AttentionLayer, RandomMha) {
+  sweep_layer<Config<70, 16, 4, 4, 4>>(1);
+  sweep_layer<Config<70, 13, 2, 2, 5, Bias::kYes>>(2);              // d_model not a vector multiple
+  sweep_layer<Config<70, 37, 3, 3, 1, Bias::kNo, OutProj::kNo>>(3);  // d_head 1, no W_O
+  sweep_layer<Config<70, 24, 2, 2, 12, Bias::kYes, OutProj::kNo>>(4);
+}
+
+TEST(AttentionLayer, RandomWideHeads) {
+  sweep_layer<Config<70, 64, 2, 2, 64, Bias::kYes>>(5);
+  sweep_layer<Config<70, 40, 1, 1, 80>>(6);
+  sweep_layer<Config<70, 300, 2, 1, 3>>(7);  // d_model deeper than one packed panel (KC)
+}
+
+TEST(AttentionLayer, RandomGqaMqa) {
+  sweep_layer<Config<70, 32, 4, 2, 8, Bias::kYes>>(8);
+  sweep_layer<Config<70, 20, 6, 1, 5>>(9);
+  sweep_layer<Config<70, 48, 8, 2, 6, Bias::kNo, OutProj::kNo>>(10);
+}
+
+// seeds/000: 11 tokens, d_in 8, d_out 4, 2 heads of width 2, no W_O. The result equals two
+// independent single-head attentions on the column halves of W_Q, W_K, W_V, concatenated.
+TEST(AttentionLayer, ElevenTokensTwoHeadsEqualTwoSingleHeads) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Two = Config<11, 8, 2, 2, 2, Bias::kNo, OutProj::kNo>;
+    using One = Config<11, 8, 1, 1, 2, Bias::kNo, OutProj::kNo>;
+    static float x[11 * 8], wq[8 * 4], wk[8 * 4], wv[8 * 4], y[11 * 4];
+    static float half_q[2][8 * 2], half_k[2][8 * 2], half_v[2][8 * 2], y1[2][11 * 2];
+    static double ref[11 * 4], scratch[microattn_ref::layer_scratch(11, 2, 2, 2)];
+    microattn_test::Rng rng(2024);
+    rng.fill(x, 11 * 8, -1, 1);
+    rng.fill(wq, 8 * 4, -1, 1);
+    rng.fill(wk, 8 * 4, -1, 1);
+    rng.fill(wv, 8 * 4, -1, 1);
+    static MultiHeadAttention<Two, A> mha;
+    Weights<Two> w;
+    w.w_q = wq, w.w_k = wk, w.w_v = wv;
+    ASSERT_EQ(mha.set_weights(w), Status::kOk);
+    ASSERT_EQ(mha.forward(x, 11, y), Status::kOk);
+    for (int h = 0; h < 2; ++h) {
+      for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 2; ++c) {
+          half_q[h][r * 2 + c] = wq[r * 4 + h * 2 + c];
+          half_k[h][r * 2 + c] = wk[r * 4 + h * 2 + c];
+          half_v[h][r * 2 + c] = wv[r * 4 + h * 2 + c];
+        }
+      static MultiHeadAttention<One, A> single;
+      Weights<One> w1;
+      w1.w_q = half_q[h], w1.w_k = half_k[h], w1.w_v = half_v[h];
+      ASSERT_EQ(single.set_weights(w1), Status::kOk);
+      ASSERT_EQ(single.forward(x, 11, y1[h]), Status::kOk);
+    }
+    // Same kernels, same operation order: equal to the last bit.
+    for (int t = 0; t < 11; ++t)
+      for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 2; ++c)
+          EXPECT_EQ(y[t * 4 + h * 2 + c], y1[h][t * 2 + c]) << A::name() << " t=" << t << " h=" << h;
+    const microattn_ref::LayerRef L{8, 2, 2, 2, false, wq, wk, wv, nullptr, nullptr, nullptr, nullptr, nullptr};
+    microattn_ref::layer(L, x, 11, 1.0 / std::sqrt(2.0), ref, scratch);
+    EXPECT_LE(microattn_test::max_diff(y, ref, 11 * 4), microattn_test::tolerance(8 + 4 + 11, 1.0))
+        << A::name();
+  });
+}
+
+// PyTorch's [out][in] weights give the same result, bit for bit, as the transposed [in][out].
+TEST(AttentionLayer, PyTorchLayoutEqualsTransposed) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<40, 24, 4, 2, 6, Bias::kYes>;
+    constexpr std::size_t DM = 24, QD = 24, KD = 12, T = 40;
+    static RandomWeights<Cfg> w;
+    static float tq[QD * DM], tk[KD * DM], tv[KD * DM], to[DM * QD], x[T * DM], y1[T * DM], y2[T * DM];
+    w.fill(99);
+    for (std::size_t i = 0; i < DM; ++i)
+      for (std::size_t j = 0; j < QD; ++j) tq[j * DM + i] = w.wq[i * QD + j], to[i * QD + j] = w.wo[j * DM + i];
+    for (std::size_t i = 0; i < DM; ++i)
+      for (std::size_t j = 0; j < KD; ++j) tk[j * DM + i] = w.wk[i * KD + j], tv[j * DM + i] = w.wv[i * KD + j];
+    microattn_test::Rng(5).fill(x, T * DM, -1, 1);
+    static MultiHeadAttention<Cfg, A> layer;
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(layer.forward(x, T, y1), Status::kOk);
+    Weights<Cfg> pt = w.view(WeightLayout::kOutIn);
+    pt.w_q = tq, pt.w_k = tk, pt.w_v = tv, pt.w_o = to;
+    ASSERT_EQ(layer.set_weights(pt), Status::kOk);
+    ASSERT_EQ(layer.forward(x, T, y2), Status::kOk);
+    EXPECT_EQ(std::memcmp(y1, y2, sizeof y1), 0) << A::name();
+  });
+}
+
+// With W_O the output may overwrite the input.
+TEST(AttentionLayer, InPlaceWithOutputProjection) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<30, 16, 2, 2, 8>;
+    static RandomWeights<Cfg> w;
+    static float x[30 * 16], y[30 * 16];
+    w.fill(3);
+    microattn_test::Rng(4).fill(x, 30 * 16, -1, 1);
+    static MultiHeadAttention<Cfg, A> layer;
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(layer.forward(x, 30, y), Status::kOk);
+    ASSERT_EQ(layer.forward(x, 30, x), Status::kOk);
+    EXPECT_EQ(std::memcmp(x, y, sizeof y), 0) << A::name();
+  });
+}
+
+// Changing tokens after position i never changes outputs 0..i.
+TEST(AttentionLayer, Causality) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<70, 20, 4, 2, 6, Bias::kYes>;
+    constexpr std::size_t T = 70, DM = 20;
+    static RandomWeights<Cfg> w;
+    static float x[T * DM], a[T * DM], b[T * DM];
+    w.fill(8);
+    microattn_test::Rng(9).fill(x, T * DM, -1, 1);
+    static MultiHeadAttention<Cfg, A> layer;
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    for (std::size_t i : {std::size_t{0}, std::size_t{15}, std::size_t{47}, std::size_t{64}}) {
+      ASSERT_EQ(layer.forward(x, T, a), Status::kOk);
+      microattn_test::Rng(50 + i).fill(x + (i + 1) * DM, (T - i - 1) * DM, -30, 30);
+      ASSERT_EQ(layer.forward(x, T, b), Status::kOk);
+      EXPECT_EQ(std::memcmp(a, b, (i + 1) * DM * sizeof(float)), 0) << A::name() << " i=" << i;
+    }
+  });
+}
+
+}  // namespace
