@@ -3,4 +3,8 @@
 set(MICROATTN_PORTABLE_TEST_SOURCES
   test_attention_core.cpp
   test_attention_layer.cpp
+  test_arch.cpp
+  test_bad_input.cpp
+  test_f32_exp.cpp
+  test_f32_gemm.cpp
 )

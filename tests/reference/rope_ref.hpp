@@ -1,0 +1,74 @@
+// Plain double-precision oracle for rotary positional embeddings and for a whole attention
+// layer with RoPE (built from attention_ref.hpp's linear() and core()). Written from the
+// definitions, sharing nothing with the library's kernels or tables.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include "reference/attention_ref.hpp"
+
+namespace microattn_ref {
+
+/// Rotates one head x[0 .. d) at position pos: pair i (0 <= i < rot/2) turns by
+/// pos * base^(-2i / rot). adjacent: pair i = (2i, 2i+1); else (i, i + rot/2).
+/// Dimensions rot .. d - 1 are left as they are.
+inline void rope(double* x, std::size_t rot, double pos, double base, bool adjacent) {
+  const std::size_t half = rot / 2;
+  for (std::size_t i = 0; i < half; ++i) {
+    const double theta = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(rot));
+    const double c = std::cos(pos * theta), s = std::sin(pos * theta);
+    const std::size_t a = adjacent ? 2 * i : i, b = adjacent ? 2 * i + 1 : i + half;
+    const double xa = x[a], xb = x[b];
+    x[a] = xa * c - xb * s;
+    x[b] = xa * s + xb * c;
+  }
+}
+
+/// RoPE settings of the reference layer (rot == 0: no RoPE).
+struct RopeRef {
+  std::size_t rot;
+  double base;
+  bool adjacent;
+};
+
+/// Doubles of scratch layer_rope() needs (the same as layer()).
+constexpr std::size_t layer_rope_scratch(std::size_t T, std::size_t H, std::size_t Hkv,
+                                         std::size_t D) {
+  return layer_scratch(T, H, Hkv, D);
+}
+
+/// The whole layer with RoPE on Q and K at absolute positions 0 .. T-1, then causal attention
+/// (token i sees 0 .. i): y [T][d_model] (or [T][H*D] without W_O).
+inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std::size_t T,
+                       double scale, double* y, double* scratch) {
+  const std::size_t QD = L.H * L.D, KD = L.Hkv * L.D;
+  double* q = scratch;
+  double* k = q + T * QD;
+  double* v = k + T * KD;
+  double* ctx = v + T * KD;
+  double* s = ctx + T * QD;
+  linear(x, T, L.d_model, QD, L.wq, L.out_in, L.bq, q);
+  linear(x, T, L.d_model, KD, L.wk, L.out_in, L.bk, k);
+  linear(x, T, L.d_model, KD, L.wv, L.out_in, L.bv, v);
+  if (r.rot) {
+    for (std::size_t t = 0; t < T; ++t) {
+      for (std::size_t h = 0; h < L.H; ++h) rope(q + t * QD + h * L.D, r.rot, double(t), r.base, r.adjacent);
+      for (std::size_t h = 0; h < L.Hkv; ++h) rope(k + t * KD + h * L.D, r.rot, double(t), r.base, r.adjacent);
+    }
+  }
+  core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);
+  if (L.wo) {
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t j = 0; j < L.d_model; ++j) {
+        double acc = L.bo ? L.bo[j] : 0.0;
+        for (std::size_t i = 0; i < QD; ++i)
+          acc += ctx[t * QD + i] * (L.out_in ? L.wo[j * QD + i] : L.wo[i * L.d_model + j]);
+        y[t * L.d_model + j] = acc;
+      }
+  } else {
+    for (std::size_t i = 0; i < T * QD; ++i) y[i] = ctx[i];
+  }
+}
+
+}  // namespace microattn_ref

@@ -1,0 +1,155 @@
+// Every bad input returns its status and leaves the sentinel-filled output untouched.
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+#include "microattn/attention.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::Config;
+using microattn::MultiHeadAttention;
+using microattn::OutProj;
+using microattn::ScaledDotProductAttention;
+using microattn::Status;
+using microattn::Weights;
+
+constexpr float kSentinel = -31337.0f;
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+template <std::size_t N>
+void fill_sentinel(float (&a)[N]) {
+  for (float& f : a) f = kSentinel;
+}
+template <std::size_t N>
+bool untouched(const float (&a)[N]) {
+  for (float f : a)
+    if (!(f == kSentinel)) return false;
+  return true;
+}
+
+using LayerCfg = Config<8, 6, 2, 1, 4, Bias::kYes>;  // with W_O and biases
+float g_w[4][64], g_b[4][16];
+Weights<LayerCfg> full_weights() {
+  microattn_test::Rng rng(1);
+  for (auto& w : g_w) rng.fill(w, 64, -1, 1);
+  for (auto& b : g_b) rng.fill(b, 16, -1, 1);
+  Weights<LayerCfg> w;
+  w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2], w.w_o = g_w[3];
+  w.b_q = g_b[0], w.b_k = g_b[1], w.b_v = g_b[2], w.b_o = g_b[3];
+  return w;
+}
+
+TEST(BadInput, LayerArguments) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    static MultiHeadAttention<LayerCfg, A> layer;
+    float x[8 * 6], y[8 * 6];
+    microattn_test::Rng(2).fill(x, 8 * 6, -1, 1);
+    fill_sentinel(y);
+    EXPECT_EQ(layer.forward(x, 4, y), Status::kNullPointer) << "no weights yet";
+    EXPECT_TRUE(untouched(y));
+    ASSERT_EQ(layer.set_weights(full_weights()), Status::kOk);
+    EXPECT_EQ(layer.forward(nullptr, 4, y), Status::kNullPointer);
+    EXPECT_EQ(layer.forward(x, 4, nullptr), Status::kNullPointer);
+    EXPECT_EQ(layer.forward(x, 0, y), Status::kBadTokenCount);
+    EXPECT_EQ(layer.forward(x, 9, y), Status::kBadTokenCount);
+    EXPECT_EQ(layer.forward(x, 4, y, kInf), Status::kBadScale);
+    EXPECT_EQ(layer.forward(x, 4, y, -kInf), Status::kBadScale);
+    EXPECT_EQ(layer.forward(x, 4, y, kNaN), Status::kBadScale);
+    EXPECT_TRUE(untouched(y)) << A::name();
+    EXPECT_EQ(layer.forward(x, 4, y), Status::kOk);  // and a good call still works
+    EXPECT_FALSE(untouched(y));
+  });
+}
+
+TEST(BadInput, IncompleteWeightsAreRejectedAndKeepTheOldOnes) {
+  static MultiHeadAttention<LayerCfg> layer;
+  ASSERT_EQ(layer.set_weights(full_weights()), Status::kOk);
+  float x[8 * 6], y0[8 * 6], y1[8 * 6];
+  microattn_test::Rng(3).fill(x, 8 * 6, -1, 1);
+  ASSERT_EQ(layer.forward(x, 8, y0), Status::kOk);
+  const char* missing[] = {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"};
+  for (int i = 0; i < 8; ++i) {
+    Weights<LayerCfg> w = full_weights();
+    const float** p[] = {&w.w_q, &w.w_k, &w.w_v, &w.w_o, &w.b_q, &w.b_k, &w.b_v, &w.b_o};
+    *p[i] = nullptr;
+    EXPECT_EQ(layer.set_weights(w), Status::kNullPointer) << missing[i];
+  }
+  ASSERT_EQ(layer.forward(x, 8, y1), Status::kOk);
+  EXPECT_EQ(std::memcmp(y0, y1, sizeof y0), 0);
+  // A configuration without bias or W_O does not need those pointers.
+  using Lean = Config<8, 6, 2, 1, 4, Bias::kNo, OutProj::kNo>;
+  Weights<Lean> lean;
+  lean.w_q = g_w[0], lean.w_k = g_w[1], lean.w_v = g_w[2];
+  static MultiHeadAttention<Lean> lean_layer;
+  EXPECT_EQ(lean_layer.set_weights(lean), Status::kOk);
+}
+
+TEST(BadInput, LayerWithoutOutputProjectionRejectsOverlap) {
+  using Cfg = Config<8, 8, 2, 2, 4, Bias::kNo, OutProj::kNo>;  // y is [T][8], like x
+  static MultiHeadAttention<Cfg> layer;
+  Weights<Cfg> w;
+  w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2];
+  ASSERT_EQ(layer.set_weights(w), Status::kOk);
+  static float buf[8 * 8 + 8];
+  fill_sentinel(buf);
+  microattn_test::Rng(4).fill(buf, 8 * 8, -1, 1);
+  static float copy[8 * 8 + 8];
+  std::memcpy(copy, buf, sizeof buf);
+  EXPECT_EQ(layer.forward(buf, 8, buf), Status::kOverlap);
+  EXPECT_EQ(layer.forward(buf, 8, buf + 3), Status::kOverlap);
+  EXPECT_EQ(layer.forward(buf + 3, 8, buf), Status::kOverlap);
+  EXPECT_EQ(std::memcmp(copy, buf, sizeof buf), 0);
+}
+
+TEST(BadInput, CoreArguments) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<8, 1, 2, 1, 3>;  // q, out [T][6]; k, v [T][3]
+    static ScaledDotProductAttention<Cfg, A> attn;
+    static float q[8 * 6], k[8 * 3], v[8 * 3], out[8 * 6];
+    microattn_test::Rng rng(5);
+    rng.fill(q, 8 * 6, -1, 1);
+    rng.fill(k, 8 * 3, -1, 1);
+    rng.fill(v, 8 * 3, -1, 1);
+    fill_sentinel(out);
+    const float s = 0.5f;
+    EXPECT_EQ(attn.forward(nullptr, 6, k, 3, v, 3, 4, out, 6, s), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, nullptr, 3, v, 3, 4, out, 6, s), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, nullptr, 3, 4, out, 6, s), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, nullptr, 6, s), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 0, out, 6, s), Status::kBadTokenCount);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 9, out, 6, s), Status::kBadTokenCount);
+    EXPECT_EQ(attn.forward(q, 5, k, 3, v, 3, 4, out, 6, s), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 2, v, 3, 4, out, 6, s), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 2, 4, out, 6, s), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 5, s), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 6, kNaN), Status::kBadScale);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 6, kInf), Status::kBadScale);
+    EXPECT_TRUE(untouched(out)) << A::name();
+    // Output overlapping any input.
+    static float big[8 * 6 + 8 * 3 + 8 * 3];
+    fill_sentinel(big);
+    EXPECT_EQ(attn.forward(big, 6, k, 3, v, 3, 4, big + 4, 6, s), Status::kOverlap);
+    EXPECT_EQ(attn.forward(q, 6, big, 3, v, 3, 4, big + 2, 6, s), Status::kOverlap);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, big + 30, 3, 4, big + 10, 6, s), Status::kOverlap);
+    EXPECT_TRUE(untouched(big)) << A::name();
+    // Adjacent, not overlapping, is fine.
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, big, 6, s), Status::kOk);
+  });
+}
+
+TEST(BadInput, StatusNames) {
+  EXPECT_EQ(std::strcmp(microattn::to_string(Status::kOk), "ok"), 0);
+  EXPECT_EQ(std::strcmp(microattn::to_string(Status::kCacheFull), "cache full"), 0);
+  EXPECT_EQ(std::strcmp(microattn::to_string(static_cast<Status>(200)), "unknown status"), 0);
+}
+
+}  // namespace

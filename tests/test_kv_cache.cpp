@@ -1,0 +1,593 @@
+// KvAttention (KV cache, prefill, chunked prefill, decode, RoPE, GQA/MQA) against the
+// double-precision reference, against itself (decode == prefill == chunked prefill), and its
+// statuses (nothing changes on error; reset and truncate give fresh-object results bit for bit).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "microattn/kv_cache.hpp"
+#include "reference/attention_ref.hpp"
+#include "reference/rope_ref.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::Config;
+using microattn::KvAttention;
+using microattn::OutProj;
+using microattn::RopeConfig;
+using microattn::RopePairing;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::Weights;
+using microattn_test::for_each_arch;
+
+#if defined(MICROATTN_TEST_QUICK)
+constexpr bool kQuick = true;
+#else
+constexpr bool kQuick = false;
+#endif
+
+// Shared pools (one check runs at a time), so the test image stays small on Cortex-M.
+constexpr std::size_t kPoolIn = 70 * 40;    // x: T_max * d_model of the largest config
+constexpr std::size_t kPoolOut = 70 * 64;   // y: T_max * out_dim
+constexpr std::size_t kPoolRef = 70 * (2 * 64 + 2 * 64) + 70;
+float g_x[kPoolIn];
+float g_y_pre[kPoolOut], g_y_dec[kPoolOut], g_y_chunk[kPoolOut];
+double g_ref[kPoolOut];
+double g_scratch[kPoolRef];
+
+/// Random weights for Cfg in static storage, U(+-1/sqrt(fan_in)) like nn.Linear's init.
+template <class Cfg>
+struct RandomWeights {
+  static constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim;
+  float wq[DM * QD], wk[DM * KD], wv[DM * KD], wo[QD * DM], bq[QD], bk[KD], bv[KD], bo[DM];
+  void fill(std::uint64_t seed) {
+    microattn_test::Rng rng(seed);
+    const float a = 1.0f / std::sqrt(static_cast<float>(DM)), b = 1.0f / std::sqrt(float(QD));
+    rng.fill(wq, DM * QD, -a, a);
+    rng.fill(wk, DM * KD, -a, a);
+    rng.fill(wv, DM * KD, -a, a);
+    rng.fill(wo, QD * DM, -b, b);
+    rng.fill(bq, QD, -a, a);
+    rng.fill(bk, KD, -a, a);
+    rng.fill(bv, KD, -a, a);
+    rng.fill(bo, DM, -b, b);
+  }
+  Weights<Cfg> view(WeightLayout layout) const {
+    Weights<Cfg> w;
+    w.layout = layout;
+    w.w_q = wq, w.w_k = wk, w.w_v = wv, w.w_o = wo;
+    w.b_q = bq, w.b_k = bk, w.b_v = bv, w.b_o = bo;
+    return w;
+  }
+  microattn_ref::LayerRef ref(WeightLayout layout) const {
+    return {DM, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, layout == WeightLayout::kOutIn,
+            wq, wk, wv, Cfg::kHasOutProj ? wo : nullptr,
+            Cfg::kHasBias ? bq : nullptr, Cfg::kHasBias ? bk : nullptr,
+            Cfg::kHasBias ? bv : nullptr, Cfg::kHasBias ? bo : nullptr};
+  }
+};
+
+RopeConfig rope_cfg(bool on, RopePairing p, std::size_t dims, float base = 10000.0f) {
+  RopeConfig r;
+  r.enabled = on;
+  r.pairing = p;
+  r.rotary_dims = dims;
+  r.base = base;
+  return r;
+}
+
+/// The RoPE variants every layer configuration is run with: off, both pairings over the whole
+/// head (largest even width), both over a partial width.
+constexpr int kRopeVariants = 5;
+template <class Cfg>
+RopeConfig rope_variant(int i) {
+  constexpr std::size_t D = Cfg::kDHead;
+  const std::size_t full = D % 2 ? D - 1 : 0;  // 0 = d_head
+  const std::size_t part = (D / 2) % 2 ? D / 2 + 1 : D / 2;
+  switch (i) {
+    case 1: return rope_cfg(true, RopePairing::kHalfSplit, full);
+    case 2: return rope_cfg(true, RopePairing::kAdjacent, full);
+    case 3: return rope_cfg(true, RopePairing::kHalfSplit, part, 500000.0f);
+    case 4: return rope_cfg(true, RopePairing::kAdjacent, part, 10.0f);  // fast turns
+    default: return rope_cfg(false, RopePairing::kHalfSplit, 0);
+  }
+}
+
+microattn_ref::RopeRef rope_ref_of(const RopeConfig& r, std::size_t d_head) {
+  if (!r.enabled) return {0, 0.0, false};
+  return {r.rotary_dims ? r.rotary_dims : d_head, static_cast<double>(r.base),
+          r.pairing == RopePairing::kAdjacent};
+}
+
+/// One sequence of T tokens three ways on one object (reset in between): a single prefill,
+/// token-by-token decode, and a prefill in three chunks; each against the double reference,
+/// and decode against prefill.
+template <class Cfg, class A>
+void check_sequence(std::size_t T, std::uint64_t seed, WeightLayout layout, const RopeConfig& rc) {
+  constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim;
+  static_assert(Cfg::kTMax * DM <= kPoolIn && Cfg::kTMax * OD <= kPoolOut, "test pools too small");
+  static_assert(microattn_ref::layer_rope_scratch(Cfg::kTMax, Cfg::kHeads, Cfg::kKvHeads,
+                                                  Cfg::kDHead) <= kPoolRef,
+                "test scratch pool too small");
+  static RandomWeights<Cfg> w;
+  static KvAttention<Cfg, A> kv;
+  w.fill(seed);
+  microattn_test::Rng rng(seed ^ 0x5eed);
+  rng.fill(g_x, T * DM, -1.0f, 1.0f);
+  kv.reset();
+  ASSERT_EQ(kv.set_weights(w.view(layout)), Status::kOk);
+  ASSERT_EQ(kv.set_rope(rc), Status::kOk);
+
+  ASSERT_EQ(kv.prefill(g_x, T, g_y_pre), Status::kOk);
+  ASSERT_EQ(kv.length(), T);
+
+  kv.reset();
+  for (std::size_t t = 0; t < T; ++t) ASSERT_EQ(kv.decode(g_x + t * DM, g_y_dec + t * OD), Status::kOk);
+  ASSERT_EQ(kv.length(), T);
+
+  kv.reset();
+  const std::size_t c1 = T / 3, c2 = T / 3 + (T % 3 == 2 ? 1 : 0);
+  std::size_t done = 0;
+  for (std::size_t c : {c1, c2, T - c1 - c2}) {
+    if (c == 0) continue;
+    ASSERT_EQ(kv.prefill(g_x + done * DM, c, g_y_chunk + done * OD), Status::kOk);
+    done += c;
+  }
+  ASSERT_EQ(kv.length(), T);
+
+  microattn_ref::layer_rope(w.ref(layout), rope_ref_of(rc, Cfg::kDHead), g_x, T,
+                            microattn::default_scale<Cfg>(), g_ref, g_scratch);
+  // Chain (as the layer test): d_model terms per projection, d_head per score (|score| < 2),
+  // T per P V row, H*d_head per output-projection term; RoPE adds 3 roundings to Q and K and
+  // its tables one each (rotations keep norms, so scores stay < 2).
+  const double chain = DM + 2.0 * Cfg::kDHead + T + (Cfg::kHasOutProj ? Cfg::kQDim : 0) + 4;
+  const double mag = microattn_test::max_abs(g_ref, T * OD);
+  const double tol = microattn_test::tolerance(chain, mag);
+  const double e_pre = microattn_test::max_diff(g_y_pre, g_ref, T * OD);
+  const double e_dec = microattn_test::max_diff(g_y_dec, g_ref, T * OD);
+  const double e_chk = microattn_test::max_diff(g_y_chunk, g_ref, T * OD);
+  double e_dp = 0;  // decode vs prefill: both within tol of the reference, so within 2 tol
+  for (std::size_t i = 0; i < T * OD; ++i) {
+    const double d = std::fabs(static_cast<double>(g_y_dec[i]) - g_y_pre[i]);
+    if (!(d <= e_dp)) e_dp = d;
+  }
+  EXPECT_LE(e_pre, tol) << "prefill " << A::name() << " T=" << T << " H=" << Cfg::kHeads
+                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
+                        << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
+                        << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+  EXPECT_LE(e_dec, tol) << "decode " << A::name() << " T=" << T << " H=" << Cfg::kHeads
+                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
+                        << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
+                        << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+  EXPECT_LE(e_chk, tol) << "chunked " << A::name() << " T=" << T << " H=" << Cfg::kHeads
+                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
+                        << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
+                        << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+  EXPECT_LE(e_dp, 2 * tol) << "decode vs prefill " << A::name() << " T=" << T << " seed=" << seed;
+}
+
+template <class Cfg>
+void sweep_sequence(std::uint64_t seed) {
+  for_each_arch([seed](auto arch) {
+    using A = decltype(arch);
+    using Tl = microattn::internal::Tiles<A>;
+    constexpr std::size_t W = microattn::internal::Vec<A>::kWidth;
+    const std::size_t all[] = {1, 2, W + 1, Tl::kBK + 1, Cfg::kTMax};
+    const std::size_t quick[] = {1, Cfg::kTMax};
+    const std::size_t* sizes = kQuick ? quick : all;
+    const std::size_t n_sizes = kQuick ? 2 : 5;
+    for (int r = 0; r < kRopeVariants; ++r) {
+      if (Cfg::kDHead < 2 && r != 0) continue;
+      const RopeConfig rc = rope_variant<Cfg>(r);
+      for (std::size_t i = 0; i < n_sizes; ++i) {
+        const std::size_t T = sizes[i];
+        if (T > Cfg::kTMax) continue;
+        const WeightLayout lay = (i + r) % 2 ? WeightLayout::kOutIn : WeightLayout::kInOut;
+        check_sequence<Cfg, A>(T, seed + 100 * r + T, lay, rc);
+      }
+    }
+  });
+}
+
+TEST(KvCache, DecodeEqualsPrefillMha) {
+  sweep_sequence<Config<40, 24, 4, 4, 8, Bias::kYes>>(1);
+  sweep_sequence<Config<33, 13, 3, 3, 5, Bias::kNo, OutProj::kNo>>(2);  // odd d_head, no W_O
+  sweep_sequence<Config<kQuick ? 20 : 70, 16, 2, 2, 64>>(3);            // wide heads
+  sweep_sequence<Config<20, 7, 2, 2, 1>>(4);                             // d_head 1: no RoPE
+}
+
+TEST(KvCache, DecodeEqualsPrefillGqa) {
+  sweep_sequence<Config<70, 32, 4, 2, 16, Bias::kYes>>(5);
+  sweep_sequence<Config<50, 20, 6, 2, 6, Bias::kNo, OutProj::kNo>>(6);  // 3 heads per group
+  sweep_sequence<Config<30, 40, 8, 4, 12, Bias::kYes>>(7);
+}
+
+TEST(KvCache, DecodeEqualsPrefillMqa) {
+  sweep_sequence<Config<40, 24, 8, 1, 8>>(8);  // 8 heads per group: more than one row block
+  sweep_sequence<Config<45, 17, 3, 1, 10, Bias::kYes>>(9);
+}
+
+// Both weight layouts of the same weights give the same outputs (kOutIn = transposed copy).
+TEST(KvCache, WeightLayoutsAgree) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<24, 20, 4, 2, 6, Bias::kYes>;
+    constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, T = 24;
+    static RandomWeights<Cfg> a;
+    static RandomWeights<Cfg> b;
+    static KvAttention<Cfg, A> ka, kb;
+    a.fill(77);
+    b = a;
+    for (std::size_t i = 0; i < DM; ++i) {
+      for (std::size_t j = 0; j < QD; ++j) b.wq[j * DM + i] = a.wq[i * QD + j], b.wo[i * QD + j] = a.wo[j * DM + i];
+      for (std::size_t j = 0; j < KD; ++j) b.wk[j * DM + i] = a.wk[i * KD + j], b.wv[j * DM + i] = a.wv[i * KD + j];
+    }
+    microattn_test::Rng rng(78);
+    rng.fill(g_x, T * DM, -1, 1);
+    ka.reset();
+    kb.reset();
+    ASSERT_EQ(ka.set_weights(a.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(kb.set_weights(b.view(WeightLayout::kOutIn)), Status::kOk);
+    ASSERT_EQ(ka.set_rope(rope_cfg(true, RopePairing::kHalfSplit, 0)), Status::kOk);
+    ASSERT_EQ(kb.set_rope(rope_cfg(true, RopePairing::kHalfSplit, 0)), Status::kOk);
+    ASSERT_EQ(ka.prefill(g_x, T - 4, g_y_pre), Status::kOk);
+    ASSERT_EQ(kb.prefill(g_x, T - 4, g_y_dec), Status::kOk);
+    for (std::size_t t = T - 4; t < T; ++t) {
+      ASSERT_EQ(ka.decode(g_x + t * DM, g_y_pre + t * DM), Status::kOk);
+      ASSERT_EQ(kb.decode(g_x + t * DM, g_y_dec + t * DM), Status::kOk);
+    }
+    double err = 0;
+    for (std::size_t i = 0; i < T * DM; ++i) {
+      const double d = std::fabs(static_cast<double>(g_y_pre[i]) - g_y_dec[i]);
+      err = d > err ? d : err;
+    }
+    // Different summation orders of the same products: within the layer tolerance (x2).
+    EXPECT_LE(err, 2 * microattn_test::tolerance(DM + 2 * 6 + T + QD, 1.0)) << A::name();
+  });
+}
+
+// GQA equals MHA whose key/value heads are the GQA ones repeated H/H_kv times: first for the
+// double reference itself, then for the library (prefill + decode, with RoPE).
+TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
+  constexpr std::size_t H = 6, HKV = 2, G = H / HKV, D = 8, DM = 16, T = 30;
+  using CfgG = Config<T, DM, H, HKV, D, Bias::kYes>;
+  using CfgM = Config<T, DM, H, H, D, Bias::kYes>;
+  static RandomWeights<CfgG> wg;
+  static RandomWeights<CfgM> wm;
+  wg.fill(91);
+  wm.fill(92);
+  for (std::size_t i = 0; i < DM * H * D; ++i) wm.wq[i] = wg.wq[i], wm.wo[i] = wg.wo[i];
+  for (std::size_t i = 0; i < H * D; ++i) wm.bq[i] = wg.bq[i];
+  for (std::size_t i = 0; i < DM; ++i) wm.bo[i] = wg.bo[i];
+  // kInOut: head h of MHA = columns of GQA head h / G.
+  for (std::size_t r = 0; r < DM; ++r)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t d = 0; d < D; ++d) {
+        wm.wk[r * H * D + h * D + d] = wg.wk[r * HKV * D + (h / G) * D + d];
+        wm.wv[r * H * D + h * D + d] = wg.wv[r * HKV * D + (h / G) * D + d];
+      }
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t d = 0; d < D; ++d) {
+      wm.bk[h * D + d] = wg.bk[(h / G) * D + d];
+      wm.bv[h * D + d] = wg.bv[(h / G) * D + d];
+    }
+  microattn_test::Rng rng(93);
+  rng.fill(g_x, T * DM, -1, 1);
+
+  // The reference: core() with H_kv = 2 and with the heads repeated (H_kv = 6).
+  {
+    static double q[T * H * D], k[T * HKV * D], v[T * HKV * D], kr[T * H * D], vr[T * H * D];
+    static double og[T * H * D], om[T * H * D], s[T];
+    microattn_test::Rng r2(94);
+    for (std::size_t i = 0; i < T * H * D; ++i) q[i] = r2.uniform(-1, 1);
+    for (std::size_t i = 0; i < T * HKV * D; ++i) k[i] = r2.uniform(-1, 1), v[i] = r2.uniform(-1, 1);
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t d = 0; d < D; ++d) {
+          kr[(t * H + h) * D + d] = k[(t * HKV + h / G) * D + d];
+          vr[(t * H + h) * D + d] = v[(t * HKV + h / G) * D + d];
+        }
+    microattn_ref::core(q, k, v, T, T, H, HKV, D, 0.35, og, s);
+    microattn_ref::core(q, kr, vr, T, T, H, H, D, 0.35, om, s);
+    double err = 0;
+    for (std::size_t i = 0; i < T * H * D; ++i) err = std::fabs(og[i] - om[i]) > err ? std::fabs(og[i] - om[i]) : err;
+    EXPECT_EQ(err, 0.0) << "reference GQA vs repeated-head MHA";
+  }
+
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    static KvAttention<CfgG, A> kg;
+    static KvAttention<CfgM, A> km;
+    kg.reset();
+    km.reset();
+    ASSERT_EQ(kg.set_weights(wg.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(km.set_weights(wm.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(kg.set_rope(rope_cfg(true, RopePairing::kAdjacent, 6)), Status::kOk);
+    ASSERT_EQ(km.set_rope(rope_cfg(true, RopePairing::kAdjacent, 6)), Status::kOk);
+    ASSERT_EQ(kg.prefill(g_x, 20, g_y_pre), Status::kOk);
+    ASSERT_EQ(km.prefill(g_x, 20, g_y_dec), Status::kOk);
+    for (std::size_t t = 20; t < T; ++t) {
+      ASSERT_EQ(kg.decode(g_x + t * DM, g_y_pre + t * DM), Status::kOk);
+      ASSERT_EQ(km.decode(g_x + t * DM, g_y_dec + t * DM), Status::kOk);
+    }
+    double err = 0;
+    for (std::size_t i = 0; i < T * DM; ++i) {
+      const double d = std::fabs(static_cast<double>(g_y_pre[i]) - g_y_dec[i]);
+      err = d > err ? d : err;
+    }
+    // Per output the same products in the same order (each query head's keys are the same
+    // floats); allow the layer tolerance in case a kernel blocks rows differently.
+    EXPECT_LE(err, microattn_test::tolerance(DM + 2 * D + T + H * D, 1.0)) << A::name();
+  });
+}
+
+// Positions up to T_max with RoPE, reached by prefill then decode, against the reference.
+TEST(KvCache, RopeUpToCapacity) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<kQuick ? 40 : 70, 12, 2, 1, 16>;
+    check_sequence<Cfg, A>(Cfg::kTMax, 123, WeightLayout::kOutIn,
+                           rope_cfg(true, RopePairing::kHalfSplit, 10, 5.0f));
+    check_sequence<Cfg, A>(Cfg::kTMax, 124, WeightLayout::kInOut,
+                           rope_cfg(true, RopePairing::kAdjacent, 0, 2.0f));
+  });
+}
+
+// ---------------------------------------------------------------- statuses and state
+
+using SmallCfg = Config<12, 8, 4, 2, 4, Bias::kYes>;
+using SmallNoWo = Config<12, 8, 4, 2, 4, Bias::kNo, OutProj::kNo>;
+constexpr float kSentinel = -12345.0f;
+
+void fill_sentinel(float* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = kSentinel;
+}
+bool all_sentinel(const float* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (p[i] != kSentinel) return false;
+  return true;
+}
+bool same_bits(const float* a, const float* b, std::size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+TEST(KvCache, BadInputsChangeNothing) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = SmallCfg;
+    constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim, N = Cfg::kTMax;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> kv, fresh;
+    static float y[N * OD], yf[N * OD];
+    w.fill(5);
+    microattn_test::Rng rng(6);
+    rng.fill(g_x, N * DM, -1, 1);
+    kv.reset();
+    fresh.reset();
+    fill_sentinel(y, N * OD);
+
+    // No weights yet (a default object): kNullPointer.
+    static KvAttention<Cfg, A> unset;
+    EXPECT_EQ(unset.prefill(g_x, 1, y), Status::kNullPointer);
+    EXPECT_EQ(unset.decode(g_x, y), Status::kNullPointer);
+    EXPECT_EQ(unset.length(), 0u);
+    Weights<Cfg> partial = w.view(WeightLayout::kInOut);
+    partial.b_v = nullptr;
+    EXPECT_EQ(unset.set_weights(partial), Status::kNullPointer);
+    EXPECT_EQ(unset.decode(g_x, y), Status::kNullPointer);  // still unset
+    EXPECT_TRUE(all_sentinel(y, N * OD));
+
+    ASSERT_EQ(kv.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    ASSERT_EQ(fresh.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    const RopeConfig rc = rope_cfg(true, RopePairing::kHalfSplit, 0);
+    ASSERT_EQ(kv.set_rope(rc), Status::kOk);
+    ASSERT_EQ(fresh.set_rope(rc), Status::kOk);
+
+    // Bad RoPE settings on an empty cache: kBadArgument, setting unchanged.
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, RopePairing::kHalfSplit, 3)), Status::kBadArgument);
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, RopePairing::kHalfSplit, 6)), Status::kBadArgument);
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, RopePairing::kAdjacent, 2, 0.0f)), Status::kBadArgument);
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, RopePairing::kAdjacent, 2, -5.0f)), Status::kBadArgument);
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, RopePairing::kAdjacent, 2,
+                                   std::numeric_limits<float>::quiet_NaN())),
+              Status::kBadArgument);
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, RopePairing::kAdjacent, 2,
+                                   std::numeric_limits<float>::infinity())),
+              Status::kBadArgument);
+    EXPECT_EQ(kv.set_rope(rope_cfg(true, static_cast<RopePairing>(7), 2)), Status::kBadArgument);
+    EXPECT_TRUE(kv.rope().enabled);
+    EXPECT_EQ(kv.rope().pairing, RopePairing::kHalfSplit);
+    EXPECT_EQ(kv.rope().rotary_dims, 0u);
+    EXPECT_EQ(kv.set_scale(std::numeric_limits<float>::infinity()), Status::kBadScale);
+
+    // Null pointers and token counts.
+    EXPECT_EQ(kv.prefill(nullptr, 1, y), Status::kNullPointer);
+    EXPECT_EQ(kv.prefill(g_x, 1, nullptr), Status::kNullPointer);
+    EXPECT_EQ(kv.decode(nullptr, y), Status::kNullPointer);
+    EXPECT_EQ(kv.decode(g_x, nullptr), Status::kNullPointer);
+    EXPECT_EQ(kv.prefill(g_x, 0, y), Status::kBadTokenCount);
+    EXPECT_EQ(kv.prefill(g_x, N + 1, y), Status::kBadTokenCount);
+    EXPECT_EQ(kv.truncate(1), Status::kBadArgument);
+    EXPECT_EQ(kv.length(), 0u);
+    EXPECT_TRUE(all_sentinel(y, N * OD));
+
+    // Fill to T_max - 2, then an overflowing chunk: kCacheFull, y and length untouched.
+    ASSERT_EQ(kv.prefill(g_x, N - 2, y), Status::kOk);
+    ASSERT_EQ(fresh.prefill(g_x, N - 2, yf), Status::kOk);
+    fill_sentinel(y, N * OD);
+    EXPECT_EQ(kv.prefill(g_x, 3, y), Status::kCacheFull);
+    EXPECT_EQ(kv.set_rope(rc), Status::kBadArgument);  // not while the cache holds tokens
+    EXPECT_EQ(kv.truncate(N - 1), Status::kBadArgument);
+    EXPECT_EQ(kv.length(), N - 2);
+    EXPECT_TRUE(all_sentinel(y, N * OD));
+    // The two remaining slots, then decode must refuse.
+    ASSERT_EQ(kv.decode(g_x + (N - 2) * DM, y), Status::kOk);
+    ASSERT_EQ(kv.prefill(g_x + (N - 1) * DM, 1, y + OD), Status::kOk);
+    ASSERT_EQ(fresh.decode(g_x + (N - 2) * DM, yf), Status::kOk);
+    ASSERT_EQ(fresh.prefill(g_x + (N - 1) * DM, 1, yf + OD), Status::kOk);
+    EXPECT_TRUE(same_bits(y, yf, 2 * OD)) << A::name() << ": the failed calls changed the state";
+    fill_sentinel(y, N * OD);
+    EXPECT_EQ(kv.decode(g_x, y), Status::kCacheFull);
+    EXPECT_EQ(kv.prefill(g_x, 1, y), Status::kCacheFull);
+    EXPECT_EQ(kv.length(), N);
+    EXPECT_TRUE(all_sentinel(y, N * OD));
+  });
+}
+
+TEST(KvCache, OverlapWithoutOutputProjection) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = SmallNoWo;  // d_model 8, output 16 floats per token
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> kv;
+    static float buf[Cfg::kTMax * Cfg::kOutDim], keep[Cfg::kTMax * Cfg::kOutDim];
+    w.fill(8);
+    kv.reset();
+    ASSERT_EQ(kv.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    microattn_test::Rng rng(9);
+    rng.fill(buf, Cfg::kTMax * Cfg::kOutDim, -1, 1);
+    std::memcpy(keep, buf, sizeof buf);
+    EXPECT_EQ(kv.prefill(buf, 2, buf + 4), Status::kOverlap);
+    EXPECT_EQ(kv.decode(buf, buf + 7), Status::kOverlap);
+    EXPECT_EQ(kv.length(), 0u);
+    EXPECT_TRUE(same_bits(buf, keep, Cfg::kTMax * Cfg::kOutDim));
+  });
+}
+
+// With W_O, y may alias x: the same bits as separate buffers.
+TEST(KvCache, InPlaceWithOutputProjection) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = SmallCfg;
+    constexpr std::size_t DM = Cfg::kDModel, N = Cfg::kTMax;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> a, b;
+    static float x[N * DM], io[N * DM], y[N * DM];
+    w.fill(10);
+    microattn_test::Rng rng(11);
+    rng.fill(x, N * DM, -1, 1);
+    std::memcpy(io, x, sizeof x);
+    a.reset();
+    b.reset();
+    ASSERT_EQ(a.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(b.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(a.prefill(x, 5, y), Status::kOk);
+    ASSERT_EQ(b.prefill(io, 5, io), Status::kOk);
+    for (std::size_t t = 5; t < N; ++t) {
+      ASSERT_EQ(a.decode(x + t * DM, y + t * DM), Status::kOk);
+      ASSERT_EQ(b.decode(io + t * DM, io + t * DM), Status::kOk);
+    }
+    EXPECT_TRUE(same_bits(y, io, N * DM)) << A::name();
+  });
+}
+
+// reset() then a new sequence gives a fresh object's outputs bit for bit, and truncate()
+// followed by new tokens gives the outputs of an object that never saw the dropped ones.
+TEST(KvCache, ResetAndTruncateEqualFreshObject) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<40, 12, 4, 2, 6, Bias::kYes>;
+    constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> used, fresh;
+    static float xa[40 * DM], xb[40 * DM], ya[40 * OD], yb[40 * OD];
+    w.fill(12);
+    microattn_test::Rng rng(13);
+    rng.fill(xa, 40 * DM, -3, 3);
+    rng.fill(xb, 40 * DM, -1, 1);
+    const RopeConfig rc = rope_cfg(true, RopePairing::kAdjacent, 4);
+    used.reset();
+    fresh.reset();
+    ASSERT_EQ(used.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    ASSERT_EQ(fresh.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    ASSERT_EQ(used.set_rope(rc), Status::kOk);
+    ASSERT_EQ(fresh.set_rope(rc), Status::kOk);
+    // A long first sequence leaves stale keys in every tile the second one uses.
+    ASSERT_EQ(used.prefill(xa, 37, ya), Status::kOk);
+    for (std::size_t t = 37; t < 40; ++t) ASSERT_EQ(used.decode(xa + t * DM, ya), Status::kOk);
+    used.reset();
+    EXPECT_EQ(used.length(), 0u);
+    ASSERT_EQ(used.prefill(xb, 9, ya), Status::kOk);
+    ASSERT_EQ(fresh.prefill(xb, 9, yb), Status::kOk);
+    for (std::size_t t = 9; t < 20; ++t) {
+      ASSERT_EQ(used.decode(xb + t * DM, ya + t * OD), Status::kOk);
+      ASSERT_EQ(fresh.decode(xb + t * DM, yb + t * OD), Status::kOk);
+    }
+    EXPECT_TRUE(same_bits(ya, yb, 20 * OD)) << A::name() << " after reset";
+
+    // Speculative roll-back: `used` continues with 6 tokens of xa, drops them, continues
+    // with xb; `fresh` only ever sees xb.
+    for (std::size_t t = 20; t < 26; ++t) ASSERT_EQ(used.decode(xa + t * DM, ya + t * OD), Status::kOk);
+    ASSERT_EQ(used.truncate(20), Status::kOk);
+    EXPECT_EQ(used.length(), 20u);
+    ASSERT_EQ(used.prefill(xb + 20 * DM, 3, ya + 20 * OD), Status::kOk);
+    ASSERT_EQ(used.decode(xb + 23 * DM, ya + 23 * OD), Status::kOk);
+    ASSERT_EQ(fresh.prefill(xb + 20 * DM, 3, yb + 20 * OD), Status::kOk);
+    ASSERT_EQ(fresh.decode(xb + 23 * DM, yb + 23 * OD), Status::kOk);
+    EXPECT_TRUE(same_bits(ya + 20 * OD, yb + 20 * OD, 4 * OD)) << A::name() << " after truncate";
+  });
+}
+
+// A decode on an empty cache is position 0: attention over itself only, so the output is the
+// projection of its own value (softmax of one score is 1), as prefill(x, 1) gives.
+TEST(KvCache, DecodeOnEmptyCache) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = SmallCfg;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> a, b;
+    w.fill(14);
+    microattn_test::Rng rng(15);
+    rng.fill(g_x, Cfg::kDModel, -1, 1);
+    a.reset();
+    b.reset();
+    ASSERT_EQ(a.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(b.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(a.decode(g_x, g_y_dec), Status::kOk);
+    ASSERT_EQ(b.prefill(g_x, 1, g_y_pre), Status::kOk);
+    EXPECT_EQ(a.length(), 1u);
+    microattn_ref::layer_rope(w.ref(WeightLayout::kInOut), {0, 0.0, false}, g_x, 1,
+                              microattn::default_scale<Cfg>(), g_ref, g_scratch);
+    const double tol = microattn_test::tolerance(Cfg::kDModel + 8 + 1 + Cfg::kQDim, 1.0);
+    EXPECT_LE(microattn_test::max_diff(g_y_dec, g_ref, Cfg::kOutDim), tol) << A::name();
+    EXPECT_LE(microattn_test::max_diff(g_y_pre, g_ref, Cfg::kOutDim), tol) << A::name();
+  });
+}
+
+// The worked example of the teaching notes through the cache, token by token, scale 1:
+// W_q = W_k = I and x = [[1,0],[0,1],[1,1]] give the notes' Q = K; W_v = [[1,2],[3,0]] gives
+// V = [[1,2],[3,0],[4,2]] (the notes' first two value rows), so the outputs are the notes'
+// attention weights times these rows.
+TEST(KvCache, WorkedExampleTokenByToken) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<3, 2, 1, 1, 2, Bias::kNo, OutProj::kNo>;
+    static const float eye[4] = {1, 0, 0, 1};
+    static const float wv[4] = {1, 2, 3, 0};
+    static KvAttention<Cfg, A> kv;
+    Weights<Cfg> w;
+    w.w_q = eye, w.w_k = eye, w.w_v = wv;
+    kv.reset();
+    ASSERT_EQ(kv.set_weights(w), Status::kOk);
+    ASSERT_EQ(kv.set_scale(1.0f), Status::kOk);
+    const float x[3 * 2] = {1, 0, 0, 1, 1, 1};
+    float y[3 * 2];
+    for (int t = 0; t < 3; ++t) ASSERT_EQ(kv.decode(x + 2 * t, y + 2 * t), Status::kOk);
+    // Weights of the notes: [1], [0.268941, 0.731059], [0.211942, 0.211942, 0.576117].
+    const float want[3 * 2] = {1.0f, 2.0f,
+                               0.268941f * 1 + 0.731059f * 3, 0.268941f * 2 + 0.731059f * 0,
+                               0.211942f * 1 + 0.211942f * 3 + 0.576117f * 4,
+                               0.211942f * 2 + 0.211942f * 0 + 0.576117f * 2};
+    // The weights are given to 6 digits: up to 5e-7 each, times values <= 4, three terms.
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(y[i], want[i], 1e-5) << A::name() << " i=" << i;
+  });
+}
+
+}  // namespace

@@ -1,0 +1,154 @@
+// The library never touches the heap: global operator new/delete and the malloc family are
+// replaced by counting versions, and every entry point runs with the count watched. The test
+// also proves its own trap fires on a deliberate allocation (as Eigen's nomalloc test does).
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+#include "microattn/microattn.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MICROATTN_TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define MICROATTN_TEST_ASAN 1
+#endif
+
+namespace {
+volatile std::size_t g_allocations = 0;
+}
+
+#if !defined(MICROATTN_TEST_ASAN) && defined(__GLIBC__)
+// The malloc family too (glibc exports the real ones as __libc_*); ASan owns malloc, so
+// sanitizer builds watch operator new only.
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+void* malloc(std::size_t n) {
+  ++g_allocations;
+  return __libc_malloc(n);
+}
+void* calloc(std::size_t n, std::size_t m) {
+  ++g_allocations;
+  return __libc_calloc(n, m);
+}
+void* realloc(void* p, std::size_t n) {
+  ++g_allocations;
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(std::size_t a, std::size_t n) {
+  ++g_allocations;
+  return __libc_memalign(a, n);
+}
+int posix_memalign(void** out, std::size_t a, std::size_t n) {
+  ++g_allocations;
+  *out = __libc_memalign(a, n);
+  return *out ? 0 : 12;
+}
+}
+#define MICROATTN_TEST_WATCHES_MALLOC 1
+#endif
+
+namespace {
+// The allocator underneath the counting operator new, so one `new` counts once.
+void* raw_alloc(std::size_t n) {
+#if defined(MICROATTN_TEST_WATCHES_MALLOC)
+  return __libc_malloc(n ? n : 1);
+#else
+  return std::malloc(n ? n : 1);
+#endif
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  ++g_allocations;
+  if (void* p = raw_alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  ++g_allocations;
+  return raw_alloc(n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+using microattn::Bias;
+using microattn::Config;
+using microattn::Status;
+
+// Runs f and returns how many allocations happened meanwhile.
+template <class F>
+std::size_t allocations_during(F&& f) {
+  const std::size_t before = g_allocations;
+  f();
+  return g_allocations - before;
+}
+
+TEST(NoHeap, TrapFiresOnDeliberateAllocation) {
+  EXPECT_EQ(allocations_during([] {
+              int* volatile p = new int(3);
+              delete p;
+            }),
+            1u);
+#if defined(MICROATTN_TEST_WATCHES_MALLOC)
+  EXPECT_EQ(allocations_during([] {
+              void* volatile p = std::malloc(16);
+              std::free(p);
+            }),
+            1u);
+#endif
+}
+
+using Cfg = Config<80, 40, 4, 2, 12, Bias::kYes>;
+float g_w[4][40 * 48], g_b[4][48], g_x[80 * 40], g_y[80 * 48], g_q[80 * 48], g_kv[2][80 * 24];
+
+TEST(NoHeap, EveryEntryPoint) {
+  microattn_test::Rng rng(1);
+  for (auto& w : g_w) rng.fill(w, 40 * 48, -0.2f, 0.2f);
+  for (auto& b : g_b) rng.fill(b, 48, -0.2f, 0.2f);
+  rng.fill(g_x, 80 * 40, -1, 1);
+  rng.fill(g_q, 80 * 48, -1, 1);
+  rng.fill(g_kv[0], 80 * 24, -1, 1);
+  rng.fill(g_kv[1], 80 * 24, -1, 1);
+  microattn::Weights<Cfg> w;
+  w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2], w.w_o = g_w[3];
+  w.b_q = g_b[0], w.b_k = g_b[1], w.b_v = g_b[2], w.b_o = g_b[3];
+  Status s1 = Status::kBadArgument, s2 = s1, s3 = s1, s4 = s1, s5 = s1, s6 = s1;
+  EXPECT_EQ(allocations_during([&] {
+              // Construction in automatic storage, too (the objects are large, so heap-backed
+              // containers would show up here).
+              static microattn::MultiHeadAttention<Cfg> layer;
+              static microattn::MultiHeadAttention<Cfg, microattn::ScalarArch> scalar_layer;
+              static microattn::ScaledDotProductAttention<Cfg> core;
+              microattn::ScaledDotProductAttention<Config<8, 1, 1, 1, 4>> small_core;
+              s1 = layer.set_weights(w);
+              s2 = layer.forward(g_x, 80, g_y);
+              s3 = scalar_layer.set_weights(w);
+              s4 = scalar_layer.forward(g_x, 37, g_y, 0.3f);
+              s5 = core.forward(g_q, g_kv[0], g_kv[1], 80, g_y);
+              s6 = small_core.forward(g_q, 4, g_kv[0], 4, g_kv[1], 4, 8, g_y, 4, 1.0f);
+              (void)layer.forward(nullptr, 0, g_y);  // error paths too
+              (void)microattn::to_string(Status::kOverlap);
+            }),
+            0u);
+  EXPECT_EQ(s1, Status::kOk);
+  EXPECT_EQ(s2, Status::kOk);
+  EXPECT_EQ(s3, Status::kOk);
+  EXPECT_EQ(s4, Status::kOk);
+  EXPECT_EQ(s5, Status::kOk);
+  EXPECT_EQ(s6, Status::kOk);
+}
+
+}  // namespace
