@@ -1,0 +1,75 @@
+// The layer: microattn::MultiHeadAttention (projections, fused causal attention, W_O), prefill.
+//
+//   P1  T=64   d_model=256 H=4 d_head=64        P1_scalar     P1 on microattn::ScalarArch
+//   P2  T=256  d_model=512 H=8 d_head=64        P1_reference  P1 by the plain triple-loop path
+//   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
+//   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
+// fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)).
+// gflops counts the causal half of attention plus the projections and W_O (issue 2).
+#include <memory>
+
+#include "bench_util.hpp"
+#include "layer_data.hpp"
+#include "microattn/attention.hpp"
+#include "reference_layer.hpp"
+
+namespace microattn_bench {
+namespace {
+
+using P1Cfg = microattn::Config<64, 256, 4, 4, 64>;
+using P2Cfg = microattn::Config<256, 512, 8, 8, 64>;
+using P3Cfg = microattn::Config<1024, 512, 8, 8, 64>;
+using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
+
+template <class Cfg>
+constexpr double flops() {
+  return layer_flops(Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead);
+}
+
+template <class Cfg, class Arch>
+void bm_layer(benchmark::State& state) {
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
+  auto layer = std::make_unique<microattn::MultiHeadAttention<Cfg, Arch>>();
+  if (layer->set_weights(d.weights()) != microattn::Status::kOk) {
+    state.SkipWithError("set_weights failed");
+    return;
+  }
+  for (auto _ : state) {
+    const microattn::Status s = layer->forward(d.x.data(), Cfg::kTMax, d.y.data());
+    if (s != microattn::Status::kOk) {
+      state.SkipWithError(microattn::to_string(s));
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, flops<Cfg>());
+  state.SetLabel(arch_label<Arch>());
+}
+
+template <class Cfg>
+void bm_reference(benchmark::State& state) {
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
+  PlainLayer ref(Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, d.wq.data(), d.wk.data(),
+                 d.wv.data(), d.wo.data());
+  for (auto _ : state) {
+    ref.forward(d.x.data(), Cfg::kTMax, d.y.data());
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, flops<Cfg>());
+  state.SetLabel("plain float loops");
+}
+
+}  // namespace
+
+void register_layer_benchmarks() {
+  using microattn::DefaultArch;
+  using microattn::ScalarArch;
+  benchmark::RegisterBenchmark("P1", bm_layer<P1Cfg, DefaultArch>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P1_scalar", bm_layer<P1Cfg, ScalarArch>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P1_reference", bm_reference<P1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P2", bm_layer<P2Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace microattn_bench

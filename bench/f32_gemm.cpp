@@ -1,0 +1,78 @@
+// Kernel family: register-blocked, cache-tiled fp32 GEMM (include/microattn/kernels/f32_gemm.hpp).
+//
+//   f32_gemm_ukernel_<MR>x<NR>__<arch>/kc:K   the micro-kernel alone on L1-resident operands: the
+//                                             ceiling every GEMM-shaped step of the layer runs at
+//   f32_gemm__<arch>/M:../N:../K:..           the blocked driver with packing, on the shapes the
+//                                             layer cases run (per key/value group: K and V N=d_head,
+//                                             Q N=G*d_head; W_O N=d_model)
+#include <string>
+
+#include "bench_util.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+
+namespace microattn_bench {
+namespace {
+
+template <class Arch>
+void bm_ukernel(benchmark::State& state) {
+  using Tl = microattn::internal::Tiles<Arch>;
+  constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR;
+  const std::size_t kc = static_cast<std::size_t>(state.range(0));
+  AlignedFloats a = uniform_floats(MR * kc, -1.0f, 1.0f, 1);
+  AlignedFloats b = uniform_floats(kc * NR, -1.0f, 1.0f, 2);
+  AlignedFloats c(MR * NR);
+  for (auto _ : state) {
+    microattn::kernels::f32_gemm_ukernel<Arch, MR, Tl::kNRVec>(kc, a.data(), kc, b.data(), NR, c.data(), NR,
+                                                               nullptr, false);
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, 2.0 * MR * NR * static_cast<double>(kc));
+  state.SetLabel(arch_label<Arch>());
+}
+
+template <class Arch>
+void bm_gemm(benchmark::State& state) {
+  const std::size_t M = static_cast<std::size_t>(state.range(0));
+  const std::size_t N = static_cast<std::size_t>(state.range(1));
+  const std::size_t K = static_cast<std::size_t>(state.range(2));
+  AlignedFloats a = uniform_floats(M * K, -1.0f, 1.0f, 1);
+  AlignedFloats b = uniform_floats(K * N, -0.05f, 0.05f, 2);
+  AlignedFloats c(M * N);
+  AlignedFloats pack(microattn::kernels::gemm_pack_floats<Arch>());
+  for (auto _ : state) {
+    microattn::kernels::f32_gemm<Arch>(M, N, K, a.data(), K, b.data(), N, false, nullptr,
+                                       microattn::kernels::StoreRowMajor{c.data(), N}, pack.data());
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
+  state.SetLabel(arch_label<Arch>());
+}
+
+template <class Arch>
+void register_arch() {
+  using Tl = microattn::internal::Tiles<Arch>;
+  const std::string arch = arch_label<Arch>();
+  const std::string tile = std::to_string(Tl::kMR) + "x" + std::to_string(Tl::kNR);
+  benchmark::RegisterBenchmark(("f32_gemm_ukernel_" + tile + "__" + arch).c_str(), bm_ukernel<Arch>)
+      ->ArgName("kc")
+      ->Arg(64)
+      ->Arg(static_cast<std::int64_t>(Tl::kKC));
+  benchmark::RegisterBenchmark(("f32_gemm__" + arch).c_str(), bm_gemm<Arch>)
+      ->ArgNames({"M", "N", "K"})
+      ->Args({64, 64, 256})      // P1: K or V projection of one head
+      ->Args({256, 64, 512})     // P2
+      ->Args({1024, 64, 512})    // P3: K or V of one group
+      ->Args({1024, 512, 512})   // P3: W_O
+      ->Args({1, 512, 512});     // decode: one token through W_O
+}
+
+}  // namespace
+
+void register_gemm_benchmarks() {
+  register_arch<microattn::DefaultArch>();
+#if MICROATTN_HAS_XSIMD
+  register_arch<microattn::ScalarArch>();
+#endif
+}
+
+}  // namespace microattn_bench

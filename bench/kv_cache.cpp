@@ -1,0 +1,186 @@
+// Autoregressive decode with the KV cache (include/microattn/kv_cache.hpp, issue 4).
+//
+//   D1  one token after 1023 cached tokens, d_model=512 H=8 d_head=64 (token's projections and
+//       W_O included)
+//   D2  the same with GQA, H_kv=2
+//   D1_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g, softmax,
+//             V_g^T P), when Eigen is installed
+// Counters: gbps = bytes a step must read (every weight + the cached K and V of 1024 tokens,
+// about 8.4 MB for D1) per second and pct_bw = that as a % of the read bandwidth measured over
+// a buffer of the same size (peak_read_bw/<bytes>); gflops / pct_peak as for prefill, with the
+// query attending 1024 keys. Time per iteration = time per token.
+//
+// Each iteration decodes one token at cache length 1023 and then rolls the cache back with
+// truncate(1023) (included in the time; it should be O(1)). Without truncate() the cache is
+// restored from a snapshot (copy assignment) or by reset() + prefill, with the timer paused.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "bench_util.hpp"
+#include "layer_data.hpp"
+
+#if __has_include("microattn/kv_cache.hpp")
+#include "microattn/kv_cache.hpp"
+#define MICROATTN_BENCH_HAVE_KV 1
+#else
+#define MICROATTN_BENCH_HAVE_KV 0
+#endif
+
+#if defined(MICROATTN_BENCH_EIGEN)
+#include <Eigen/Core>
+#endif
+
+namespace microattn_bench {
+namespace {
+
+constexpr std::size_t kCtx = 1024;  // cache length after the step
+using D1Cfg = microattn::Config<kCtx, 512, 8, 8, 64>;
+using D2Cfg = microattn::Config<kCtx, 512, 8, 2, 64>;
+
+template <class Cfg>
+constexpr std::size_t step_bytes() {
+  return LayerData<Cfg>::kWeightBytes + 2 * kCtx * Cfg::kKvDim * sizeof(float);
+}
+template <class Cfg>
+constexpr double step_flops() {
+  return proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+         4.0 * Cfg::kHeads * Cfg::kDHead * kCtx + out_proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kDHead);
+}
+
+template <class Cfg>
+void set_decode_counters(benchmark::State& state) {
+  set_flop_counters(state, step_flops<Cfg>());
+  set_byte_counters(state, static_cast<double>(step_bytes<Cfg>()), step_bytes<Cfg>());
+}
+
+#if MICROATTN_BENCH_HAVE_KV
+template <class K, class = void>
+struct HasTruncate : std::false_type {};
+template <class K>
+struct HasTruncate<K, std::void_t<decltype(std::declval<K&>().truncate(std::size_t{}))>> : std::true_type {};
+
+template <class Cfg, class Arch>
+void bm_decode(benchmark::State& state) {
+  using Kv = microattn::KvAttention<Cfg, Arch>;
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
+  auto kv = std::make_unique<Kv>();
+  if (kv->set_weights(d.weights()) != microattn::Status::kOk) {
+    state.SkipWithError("set_weights failed");
+    return;
+  }
+  const float* x_prompt = d.x.data();
+  const float* x_token = d.x.data() + (kCtx - 1) * Cfg::kDModel;
+  float* y_prompt = d.y.data();
+  float* y_token = d.y.data() + (kCtx - 1) * Cfg::kOutDim;
+  if (kv->prefill(x_prompt, kCtx - 1, y_prompt) != microattn::Status::kOk) {
+    state.SkipWithError("prefill failed");
+    return;
+  }
+  const char* rollback = "truncate";
+  if constexpr (HasTruncate<Kv>::value) {
+    for (auto _ : state) {
+      const microattn::Status s = kv->decode(x_token, y_token);
+      if (s != microattn::Status::kOk || kv->truncate(kCtx - 1) != microattn::Status::kOk) {
+        state.SkipWithError(microattn::to_string(s));
+        break;
+      }
+      benchmark::ClobberMemory();
+    }
+  } else if constexpr (std::is_copy_assignable<Kv>::value) {
+    rollback = "snapshot copy (timer paused)";
+    auto snap = std::make_unique<Kv>(*kv);
+    for (auto _ : state) {
+      const microattn::Status s = kv->decode(x_token, y_token);
+      benchmark::ClobberMemory();
+      state.PauseTiming();
+      *kv = *snap;
+      state.ResumeTiming();
+      if (s != microattn::Status::kOk) {
+        state.SkipWithError(microattn::to_string(s));
+        break;
+      }
+    }
+  } else {
+    rollback = "reset + prefill (timer paused)";
+    for (auto _ : state) {
+      const microattn::Status s = kv->decode(x_token, y_token);
+      benchmark::ClobberMemory();
+      state.PauseTiming();
+      kv->reset();
+      const microattn::Status p = kv->prefill(x_prompt, kCtx - 1, y_prompt);
+      state.ResumeTiming();
+      if (s != microattn::Status::kOk || p != microattn::Status::kOk) {
+        state.SkipWithError("decode or prefill failed");
+        break;
+      }
+    }
+  }
+  set_decode_counters<Cfg>(state);
+  state.SetLabel(arch_label<Arch>() + ", rollback: " + rollback);
+}
+#endif
+
+#if defined(MICROATTN_BENCH_EIGEN)
+/// One decode step as an Eigen composition: the row-vector GEMVs of the token's projections, the
+/// new K/V row appended to a [T][H_kv*d_head] cache, per key/value group S = K_g Q_g (every K row
+/// read once for the group's query heads), column softmax, O_g = V_g^T P, then W_O.
+template <class Cfg>
+void bm_decode_eigen(benchmark::State& state) {
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using ColMat = Eigen::MatrixXf;
+  using RowVec = Eigen::RowVectorXf;
+  constexpr Eigen::Index DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, D = Cfg::kDHead,
+                         G = Cfg::kGroup, T = kCtx;
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
+  const Eigen::Map<const RowMat> wq(d.wq.data(), DM, QD), wk(d.wk.data(), DM, KD), wv(d.wv.data(), DM, KD),
+      wo(d.wo.data(), QD, DM);
+  RowMat kc = RowMat::Random(T, KD), vc = RowMat::Random(T, KD);  // the cached tokens
+  const Eigen::Map<const RowVec> x(d.x.data(), DM);
+  RowVec q(QD), ctx(QD), y(DM);
+  ColMat s(T, G);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (auto _ : state) {
+    q.noalias() = x * wq;
+    kc.row(T - 1).noalias() = x * wk;
+    vc.row(T - 1).noalias() = x * wv;
+    for (Eigen::Index g = 0; g < static_cast<Eigen::Index>(Cfg::kKvHeads); ++g) {
+      const Eigen::Map<const ColMat> qg(q.data() + g * G * D, D, G);
+      s.noalias() = kc.middleCols(g * D, D) * (qg * scale);
+      for (Eigen::Index e = 0; e < G; ++e) {
+        auto col = s.col(e);
+        col = (col.array() - col.maxCoeff()).exp();
+        col /= col.sum();
+      }
+      Eigen::Map<ColMat> og(ctx.data() + g * G * D, D, G);
+      og.noalias() = vc.middleCols(g * D, D).transpose() * s;
+    }
+    y.noalias() = ctx * wo;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  set_decode_counters<Cfg>(state);
+  state.SetLabel("eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+                 std::to_string(EIGEN_MINOR_VERSION));
+}
+#endif
+
+}  // namespace
+
+void register_decode_benchmarks() {
+  register_read_bw(step_bytes<D1Cfg>());
+  register_read_bw(step_bytes<D2Cfg>());
+#if MICROATTN_BENCH_HAVE_KV
+  benchmark::RegisterBenchmark("D1", bm_decode<D1Cfg, microattn::DefaultArch>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2", bm_decode<D2Cfg, microattn::DefaultArch>)->Unit(benchmark::kMicrosecond);
+#endif
+#if defined(MICROATTN_BENCH_EIGEN)
+  benchmark::RegisterBenchmark("D1_eigen", bm_decode_eigen<D1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2_eigen", bm_decode_eigen<D2Cfg>)->Unit(benchmark::kMicrosecond);
+#endif
+}
+
+}  // namespace microattn_bench

@@ -1,0 +1,228 @@
+// microattn benchmarks: the machine's own ceilings, measured in the same binary so every case
+// can say how close it gets — single-core fp32 FMA peak (GFLOP/s) and single-core read
+// bandwidth over a buffer of a given size (GB/s). Registered as benchmarks too (peak_fma,
+// peak_read_bw/<bytes>) so they appear in the output beside the cases.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+#include <type_traits>
+#include <utility>
+
+#include "bench_util.hpp"
+#include "microattn/internal/vec.hpp"
+
+namespace microattn_bench {
+namespace {
+
+using Arch = microattn::DefaultArch;
+using V = microattn::internal::Vec<Arch>;
+using VT = typename V::type;
+
+// Independent accumulator chains: enough to cover FMA latency x FMA ports (Zen 3 and Intel
+// since Haswell: latency 4-5, 2 ports -> at least 10 in flight; 12 leave two registers for the
+// operands of the 16 an AVX2 or armv7 NEON core has). 32-register ISAs (AVX-512, AArch64) take
+// 24. The scalar arch keeps 8 scalar chains (Cortex-M7/M4F and in-order cores need far fewer).
+template <class A>
+constexpr std::size_t fma_chains() {
+  if constexpr (std::is_same<A, microattn::ScalarArch>::value) {
+    return 8;
+  } else {
+#if MICROATTN_HAS_XSIMD
+    if constexpr (std::is_base_of<xsimd::avx512f, A>::value || std::is_base_of<xsimd::neon64, A>::value)
+      return 24;
+#endif
+    return 12;
+  }
+}
+constexpr std::size_t kChains = fma_chains<Arch>();
+constexpr std::size_t kUnroll = 4;  // chain steps per loop trip, so loop overhead stays off the FMA ports
+
+// One step of every chain, unrolled by a fold so each accumulator lives in its own register.
+template <std::size_t... I>
+inline void fma_step(VT* acc, VT b, VT c, std::index_sequence<I...>) noexcept {
+  ((acc[I] = V::fma(acc[I], b, c)), ...);
+}
+
+// Operands from volatile memory so the compiler can neither fold the chains nor drop them.
+volatile float g_mul = 0.999999f;
+volatile float g_add = 1e-6f;
+volatile float g_sink = 0.0f;
+
+// The same clock Google Benchmark's rate counters divide by (CPU time of this thread, which the
+// machine's other load does not inflate), so pct_peak of peak_fma itself comes out near 100.
+double now_seconds() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+#endif
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double g_peak_gflops = 0.0;
+std::mutex g_bw_mutex;
+std::map<std::size_t, double>& bw_table() {
+  static std::map<std::size_t, double> t;
+  return t;
+}
+std::vector<std::size_t>& bw_requests() {
+  static std::vector<std::size_t> r;
+  return r;
+}
+
+std::size_t floats_for(std::size_t bytes) {
+  const std::size_t w = V::kWidth * 8;  // whole trips of read_sum's 8 vector accumulators
+  return std::max<std::size_t>(w, (bytes / sizeof(float) + w - 1) / w * w);
+}
+
+double measure_bw(std::size_t bytes) {
+  const std::size_t n = floats_for(bytes);
+  AlignedFloats buf = uniform_floats(n, -1.0f, 1.0f, 7);
+  g_sink = static_cast<float>(read_sum(buf.data(), n));  // warm: bring the buffer into cache
+  // Passes per timed run: about 2e8 bytes, so each run takes a few ms even from DRAM.
+  const std::size_t passes = std::max<std::size_t>(1, std::size_t{200000000} / (n * sizeof(float)));
+  std::vector<double> gbps;
+  for (int rep = 0; rep < 15; ++rep) {
+    double s = 0.0;
+    const double t0 = now_seconds();
+    for (std::size_t p = 0; p < passes; ++p) {
+      s += read_sum(buf.data(), n);
+      benchmark::ClobberMemory();  // or the compiler may hoist the (pure) sum out of the loop
+    }
+    const double dt = now_seconds() - t0;
+    g_sink = static_cast<float>(s);
+    gbps.push_back(static_cast<double>(passes * n * sizeof(float)) / dt * 1e-9);
+  }
+  return median(gbps);
+}
+
+}  // namespace
+
+double fma_chains_flops(std::size_t iters) {
+  VT acc[kChains];
+  const float a0 = g_add;
+  for (std::size_t i = 0; i < kChains; ++i) acc[i] = V::set1(a0 * static_cast<float>(i + 1));
+  const VT b = V::set1(g_mul), c = V::set1(g_add);
+  for (std::size_t it = 0; it < iters; ++it) {
+    for (std::size_t u = 0; u < kUnroll; ++u) fma_step(acc, b, c, std::make_index_sequence<kChains>{});
+  }
+  VT s = acc[0];
+  for (std::size_t i = 1; i < kChains; ++i) s = s + acc[i];
+  g_sink = V::hsum(s);
+  return 2.0 * static_cast<double>(V::kWidth * kChains * kUnroll) * static_cast<double>(iters);
+}
+
+double read_sum(const float* p, std::size_t n) noexcept {
+  // 8 independent vector accumulators: the add latency is hidden, loads are the limit.
+  constexpr std::size_t W = V::kWidth;
+  VT a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+  VT a4 = V::zero(), a5 = V::zero(), a6 = V::zero(), a7 = V::zero();
+  std::size_t i = 0;
+  for (; i + 8 * W <= n; i += 8 * W) {
+    a0 = a0 + V::load(p + i + 0 * W);
+    a1 = a1 + V::load(p + i + 1 * W);
+    a2 = a2 + V::load(p + i + 2 * W);
+    a3 = a3 + V::load(p + i + 3 * W);
+    a4 = a4 + V::load(p + i + 4 * W);
+    a5 = a5 + V::load(p + i + 5 * W);
+    a6 = a6 + V::load(p + i + 6 * W);
+    a7 = a7 + V::load(p + i + 7 * W);
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += p[i];
+  return static_cast<double>(V::hsum(((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))) + tail;
+}
+
+double fma_peak_gflops() noexcept { return g_peak_gflops; }
+
+double read_bw_gbps(std::size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(g_bw_mutex);
+    auto it = bw_table().find(bytes);
+    if (it != bw_table().end()) return it->second;
+  }
+  const double v = measure_bw(bytes);
+  std::lock_guard<std::mutex> lock(g_bw_mutex);
+  bw_table()[bytes] = v;
+  return v;
+}
+
+void measure_machine() {
+  // Calibrate: ~20 ms per timed run, median of 9 runs.
+  std::size_t iters = 1 << 16;
+  for (;;) {
+    const double t0 = now_seconds();
+    fma_chains_flops(iters);
+    if (now_seconds() - t0 > 0.005 || iters > (std::size_t{1} << 30)) break;
+    iters *= 2;
+  }
+  iters *= 4;
+  std::vector<double> g;
+  for (int rep = 0; rep < 9; ++rep) {
+    const double t0 = now_seconds();
+    const double flops = fma_chains_flops(iters);
+    g.push_back(flops / (now_seconds() - t0) * 1e-9);
+  }
+  g_peak_gflops = median(g);
+  std::fprintf(stderr, "microattn_bench: arch %s, fp32 FMA peak %.1f GFLOP/s (1 core, %zu chains x %zu lanes)\n",
+               microattn::arch_name<Arch>(), g_peak_gflops, kChains, V::kWidth);
+  std::vector<std::size_t> sizes;
+  {
+    std::lock_guard<std::mutex> lock(g_bw_mutex);
+    sizes = bw_requests();
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  for (std::size_t b : sizes)
+    std::fprintf(stderr, "microattn_bench: read bandwidth over %zu bytes: %.1f GB/s\n", b, read_bw_gbps(b));
+}
+
+void fill_uniform(float* p, std::size_t n, float lo, float hi, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (std::size_t i = 0; i < n; ++i) p[i] = dist(rng);
+}
+
+// ---- the ceilings as benchmarks ---------------------------------------------------------------
+namespace {
+
+void peak_fma(benchmark::State& state) {
+  constexpr std::size_t kIters = 1 << 14;
+  double flops = 0.0;
+  for (auto _ : state) flops = fma_chains_flops(kIters);
+  set_flop_counters(state, flops);
+  state.SetLabel(arch_label<Arch>());
+}
+
+void peak_read_bw(benchmark::State& state) {
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0));
+  const std::size_t n = floats_for(bytes);
+  AlignedFloats buf = uniform_floats(n, -1.0f, 1.0f, 7);
+  for (auto _ : state) benchmark::DoNotOptimize(read_sum(buf.data(), n));
+  set_byte_counters(state, static_cast<double>(n * sizeof(float)), bytes);
+  state.SetLabel(arch_label<Arch>());
+}
+
+}  // namespace
+
+void register_machine_benchmarks() { benchmark::RegisterBenchmark("peak_fma", peak_fma); }
+
+void register_read_bw(std::size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(g_bw_mutex);
+    bw_requests().push_back(bytes);
+  }
+  benchmark::RegisterBenchmark("peak_read_bw", peak_read_bw)->Arg(static_cast<std::int64_t>(bytes));
+}
+
+}  // namespace microattn_bench
