@@ -1,0 +1,65 @@
+// Tests of the Cortex-M port itself, run by the tiny test runner next to the library's portable
+// tests: the worked example on the target's (scalar) kernels, the selected arch, the FPU and
+// the exit-status plumbing.
+#include <cmath>
+#include <cstdint>
+
+#include "microattn/attention.hpp"
+#include "port.hpp"
+#include "support/tiny_test.hpp"
+
+namespace {
+
+using microattn::Config;
+using microattn::Status;
+
+// The 3-token worked example: Q = K = [[1,0],[0,1],[1,1]], V = [[1,2],[3,0],[0,1]], scale 1.
+TEST(CortexMPort, WorkedExample) {
+  using Cfg = Config<3, 2, 1, 1, 2>;
+  static microattn::ScaledDotProductAttention<Cfg> attn;
+  const float qk[6] = {1, 0, 0, 1, 1, 1};
+  const float v[6] = {1, 2, 3, 0, 0, 1};
+  float out[6] = {};
+  ASSERT_EQ(attn.forward(qk, 2, qk, 2, v, 2, 3, out, 2, 1.0f), Status::kOk);
+  const float want[6] = {1.0f, 2.0f, 2.462117f, 0.537883f, 0.847766f, 1.0f};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(out[i], want[i], 1e-6) << "i=" << i;
+}
+
+TEST(CortexMPort, ArgumentErrorsWriteNothing) {
+  using Cfg = Config<3, 2, 1, 1, 2>;
+  static microattn::ScaledDotProductAttention<Cfg> attn;
+  const float qk[6] = {1, 0, 0, 1, 1, 1};
+  float out[6] = {7, 7, 7, 7, 7, 7};
+  EXPECT_EQ(attn.forward(qk, 2, qk, 2, qk, 2, 4, out, 2, 1.0f), Status::kBadTokenCount);
+  EXPECT_EQ(attn.forward(qk, 2, qk, 2, qk, 2, 3, out, 2, NAN), Status::kBadScale);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], 7.0f) << "i=" << i;
+}
+
+// Cortex-M has no xsimd arch: the build must run the scalar kernels, never something else.
+TEST(CortexMPort, ScalarKernels) {
+  const char* name = microattn::arch_name<>();
+  EXPECT_EQ(name[0], 's') << name;
+  EXPECT_EQ(name[1], 'c') << name;
+  EXPECT_EQ(name[6], '\0') << name;
+}
+
+// The FPU is on (startup sets CPACR) and computes in hardware with IEEE single precision.
+TEST(CortexMPort, FloatingPoint) {
+  volatile float a = 1.0f, b = 3.0f;
+  const float third = a / b;
+  EXPECT_NEAR(third * 3.0f, 1.0f, 1e-7);
+  volatile float big = 1e30f;
+  EXPECT_TRUE(std::isinf(big * big));
+  std::uint32_t cpacr = *reinterpret_cast<volatile std::uint32_t*>(0xE000ED88);
+  EXPECT_EQ((cpacr >> 20) & 0xFu, 0xFu);
+}
+
+// .data was copied and .bss cleared before the constructors ran.
+int g_data = 42;
+int g_bss;
+TEST(CortexMPort, StaticInitialisation) {
+  EXPECT_EQ(g_data, 42);
+  EXPECT_EQ(g_bss, 0);
+}
+
+}  // namespace
