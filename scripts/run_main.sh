@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The main job: set up (Debian packages), build for this machine, run the demo and the host
+# benchmark. Usage: bash scripts/run_main.sh [extra Google Benchmark flags]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+build=build/host
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMICROATTN_NATIVE=ON \
+      -DMICROATTN_BUILD_TESTS=OFF
+cmake --build "$build" --parallel
+echo "== demo"
+"$build/examples/microattn_demo"
+echo "== benchmark (single thread; median of 3 repetitions)"
+"$build/bench/microattn_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"
