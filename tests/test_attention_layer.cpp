@@ -221,4 +221,30 @@ TEST(AttentionLayer, Causality) {
   });
 }
 
+// The RAM formula in README.md ("Memory") matches sizeof, up to alignment padding.
+template <class Cfg, class A>
+void check_ram_formula() {
+  using Tl = microattn::internal::Tiles<A>;
+  constexpr std::size_t D = Cfg::kDHead, BQ = Tl::kBQ, BK = Tl::kBK;
+  constexpr std::size_t t_pad = microattn::internal::round_up(Cfg::kTMax, BK);
+  constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
+  constexpr std::size_t floats = Cfg::kTMax * Cfg::kGroup * D +
+                                 (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + t_pad * D +
+                                 t_pad * d_pad + BQ * D + BQ * BK + BQ * d_pad + 2 * BQ +
+                                 Tl::kKC * Tl::kNR;
+  constexpr std::size_t formula = 4 * floats + sizeof(Weights<Cfg>);
+  constexpr std::size_t ram = MultiHeadAttention<Cfg, A>::ram_bytes();
+  EXPECT_GE(ram, formula) << A::name();
+  EXPECT_LE(ram, formula + 8 * Tl::kAlign) << A::name();  // at most one alignment gap per buffer
+}
+
+TEST(AttentionLayer, RamMatchesReadmeFormula) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    check_ram_formula<Config<64, 64, 4, 2, 16>, A>();
+    check_ram_formula<Config<100, 24, 3, 1, 5, Bias::kYes, OutProj::kNo>, A>();
+    check_ram_formula<Config<1024, 512, 8, 8, 64>, A>();
+  });
+}
+
 }  // namespace

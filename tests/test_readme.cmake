@@ -1,0 +1,11 @@
+# The usage example in README.md is the block of examples/demo.cpp between the readme markers.
+file(READ "${SRC}/examples/demo.cpp" demo)
+file(READ "${SRC}/README.md" readme)
+string(REGEX MATCH "// \\[readme-begin\\]\n(.*)// \\[readme-end\\]" _ "${demo}")
+set(code "${CMAKE_MATCH_1}")
+string(REGEX MATCH "<!-- readme-example-begin -->\n```cpp\n(.*)```\n<!-- readme-example-end -->" _ "${readme}")
+set(doc "${CMAKE_MATCH_1}")
+if(code STREQUAL "" OR NOT code STREQUAL doc)
+  message(FATAL_ERROR "README.md usage example differs from examples/demo.cpp (readme markers)")
+endif()
+message(STATUS "README usage example matches examples/demo.cpp")
