@@ -7,4 +7,5 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_bad_input.cpp
   test_f32_exp.cpp
   test_f32_gemm.cpp
+  test_pytorch_fixtures.cpp
 )
