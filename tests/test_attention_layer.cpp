@@ -247,4 +247,22 @@ TEST(AttentionLayer, RamMatchesReadmeFormula) {
   });
 }
 
+// Caller buffers need no alignment: x and y one float off give the same bits.
+TEST(AttentionLayer, MisalignedBuffers) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<50, 20, 2, 1, 12, Bias::kYes>;
+    static RandomWeights<Cfg> w;
+    static float x[50 * 20 + 1], y[50 * 20 + 1], x1[50 * 20 + 1], y1[50 * 20 + 1];
+    w.fill(21);
+    microattn_test::Rng(22).fill(x, 50 * 20, -1, 1);
+    std::memcpy(x1 + 1, x, 50 * 20 * sizeof(float));
+    static MultiHeadAttention<Cfg, A> layer;
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    ASSERT_EQ(layer.forward(x, 50, y), Status::kOk);
+    ASSERT_EQ(layer.forward(x1 + 1, 50, y1 + 1), Status::kOk);
+    EXPECT_EQ(std::memcmp(y, y1 + 1, 50 * 20 * sizeof(float)), 0) << A::name();
+  });
+}
+
 }  // namespace

@@ -54,7 +54,7 @@ class Out {
     while (*s) put(*s++);
   }
   void u64(std::uint64_t v) {
-    char d[20];
+    char d[20] = {};
     int i = 0;
     do {
       d[i++] = static_cast<char>('0' + v % 10);
@@ -95,7 +95,7 @@ class Out {
     for (int i = 1; i < digits; ++i) scale *= 10;
     std::uint64_t q = static_cast<std::uint64_t>(m * scale + 0.5);
     if (static_cast<double>(q) >= scale * 10) q /= 10, ++e10;
-    char d[20];
+    char d[20] = {};
     for (int i = digits - 1; i >= 0; --i) d[i] = static_cast<char>('0' + q % 10), q /= 10;
     int last = digits - 1;  // drop trailing zeros
     while (last > 0 && d[last] == '0') --last;

@@ -1,0 +1,202 @@
+// Rotary positional embeddings: the table + kernel (kernels/f32_rope.hpp) against the plain
+// double reference (reference/rope_ref.hpp) for both pairings, partial rotary widths and every
+// position up to T_max; and properties that pin the definition down.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/kernels/f32_rope.hpp"
+#include "reference/rope_ref.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::RopePairing;
+using microattn::kernels::f32_rope_head;
+using microattn::kernels::f32_rope_rows;
+using microattn::kernels::rope_args_valid;
+using microattn::kernels::rope_fill;
+using microattn::kernels::RopeTable;
+
+#if defined(MICROATTN_TEST_QUICK)
+constexpr std::size_t kPosStep = 7;  // every 7th position under emulation
+#else
+constexpr std::size_t kPosStep = 1;
+#endif
+
+/// Every position 0 .. kTMax-1 (or every kPosStep-th and the last): rotate random heads with
+/// the float table and kernel, and with the double reference.
+template <std::size_t kTMax, std::size_t kD>
+void check_against_reference(std::size_t rot, float base, RopePairing pairing, std::uint64_t seed) {
+  static RopeTable<kTMax, kD> tab;
+  rope_fill(tab, base, rot / 2);
+  constexpr std::size_t S = RopeTable<kTMax, kD>::kHalf;
+  microattn_test::Rng rng(seed);
+  double worst = 0;  // worst error in units of the bound
+  for (std::size_t p = 0; p < kTMax; p = (p + 1 == kTMax || p + kPosStep < kTMax) ? p + kPosStep : kTMax - 1) {
+    float x[kD];
+    double xd[kD];
+    rng.fill(x, kD, -2.0f, 2.0f);
+    for (std::size_t i = 0; i < kD; ++i) xd[i] = x[i];
+    f32_rope_head(x, tab.cos + p * S, tab.sin + p * S, rot / 2, pairing);
+    microattn_ref::rope(xd, rot, static_cast<double>(p), base, pairing == RopePairing::kAdjacent);
+    for (std::size_t i = 0; i < kD; ++i) {
+      // Pair partner of i (or i itself past the rotated dims).
+      std::size_t j = i;
+      if (i < rot) j = pairing == RopePairing::kAdjacent ? (i ^ 1u) : (i < rot / 2 ? i + rot / 2 : i - rot / 2);
+      // Output = a c -+ b s with c, s rounded to float (0.5 ulp each), two rounded products and
+      // one rounded sum: <= 2 eps (|a| + |b|); we allow 4 eps (|a| + |b|).
+      const double mag = std::fabs(xd[i]) + std::fabs(xd[j]);  // rotation keeps |a|+|b| within sqrt2
+      const double bound = 4 * microattn_test::kEps * 1.5 * (mag > 1e-30 ? mag : 1e-30);
+      const double err = std::fabs(static_cast<double>(x[i]) - xd[i]) / bound;
+      worst = err > worst ? err : worst;
+      if (i >= rot) {
+        EXPECT_EQ(static_cast<double>(x[i]), xd[i]) << "dim " << i << " past rot changed";
+      }
+    }
+  }
+  EXPECT_LE(worst, 1.0) << "T_max=" << kTMax << " d=" << kD << " rot=" << rot << " base=" << base
+                        << " pairing=" << static_cast<int>(pairing);
+}
+
+TEST(Rope, HalfSplitAgainstReference) {
+  check_against_reference<512, 32>(32, 10000.0f, RopePairing::kHalfSplit, 1);
+  check_against_reference<512, 32>(16, 10000.0f, RopePairing::kHalfSplit, 2);  // partial
+  check_against_reference<512, 32>(2, 500000.0f, RopePairing::kHalfSplit, 3);
+  check_against_reference<4096, 6>(6, 10000.0f, RopePairing::kHalfSplit, 4);   // far positions
+  check_against_reference<300, 5>(4, 10.0f, RopePairing::kHalfSplit, 5);       // odd d_head
+}
+
+TEST(Rope, AdjacentAgainstReference) {
+  check_against_reference<512, 32>(32, 10000.0f, RopePairing::kAdjacent, 11);
+  check_against_reference<512, 32>(20, 10000.0f, RopePairing::kAdjacent, 12);  // partial
+  check_against_reference<512, 32>(2, 500000.0f, RopePairing::kAdjacent, 13);
+  check_against_reference<4096, 6>(4, 10000.0f, RopePairing::kAdjacent, 14);   // far, partial
+  check_against_reference<300, 5>(4, 10.0f, RopePairing::kAdjacent, 15);
+}
+
+// Position 0 is the identity, bit for bit; with one pair (theta_0 = 1) position p turns
+// (1, 0) by p radians.
+TEST(Rope, KnownValues) {
+  static RopeTable<64, 4> tab;
+  rope_fill(tab, 10000.0f, 2);
+  float x[4] = {0.3f, -1.7f, 2.5f, 1e-3f};
+  const float x0[4] = {0.3f, -1.7f, 2.5f, 1e-3f};
+  f32_rope_head(x, tab.cos, tab.sin, 2, RopePairing::kHalfSplit);
+  EXPECT_EQ(std::memcmp(x, x0, sizeof x), 0);
+  f32_rope_head(x, tab.cos, tab.sin, 2, RopePairing::kAdjacent);
+  EXPECT_EQ(std::memcmp(x, x0, sizeof x), 0);
+
+  static RopeTable<64, 2> one;
+  rope_fill(one, 10000.0f, 1);
+  for (std::size_t p : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{63}}) {
+    float v[2] = {1.0f, 0.0f};
+    f32_rope_head(v, one.cos + p, one.sin + p, 1, RopePairing::kAdjacent);
+    EXPECT_NEAR(v[0], std::cos(static_cast<double>(p)), 1e-7) << "p=" << p;
+    EXPECT_NEAR(v[1], std::sin(static_cast<double>(p)), 1e-7) << "p=" << p;
+  }
+  // d = 4, base 100: theta = (1, 0.1). Half-split pairs (0,2), (1,3); adjacent (0,1), (2,3).
+  static RopeTable<64, 4> b100;
+  rope_fill(b100, 100.0f, 2);
+  const std::size_t p = 5;
+  float h[4] = {1, 0, 0, 1};
+  f32_rope_head(h, b100.cos + p * 2, b100.sin + p * 2, 2, RopePairing::kHalfSplit);
+  // pair (0,2) = (1,0) by 5 rad; pair (1,3) = (0,1) by 0.5 rad -> (-sin .5, cos .5)
+  EXPECT_NEAR(h[0], std::cos(5.0), 1e-7);
+  EXPECT_NEAR(h[2], std::sin(5.0), 1e-7);
+  EXPECT_NEAR(h[1], -std::sin(0.5), 1e-7);
+  EXPECT_NEAR(h[3], std::cos(0.5), 1e-7);
+  float a[4] = {1, 0, 0, 1};
+  f32_rope_head(a, b100.cos + p * 2, b100.sin + p * 2, 2, RopePairing::kAdjacent);
+  EXPECT_NEAR(a[0], std::cos(5.0), 1e-7);
+  EXPECT_NEAR(a[1], std::sin(5.0), 1e-7);
+  EXPECT_NEAR(a[2], -std::sin(0.5), 1e-7);
+  EXPECT_NEAR(a[3], std::cos(0.5), 1e-7);
+}
+
+// The two pairings are the same rotation of permuted dimensions: interleaving the halves of a
+// head, rotating adjacent pairs and de-interleaving gives the half-split result bit for bit.
+TEST(Rope, PairingsArePermutationsOfEachOther) {
+  constexpr std::size_t D = 24, R = 16, H = R / 2;
+  static RopeTable<200, D> tab;
+  rope_fill(tab, 10000.0f, H);
+  microattn_test::Rng rng(21);
+  for (std::size_t p = 0; p < 200; p += 13) {
+    float hs[D], ad[D];
+    rng.fill(hs, D, -1, 1);
+    std::memcpy(ad, hs, sizeof hs);
+    for (std::size_t i = 0; i < H; ++i) ad[2 * i] = hs[i], ad[2 * i + 1] = hs[i + H];
+    f32_rope_head(hs, tab.cos + p * (D / 2), tab.sin + p * (D / 2), H, RopePairing::kHalfSplit);
+    f32_rope_head(ad, tab.cos + p * (D / 2), tab.sin + p * (D / 2), H, RopePairing::kAdjacent);
+    bool same = true;
+    for (std::size_t i = 0; i < H; ++i) same = same && ad[2 * i] == hs[i] && ad[2 * i + 1] == hs[i + H];
+    for (std::size_t i = R; i < D; ++i) same = same && ad[i] == hs[i];
+    EXPECT_TRUE(same) << "p=" << p;
+  }
+}
+
+// What RoPE is for: the score of a rotated query and key depends only on their distance,
+// <R(m) q, R(n) k> = <R(m+s) q, R(n+s) k>, up to float rounding of both dot products.
+TEST(Rope, ScoresDependOnlyOnDistance) {
+  constexpr std::size_t D = 16, N = 256;
+  static RopeTable<N, D> tab;
+  for (RopePairing pr : {RopePairing::kHalfSplit, RopePairing::kAdjacent}) {
+    rope_fill(tab, 10000.0f, D / 2);
+    microattn_test::Rng rng(31);
+    float q[D], k[D];
+    rng.fill(q, D, -1, 1);
+    rng.fill(k, D, -1, 1);
+    auto score = [&](std::size_t m, std::size_t n) {
+      float a[D], b[D];
+      std::memcpy(a, q, sizeof a);
+      std::memcpy(b, k, sizeof b);
+      f32_rope_head(a, tab.cos + m * (D / 2), tab.sin + m * (D / 2), D / 2, pr);
+      f32_rope_head(b, tab.cos + n * (D / 2), tab.sin + n * (D / 2), D / 2, pr);
+      double s = 0;
+      for (std::size_t i = 0; i < D; ++i) s += static_cast<double>(a[i]) * b[i];
+      return s;
+    };
+    for (std::size_t m : {std::size_t{3}, std::size_t{40}, std::size_t{100}}) {
+      const double s0 = score(m, m / 2);
+      for (std::size_t s : {std::size_t{1}, std::size_t{17}, std::size_t{150}}) {
+        // Each rotated entry is off by <= 4 eps (|a|+|b|) <= 8 eps; 16 terms of size <= 2.
+        EXPECT_NEAR(score(m + s, m / 2 + s), s0, 16 * 2 * 8 * microattn_test::kEps * 2)
+            << "pairing " << static_cast<int>(pr) << " m=" << m << " s=" << s;
+      }
+    }
+  }
+}
+
+// The row form used by the layer: heads of tokens at consecutive positions.
+TEST(Rope, RowsRotateEveryHeadAtItsPosition) {
+  constexpr std::size_t D = 8, HEADS = 3, T = 5, LD = 30, POS0 = 50;
+  static RopeTable<64, D> tab;
+  rope_fill(tab, 10000.0f, 3);  // rot 6 of 8
+  float x[T * LD], want[T * LD];
+  microattn_test::Rng rng(41);
+  rng.fill(x, T * LD, -1, 1);
+  std::memcpy(want, x, sizeof x);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t e = 0; e < HEADS; ++e)
+      f32_rope_head(want + t * LD + e * 9, tab.cos + (POS0 + t) * 4, tab.sin + (POS0 + t) * 4, 3,
+                    RopePairing::kAdjacent);
+  f32_rope_rows(x, LD, 9, T, HEADS, POS0, tab, 3, RopePairing::kAdjacent);
+  EXPECT_EQ(std::memcmp(x, want, sizeof x), 0);
+}
+
+TEST(Rope, ArgumentValidation) {
+  EXPECT_TRUE(rope_args_valid(10000.0f, 64, 64));
+  EXPECT_TRUE(rope_args_valid(0.5f, 2, 3));
+  EXPECT_FALSE(rope_args_valid(10000.0f, 0, 64));
+  EXPECT_FALSE(rope_args_valid(10000.0f, 63, 64));
+  EXPECT_FALSE(rope_args_valid(10000.0f, 66, 64));
+  EXPECT_FALSE(rope_args_valid(0.0f, 64, 64));
+  EXPECT_FALSE(rope_args_valid(-2.0f, 64, 64));
+  EXPECT_FALSE(rope_args_valid(std::nanf(""), 64, 64));
+  EXPECT_FALSE(rope_args_valid(HUGE_VALF, 64, 64));
+}
+
+}  // namespace
