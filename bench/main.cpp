@@ -19,8 +19,6 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   measure_machine();
-  benchmark::AddCustomContext("microattn_arch", microattn::arch_name());
-  benchmark::AddCustomContext("fma_peak_gflops", std::to_string(fma_peak_gflops()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
