@@ -1,0 +1,140 @@
+// microattn kernel family: attention of one new token over a KV cache (the decode step).
+//
+// One decode step has a single query position, so its score row is only n_keys floats: the
+// kernel keeps the whole row in scratch and runs an exact two-pass softmax (scores for every
+// key, then max, exp and sum, then P·V) instead of the online rescaling of the prefill tile
+// kernel. K and V are each streamed exactly once, front to back, and every K/V element loaded
+// serves all the query heads of the group. Flash-decoding's split-K (partial max/sum/O per key
+// chunk, merged at the end) exists to spread one query over many cores; on one core it only
+// adds the merge, so this kernel does not split (docs/inference.md has the measurements).
+#pragma once
+
+#include <cstddef>
+#include <limits>
+
+#include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_exp.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+
+namespace microattn {
+namespace kernels {
+
+/// Scratch of f32_attn_decode for kRows query heads over up to kKeys keys (a multiple of the
+/// key tile): scaled queries, one score row per head, and the output accumulators.
+template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys>
+struct DecodeScratch {
+  using Tl = internal::Tiles<Arch>;
+  static_assert(kKeys % Tl::kBK == 0, "DecodeScratch: kKeys must be whole key tiles");
+  static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
+  alignas(Tl::kAlign) float q[kRows * kDHead];  ///< scaled query rows
+  alignas(Tl::kAlign) float s[kRows * kKeys];   ///< scores, then unnormalised probabilities
+  alignas(Tl::kAlign) float o[kRows * kDPad];   ///< P·V rows
+};
+
+namespace detail {
+
+/// Largest power of two c with rows * c <= budget that divides vecs (at least 1): the number
+/// of vector columns one register block of `rows` rows holds.
+constexpr std::size_t decode_cols(std::size_t budget, std::size_t rows, std::size_t vecs) noexcept {
+  std::size_t c = 1;
+  while (rows * c * 2 <= budget && vecs % (c * 2) == 0) c *= 2;
+  return c;
+}
+
+/// C[kRows][CV*W] (=, or += when accumulate) A[kRows][kc] · B[kc][CV*W] in register blocks of
+/// R rows, the last block holding kRows % R rows: all sizes compile-time.
+template <class Arch, std::size_t kRows, std::size_t R, std::size_t CV>
+inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, const float* b,
+                            std::size_t ldb, float* c, std::size_t ldc) noexcept {
+  std::size_t r = 0;
+  for (; r + R <= kRows; r += R)
+    f32_gemm_ukernel<Arch, R, CV>(kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, nullptr, false);
+  constexpr std::size_t kTail = kRows % R;
+  if (kTail != 0)
+    f32_gemm_ukernel<Arch, (kTail != 0 ? kTail : 1), CV>(kc, a + r * lda, lda, b, ldb,
+                                                         c + r * ldc, ldc, nullptr, false);
+}
+
+}  // namespace detail
+
+/// out_e = softmax(scale * q_e K^T) V for the kRows query heads e of one key/value group, all
+/// at the newest position: every one of the n_keys keys is visible (no mask).
+///   q:   head e at q + e * q_head_stride (kDHead floats)
+///   out: head e at out + e * o_head_stride (kDHead floats written)
+///   kt:  keys as tiles of K^T, tile t = [kDHead][kBK] at kt + t * kDHead * kBK (the layout of
+///        f32_attn_rows), covering round_up(n_keys, kBK) keys; columns past n_keys are read
+///        and ignored
+///   v:   values [n_keys][kDPad] row-major; only the first n_keys rows are read
+/// 1 <= n_keys <= kKeys. out may alias q (q is copied before out is written).
+template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys>
+void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
+                     std::size_t o_head_stride, std::size_t n_keys, const float* kt,
+                     const float* v, float scale,
+                     DecodeScratch<Arch, kDHead, kRows, kKeys>& sc) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = V::kWidth, BK = Tl::kBK;
+  constexpr std::size_t DPad = DecodeScratch<Arch, kDHead, kRows, kKeys>::kDPad;
+  // Register blocks: R rows (every head of the group when they fit, so each K/V element is
+  // loaded once) by as many vector columns as the micro-kernel's accumulator budget allows.
+  constexpr std::size_t kBudget = Tl::kMR * Tl::kNRVec;
+  constexpr std::size_t R = kRows < Tl::kMR ? kRows : Tl::kMR;
+  constexpr std::size_t CS = detail::decode_cols(kBudget, R, BK / W);    // score columns
+  constexpr std::size_t CP = detail::decode_cols(kBudget, R, DPad / W);  // output columns
+  MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys);
+
+  for (std::size_t e = 0; e < kRows; ++e)
+    for (std::size_t d = 0; d < kDHead; ++d) sc.q[e * kDHead + d] = q[e * q_head_stride + d] * scale;
+
+  // Pass 1: S = (scale Q) K^T, one key tile after the other (each tile read once).
+  for (std::size_t j0 = 0; j0 < n_keys; j0 += BK) {
+    const float* ktile = kt + (j0 / BK) * (kDHead * BK);
+    const std::size_t kvalid = internal::min_size(BK, n_keys - j0);
+    for (std::size_t c0 = 0; c0 < kvalid; c0 += CS * W)
+      detail::gemm_row_blocks<Arch, kRows, R, CS>(kDHead, sc.q, kDHead, ktile + c0, BK,
+                                                  sc.s + j0 + c0, kKeys);
+  }
+
+  // Exact softmax of each row (unnormalised: P = exp(S - max), l = sum P).
+  float l[kRows];
+  for (std::size_t e = 0; e < kRows; ++e) {
+    float* s = sc.s + e * kKeys;
+    std::size_t j = 0;
+    float m = -std::numeric_limits<float>::infinity();
+    if (n_keys >= W) {
+      T vmax = V::loadu(s);
+      for (j = W; j + W <= n_keys; j += W) vmax = V::max(vmax, V::loadu(s + j));
+      m = V::hmax(vmax);
+    }
+    for (; j < n_keys; ++j) m = s[j] > m ? s[j] : m;
+    const T vm = V::set1(m);
+    T vsum = V::zero();
+    for (j = 0; j + W <= n_keys; j += W) {
+      const T p = f32_exp<Arch>(V::loadu(s + j) - vm);
+      V::storeu(s + j, p);
+      vsum = vsum + p;
+    }
+    float sum = V::hsum(vsum);
+    for (; j < n_keys; ++j) {
+      const float p = f32_exp_scalar(s[j] - m);
+      s[j] = p;
+      sum += p;
+    }
+    l[e] = sum;
+  }
+
+  // Pass 2: O = P V over all keys at once (V streamed once per column block; one block when
+  // d_head fits the accumulators, as for d_head = 64 on AVX2).
+  for (std::size_t c0 = 0; c0 < DPad; c0 += CP * W)
+    detail::gemm_row_blocks<Arch, kRows, R, CP>(n_keys, sc.s, kKeys, v + c0, DPad, sc.o + c0, DPad);
+
+  for (std::size_t e = 0; e < kRows; ++e) {
+    const float inv = 1.0f / l[e];
+    float* dst = out + e * o_head_stride;
+    for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[e * DPad + d] * inv;
+  }
+}
+
+}  // namespace kernels
+}  // namespace microattn

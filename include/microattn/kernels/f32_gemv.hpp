@@ -1,0 +1,133 @@
+// microattn kernel family: fp32 matrix-vector products for the single-token decode step.
+// A decode step reads every weight once and does two flops per weight, so these kernels are
+// bound by memory bandwidth: they stream each matrix once, front to back, in a few
+// sequential streams, and keep enough independent accumulators to never wait on an FMA.
+#pragma once
+
+#include <cstddef>
+
+#include "microattn/internal/vec.hpp"
+
+namespace microattn {
+namespace kernels {
+
+/// f32_gemv_axpy4: y[N] = x[K] · W + bias, W stored [K][N] (row stride ldw >= N), i.e. the
+/// kInOut layout. Four rows of W at a time: y[n..n+W) += x[k] w[k] + ... + x[k+3] w[k+3], so
+/// y (N floats, in L1) is loaded and stored once per four rows and W is read as four
+/// sequential streams. bias: N floats or null. y must not overlap x or W.
+template <class Arch>
+void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldw,
+                   const float* bias, float* y) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  for (std::size_t n = 0; n < N; ++n) y[n] = bias ? bias[n] : 0.0f;
+  const std::size_t k4 = K - K % 4;
+  for (std::size_t k = 0; k < k4; k += 4) {
+    const float* w0 = w + k * ldw;
+    const float* w1 = w0 + ldw;
+    const float* w2 = w1 + ldw;
+    const float* w3 = w2 + ldw;
+    const T x0 = V::set1(x[k]), x1 = V::set1(x[k + 1]), x2 = V::set1(x[k + 2]),
+            x3 = V::set1(x[k + 3]);
+    std::size_t n = 0;
+    for (; n + W <= N; n += W) {
+      // Two short chains instead of one of four: the FMA latency overlaps across n anyway,
+      // this halves it within one n.
+      T a = V::fma(x0, V::loadu(w0 + n), V::loadu(y + n));
+      T b = x1 * V::loadu(w1 + n);
+      a = V::fma(x2, V::loadu(w2 + n), a);
+      b = V::fma(x3, V::loadu(w3 + n), b);
+      V::storeu(y + n, a + b);
+    }
+    for (; n < N; ++n) y[n] += (x[k] * w0[n] + x[k + 1] * w1[n]) + (x[k + 2] * w2[n] + x[k + 3] * w3[n]);
+  }
+  for (std::size_t k = k4; k < K; ++k) {
+    const float* w0 = w + k * ldw;
+    const T x0 = V::set1(x[k]);
+    std::size_t n = 0;
+    for (; n + W <= N; n += W) V::storeu(y + n, V::fma(x0, V::loadu(w0 + n), V::loadu(y + n)));
+    for (; n < N; ++n) y[n] += x[k] * w0[n];
+  }
+}
+
+/// f32_gemv_dot4x2: y[N] = x[K] · W^T + bias, W stored [N][K] (row stride ldw >= K), i.e. the
+/// kOutIn (PyTorch nn.Linear) layout: each y[n] is the dot product of row n with x. Four rows at
+/// a time with two vector accumulators each (8 independent FMA chains, x loaded once for the
+/// four rows); four sequential streams. bias: N floats or null. y must not overlap x or W.
+template <class Arch>
+void f32_gemv_dot(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldw,
+                  const float* bias, float* y) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  const std::size_t n4 = N - N % 4;
+  for (std::size_t n = 0; n < n4; n += 4) {
+    const float* r0 = w + n * ldw;
+    const float* r1 = r0 + ldw;
+    const float* r2 = r1 + ldw;
+    const float* r3 = r2 + ldw;
+    T a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+    T b0 = V::zero(), b1 = V::zero(), b2 = V::zero(), b3 = V::zero();
+    std::size_t k = 0;
+    for (; k + 2 * W <= K; k += 2 * W) {
+      const T xa = V::loadu(x + k), xb = V::loadu(x + k + W);
+      a0 = V::fma(V::loadu(r0 + k), xa, a0);
+      b0 = V::fma(V::loadu(r0 + k + W), xb, b0);
+      a1 = V::fma(V::loadu(r1 + k), xa, a1);
+      b1 = V::fma(V::loadu(r1 + k + W), xb, b1);
+      a2 = V::fma(V::loadu(r2 + k), xa, a2);
+      b2 = V::fma(V::loadu(r2 + k + W), xb, b2);
+      a3 = V::fma(V::loadu(r3 + k), xa, a3);
+      b3 = V::fma(V::loadu(r3 + k + W), xb, b3);
+    }
+    if (k + W <= K) {
+      const T xa = V::loadu(x + k);
+      a0 = V::fma(V::loadu(r0 + k), xa, a0);
+      a1 = V::fma(V::loadu(r1 + k), xa, a1);
+      a2 = V::fma(V::loadu(r2 + k), xa, a2);
+      a3 = V::fma(V::loadu(r3 + k), xa, a3);
+      k += W;
+    }
+    float s0 = V::hsum(a0 + b0), s1 = V::hsum(a1 + b1), s2 = V::hsum(a2 + b2),
+          s3 = V::hsum(a3 + b3);
+    for (; k < K; ++k) {
+      s0 += r0[k] * x[k];
+      s1 += r1[k] * x[k];
+      s2 += r2[k] * x[k];
+      s3 += r3[k] * x[k];
+    }
+    if (bias) s0 += bias[n], s1 += bias[n + 1], s2 += bias[n + 2], s3 += bias[n + 3];
+    y[n] = s0, y[n + 1] = s1, y[n + 2] = s2, y[n + 3] = s3;
+  }
+  for (std::size_t n = n4; n < N; ++n) {
+    const float* r0 = w + n * ldw;
+    T a0 = V::zero(), b0 = V::zero();
+    std::size_t k = 0;
+    for (; k + 2 * W <= K; k += 2 * W) {
+      a0 = V::fma(V::loadu(r0 + k), V::loadu(x + k), a0);
+      b0 = V::fma(V::loadu(r0 + k + W), V::loadu(x + k + W), b0);
+    }
+    if (k + W <= K) {
+      a0 = V::fma(V::loadu(r0 + k), V::loadu(x + k), a0);
+      k += W;
+    }
+    float s0 = V::hsum(a0 + b0);
+    for (; k < K; ++k) s0 += r0[k] * x[k];
+    y[n] = bias ? s0 + bias[n] : s0;
+  }
+}
+
+/// y[N] = x[K] · B + bias with B(k, n) = w[k * ldw + n] (!w_trans, weights [in][out]) or
+/// w[n * ldw + k] (w_trans, weights [out][in]) — the same operand convention as f32_gemm.
+template <class Arch>
+void f32_gemv(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldw,
+              bool w_trans, const float* bias, float* y) noexcept {
+  if (w_trans)
+    f32_gemv_dot<Arch>(N, K, x, w, ldw, bias, y);
+  else
+    f32_gemv_axpy<Arch>(N, K, x, w, ldw, bias, y);
+}
+
+}  // namespace kernels
+}  // namespace microattn

@@ -1,0 +1,311 @@
+// microattn: causal multi-head attention for autoregressive inference: a fixed-capacity KV
+// cache, prefill (also chunked), single-token decode, rotary embeddings, GQA/MQA.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include "microattn/arch.hpp"
+#include "microattn/attention.hpp"
+#include "microattn/config.hpp"
+#include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_attn_decode.hpp"
+#include "microattn/kernels/f32_attn_tile.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/f32_gemv.hpp"
+#include "microattn/kernels/f32_rope.hpp"
+#include "microattn/status.hpp"
+#include "microattn/weights.hpp"
+
+namespace microattn {
+
+namespace internal {
+
+/// f32_gemm store for keys projected straight into the cache: C(m, n) is key row0 + m,
+/// dimension n, in key tiles of K^T (tile t = [d_head][bk]) as f32_attn_rows reads them.
+struct StoreKeyTilesAt {
+  float* base;
+  std::size_t d_head;
+  std::size_t bk;
+  std::size_t row0;
+  bool direct() const noexcept { return false; }
+  std::size_t ld() const noexcept { return 0; }
+  float* row(std::size_t, std::size_t) const noexcept { return nullptr; }
+  float& at(std::size_t m, std::size_t n) const noexcept {
+    const std::size_t r = row0 + m;
+    return base[(r / bk) * (d_head * bk) + n * bk + r % bk];
+  }
+};
+
+}  // namespace internal
+
+/// Causal multi-head self-attention with a key/value cache, for generating or streaming one
+/// token (or one chunk) at a time. Same math as MultiHeadAttention, plus optional RoPE on Q
+/// and K; the cache holds the (rotated) K and V of every token seen so far, so a call only
+/// projects and attends for its new tokens:
+///   prefill(x, T, y): tokens at positions p = length() .. length() + T - 1 attend to every
+///                     cached token and causally within the call (token p sees keys 0 .. p);
+///   decode(x, y):     the same for one token, with kernels made for it (GEMV projections,
+///                     a two-pass softmax over the whole cache that reads each K/V row once
+///                     for all the query heads of its group).
+/// prefill(x, T) in any split into calls (decode being T = 1) gives the outputs of one
+/// prefill(x, T_total) up to float rounding (the tests bound the difference).
+///
+/// Modes: append-only, capacity T_max tokens (no sliding window / ring buffer: appending past
+/// the capacity returns kCacheFull). truncate() rolls the cache back (speculative decoding,
+/// re-running a suffix), reset() empties it.
+///
+/// The object holds the weight views, the cache, the RoPE tables and all working memory (no
+/// heap, no globals, no exceptions); sizeof == ram_bytes(), broken down below. Every method
+/// that returns a Status changes nothing (cache, length, outputs) unless it returns kOk.
+template <class Cfg, class Arch = DefaultArch>
+class KvAttention {
+  using Tl = internal::Tiles<Arch>;
+  static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
+  static constexpr std::size_t HKV = Cfg::kKvHeads, QD = Cfg::kQDim, KD = Cfg::kKvDim;
+  using TileScratch = kernels::AttnScratch<Arch, D>;
+
+ public:
+  /// Keys per head the cache stores: T_max rounded up to whole key tiles.
+  static constexpr std::size_t kTPad = internal::round_up(Cfg::kTMax, Tl::kBK);
+  /// Row stride of cached V: d_head rounded up to whole GEMM panels.
+  static constexpr std::size_t kDPad = TileScratch::kDPad;
+
+ private:
+  using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad>;
+  using Rope = kernels::RopeTable<Cfg::kTMax, D>;
+
+  /// K^T tiles and V rows of each key/value head (H_kv of them, not H: GQA/MQA save memory).
+  struct Cache {
+    alignas(Tl::kAlign) float kt[HKV * kTPad * D];
+    alignas(Tl::kAlign) float v[HKV * kTPad * kDPad];
+  };
+  /// Prefill working memory: Q of one group for T_max tokens (also the staging of unrotated
+  /// keys), the concatenated heads (when W_O follows), the GEMM panel and the tile scratch.
+  struct PrefillWork {
+    alignas(Tl::kAlign) float q[Cfg::kTMax * G * D];
+    alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? Cfg::kTMax * QD : 1];
+    alignas(Tl::kAlign) float pack[kernels::gemm_pack_floats<Arch>()];
+    TileScratch tile;
+  };
+  /// Decode working memory: the token's Q, K, V, context and one score row per query head of
+  /// a group.
+  struct DecodeWork {
+    alignas(Tl::kAlign) float q[QD];
+    alignas(Tl::kAlign) float k[KD];
+    alignas(Tl::kAlign) float v[KD];
+    alignas(Tl::kAlign) float ctx[QD];
+    DecScratch att;
+  };
+
+ public:
+  /// Bytes of the KV cache: K and V of H_kv heads x kTPad tokens
+  /// (= 4 * H_kv * kTPad * (d_head + kDPad), about 8 * H_kv * T_max * d_head).
+  static constexpr std::size_t kCacheBytes = sizeof(Cache);
+  /// Bytes of the RoPE cos/sin tables: 8 * T_max * (d_head / 2) (present even when RoPE is
+  /// not enabled; the tables are the price of no transcendental call per token).
+  static constexpr std::size_t kRopeBytes = sizeof(Rope);
+  /// Bytes of working memory: prefill (grows with T_max * (G + H) * d_head) and decode.
+  static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
+
+  KvAttention() = default;
+  KvAttention(const KvAttention&) = delete;
+  KvAttention& operator=(const KvAttention&) = delete;
+
+  /// RAM of the whole object in bytes (>= kCacheBytes + kRopeBytes + kWorkspaceBytes; weights
+  /// are views and not included).
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(KvAttention); }
+
+  /// Points the layer at weights (views over caller arrays; layout and shapes in weights.hpp).
+  /// Allowed at any time; cached K/V stay as they were computed.
+  /// @return kOk, or kNullPointer (nothing changed) when a pointer Cfg needs is null.
+  [[nodiscard]] Status set_weights(const Weights<Cfg>& w) noexcept {
+    if (!w.complete()) return Status::kNullPointer;
+    w_ = w;
+    return Status::kOk;
+  }
+
+  /// Enables (or disables) rotary embeddings on Q and K and precomputes the cos/sin tables
+  /// (T_max x rotary_dims/2 angles, done here once, never per token).
+  /// Keys are cached rotated, so the setting is fixed for a sequence: only allowed while the
+  /// cache is empty.
+  /// @return kOk; kBadArgument (nothing changed) when the cache is not empty or, for an enabled
+  ///         config, base is not finite or <= 0, rotary_dims (0 = d_head) is odd or > d_head,
+  ///         or pairing is not a RopePairing value.
+  [[nodiscard]] Status set_rope(const RopeConfig& r) noexcept {
+    if (length_ != 0) return Status::kBadArgument;
+    if (!r.enabled) {
+      rope_on_ = false;
+      rope_ = r;
+      return Status::kOk;
+    }
+    const std::size_t dims = r.rotary_dims == 0 ? D : r.rotary_dims;
+    if (!kernels::rope_args_valid(r.base, dims, D)) return Status::kBadArgument;
+    if (r.pairing != RopePairing::kAdjacent && r.pairing != RopePairing::kHalfSplit)
+      return Status::kBadArgument;
+    kernels::rope_fill(rope_tab_, r.base, dims / 2);
+    rope_ = r;
+    rope_half_ = dims / 2;
+    rope_on_ = true;
+    return Status::kOk;
+  }
+
+  /// The current RoPE settings (enabled == false when off).
+  const RopeConfig& rope() const noexcept { return rope_; }
+
+  /// Softmax scale, default 1/sqrt(d_head). Allowed at any time (the cache does not depend on it).
+  /// @return kOk, or kBadScale (nothing changed) when scale is not finite.
+  [[nodiscard]] Status set_scale(float scale) noexcept {
+    if (!std::isfinite(scale)) return Status::kBadScale;
+    scale_ = scale;
+    return Status::kOk;
+  }
+
+  /// Appends T tokens to the cache and returns their outputs: the token at position
+  /// p = length() + i sees the cached tokens and the tokens of this call up to itself.
+  /// @param x  [T][d_model] floats
+  /// @param T  tokens, 1 .. T_max
+  /// @param y  [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is read
+  ///           in full before y is written); without W_O it must not overlap x.
+  /// @return kOk; kNullPointer (x, y or a needed weight null); kBadTokenCount (T == 0 or
+  ///         T > T_max); kCacheFull (length() + T > T_max); kOverlap. On error the cache,
+  ///         length() and y are unchanged.
+  [[nodiscard]] Status prefill(const float* x, std::size_t T, float* y) noexcept {
+    if (!x || !y || !w_.complete()) return Status::kNullPointer;
+    if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
+    if (length_ + T > Cfg::kTMax) return Status::kCacheFull;
+    if (!Cfg::kHasOutProj &&
+        internal::overlaps(x, T * DM * sizeof(float), y, T * Cfg::kOutDim * sizeof(float)))
+      return Status::kOverlap;
+    run_prefill(x, T, y);
+    length_ += T;
+    return Status::kOk;
+  }
+
+  /// Appends one token (at position length(), 0 on an empty cache) and returns its output,
+  /// attending over the whole cache. Same result as prefill(x, 1, y) up to float rounding.
+  /// @param x  [d_model] floats
+  /// @param y  [Cfg::kOutDim] floats, written only on kOk; may alias x with W_O, must not
+  ///           overlap it without.
+  /// @return kOk, kNullPointer, kCacheFull (length() == T_max) or kOverlap; on error nothing
+  ///         changed.
+  [[nodiscard]] Status decode(const float* x, float* y) noexcept {
+    if (!x || !y || !w_.complete()) return Status::kNullPointer;
+    if (length_ + 1 > Cfg::kTMax) return Status::kCacheFull;
+    if (!Cfg::kHasOutProj &&
+        internal::overlaps(x, DM * sizeof(float), y, Cfg::kOutDim * sizeof(float)))
+      return Status::kOverlap;
+    run_decode(x, y);
+    length_ += 1;
+    return Status::kOk;
+  }
+
+  /// Forgets the cached tokens at positions >= length (the next token gets position length).
+  /// @return kOk, or kBadArgument (nothing changed) when length > length().
+  [[nodiscard]] Status truncate(std::size_t length) noexcept {
+    if (length > length_) return Status::kBadArgument;
+    length_ = length;
+    return Status::kOk;
+  }
+
+  /// Empties the cache (weights, RoPE and scale settings stay). Stale cache contents are never
+  /// read: a new sequence gives bit-for-bit the outputs of a fresh object.
+  void reset() noexcept { length_ = 0; }
+
+  /// Tokens in the cache (the position of the next token).
+  std::size_t length() const noexcept { return length_; }
+
+  /// Capacity in tokens (T_max).
+  static constexpr std::size_t capacity() noexcept { return Cfg::kTMax; }
+
+ private:
+  float* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }
+  float* v_head(std::size_t g) noexcept { return cache_.v + g * (kTPad * kDPad); }
+
+  void run_prefill(const float* x, std::size_t T, float* y) noexcept {
+    const WeightLayout lay = w_.layout;
+    const std::size_t L = length_;
+    PrefillWork& pw = pw_;
+    float* ctx = Cfg::kHasOutProj ? pw.ctx : y;
+    for (std::size_t g = 0; g < HKV; ++g) {
+      const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, g * D);
+      const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D);
+      const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D);
+      float* kt = kt_head(g);
+      // K: straight into the cache's tiles, or via the Q buffer to be rotated first.
+      if (rope_on_) {
+        kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
+                                Cfg::kHasBias ? w_.b_k + g * D : nullptr,
+                                kernels::StoreRowMajor{pw.q, D}, pw.pack);
+        kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_.pairing);
+        for (std::size_t t = 0; t < T; ++t) {
+          const std::size_t p = L + t;
+          float* dst = kt + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
+          for (std::size_t d = 0; d < D; ++d) dst[d * Tl::kBK] = pw.q[t * D + d];
+        }
+      } else {
+        kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
+                                Cfg::kHasBias ? w_.b_k + g * D : nullptr,
+                                internal::StoreKeyTilesAt{kt, D, Tl::kBK, L}, pw.pack);
+      }
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.trans,
+                              Cfg::kHasBias ? w_.b_v + g * D : nullptr,
+                              kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
+      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
+                              Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
+                              kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
+      if (rope_on_)
+        kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_.pairing);
+      const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
+      kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale_, pw.tile);
+    }
+    if (Cfg::kHasOutProj) {
+      const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
+      kernels::f32_gemm<Arch>(T, DM, QD, pw.ctx, QD, wo.b, wo.ldb, wo.trans,
+                              Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
+                              pw.pack);
+    }
+  }
+
+  void run_decode(const float* x, float* y) noexcept {
+    const bool trans = w_.layout == WeightLayout::kOutIn;
+    const std::size_t L = length_;
+    DecodeWork& dw = dw_;
+    // Projections of the token: every weight read once (ld = row length of the stored matrix).
+    kernels::f32_gemv<Arch>(QD, DM, x, w_.w_q, trans ? DM : QD, trans,
+                            Cfg::kHasBias ? w_.b_q : nullptr, dw.q);
+    kernels::f32_gemv<Arch>(KD, DM, x, w_.w_k, trans ? DM : KD, trans,
+                            Cfg::kHasBias ? w_.b_k : nullptr, dw.k);
+    kernels::f32_gemv<Arch>(KD, DM, x, w_.w_v, trans ? DM : KD, trans,
+                            Cfg::kHasBias ? w_.b_v : nullptr, dw.v);
+    if (rope_on_) {
+      kernels::f32_rope_rows(dw.q, QD, D, 1, Cfg::kHeads, L, rope_tab_, rope_half_, rope_.pairing);
+      kernels::f32_rope_rows(dw.k, KD, D, 1, HKV, L, rope_tab_, rope_half_, rope_.pairing);
+    }
+    float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
+    for (std::size_t g = 0; g < HKV; ++g) {
+      float* kt = kt_head(g) + (L / Tl::kBK) * (D * Tl::kBK) + L % Tl::kBK;
+      float* vr = v_head(g) + L * kDPad;
+      for (std::size_t d = 0; d < D; ++d) kt[d * Tl::kBK] = dw.k[g * D + d];
+      for (std::size_t d = 0; d < D; ++d) vr[d] = dw.v[g * D + d];
+      kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D, L + 1,
+                                                  kt_head(g), v_head(g), scale_, dw.att);
+    }
+    if (Cfg::kHasOutProj)
+      kernels::f32_gemv<Arch>(DM, QD, dw.ctx, w_.w_o, trans ? QD : DM, trans,
+                              Cfg::kHasBias ? w_.b_o : nullptr, y);
+  }
+
+  Weights<Cfg> w_{};
+  std::size_t length_ = 0;
+  float scale_ = default_scale<Cfg>();
+  bool rope_on_ = false;
+  std::size_t rope_half_ = 0;
+  RopeConfig rope_{};
+  Cache cache_{};
+  Rope rope_tab_{};
+  PrefillWork pw_{};
+  DecodeWork dw_{};
+};
+
+}  // namespace microattn
