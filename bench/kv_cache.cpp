@@ -3,6 +3,7 @@
 //   D1  one token after 1023 cached tokens, d_model=512 H=8 d_head=64 (token's projections and
 //       W_O included)
 //   D2  the same with GQA, H_kv=2
+//   D1_rope  D1 with RoPE on Q and K (half-split pairs, base 10000), when KvAttention has set_rope
 //   D1_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g, softmax,
 //             V_g^T P), when Eigen is installed
 // Counters: gbps = bytes a step must read (every weight + the cached K and V of 1024 tokens,
@@ -63,7 +64,13 @@ struct HasTruncate : std::false_type {};
 template <class K>
 struct HasTruncate<K, std::void_t<decltype(std::declval<K&>().truncate(std::size_t{}))>> : std::true_type {};
 
-template <class Cfg, class Arch>
+template <class K, class = void>
+struct HasRope : std::false_type {};
+template <class K>
+struct HasRope<K, std::void_t<decltype(std::declval<K&>().set_rope(microattn::RopeConfig{}))>> : std::true_type {};
+
+/// rope: also rotate Q and K (LLaMA-style, half-split pairs, base 10000, all of d_head).
+template <class Cfg, class Arch, bool kRope = false>
 void bm_decode(benchmark::State& state) {
   using Kv = microattn::KvAttention<Cfg, Arch>;
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
@@ -71,6 +78,14 @@ void bm_decode(benchmark::State& state) {
   if (kv->set_weights(d.weights()) != microattn::Status::kOk) {
     state.SkipWithError("set_weights failed");
     return;
+  }
+  if constexpr (kRope) {
+    microattn::RopeConfig rope;
+    rope.enabled = true;
+    if (kv->set_rope(rope) != microattn::Status::kOk) {
+      state.SkipWithError("set_rope failed");
+      return;
+    }
   }
   const float* x_prompt = d.x.data();
   const float* x_token = d.x.data() + (kCtx - 1) * Cfg::kDModel;
@@ -120,7 +135,7 @@ void bm_decode(benchmark::State& state) {
     }
   }
   set_decode_counters<Cfg>(state);
-  state.SetLabel(arch_label<Arch>() + ", rollback: " + rollback);
+  state.SetLabel(arch_label<Arch>() + (kRope ? ", rope" : "") + ", rollback: " + rollback);
 }
 #endif
 
@@ -176,6 +191,9 @@ void register_decode_benchmarks() {
 #if MICROATTN_BENCH_HAVE_KV
   benchmark::RegisterBenchmark("D1", bm_decode<D1Cfg, microattn::DefaultArch>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2", bm_decode<D2Cfg, microattn::DefaultArch>)->Unit(benchmark::kMicrosecond);
+  if constexpr (HasRope<microattn::KvAttention<D1Cfg>>::value)
+    benchmark::RegisterBenchmark("D1_rope", bm_decode<D1Cfg, microattn::DefaultArch, HasRope<microattn::KvAttention<D1Cfg>>::value>)
+        ->Unit(benchmark::kMicrosecond);
 #endif
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("D1_eigen", bm_decode_eigen<D1Cfg>)->Unit(benchmark::kMicrosecond);

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   register_machine_benchmarks();
   register_gemm_benchmarks();
   register_exp_benchmarks();
+  register_rope_benchmarks();
   register_attn_benchmarks();
   register_layer_benchmarks();
   register_decode_benchmarks();
