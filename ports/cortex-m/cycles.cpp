@@ -53,6 +53,11 @@ void tick_counter_start() noexcept {
   reg(kSystRvr) = kSysTickMax;
   reg(kSystCvr) = 0;
   reg(kSystCsr) = (1u << 2) | (1u << 1) | 1u;  // processor clock, wrap interrupt, enable
+  // The write to CVR cleared it to 0; the reload from RVR happens on the next clock and is not
+  // a wrap. Until then ticks() would read 0xFFFFFF ticks too many.
+  while (reg(kSystCvr) == 0) {
+  }
+  g_tick_wraps = 0;
 }
 
 std::uint64_t ticks() noexcept {

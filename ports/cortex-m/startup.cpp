@@ -20,7 +20,8 @@ extern void (*__preinit_array_end[])();
 extern void (*__init_array_start[])();
 extern void (*__init_array_end[])();
 
-int main(int argc, char** argv);
+// main itself, under another name: ISO C++ forbids calling (or taking the address of) ::main.
+int microattn_port_main(int argc, char** argv) __asm("main");
 void Reset_Handler();
 void microattn_port_start();
 void microattn_port_fault(const std::uint32_t* frame, std::uint32_t exc_return);
@@ -70,7 +71,7 @@ void microattn_port_start() {
   for (auto f = __init_array_start; f < __init_array_end; ++f) (*f)();
   char** argv = nullptr;
   const int argc = microattn_port_cmdline(&argv);
-  microattn::port::exit(main(argc, argv));
+  microattn::port::exit(microattn_port_main(argc, argv));
 }
 
 /// Common fault entry: passes the stacked frame (r0-r3, r12, lr, pc, xpsr) to the reporter.
