@@ -4,7 +4,8 @@
 //   M1  layer forward, T=64, T_max=64 d_model=64 H=4 d_head=16 (the example's layer)
 //   M2  the same layer, T=16 (a short prompt)
 //   M3  the attention core alone (ScaledDotProductAttention), T=64 H=4 d_head=16
-//   MD1 one decode step with the KV cache: TODO(issue 4), see the hook below
+//   MD1 one decode step with the KV cache (KvAttention, same layer): the 64th token attends
+//       over 63 cached ones; each iteration decodes it and truncates the cache back to 63
 //
 // Counters, best first:
 //   DWT->CYCCNT  real core cycles, on hardware ("cycles" in the JSON, real_time from the clock).
@@ -23,6 +24,13 @@
 #include "microattn/microattn.hpp"
 #include "port.hpp"
 
+#if __has_include("microattn/kv_cache.hpp")
+#include "microattn/kv_cache.hpp"
+#define MICROATTN_CM_BENCH_KV 1
+#else
+#define MICROATTN_CM_BENCH_KV 0
+#endif
+
 namespace {
 
 using namespace microattn::port;
@@ -35,6 +43,9 @@ constexpr auto kWo = example::make_weights<Cfg::kQDim * Cfg::kDModel>(4, 0.125f)
 
 microattn::MultiHeadAttention<Cfg> g_layer;
 microattn::ScaledDotProductAttention<Cfg> g_core;
+#if MICROATTN_CM_BENCH_KV
+microattn::KvAttention<Cfg> g_kv;
+#endif
 float g_x[Cfg::kTMax * Cfg::kDModel];
 float g_y[Cfg::kTMax * Cfg::kOutDim];
 float g_q[Cfg::kTMax * Cfg::kQDim], g_k[Cfg::kTMax * Cfg::kKvDim], g_v[Cfg::kTMax * Cfg::kKvDim];
@@ -48,7 +59,11 @@ float g_q[Cfg::kTMax * Cfg::kQDim], g_k[Cfg::kTMax * Cfg::kKvDim], g_v[Cfg::kTMa
                                                        std::size_t T, float* out) {
   return g_core.forward(q, k, v, T, out);
 }
-// TODO(issue 4): [[gnu::noinline]] microattn::Status entry_decode_step(...) { return g_cache...; }
+#if MICROATTN_CM_BENCH_KV
+[[gnu::noinline]] microattn::Status entry_decode_step(const float* x, float* y) {
+  return g_kv.decode(x, y);
+}
+#endif
 
 enum class Counter { kCycles, kIcount, kHostTime };
 Counter g_counter = Counter::kHostTime;
@@ -154,10 +169,15 @@ int main(int argc, char** argv) {
   run("M1", 3, [] { return entry_layer_forward(g_x, 64, g_y); });
   run("M2", 10, [] { return entry_layer_forward(g_x, 16, g_y); });
   run("M3", 3, [] { return entry_sdpa_forward(g_q, g_k, g_v, 64, g_y); });
-  // TODO(issue 4): decode step. When include/microattn/kv_cache.hpp lands, add e.g.
-  //   static microattn::KvCache<Cfg> g_cache;  (prefill 63 tokens once, then per iteration
-  //   decode one token and roll the cache back)
-  //   run("MD1", 10, [] { return g_cache.decode(...); });
+#if MICROATTN_CM_BENCH_KV
+  if (g_kv.set_weights(w) == microattn::Status::kOk &&
+      g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) == microattn::Status::kOk) {
+    run("MD1", 10, [] {
+      const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
+      return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
+    });
+  }
+#endif
   write("\n  ]\n}\n");
   return 0;
 }
