@@ -44,6 +44,18 @@ float g_y_pre[kPoolOut], g_y_dec[kPoolOut], g_y_chunk[kPoolOut];
 double g_ref[kPoolOut];
 double g_scratch[kPoolRef];
 
+bool same_bits(const float* a, const float* b, std::size_t n);
+
+/// max |a[i] - b[i]| (NaN counts as a failure).
+double max_diff_f(const float* a, const float* b, std::size_t n) {
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+    if (!(d <= m)) m = d;
+  }
+  return m;
+}
+
 /// Random weights for Cfg in static storage, U(+-1/sqrt(fan_in)) like nn.Linear's init.
 template <class Cfg>
 struct RandomWeights {
@@ -155,11 +167,8 @@ void check_sequence(std::size_t T, std::uint64_t seed, WeightLayout layout, cons
   const double e_pre = microattn_test::max_diff(g_y_pre, g_ref, T * OD);
   const double e_dec = microattn_test::max_diff(g_y_dec, g_ref, T * OD);
   const double e_chk = microattn_test::max_diff(g_y_chunk, g_ref, T * OD);
-  double e_dp = 0;  // decode vs prefill: both within tol of the reference, so within 2 tol
-  for (std::size_t i = 0; i < T * OD; ++i) {
-    const double d = std::fabs(static_cast<double>(g_y_dec[i]) - g_y_pre[i]);
-    if (!(d <= e_dp)) e_dp = d;
-  }
+  // decode vs prefill: both within tol of the reference, so within 2 tol of each other
+  const double e_dp = max_diff_f(g_y_dec, g_y_pre, T * OD);
   EXPECT_LE(e_pre, tol) << "prefill " << A::name() << " T=" << T << " H=" << Cfg::kHeads
                         << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
                         << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
@@ -245,11 +254,7 @@ TEST(KvCache, WeightLayoutsAgree) {
       ASSERT_EQ(ka.decode(g_x + t * DM, g_y_pre + t * DM), Status::kOk);
       ASSERT_EQ(kb.decode(g_x + t * DM, g_y_dec + t * DM), Status::kOk);
     }
-    double err = 0;
-    for (std::size_t i = 0; i < T * DM; ++i) {
-      const double d = std::fabs(static_cast<double>(g_y_pre[i]) - g_y_dec[i]);
-      err = d > err ? d : err;
-    }
+    const double err = max_diff_f(g_y_pre, g_y_dec, T * DM);
     // Different summation orders of the same products: within the layer tolerance (x2).
     EXPECT_LE(err, 2 * microattn_test::tolerance(DM + 2 * 6 + T + QD, 1.0)) << A::name();
   });
@@ -319,11 +324,7 @@ TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
       ASSERT_EQ(kg.decode(g_x + t * DM, g_y_pre + t * DM), Status::kOk);
       ASSERT_EQ(km.decode(g_x + t * DM, g_y_dec + t * DM), Status::kOk);
     }
-    double err = 0;
-    for (std::size_t i = 0; i < T * DM; ++i) {
-      const double d = std::fabs(static_cast<double>(g_y_pre[i]) - g_y_dec[i]);
-      err = d > err ? d : err;
-    }
+    const double err = max_diff_f(g_y_pre, g_y_dec, T * DM);
     // Per output the same products in the same order (each query head's keys are the same
     // floats); allow the layer tolerance in case a kernel blocks rows differently.
     EXPECT_LE(err, microattn_test::tolerance(DM + 2 * D + T + H * D, 1.0)) << A::name();
@@ -339,6 +340,55 @@ TEST(KvCache, RopeUpToCapacity) {
                            rope_cfg(true, RopePairing::kHalfSplit, 10, 5.0f));
     check_sequence<Cfg, A>(Cfg::kTMax, 124, WeightLayout::kInOut,
                            rope_cfg(true, RopePairing::kAdjacent, 0, 2.0f));
+  });
+}
+
+// The prefill chunk (a RAM knob) does not change results: per output row the same products
+// are summed in the same order whatever the chunk. (Bit for bit with the SIMD kernels, whose
+// FMAs are explicit; the scalar kernels write a * b + c, which the compiler may or may not
+// contract into one FMA depending on the surrounding code, so we allow the layer tolerance.)
+TEST(KvCache, PrefillChunkDoesNotChangeResults) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<40, 24, 4, 2, 8, Bias::kYes>;
+    constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim, T = 40;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> whole;
+    static KvAttention<Cfg, A, 7> by7;
+    static KvAttention<Cfg, A, 1> by1;
+    static_assert(KvAttention<Cfg, A, 7>::kWorkspaceBytes < KvAttention<Cfg, A>::kWorkspaceBytes,
+                  "a smaller chunk needs less workspace");
+    w.fill(31);
+    microattn_test::Rng rng(32);
+    rng.fill(g_x, T * DM, -1, 1);
+    const RopeConfig rc = rope_cfg(true, RopePairing::kHalfSplit, 0);
+    whole.reset();
+    by7.reset();
+    by1.reset();
+    ASSERT_EQ(whole.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(by7.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(by1.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(whole.set_rope(rc), Status::kOk);
+    ASSERT_EQ(by7.set_rope(rc), Status::kOk);
+    ASSERT_EQ(by1.set_rope(rc), Status::kOk);
+    ASSERT_EQ(whole.prefill(g_x, 30, g_y_pre), Status::kOk);
+    ASSERT_EQ(by7.prefill(g_x, 30, g_y_chunk), Status::kOk);
+    ASSERT_EQ(by1.prefill(g_x, 30, g_y_dec), Status::kOk);
+    EXPECT_EQ(by7.length(), 30u);
+    for (std::size_t t = 30; t < T; ++t) {
+      ASSERT_EQ(whole.decode(g_x + t * DM, g_y_pre + t * OD), Status::kOk);
+      ASSERT_EQ(by7.decode(g_x + t * DM, g_y_chunk + t * OD), Status::kOk);
+      ASSERT_EQ(by1.decode(g_x + t * DM, g_y_dec + t * OD), Status::kOk);
+    }
+    const double tol = microattn_test::tolerance(DM + 2 * 8 + T + Cfg::kQDim, 1.0);
+    EXPECT_LE(max_diff_f(g_y_pre, g_y_chunk, T * OD), tol) << A::name() << " chunk 7";
+    EXPECT_LE(max_diff_f(g_y_pre, g_y_dec, T * OD), tol) << A::name() << " chunk 1";
+    // In place (y = x) with chunks: each chunk is read before its rows are written.
+    static float io[T * DM];
+    std::memcpy(io, g_x, sizeof io);
+    by7.reset();
+    ASSERT_EQ(by7.prefill(io, 30, io), Status::kOk);
+    EXPECT_TRUE(same_bits(io, g_y_chunk, 30 * OD)) << A::name() << " in place, chunk 7";
   });
 }
 

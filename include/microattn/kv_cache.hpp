@@ -58,8 +58,15 @@ struct StoreKeyTilesAt {
 /// The object holds the weight views, the cache, the RoPE tables and all working memory (no
 /// heap, no globals, no exceptions); sizeof == ram_bytes(), broken down below. Every method
 /// that returns a Status changes nothing (cache, length, outputs) unless it returns kOk.
-template <class Cfg, class Arch = DefaultArch>
+///
+/// @tparam kPrefillChunk tokens prefill() processes at a time (1 .. T_max, default T_max).
+///   The prefill workspace grows with it (kChunk * (H + H/H_kv) * d_head floats), so a
+///   microcontroller can trade prefill speed for RAM; results are the same for every value
+///   (a prefill is a sequence of chunked prefills).
+template <class Cfg, class Arch = DefaultArch, std::size_t kPrefillChunk = Cfg::kTMax>
 class KvAttention {
+  static_assert(kPrefillChunk >= 1 && kPrefillChunk <= Cfg::kTMax,
+                "microattn::KvAttention: kPrefillChunk must be in 1 .. T_max");
   using Tl = internal::Tiles<Arch>;
   static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
   static constexpr std::size_t HKV = Cfg::kKvHeads, QD = Cfg::kQDim, KD = Cfg::kKvDim;
@@ -80,11 +87,12 @@ class KvAttention {
     alignas(Tl::kAlign) float kt[HKV * kTPad * D];
     alignas(Tl::kAlign) float v[HKV * kTPad * kDPad];
   };
-  /// Prefill working memory: Q of one group for T_max tokens (also the staging of unrotated
-  /// keys), the concatenated heads (when W_O follows), the GEMM panel and the tile scratch.
+  /// Prefill working memory: Q of one group for a chunk of tokens (also the staging of
+  /// unrotated keys), the concatenated heads (when W_O follows), the GEMM panel and the tile
+  /// scratch.
   struct PrefillWork {
-    alignas(Tl::kAlign) float q[Cfg::kTMax * G * D];
-    alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? Cfg::kTMax * QD : 1];
+    alignas(Tl::kAlign) float q[kPrefillChunk * G * D];
+    alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[kernels::gemm_pack_floats<Arch>()];
     TileScratch tile;
   };
@@ -105,7 +113,7 @@ class KvAttention {
   /// Bytes of the RoPE cos/sin tables: 8 * T_max * (d_head / 2) (present even when RoPE is
   /// not enabled; the tables are the price of no transcendental call per token).
   static constexpr std::size_t kRopeBytes = sizeof(Rope);
-  /// Bytes of working memory: prefill (grows with T_max * (G + H) * d_head) and decode.
+  /// Bytes of working memory: prefill (grows with kPrefillChunk * (G + H) * d_head) and decode.
   static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
 
   KvAttention() = default;
@@ -165,8 +173,9 @@ class KvAttention {
   /// p = length() + i sees the cached tokens and the tokens of this call up to itself.
   /// @param x  [T][d_model] floats
   /// @param T  tokens, 1 .. T_max
-  /// @param y  [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is read
-  ///           in full before y is written); without W_O it must not overlap x.
+  /// @param y  [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may be x itself (each
+  ///           chunk of x is read in full before its rows of y are written; with the default
+  ///           kPrefillChunk = T_max any overlap is fine); without W_O it must not overlap x.
   /// @return kOk; kNullPointer (x, y or a needed weight null); kBadTokenCount (T == 0 or
   ///         T > T_max); kCacheFull (length() + T > T_max); kOverlap. On error the cache,
   ///         length() and y are unchanged.
@@ -177,8 +186,11 @@ class KvAttention {
     if (!Cfg::kHasOutProj &&
         internal::overlaps(x, T * DM * sizeof(float), y, T * Cfg::kOutDim * sizeof(float)))
       return Status::kOverlap;
-    run_prefill(x, T, y);
-    length_ += T;
+    for (std::size_t t0 = 0; t0 < T; t0 += kPrefillChunk) {
+      const std::size_t n = internal::min_size(kPrefillChunk, T - t0);
+      run_prefill(x + t0 * DM, n, y + t0 * Cfg::kOutDim);
+      length_ += n;
+    }
     return Status::kOk;
   }
 
@@ -222,6 +234,7 @@ class KvAttention {
   float* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }
   float* v_head(std::size_t g) noexcept { return cache_.v + g * (kTPad * kDPad); }
 
+  // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1.
   void run_prefill(const float* x, std::size_t T, float* y) noexcept {
     const WeightLayout lay = w_.layout;
     const std::size_t L = length_;

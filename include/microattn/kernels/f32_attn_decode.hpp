@@ -98,25 +98,25 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
 
   // Exact softmax of each row (unnormalised: P = exp(S - max), l = sum P).
   float l[kRows];
+  const std::size_t n_vec = n_keys - n_keys % W;  // keys in whole vectors
   for (std::size_t e = 0; e < kRows; ++e) {
     float* s = sc.s + e * kKeys;
-    std::size_t j = 0;
     float m = -std::numeric_limits<float>::infinity();
-    if (n_keys >= W) {
+    if (n_vec != 0) {
       T vmax = V::loadu(s);
-      for (j = W; j + W <= n_keys; j += W) vmax = V::max(vmax, V::loadu(s + j));
+      for (std::size_t j = W; j < n_vec; j += W) vmax = V::max(vmax, V::loadu(s + j));
       m = V::hmax(vmax);
     }
-    for (; j < n_keys; ++j) m = s[j] > m ? s[j] : m;
+    for (std::size_t j = n_vec; j < n_keys; ++j) m = s[j] > m ? s[j] : m;
     const T vm = V::set1(m);
     T vsum = V::zero();
-    for (j = 0; j + W <= n_keys; j += W) {
+    for (std::size_t j = 0; j < n_vec; j += W) {
       const T p = f32_exp<Arch>(V::loadu(s + j) - vm);
       V::storeu(s + j, p);
       vsum = vsum + p;
     }
     float sum = V::hsum(vsum);
-    for (; j < n_keys; ++j) {
+    for (std::size_t j = n_vec; j < n_keys; ++j) {
       const float p = f32_exp_scalar(s[j] - m);
       s[j] = p;
       sum += p;

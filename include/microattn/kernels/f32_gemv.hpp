@@ -22,6 +22,7 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w,
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
   for (std::size_t n = 0; n < N; ++n) y[n] = bias ? bias[n] : 0.0f;
+  const std::size_t n_vec = N - N % W;  // columns in whole vectors
   const std::size_t k4 = K - K % 4;
   for (std::size_t k = 0; k < k4; k += 4) {
     const float* w0 = w + k * ldw;
@@ -30,8 +31,7 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w,
     const float* w3 = w2 + ldw;
     const T x0 = V::set1(x[k]), x1 = V::set1(x[k + 1]), x2 = V::set1(x[k + 2]),
             x3 = V::set1(x[k + 3]);
-    std::size_t n = 0;
-    for (; n + W <= N; n += W) {
+    for (std::size_t n = 0; n < n_vec; n += W) {
       // Two short chains instead of one of four: the FMA latency overlaps across n anyway,
       // this halves it within one n.
       T a = V::fma(x0, V::loadu(w0 + n), V::loadu(y + n));
@@ -40,14 +40,14 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w,
       b = V::fma(x3, V::loadu(w3 + n), b);
       V::storeu(y + n, a + b);
     }
-    for (; n < N; ++n) y[n] += (x[k] * w0[n] + x[k + 1] * w1[n]) + (x[k + 2] * w2[n] + x[k + 3] * w3[n]);
+    for (std::size_t n = n_vec; n < N; ++n) y[n] += (x[k] * w0[n] + x[k + 1] * w1[n]) + (x[k + 2] * w2[n] + x[k + 3] * w3[n]);
   }
   for (std::size_t k = k4; k < K; ++k) {
     const float* w0 = w + k * ldw;
     const T x0 = V::set1(x[k]);
-    std::size_t n = 0;
-    for (; n + W <= N; n += W) V::storeu(y + n, V::fma(x0, V::loadu(w0 + n), V::loadu(y + n)));
-    for (; n < N; ++n) y[n] += x[k] * w0[n];
+    for (std::size_t n = 0; n < n_vec; n += W)
+      V::storeu(y + n, V::fma(x0, V::loadu(w0 + n), V::loadu(y + n)));
+    for (std::size_t n = n_vec; n < N; ++n) y[n] += x[k] * w0[n];
   }
 }
 
