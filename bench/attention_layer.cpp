@@ -4,6 +4,7 @@
 //   P2  T=256  d_model=512 H=8 d_head=64        P1_reference  P1 by the plain triple-loop path
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
+//   P1_eigen .. P4_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
 // fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)).
 // gflops counts the causal half of attention plus the projections and W_O (issue 2).
 #include <memory>
@@ -11,6 +12,7 @@
 #include "bench_util.hpp"
 #include "layer_data.hpp"
 #include "microattn/attention.hpp"
+#include "peer_eigen.hpp"
 #include "reference_layer.hpp"
 
 namespace microattn_bench {
@@ -59,6 +61,21 @@ void bm_reference(benchmark::State& state) {
   state.SetLabel("plain float loops");
 }
 
+#if defined(MICROATTN_BENCH_EIGEN)
+template <class Cfg>
+void bm_eigen(benchmark::State& state) {
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
+  eigen_peer::Layer layer{Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, d.wq.data(), d.wk.data(),
+                          d.wv.data(), d.wo.data(), {}, {}, {}, {}, {}};
+  for (auto _ : state) {
+    layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, flops<Cfg>());
+  state.SetLabel(eigen_peer::label());
+}
+#endif
+
 }  // namespace
 
 void register_layer_benchmarks() {
@@ -70,6 +87,12 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P2", bm_layer<P2Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+#if defined(MICROATTN_BENCH_EIGEN)
+  benchmark::RegisterBenchmark("P1_eigen", bm_eigen<P1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P2_eigen", bm_eigen<P2Cfg>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P3_eigen", bm_eigen<P3Cfg>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P4_eigen", bm_eigen<P4Cfg>)->Unit(benchmark::kMillisecond);
+#endif
 }
 
 }  // namespace microattn_bench

@@ -4,8 +4,9 @@
 //       W_O included)
 //   D2  the same with GQA, H_kv=2
 //   D1_rope  D1 with RoPE on Q and K (half-split pairs, base 10000), when KvAttention has set_rope
-//   D1_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g, softmax,
-//             V_g^T P), when Eigen is installed
+//   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
+//             softmax, V_g^T P), when Eigen is installed
+//   D1_openblas, D2_openblas  optional peer: the same with cblas_sgemv / cblas_sgemm (1 thread)
 // Counters: gbps = bytes a step must read (every weight + the cached K and V of 1024 tokens,
 // about 8.4 MB for D1) per second and pct_bw = that as a % of the read bandwidth measured over
 // a buffer of the same size (peak_read_bw/<bytes>); gflops / pct_peak as for prefill, with the
@@ -34,6 +35,7 @@
 #if defined(MICROATTN_BENCH_EIGEN)
 #include <Eigen/Core>
 #endif
+#include "peer_openblas.hpp"
 
 namespace microattn_bench {
 namespace {
@@ -183,6 +185,64 @@ void bm_decode_eigen(benchmark::State& state) {
 }
 #endif
 
+#if defined(MICROATTN_BENCH_OPENBLAS)
+/// One decode step with OpenBLAS (1 thread): cblas_sgemv for the token's projections and W_O,
+/// the new K/V row appended to [T][H_kv*d_head] caches, per key/value group S = Q_g K_g^T with
+/// cblas_sgemm (each K row read once per group; cblas_sgemv when the group is one head), a column softmax with microattn's vector exp,
+/// O_g = P^T V_g with cblas_sgemm.
+template <class Cfg>
+void bm_decode_openblas(benchmark::State& state) {
+  using V = microattn::internal::Vec<microattn::DefaultArch>;
+  constexpr int DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, D = Cfg::kDHead, G = Cfg::kGroup,
+                T = kCtx;
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
+  AlignedFloats kc = uniform_floats(std::size_t{T} * KD, -1.0f, 1.0f, 31);
+  AlignedFloats vc = uniform_floats(std::size_t{T} * KD, -1.0f, 1.0f, 32);
+  AlignedFloats q(QD), ctx(QD), y(DM), s(std::size_t{G} * T);  // s: [G][T], one row per head
+  const float* x = d.x.data();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (auto _ : state) {
+    cblas_sgemv(CblasRowMajor, CblasTrans, DM, QD, scale, d.wq.data(), QD, x, 1, 0.0f, q.data(), 1);
+    cblas_sgemv(CblasRowMajor, CblasTrans, DM, KD, 1.0f, d.wk.data(), KD, x, 1, 0.0f, kc.data() + (T - 1) * KD, 1);
+    cblas_sgemv(CblasRowMajor, CblasTrans, DM, KD, 1.0f, d.wv.data(), KD, x, 1, 0.0f, vc.data() + (T - 1) * KD, 1);
+    for (int g = 0; g < static_cast<int>(Cfg::kKvHeads); ++g) {
+      // S[G][T] = Q_g[G][D] K_g^T (a GEMV when G = 1: OpenBLAS's sgemm is slow at M = 1)
+      if (G == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, T, D, 1.0f, kc.data() + g * D, KD, q.data() + g * D, 1, 0.0f,
+                    s.data(), 1);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, G, T, D, 1.0f, q.data() + g * G * D, D,
+                    kc.data() + g * D, KD, 0.0f, s.data(), T);
+      for (int e = 0; e < G; ++e) {
+        float* row = s.data() + static_cast<std::size_t>(e) * T;
+        auto vmax = V::loadu(row);
+        for (int j = V::kWidth; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth) vmax = V::max(vmax, V::loadu(row + j));
+        const auto vm = V::set1(V::hmax(vmax));
+        auto vsum = V::zero();
+        for (int j = 0; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth) {
+          const auto p = microattn::kernels::f32_exp<microattn::DefaultArch>(V::loadu(row + j) - vm);
+          V::storeu(row + j, p);
+          vsum = vsum + p;
+        }
+        const auto inv = V::set1(1.0f / V::hsum(vsum));
+        for (int j = 0; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth) V::storeu(row + j, V::loadu(row + j) * inv);
+      }
+      // O_g[G][D] = P[G][T] V_g
+      if (G == 1)
+        cblas_sgemv(CblasRowMajor, CblasTrans, T, D, 1.0f, vc.data() + g * D, KD, s.data(), 1, 0.0f,
+                    ctx.data() + g * D, 1);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, G, D, T, 1.0f, s.data(), T, vc.data() + g * D, KD,
+                    0.0f, ctx.data() + g * G * D, D);
+    }
+    cblas_sgemv(CblasRowMajor, CblasTrans, QD, DM, 1.0f, d.wo.data(), DM, ctx.data(), 1, 0.0f, y.data(), 1);
+    benchmark::ClobberMemory();
+  }
+  set_decode_counters<Cfg>(state);
+  state.SetLabel("openblas 1 thread");  // (the config string is in A1_openblas's label)
+}
+#endif
+
 }  // namespace
 
 void register_decode_benchmarks() {
@@ -198,6 +258,11 @@ void register_decode_benchmarks() {
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("D1_eigen", bm_decode_eigen<D1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2_eigen", bm_decode_eigen<D2Cfg>)->Unit(benchmark::kMicrosecond);
+#endif
+#if defined(MICROATTN_BENCH_OPENBLAS)
+  openblas_peer::single_thread();
+  benchmark::RegisterBenchmark("D1_openblas", bm_decode_openblas<D1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2_openblas", bm_decode_openblas<D2Cfg>)->Unit(benchmark::kMicrosecond);
 #endif
 }
 
