@@ -34,11 +34,11 @@ constexpr bool kQuick = false;
 #endif
 
 // Shared pools (one check runs at a time), so the test image stays small on Cortex-M.
-constexpr std::size_t kPoolIn = 70 * 40;    // x: T_max * d_model of the largest config
-constexpr std::size_t kPoolOut = 70 * 64;   // y: T_max * out_dim
+constexpr std::size_t kPoolIn = 70 * 40;          // x: T_max * d_model of the largest config
+constexpr std::size_t kPoolOut = 70 * 64;         // y: T_max * out_dim
 constexpr std::size_t kWideT = kQuick ? 20 : 70;  // T_max of the d_head = 64 configuration
-constexpr std::size_t kPoolRef = microattn::internal::max_size(70 * (2 * 64 + 2 * 32) + 70,
-                                                               kWideT * (4 * 2 * 64) + kWideT);
+constexpr std::size_t kPoolRef =
+    microattn::internal::max_size(70 * (2 * 64 + 2 * 32) + 70, kWideT*(4 * 2 * 64) + kWideT);
 float g_x[kPoolIn];
 float g_y_pre[kPoolOut], g_y_dec[kPoolOut], g_y_chunk[kPoolOut];
 double g_ref[kPoolOut];
@@ -81,10 +81,19 @@ struct RandomWeights {
     return w;
   }
   microattn_ref::LayerRef ref(WeightLayout layout) const {
-    return {DM, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, layout == WeightLayout::kOutIn,
-            wq, wk, wv, Cfg::kHasOutProj ? wo : nullptr,
-            Cfg::kHasBias ? bq : nullptr, Cfg::kHasBias ? bk : nullptr,
-            Cfg::kHasBias ? bv : nullptr, Cfg::kHasBias ? bo : nullptr};
+    return {DM,
+            Cfg::kHeads,
+            Cfg::kKvHeads,
+            Cfg::kDHead,
+            layout == WeightLayout::kOutIn,
+            wq,
+            wk,
+            wv,
+            Cfg::kHasOutProj ? wo : nullptr,
+            Cfg::kHasBias ? bq : nullptr,
+            Cfg::kHasBias ? bk : nullptr,
+            Cfg::kHasBias ? bv : nullptr,
+            Cfg::kHasBias ? bo : nullptr};
   }
 };
 
@@ -106,11 +115,16 @@ RopeConfig rope_variant(int i) {
   const std::size_t full = D % 2 ? D - 1 : 0;  // 0 = d_head
   const std::size_t part = (D / 2) % 2 ? D / 2 + 1 : D / 2;
   switch (i) {
-    case 1: return rope_cfg(true, RopePairing::kHalfSplit, full);
-    case 2: return rope_cfg(true, RopePairing::kAdjacent, full);
-    case 3: return rope_cfg(true, RopePairing::kHalfSplit, part, 500000.0f);
-    case 4: return rope_cfg(true, RopePairing::kAdjacent, part, 10.0f);  // fast turns
-    default: return rope_cfg(false, RopePairing::kHalfSplit, 0);
+    case 1:
+      return rope_cfg(true, RopePairing::kHalfSplit, full);
+    case 2:
+      return rope_cfg(true, RopePairing::kAdjacent, full);
+    case 3:
+      return rope_cfg(true, RopePairing::kHalfSplit, part, 500000.0f);
+    case 4:
+      return rope_cfg(true, RopePairing::kAdjacent, part, 10.0f);  // fast turns
+    default:
+      return rope_cfg(false, RopePairing::kHalfSplit, 0);
   }
 }
 
@@ -143,7 +157,8 @@ void check_sequence(std::size_t T, std::uint64_t seed, WeightLayout layout, cons
   ASSERT_EQ(kv.length(), T);
 
   kv.reset();
-  for (std::size_t t = 0; t < T; ++t) ASSERT_EQ(kv.decode(g_x + t * DM, g_y_dec + t * OD), Status::kOk);
+  for (std::size_t t = 0; t < T; ++t)
+    ASSERT_EQ(kv.decode(g_x + t * DM, g_y_dec + t * OD), Status::kOk);
   ASSERT_EQ(kv.length(), T);
 
   kv.reset();
@@ -170,17 +185,20 @@ void check_sequence(std::size_t T, std::uint64_t seed, WeightLayout layout, cons
   // decode vs prefill: both within tol of the reference, so within 2 tol of each other
   const double e_dp = max_diff_f(g_y_dec, g_y_pre, T * OD);
   EXPECT_LE(e_pre, tol) << "prefill " << A::name() << " T=" << T << " H=" << Cfg::kHeads
-                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
-                        << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
-                        << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead
+                        << " rope=" << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/"
+                        << rc.rotary_dims << " layout=" << static_cast<int>(layout)
+                        << " seed=" << seed;
   EXPECT_LE(e_dec, tol) << "decode " << A::name() << " T=" << T << " H=" << Cfg::kHeads
-                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
-                        << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
-                        << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead
+                        << " rope=" << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/"
+                        << rc.rotary_dims << " layout=" << static_cast<int>(layout)
+                        << " seed=" << seed;
   EXPECT_LE(e_chk, tol) << "chunked " << A::name() << " T=" << T << " H=" << Cfg::kHeads
-                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead << " rope="
-                        << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/" << rc.rotary_dims
-                        << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+                        << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead
+                        << " rope=" << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/"
+                        << rc.rotary_dims << " layout=" << static_cast<int>(layout)
+                        << " seed=" << seed;
   EXPECT_LE(e_dp, 2 * tol) << "decode vs prefill " << A::name() << " T=" << T << " seed=" << seed;
 }
 
@@ -211,7 +229,7 @@ TEST(KvCache, DecodeEqualsPrefillMha) {
   sweep_sequence<Config<40, 24, 4, 4, 8, Bias::kYes>>(1);
   sweep_sequence<Config<33, 13, 3, 3, 5, Bias::kNo, OutProj::kNo>>(2);  // odd d_head, no W_O
   sweep_sequence<Config<kWideT, 16, 2, 2, 64>>(3);                      // wide heads
-  sweep_sequence<Config<20, 7, 2, 2, 1>>(4);                             // d_head 1: no RoPE
+  sweep_sequence<Config<20, 7, 2, 2, 1>>(4);                            // d_head 1: no RoPE
 }
 
 TEST(KvCache, DecodeEqualsPrefillGqa) {
@@ -237,8 +255,10 @@ TEST(KvCache, WeightLayoutsAgree) {
     a.fill(77);
     b = a;
     for (std::size_t i = 0; i < DM; ++i) {
-      for (std::size_t j = 0; j < QD; ++j) b.wq[j * DM + i] = a.wq[i * QD + j], b.wo[i * QD + j] = a.wo[j * DM + i];
-      for (std::size_t j = 0; j < KD; ++j) b.wk[j * DM + i] = a.wk[i * KD + j], b.wv[j * DM + i] = a.wv[i * KD + j];
+      for (std::size_t j = 0; j < QD; ++j)
+        b.wq[j * DM + i] = a.wq[i * QD + j], b.wo[i * QD + j] = a.wo[j * DM + i];
+      for (std::size_t j = 0; j < KD; ++j)
+        b.wk[j * DM + i] = a.wk[i * KD + j], b.wv[j * DM + i] = a.wv[i * KD + j];
     }
     microattn_test::Rng rng(78);
     rng.fill(g_x, T * DM, -1, 1);
@@ -294,7 +314,8 @@ TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
     static double og[T * H * D], om[T * H * D], s[T];
     microattn_test::Rng r2(94);
     for (std::size_t i = 0; i < T * H * D; ++i) q[i] = r2.uniform(-1, 1);
-    for (std::size_t i = 0; i < T * HKV * D; ++i) k[i] = r2.uniform(-1, 1), v[i] = r2.uniform(-1, 1);
+    for (std::size_t i = 0; i < T * HKV * D; ++i)
+      k[i] = r2.uniform(-1, 1), v[i] = r2.uniform(-1, 1);
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t h = 0; h < H; ++h)
         for (std::size_t d = 0; d < D; ++d) {
@@ -304,7 +325,8 @@ TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
     microattn_ref::core(q, k, v, T, T, H, HKV, D, 0.35, og, s);
     microattn_ref::core(q, kr, vr, T, T, H, H, D, 0.35, om, s);
     double err = 0;
-    for (std::size_t i = 0; i < T * H * D; ++i) err = std::fabs(og[i] - om[i]) > err ? std::fabs(og[i] - om[i]) : err;
+    for (std::size_t i = 0; i < T * H * D; ++i)
+      err = std::fabs(og[i] - om[i]) > err ? std::fabs(og[i] - om[i]) : err;
     EXPECT_EQ(err, 0.0) << "reference GQA vs repeated-head MHA";
   }
 
@@ -576,7 +598,8 @@ TEST(KvCache, ResetAndTruncateEqualFreshObject) {
 
     // Speculative roll-back: `used` continues with 6 tokens of xa, drops them, continues
     // with xb; `fresh` only ever sees xb.
-    for (std::size_t t = 20; t < 26; ++t) ASSERT_EQ(used.decode(xa + t * DM, ya + t * OD), Status::kOk);
+    for (std::size_t t = 20; t < 26; ++t)
+      ASSERT_EQ(used.decode(xa + t * DM, ya + t * OD), Status::kOk);
     ASSERT_EQ(used.truncate(20), Status::kOk);
     EXPECT_EQ(used.length(), 20u);
     ASSERT_EQ(used.prefill(xb + 20 * DM, 3, ya + 20 * OD), Status::kOk);
@@ -633,8 +656,10 @@ TEST(KvCache, WorkedExampleTokenByToken) {
     float y[3 * 2];
     for (int t = 0; t < 3; ++t) ASSERT_EQ(kv.decode(x + 2 * t, y + 2 * t), Status::kOk);
     // Weights of the notes: [1], [0.268941, 0.731059], [0.211942, 0.211942, 0.576117].
-    const float want[3 * 2] = {1.0f, 2.0f,
-                               0.268941f * 1 + 0.731059f * 3, 0.268941f * 2 + 0.731059f * 0,
+    const float want[3 * 2] = {1.0f,
+                               2.0f,
+                               0.268941f * 1 + 0.731059f * 3,
+                               0.268941f * 2 + 0.731059f * 0,
                                0.211942f * 1 + 0.211942f * 3 + 0.576117f * 4,
                                0.211942f * 2 + 0.211942f * 0 + 0.576117f * 2};
     // The weights are given to 6 digits: up to 5e-7 each, times values <= 4, three terms.

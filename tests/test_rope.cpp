@@ -36,7 +36,8 @@ void check_against_reference(std::size_t rot, float base, RopePairing pairing, s
   constexpr std::size_t S = RopeTable<kTMax, kD>::kHalf;
   microattn_test::Rng rng(seed);
   double worst = 0;  // worst error in units of the bound
-  for (std::size_t p = 0; p < kTMax; p = (p + 1 == kTMax || p + kPosStep < kTMax) ? p + kPosStep : kTMax - 1) {
+  for (std::size_t p = 0; p < kTMax;
+       p = (p + 1 == kTMax || p + kPosStep < kTMax) ? p + kPosStep : kTMax - 1) {
     float x[kD];
     double xd[kD];
     rng.fill(x, kD, -2.0f, 2.0f);
@@ -46,10 +47,13 @@ void check_against_reference(std::size_t rot, float base, RopePairing pairing, s
     for (std::size_t i = 0; i < kD; ++i) {
       // Pair partner of i (or i itself past the rotated dims).
       std::size_t j = i;
-      if (i < rot) j = pairing == RopePairing::kAdjacent ? (i ^ 1u) : (i < rot / 2 ? i + rot / 2 : i - rot / 2);
+      if (i < rot)
+        j = pairing == RopePairing::kAdjacent ? (i ^ 1u)
+                                              : (i < rot / 2 ? i + rot / 2 : i - rot / 2);
       // Output = a c -+ b s with c, s rounded to float (0.5 ulp each), two rounded products and
       // one rounded sum: <= 2 eps (|a| + |b|); we allow 4 eps (|a| + |b|).
-      const double mag = std::fabs(xd[i]) + std::fabs(xd[j]);  // rotation keeps |a|+|b| within sqrt2
+      const double mag =
+          std::fabs(xd[i]) + std::fabs(xd[j]);  // rotation keeps |a|+|b| within sqrt2
       const double bound = 4 * microattn_test::kEps * 1.5 * (mag > 1e-30 ? mag : 1e-30);
       const double err = std::fabs(static_cast<double>(x[i]) - xd[i]) / bound;
       worst = err > worst ? err : worst;
@@ -66,15 +70,15 @@ TEST(Rope, HalfSplitAgainstReference) {
   check_against_reference<512, 32>(32, 10000.0f, RopePairing::kHalfSplit, 1);
   check_against_reference<512, 32>(16, 10000.0f, RopePairing::kHalfSplit, 2);  // partial
   check_against_reference<512, 32>(2, 500000.0f, RopePairing::kHalfSplit, 3);
-  check_against_reference<4096, 6>(6, 10000.0f, RopePairing::kHalfSplit, 4);   // far positions
-  check_against_reference<300, 5>(4, 10.0f, RopePairing::kHalfSplit, 5);       // odd d_head
+  check_against_reference<4096, 6>(6, 10000.0f, RopePairing::kHalfSplit, 4);  // far positions
+  check_against_reference<300, 5>(4, 10.0f, RopePairing::kHalfSplit, 5);      // odd d_head
 }
 
 TEST(Rope, AdjacentAgainstReference) {
   check_against_reference<512, 32>(32, 10000.0f, RopePairing::kAdjacent, 11);
   check_against_reference<512, 32>(20, 10000.0f, RopePairing::kAdjacent, 12);  // partial
   check_against_reference<512, 32>(2, 500000.0f, RopePairing::kAdjacent, 13);
-  check_against_reference<4096, 6>(4, 10000.0f, RopePairing::kAdjacent, 14);   // far, partial
+  check_against_reference<4096, 6>(4, 10000.0f, RopePairing::kAdjacent, 14);  // far, partial
   check_against_reference<300, 5>(4, 10.0f, RopePairing::kAdjacent, 15);
 }
 
@@ -132,7 +136,8 @@ TEST(Rope, PairingsArePermutationsOfEachOther) {
     f32_rope_head(hs, tab.cos + p * (D / 2), tab.sin + p * (D / 2), H, RopePairing::kHalfSplit);
     f32_rope_head(ad, tab.cos + p * (D / 2), tab.sin + p * (D / 2), H, RopePairing::kAdjacent);
     bool same = true;
-    for (std::size_t i = 0; i < H; ++i) same = same && ad[2 * i] == hs[i] && ad[2 * i + 1] == hs[i + H];
+    for (std::size_t i = 0; i < H; ++i)
+      same = same && ad[2 * i] == hs[i] && ad[2 * i + 1] == hs[i + H];
     for (std::size_t i = R; i < D; ++i) same = same && ad[i] == hs[i];
     EXPECT_TRUE(same) << "p=" << p;
   }

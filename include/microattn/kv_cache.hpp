@@ -88,12 +88,14 @@ class KvAttention {
     alignas(Tl::kAlign) float v[HKV * kTPad * kDPad];
   };
   /// Prefill working memory: Q of one group for a chunk of tokens (also the staging of
-  /// unrotated keys), the concatenated heads (when W_O follows), the GEMM panel and the tile
-  /// scratch.
+  /// unrotated keys), the concatenated heads (when W_O follows), the GEMM's B panel and A block
+  /// (the latter on SIMD archs only) and the tile scratch.
   struct PrefillWork {
     alignas(Tl::kAlign) float q[kPrefillChunk * G * D];
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[kernels::gemm_pack_floats<Arch>()];
+    alignas(Tl::kAlign) float apack[internal::max_size(
+        kernels::gemm_apack_floats<Arch>(kPrefillChunk, internal::max_size(DM, QD)), 1)];
     TileScratch tile;
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
@@ -249,7 +251,7 @@ class KvAttention {
       if (rope_on_) {
         kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
                                 Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                                kernels::StoreRowMajor{pw.q, D}, pw.pack);
+                                kernels::StoreRowMajor{pw.q, D}, pw.pack, pw.apack);
         kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_.pairing);
         for (std::size_t t = 0; t < T; ++t) {
           const std::size_t p = L + t;
@@ -259,14 +261,14 @@ class KvAttention {
       } else {
         kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
                                 Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                                internal::StoreKeyTilesAt{kt, D, Tl::kBK, L}, pw.pack);
+                                internal::StoreKeyTilesAt{kt, D, Tl::kBK, L}, pw.pack, pw.apack);
       }
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.trans,
-                              Cfg::kHasBias ? w_.b_v + g * D : nullptr,
-                              kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
+      kernels::f32_gemm<Arch>(
+          T, D, DM, x, DM, wv.b, wv.ldb, wv.trans, Cfg::kHasBias ? w_.b_v + g * D : nullptr,
+          kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack, pw.apack);
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
                               Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
-                              kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
+                              kernels::StoreRowMajor{pw.q, G * D}, pw.pack, pw.apack);
       if (rope_on_)
         kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_.pairing);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
@@ -276,7 +278,7 @@ class KvAttention {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
       kernels::f32_gemm<Arch>(T, DM, QD, pw.ctx, QD, wo.b, wo.ldb, wo.trans,
                               Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
-                              pw.pack);
+                              pw.pack, pw.apack);
     }
   }
 

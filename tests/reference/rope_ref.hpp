@@ -53,8 +53,10 @@ inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std:
   linear(x, T, L.d_model, KD, L.wv, L.out_in, L.bv, v);
   if (r.rot) {
     for (std::size_t t = 0; t < T; ++t) {
-      for (std::size_t h = 0; h < L.H; ++h) rope(q + t * QD + h * L.D, r.rot, double(t), r.base, r.adjacent);
-      for (std::size_t h = 0; h < L.Hkv; ++h) rope(k + t * KD + h * L.D, r.rot, double(t), r.base, r.adjacent);
+      for (std::size_t h = 0; h < L.H; ++h)
+        rope(q + t * QD + h * L.D, r.rot, double(t), r.base, r.adjacent);
+      for (std::size_t h = 0; h < L.Hkv; ++h)
+        rope(k + t * KD + h * L.D, r.rot, double(t), r.base, r.adjacent);
     }
   }
   core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);

@@ -51,8 +51,8 @@ inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, con
     f32_gemm_ukernel<Arch, R, CV>(kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, nullptr, false);
   constexpr std::size_t kTail = kRows % R;
   if (kTail != 0)
-    f32_gemm_ukernel<Arch, (kTail != 0 ? kTail : 1), CV>(kc, a + r * lda, lda, b, ldb,
-                                                         c + r * ldc, ldc, nullptr, false);
+    f32_gemm_ukernel<Arch, (kTail != 0 ? kTail : 1), CV>(kc, a + r * lda, lda, b, ldb, c + r * ldc,
+                                                         ldc, nullptr, false);
 }
 
 }  // namespace detail
@@ -68,9 +68,8 @@ inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, con
 /// 1 <= n_keys <= kKeys. out may alias q (q is copied before out is written).
 template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys>
 void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
-                     std::size_t o_head_stride, std::size_t n_keys, const float* kt,
-                     const float* v, float scale,
-                     DecodeScratch<Arch, kDHead, kRows, kKeys>& sc) noexcept {
+                     std::size_t o_head_stride, std::size_t n_keys, const float* kt, const float* v,
+                     float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   using Tl = internal::Tiles<Arch>;
@@ -85,7 +84,8 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys);
 
   for (std::size_t e = 0; e < kRows; ++e)
-    for (std::size_t d = 0; d < kDHead; ++d) sc.q[e * kDHead + d] = q[e * q_head_stride + d] * scale;
+    for (std::size_t d = 0; d < kDHead; ++d)
+      sc.q[e * kDHead + d] = q[e * q_head_stride + d] * scale;
 
   // Pass 1: S = (scale Q) K^T, one key tile after the other (each tile read once).
   for (std::size_t j0 = 0; j0 < n_keys; j0 += BK) {

@@ -40,7 +40,8 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w,
       b = V::fma(x3, V::loadu(w3 + n), b);
       V::storeu(y + n, a + b);
     }
-    for (std::size_t n = n_vec; n < N; ++n) y[n] += (x[k] * w0[n] + x[k + 1] * w1[n]) + (x[k + 2] * w2[n] + x[k + 3] * w3[n]);
+    for (std::size_t n = n_vec; n < N; ++n)
+      y[n] += (x[k] * w0[n] + x[k + 1] * w1[n]) + (x[k + 2] * w2[n] + x[k + 3] * w3[n]);
   }
   for (std::size_t k = k4; k < K; ++k) {
     const float* w0 = w + k * ldw;
