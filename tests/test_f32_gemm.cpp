@@ -16,11 +16,9 @@ constexpr std::size_t kMaxM = 200, kMaxN = 70, kMaxK = 300;
 float g_a[kMaxM * kMaxK], g_b[kMaxK * kMaxN], g_bias[kMaxN], g_c[kMaxM * (kMaxN + 3)];
 double g_ref[kMaxM * kMaxN];
 
-// pack_a: give f32_gemm its A-packing buffer (the layer does) or let it read A in place.
 template <class A>
-void check_gemm(std::size_t M, std::size_t N, std::size_t K, bool b_trans, bool bias, bool pack_a) {
+void check_gemm(std::size_t M, std::size_t N, std::size_t K, bool b_trans, bool bias) {
   static float pack[microattn::kernels::gemm_pack_floats<A>()];
-  static float apack[microattn::kernels::gemm_apack_floats<A>(kMaxM, kMaxK) + 1];
   microattn_test::Rng rng(M * 10007 + N * 101 + K + (b_trans ? 1 : 0));
   rng.fill(g_a, M * K, -1, 1);
   rng.fill(g_b, K * N, -1, 1);
@@ -36,7 +34,7 @@ void check_gemm(std::size_t M, std::size_t N, std::size_t K, bool b_trans, bool 
     }
   microattn::kernels::f32_gemm<A>(M, N, K, g_a, K, g_b, b_trans ? K : N, b_trans,
                                   bias ? g_bias : nullptr, microattn::kernels::StoreRowMajor{g_c, ldc},
-                                  pack, pack_a ? apack : nullptr);
+                                  pack);
   double err = 0;
   bool pad_ok = true;
   for (std::size_t m = 0; m < M; ++m) {
@@ -48,8 +46,7 @@ void check_gemm(std::size_t M, std::size_t N, std::size_t K, bool b_trans, bool 
   }
   // K products of magnitude <= 1 and a bias: error <= K eps (sqrt(K) typical), with 4x margin.
   EXPECT_LE(err, microattn_test::tolerance(K + 1, 1.0))
-      << A::name() << " M=" << M << " N=" << N << " K=" << K << " trans=" << b_trans
-      << " pack_a=" << pack_a;
+      << A::name() << " M=" << M << " N=" << N << " K=" << K << " trans=" << b_trans;
   EXPECT_TRUE(pad_ok) << A::name() << " wrote outside its columns M=" << M << " N=" << N;
 }
 
@@ -64,9 +61,8 @@ TEST(F32Gemm, BlockingBoundaries) {
       for (std::size_t n : ns)
         for (std::size_t k : ks) {
           if (m < 1 || m > kMaxM || n > kMaxN || k > kMaxK) continue;
-          check_gemm<A>(m, n, k, false, false, true);
-          check_gemm<A>(m, n, k, true, true, true);
-          check_gemm<A>(m, n, k, false, true, false);
+          check_gemm<A>(m, n, k, false, false);
+          check_gemm<A>(m, n, k, true, true);
         }
   });
 }
@@ -77,14 +73,13 @@ TEST(F32Gemm, KeyTileStore) {
     using A = decltype(arch);
     constexpr std::size_t M = 37, N = 5, K = 9, BK = 16;
     static float pack[microattn::kernels::gemm_pack_floats<A>()];
-    static float apack[microattn::kernels::gemm_apack_floats<A>(M, K) + 1];
     static float a[M * K], b[K * N], out[3 * N * BK];
     microattn_test::Rng rng(3);
     rng.fill(a, M * K, -1, 1);
     rng.fill(b, K * N, -1, 1);
     for (float& f : out) f = -7.0f;
     microattn::kernels::f32_gemm<A>(M, N, K, a, K, b, N, false, nullptr,
-                                    microattn::kernels::StoreKeyTiles{out, N, BK}, pack, apack);
+                                    microattn::kernels::StoreKeyTiles{out, N, BK}, pack);
     for (std::size_t m = 0; m < 3 * BK; ++m)
       for (std::size_t n = 0; n < N; ++n) {
         const float got = out[(m / BK) * N * BK + n * BK + m % BK];

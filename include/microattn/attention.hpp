@@ -145,9 +145,6 @@ class MultiHeadAttention {
   static constexpr std::size_t kQFloats = Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group
   static constexpr std::size_t kCtxFloats = Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;  ///< concat
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();  ///< GEMM B panel
-  static constexpr std::size_t kAPackFloats =  ///< GEMM A block (SIMD archs only)
-      internal::max_size(kernels::gemm_apack_floats<Arch>(
-                             Cfg::kTMax, internal::max_size(Cfg::kDModel, Cfg::kQDim)), 1);
   static constexpr std::size_t kCoreBytes = sizeof(Core);  ///< K^T, V of one group + tile scratch
 
   MultiHeadAttention() = default;
@@ -199,13 +196,13 @@ class MultiHeadAttention {
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
                               Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                              kernels::StoreKeyTiles{core_.kt, D, Tl::kBK}, pack_, apack_);
+                              kernels::StoreKeyTiles{core_.kt, D, Tl::kBK}, pack_);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.trans,
                               Cfg::kHasBias ? w_.b_v + g * D : nullptr,
-                              kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_, apack_);
+                              kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
                               Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
-                              kernels::StoreRowMajor{q_, G * D}, pack_, apack_);
+                              kernels::StoreRowMajor{q_, G * D}, pack_);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
       kernels::f32_attn_rows<Arch, D>(rows, T, core_.kt, core_.v, scale, core_.tile);
     }
@@ -213,7 +210,7 @@ class MultiHeadAttention {
       const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, DM, 0);
       kernels::f32_gemm<Arch>(T, DM, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.trans,
                               Cfg::kHasBias ? w_.b_o : nullptr,
-                              kernels::StoreRowMajor{y, DM}, pack_, apack_);
+                              kernels::StoreRowMajor{y, DM}, pack_);
     }
   }
 
@@ -221,7 +218,6 @@ class MultiHeadAttention {
   alignas(Tl::kAlign) float q_[kQFloats] = {};
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[kPackFloats] = {};
-  alignas(Tl::kAlign) float apack_[kAPackFloats] = {};
   Core core_{};
 };
 

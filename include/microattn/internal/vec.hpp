@@ -99,8 +99,6 @@ struct Vec {
 ///   kMR x kNR   GEMM micro-tile (rows x columns of C held in registers); kNR = kNRVec vectors
 ///   kKC         depth of one packed B panel (kKC x kNR floats, sized for L1)
 ///   kMC         rows of A a B panel is reused over (sized for L2)
-///   kPackA      pack the kMC x kKC block of A into kMR-row panels (costs that much RAM; off
-///               for the scalar Cortex-M path, which reads A in place)
 ///   kBQ, kBK    attention tile: query rows x key columns
 template <class Arch, class Enable = void>
 struct KernelParams {
@@ -109,7 +107,6 @@ struct KernelParams {
   static constexpr std::size_t kNRVec = 2;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 192;
-  static constexpr bool kPackA = true;
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 64;
 };
@@ -121,7 +118,6 @@ struct KernelParams<ScalarArch> {
   static constexpr std::size_t kNRVec = 4;
   static constexpr std::size_t kKC = 128;
   static constexpr std::size_t kMC = 64;
-  static constexpr bool kPackA = false;
   static constexpr std::size_t kBQ = 16;
   static constexpr std::size_t kBK = 16;
 };
@@ -134,7 +130,6 @@ struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>
   static constexpr std::size_t kNRVec = 2;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 192;
-  static constexpr bool kPackA = true;
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 64;
 };
@@ -144,7 +139,6 @@ struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon64, Arch>:
   static constexpr std::size_t kNRVec = 4;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 96;
-  static constexpr bool kPackA = true;
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 64;
 };

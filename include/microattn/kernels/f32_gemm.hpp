@@ -11,11 +11,10 @@ namespace kernels {
 
 /// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate) A[MR][kc] · B[kc][NR]
 /// (+ add_row broadcast down the rows when add_row is not null). NR = NRV vector widths.
-/// A is read one float at a time: A(i, k) = a[i * lda + k], or a[k * MR + i] when kPackedA (a
-/// panel packed by f32_gemm). B is read one row of NR floats per k (row stride ldb: a packed
-/// panel, or any row-major matrix whose rows hold NR readable floats). C is a full MR x NR
-/// tile with row stride ldc.
-template <class Arch, std::size_t MR, std::size_t NRV, bool kPackedA = false>
+/// A is read one float at a time (row stride lda), B one row of NR floats per k (row stride
+/// ldb: a packed panel, or any row-major matrix whose rows hold NR readable floats), C is a
+/// full MR x NR tile with row stride ldc.
+template <class Arch, std::size_t MR, std::size_t NRV>
 inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const float* b,
                              std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
                              bool accumulate) noexcept {
@@ -29,7 +28,7 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
     T bv[NRV];
     for (std::size_t j = 0; j < NRV; ++j) bv[j] = V::loadu(b + k * ldb + j * W);
     for (std::size_t i = 0; i < MR; ++i) {
-      const T av = V::set1(kPackedA ? a[k * MR + i] : a[i * lda + k]);
+      const T av = V::set1(a[i * lda + k]);
       for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
     }
   }
@@ -100,60 +99,35 @@ struct StoreKeyTiles {
   }
 };
 
-/// Floats of the B-panel packing buffer f32_gemm needs for Arch.
+/// Floats of packing buffer f32_gemm needs for Arch.
 template <class Arch>
 constexpr std::size_t gemm_pack_floats() noexcept {
   return internal::Tiles<Arch>::kKC * internal::Tiles<Arch>::kNR;
 }
 
-/// Floats of the A-block packing buffer f32_gemm needs for Arch when A has at most max_m rows
-/// and max_k columns (0 on archs that read A in place, e.g. the scalar Cortex-M path).
-template <class Arch>
-constexpr std::size_t gemm_apack_floats(std::size_t max_m, std::size_t max_k) noexcept {
-  using Tl = internal::Tiles<Arch>;
-  return Tl::kPackA ? internal::round_up(internal::min_size(Tl::kMC, max_m), Tl::kMR) *
-                          internal::min_size(Tl::kKC, max_k)
-                    : 0;
-}
-
 /// C = A · B (+ bias), C[M][N] written through store, A[M][K] row-major (row stride lda).
 /// B(k, n) = b[k * ldb + n] when !b_trans (weights [in][out]) and b[n * ldb + k] when b_trans
-/// (weights [out][in], PyTorch). bias: N floats or null. pack: gemm_pack_floats<Arch>() floats;
-/// apack: gemm_apack_floats<Arch>(M, K) floats, or null to read A in place (slower on SIMD).
+/// (weights [out][in], PyTorch). bias: N floats or null. pack: gemm_pack_floats<Arch>() floats.
 ///
-/// Blocking (BLIS-style): rows in blocks of kMC, depth in blocks of kKC; the kMC x kKC block of
-/// A is packed into kMR-row panels (on SIMD archs) and stays in L2; columns go in panels of
-/// kNR, each kKC x kNR panel of B is packed (zero-padded past N) into L1 and reused by every
-/// micro-tile of the row block.
+/// Blocking: rows in blocks of kMC (A block stays in L2), columns in panels of kNR, depth in
+/// blocks of kKC; each kKC x kNR panel of B is packed once (zero-padded past N) and reused by
+/// every kMR-row micro-tile of the row block.
 template <class Arch, class Store>
 void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
               const float* b, std::size_t ldb, bool b_trans, const float* bias, Store store,
-              float* pack, float* apack) noexcept {
+              float* pack) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, KC = Tl::kKC, MC = Tl::kMC;
-  const bool pack_a = Tl::kPackA && apack != nullptr;
   alignas(Tl::kAlign) float tile[MR * NR];
   alignas(Tl::kAlign) float bias_row[NR];
   for (std::size_t ic = 0; ic < M; ic += MC) {
     const std::size_t mc = internal::min_size(MC, M - ic);
-    for (std::size_t pc = 0; pc < K; pc += KC) {
-      const std::size_t kc = internal::min_size(KC, K - pc);
-      const bool first = pc == 0;
-      if (pack_a) {  // A block -> panels of MR rows, k-major, zero rows past mc
-        for (std::size_t ir = 0; ir < mc; ir += MR) {
-          const std::size_t mr = internal::min_size(MR, mc - ir);
-          float* dst = apack + ir * kc;
-          for (std::size_t i = 0; i < MR; ++i) {
-            const float* src = a + (ic + ir + i) * lda + pc;
-            if (i < mr)
-              for (std::size_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
-            else
-              for (std::size_t k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
-          }
-        }
-      }
-      for (std::size_t jc = 0; jc < N; jc += NR) {
-        const std::size_t nr = internal::min_size(NR, N - jc);
+    for (std::size_t jc = 0; jc < N; jc += NR) {
+      const std::size_t nr = internal::min_size(NR, N - jc);
+      for (std::size_t j = 0; j < NR; ++j) bias_row[j] = (bias && j < nr) ? bias[jc + j] : 0.0f;
+      for (std::size_t pc = 0; pc < K; pc += KC) {
+        const std::size_t kc = internal::min_size(KC, K - pc);
+        const bool first = pc == 0;
         // Pack the kc x NR panel of B, zero-padded past column N.
         if (!b_trans) {
           for (std::size_t k = 0; k < kc; ++k) {
@@ -172,43 +146,41 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
             }
           }
         }
-        const float* add = nullptr;
-        if (first && bias) {
-          for (std::size_t j = 0; j < NR; ++j) bias_row[j] = j < nr ? bias[jc + j] : 0.0f;
-          add = bias_row;
-        }
         for (std::size_t ir = 0; ir < mc; ir += MR) {
           const std::size_t mr = internal::min_size(MR, mc - ir);
           const std::size_t m0 = ic + ir;
-          const bool direct = store.direct() && nr == NR && (mr == MR || !pack_a);
-          float* c = direct ? store.row(m0, jc) : tile;
-          const std::size_t ldc = direct ? store.ld() : NR;
-          if (!direct && !first) {  // accumulate onto what is there: bring it into the tile
+          const float* ablk = a + m0 * lda + pc;
+          const float* add = (first && bias) ? bias_row : nullptr;
+          if (store.direct() && nr == NR) {
+            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, store.row(m0, jc), store.ld(), add,
+                                        !first);
+            continue;
+          }
+          // Edge or scattered tile: compute into a local tile, then write what is in range.
+          if (!first) {
             for (std::size_t i = 0; i < mr; ++i)
               for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
           }
-          if (pack_a)
-            f32_gemm_ukernel<Arch, MR, Tl::kNRVec, true>(kc, apack + ir * kc, 0, pack, NR, c, ldc,
-                                                        add, !first);
-          else
-            f32_gemm_ukernel_rows<Arch>(mr, kc, a + m0 * lda + pc, lda, pack, NR, c, ldc, add,
-                                        !first);
-          if (!direct) {  // edge or scattered tile: write what is in range
-            for (std::size_t i = 0; i < mr; ++i)
-              for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
-          }
+          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, tile, NR, add, !first);
+          for (std::size_t i = 0; i < mr; ++i)
+            for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
         }
       }
     }
   }
 }
 
-/// f32_gemm reading A in place (no A-packing buffer).
+/// Transitional: callers written for an A-packing buffer. Packing A was measured slower here
+/// (the projections reuse an A block for only d_head / kNR column panels), so it is ignored.
+template <class Arch>
+constexpr std::size_t gemm_apack_floats(std::size_t, std::size_t) noexcept {
+  return 0;
+}
 template <class Arch, class Store>
 void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
               const float* b, std::size_t ldb, bool b_trans, const float* bias, Store store,
-              float* pack) noexcept {
-  f32_gemm<Arch>(M, N, K, a, lda, b, ldb, b_trans, bias, store, pack, nullptr);
+              float* pack, float*) noexcept {
+  f32_gemm<Arch>(M, N, K, a, lda, b, ldb, b_trans, bias, store, pack);
 }
 
 }  // namespace kernels
