@@ -1,32 +1,27 @@
 #!/usr/bin/env bash
 # Every test: set up (Debian packages incl. cross compilers and QEMU), then build and test the
-# host (SIMD, forced scalar, sanitizers) and every cross target under emulation.
+# host three ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan) and every
+# cross target under emulation (scripts/test_targets.sh). Each step is a CMake workflow preset
+# (CMakePresets.json), so `cmake --workflow --preset NAME` repeats one of them.
 # Usage: bash scripts/test_all.sh [--host-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 host_only=0
 [ "${1:-}" = "--host-only" ] && host_only=1
 if [ "$host_only" -eq 1 ]; then bash scripts/setup.sh; else bash scripts/setup.sh --cross; fi
-jobs=$(nproc)
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$(nproc)}
+export CTEST_OUTPUT_ON_FAILURE=1
+
 failed=()
-
-run() {  # run NAME CMAKE_ARGS...: configure, build, ctest in build/NAME
-  local name=$1; shift
-  echo "== $name: configure + build"
-  if ! cmake -S . -B "build/$name" -G Ninja -DMICROATTN_BUILD_BENCH=OFF "$@" >"build/$name.configure.log" 2>&1; then
-    cat "build/$name.configure.log"; failed+=("$name (configure)"); return; fi
-  if ! cmake --build "build/$name" --parallel "$jobs"; then failed+=("$name (build)"); return; fi
-  echo "== $name: ctest"
-  if ! (cd "build/$name" && ctest --output-on-failure -j "$jobs"); then failed+=("$name"); fi
-}
-
-mkdir -p build
-run host -DCMAKE_BUILD_TYPE=Release -DMICROATTN_NATIVE=ON
-run host-scalar -DCMAKE_BUILD_TYPE=Release -DMICROATTN_FORCE_SCALAR=ON -DMICROATTN_EXPECT_ARCH=scalar
-run host-asan -DCMAKE_BUILD_TYPE=Debug -DMICROATTN_NATIVE=ON -DMICROATTN_SANITIZE=address,undefined
-if [ "$host_only" -eq 0 ] && [ -f scripts/test_targets.sh ]; then
-  echo "== cross targets"
-  bash scripts/test_targets.sh || failed+=("cross targets")
+for preset in host host-scalar host-asan; do
+  echo "=== $preset: cmake --workflow --preset $preset"
+  start=$(date +%s)
+  cmake --workflow --preset "$preset" || failed+=("$preset")
+  echo "=== $preset: $(( $(date +%s) - start )) s"
+done
+if [ "$host_only" -eq 0 ]; then
+  bash scripts/test_targets.sh || failed+=("cross targets (see the summary above)")
 fi
 
 if [ "${#failed[@]}" -ne 0 ]; then
