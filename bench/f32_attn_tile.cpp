@@ -9,18 +9,13 @@
 //   A1_openblas optional peer: the same blocks with cblas_sgemm (1 thread) and microattn's vector
 //               exp for the softmax (peer_openblas.hpp), when OpenBLAS is installed
 // Flops count the causal half only (issue 2), for every path, so GFLOP/s compare directly.
-#include <algorithm>
-#include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
 #include "bench_util.hpp"
 #include "microattn/attention.hpp"
-#include "microattn/kernels/f32_exp.hpp"
 #include "peer_eigen.hpp"
 #include "peer_openblas.hpp"
-
 
 namespace microattn_bench {
 namespace {
