@@ -151,4 +151,38 @@ TEST(NoHeap, EveryEntryPoint) {
   EXPECT_EQ(s6, Status::kOk);
 }
 
+// The inference layer: KV cache, RoPE, prefill (whole and chunked), decode, truncate, reset,
+// and its error paths (cache overflow), for the SIMD and the scalar arch.
+TEST(NoHeap, KvAttentionEntryPoints) {
+  microattn::Weights<Cfg> w;
+  w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2], w.w_o = g_w[3];
+  w.b_q = g_b[0], w.b_k = g_b[1], w.b_v = g_b[2], w.b_o = g_b[3];
+  microattn::RopeConfig rope;
+  rope.enabled = true;
+  rope.pairing = microattn::RopePairing::kAdjacent;
+  rope.rotary_dims = 8;
+  Status st[16];
+  for (Status& s : st) s = Status::kBadArgument;
+  EXPECT_EQ(allocations_during([&] {
+              static microattn::KvAttention<Cfg> kv;
+              static microattn::KvAttention<Cfg, microattn::ScalarArch, 16> kv_scalar;
+              st[0] = kv.set_weights(w);
+              st[1] = kv.set_rope(rope);
+              st[2] = kv.set_scale(0.25f);
+              st[3] = kv.prefill(g_x, 50, g_y);
+              st[4] = kv.prefill(g_x, 20, g_y);
+              st[5] = kv.decode(g_x, g_y);
+              st[6] = kv.truncate(30);
+              st[7] = kv.decode(g_x, g_y);
+              (void)kv.prefill(g_x, 80, g_y);  // kCacheFull
+              kv.reset();
+              st[8] = kv.decode(g_x, g_y);
+              st[9] = kv_scalar.set_weights(w);
+              st[10] = kv_scalar.prefill(g_x, 40, g_y);
+              st[11] = kv_scalar.decode(g_x, g_y);
+            }),
+            0u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
+}
+
 }  // namespace

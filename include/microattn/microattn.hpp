@@ -4,5 +4,6 @@
 #include "microattn/arch.hpp"
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
+#include "microattn/kv_cache.hpp"
 #include "microattn/status.hpp"
 #include "microattn/weights.hpp"
