@@ -3,12 +3,12 @@
 # benchmark. Usage: bash scripts/run_main.sh [extra Google Benchmark flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --peers
 build=build/host
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMICROATTN_NATIVE=ON \
       -DMICROATTN_BUILD_TESTS=OFF
 cmake --build "$build" --parallel
 echo "== demo"
 "$build/examples/microattn_demo"
-echo "== benchmark (single thread; median of 3 repetitions)"
+echo "== benchmark (single thread; medians of 3 repetitions; see docs/benchmarks.md)"
 "$build/bench/microattn_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "$@"

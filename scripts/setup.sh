@@ -2,13 +2,16 @@
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh           host build, tests and benchmark
 #   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU
+#   scripts/setup.sh --peers   also Eigen and OpenBLAS, which the benchmark compares against
 set -euo pipefail
 
 cross=0
+peers=0
 for arg in "$@"; do
   case "$arg" in
     --cross) cross=1 ;;
-    *) echo "usage: $0 [--cross]" >&2; exit 2 ;;
+    --peers) peers=1 ;;
+    *) echo "usage: $0 [--cross] [--peers]" >&2; exit 2 ;;
   esac
 done
 
@@ -24,6 +27,7 @@ cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf
             libgtest-dev:arm64 libbenchmark-dev:arm64 libgtest-dev:armhf libbenchmark-dev:armhf)
 
 pkgs=("${host_pkgs[@]}")
+if [ "$peers" -eq 1 ]; then pkgs+=(libeigen3-dev libopenblas-dev); fi
 if [ "$cross" -eq 1 ]; then
   for a in arm64 armhf; do
     dpkg --print-foreign-architectures | grep -qx "$a" || $SUDO dpkg --add-architecture "$a"
