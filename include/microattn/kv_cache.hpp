@@ -80,6 +80,8 @@ class KvAttention {
 
  private:
   using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad>;
+  static_assert(DecScratch::kDPad == kDPad,
+                "decode and prefill kernels must agree on V's row stride");
   using Rope = kernels::RopeTable<Cfg::kTMax, D>;
 
   /// K^T tiles and V rows of each key/value head (H_kv of them, not H: GQA/MQA save memory).
