@@ -101,11 +101,9 @@ class ScaledDotProductAttention {
     using B = internal::CoreBuffers<Cfg, Arch>;
     constexpr std::size_t D = Cfg::kDHead, BK = internal::Tiles<Arch>::kBK;
     for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
+      kernels::store_key_tiles<D>(k + g * D, ldk, T, 0, BK, buf_.kt);
       for (std::size_t t = 0; t < T; ++t) {
-        const float* ks = k + t * ldk + g * D;
         const float* vs = v + t * ldv + g * D;
-        float* kd = buf_.kt + (t / BK) * (D * BK) + t % BK;
-        for (std::size_t d = 0; d < D; ++d) kd[d * BK] = ks[d];
         for (std::size_t d = 0; d < D; ++d) buf_.v[t * B::kDPad + d] = vs[d];
       }
       const kernels::QueryRows rows{q + g * Cfg::kGroup * D, ldq, D,
@@ -194,9 +192,11 @@ class MultiHeadAttention {
       const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D);
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D);
+      // K row-major into the Q buffer (free until Q is projected), then into key tiles.
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
                               Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                              kernels::StoreKeyTiles{core_.kt, D, Tl::kBK}, pack_);
+                              kernels::StoreRowMajor{q_, D}, pack_);
+      kernels::store_key_tiles<D>(q_, D, T, 0, Tl::kBK, core_.kt);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.trans,
                               Cfg::kHasBias ? w_.b_v + g * D : nullptr,
                               kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);

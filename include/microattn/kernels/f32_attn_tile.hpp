@@ -26,6 +26,20 @@ struct AttnScratch {
   float l[Tl::kBQ];                                ///< running row sum
 };
 
+/// Writes n keys (rows of k, row stride ldk, kDHead floats each) as keys row0 .. row0 + n - 1
+/// of the key-tile layout f32_attn_rows reads: tile t = [kDHead][bk] floats at kt + t*kDHead*bk.
+/// (A transpose after a row-major projection: far cheaper than scattering from the GEMM.)
+template <std::size_t kDHead>
+inline void store_key_tiles(const float* k, std::size_t ldk, std::size_t n, std::size_t row0,
+                            std::size_t bk, float* kt) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t r = row0 + i;
+    float* dst = kt + (r / bk) * (kDHead * bk) + r % bk;
+    const float* src = k + i * ldk;
+    for (std::size_t d = 0; d < kDHead; ++d) dst[d * bk] = src[d];
+  }
+}
+
 /// The query rows attended together: n_tokens consecutive tokens (absolute positions pos0,
 /// pos0 + 1, ...) of `heads` query heads that share one key/value head. Row r of the tile
 /// kernel is token r / heads of head r % heads, so each K/V tile is read once for all of them.
