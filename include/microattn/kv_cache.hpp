@@ -19,26 +19,6 @@
 
 namespace microattn {
 
-namespace internal {
-
-/// f32_gemm store for keys projected straight into the cache: C(m, n) is key row0 + m,
-/// dimension n, in key tiles of K^T (tile t = [d_head][bk]) as f32_attn_rows reads them.
-struct StoreKeyTilesAt {
-  float* base;
-  std::size_t d_head;
-  std::size_t bk;
-  std::size_t row0;
-  bool direct() const noexcept { return false; }
-  std::size_t ld() const noexcept { return 0; }
-  float* row(std::size_t, std::size_t) const noexcept { return nullptr; }
-  float& at(std::size_t m, std::size_t n) const noexcept {
-    const std::size_t r = row0 + m;
-    return base[(r / bk) * (d_head * bk) + n * bk + r % bk];
-  }
-};
-
-}  // namespace internal
-
 /// Causal multi-head self-attention with a key/value cache, for generating or streaming one
 /// token (or one chunk) at a time. Same math as MultiHeadAttention, plus optional RoPE on Q
 /// and K; the cache holds the (rotated) K and V of every token seen so far, so a call only
@@ -249,21 +229,17 @@ class KvAttention {
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D);
       float* kt = kt_head(g);
-      // K: straight into the cache's tiles, or via the Q buffer to be rotated first.
-      if (rope_on_) {
-        kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
-                                Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                                kernels::StoreRowMajor{pw.q, D}, pw.pack, pw.apack);
+      // K: projected row-major into the Q buffer, rotated, then transposed into the cache's
+      // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
+                              Cfg::kHasBias ? w_.b_k + g * D : nullptr,
+                              kernels::StoreRowMajor{pw.q, D}, pw.pack, pw.apack);
+      if (rope_on_)
         kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_.pairing);
-        for (std::size_t t = 0; t < T; ++t) {
-          const std::size_t p = L + t;
-          float* dst = kt + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
-          for (std::size_t d = 0; d < D; ++d) dst[d * Tl::kBK] = pw.q[t * D + d];
-        }
-      } else {
-        kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
-                                Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                                internal::StoreKeyTilesAt{kt, D, Tl::kBK, L}, pw.pack, pw.apack);
+      for (std::size_t t = 0; t < T; ++t) {
+        const std::size_t p = L + t;
+        float* dst = kt + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
+        for (std::size_t d = 0; d < D; ++d) dst[d * Tl::kBK] = pw.q[t * D + d];
       }
       kernels::f32_gemm<Arch>(
           T, D, DM, x, DM, wv.b, wv.ldb, wv.trans, Cfg::kHasBias ? w_.b_v + g * D : nullptr,
