@@ -19,7 +19,8 @@ set(CMAKE_LIBRARY_ARCHITECTURE ${MICROATTN_TRIPLE})
 # 2. qemu-user; -L: where the target's dynamic loader and libc/libstdc++ live.
 set(CMAKE_CROSSCOMPILING_EMULATOR ${MICROATTN_QEMU} -L /usr/${MICROATTN_TRIPLE})
 
-# 3. The staged root (links only; rebuilt when missing, cheap).
+# 3. The staged root (links only; made once per build tree: after installing more multiarch
+#    packages, delete <build>/multiarch-root and re-run cmake).
 set(_root "${CMAKE_BINARY_DIR}/multiarch-root")
 get_property(_in_try_compile GLOBAL PROPERTY IN_TRY_COMPILE)
 if(NOT _in_try_compile AND NOT EXISTS "${_root}/.complete")
