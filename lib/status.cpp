@@ -11,7 +11,6 @@ const char* to_string(Status s) noexcept {
     case Status::kBadScale: return "scale not finite";
     case Status::kBadStride: return "bad stride";
     case Status::kCacheFull: return "cache full";
-    case Status::kCacheEmpty: return "cache empty";
     case Status::kBadArgument: return "bad argument";
   }
   return "unknown status";

@@ -67,31 +67,4 @@ TEST(F32Gemm, BlockingBoundaries) {
   });
 }
 
-// The key-tile store writes C(m, n) at tile m / bk, row n, column m % bk.
-TEST(F32Gemm, KeyTileStore) {
-  for_each_arch([](auto arch) {
-    using A = decltype(arch);
-    constexpr std::size_t M = 37, N = 5, K = 9, BK = 16;
-    static float pack[microattn::kernels::gemm_pack_floats<A>()];
-    static float a[M * K], b[K * N], out[3 * N * BK];
-    microattn_test::Rng rng(3);
-    rng.fill(a, M * K, -1, 1);
-    rng.fill(b, K * N, -1, 1);
-    for (float& f : out) f = -7.0f;
-    microattn::kernels::f32_gemm<A>(M, N, K, a, K, b, N, false, nullptr,
-                                    microattn::kernels::StoreKeyTiles{out, N, BK}, pack);
-    for (std::size_t m = 0; m < 3 * BK; ++m)
-      for (std::size_t n = 0; n < N; ++n) {
-        const float got = out[(m / BK) * N * BK + n * BK + m % BK];
-        if (m >= M) {
-          EXPECT_EQ(got, -7.0f) << "m=" << m;  // nothing past the last row
-          continue;
-        }
-        double acc = 0;
-        for (std::size_t k = 0; k < K; ++k) acc += double(a[m * K + k]) * b[k * N + n];
-        EXPECT_NEAR(got, acc, microattn_test::tolerance(K, 1.0)) << A::name() << " m=" << m;
-      }
-  });
-}
-
 }  // namespace

@@ -70,14 +70,12 @@ class KvAttention {
     alignas(Tl::kAlign) float v[HKV * kTPad * kDPad];
   };
   /// Prefill working memory: Q of one group for a chunk of tokens (also the staging of
-  /// unrotated keys), the concatenated heads (when W_O follows), the GEMM's B panel and A block
-  /// (the latter on SIMD archs only) and the tile scratch.
+  /// unrotated keys), the concatenated heads (when W_O follows), the GEMM's B panel
+  /// and the tile scratch.
   struct PrefillWork {
     alignas(Tl::kAlign) float q[kPrefillChunk * G * D];
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[kernels::gemm_pack_floats<Arch>()];
-    alignas(Tl::kAlign) float apack[internal::max_size(
-        kernels::gemm_apack_floats<Arch>(kPrefillChunk, internal::max_size(DM, QD)), 1)];
     TileScratch tile;
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
@@ -233,20 +231,16 @@ class KvAttention {
       // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
                               Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                              kernels::StoreRowMajor{pw.q, D}, pw.pack, pw.apack);
+                              kernels::StoreRowMajor{pw.q, D}, pw.pack);
       if (rope_on_)
         kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_.pairing);
-      for (std::size_t t = 0; t < T; ++t) {
-        const std::size_t p = L + t;
-        float* dst = kt + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
-        for (std::size_t d = 0; d < D; ++d) dst[d * Tl::kBK] = pw.q[t * D + d];
-      }
+      kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
       kernels::f32_gemm<Arch>(
           T, D, DM, x, DM, wv.b, wv.ldb, wv.trans, Cfg::kHasBias ? w_.b_v + g * D : nullptr,
-          kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack, pw.apack);
+          kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
                               Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
-                              kernels::StoreRowMajor{pw.q, G * D}, pw.pack, pw.apack);
+                              kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       if (rope_on_)
         kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_.pairing);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
@@ -256,7 +250,7 @@ class KvAttention {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
       kernels::f32_gemm<Arch>(T, DM, QD, pw.ctx, QD, wo.b, wo.ldb, wo.trans,
                               Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
-                              pw.pack, pw.apack);
+                              pw.pack);
     }
   }
 
@@ -277,9 +271,8 @@ class KvAttention {
     }
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
-      float* kt = kt_head(g) + (L / Tl::kBK) * (D * Tl::kBK) + L % Tl::kBK;
+      kernels::store_key_tiles<D>(dw.k + g * D, D, 1, L, Tl::kBK, kt_head(g));
       float* vr = v_head(g) + L * kDPad;
-      for (std::size_t d = 0; d < D; ++d) kt[d * Tl::kBK] = dw.k[g * D + d];
       for (std::size_t d = 0; d < D; ++d) vr[d] = dw.v[g * D + d];
       kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D, L + 1,
                                                   kt_head(g), v_head(g), scale_, dw.att);

@@ -15,7 +15,6 @@ enum class Status : std::uint8_t {
   kBadScale,         ///< the softmax scale is not finite
   kBadStride,        ///< a row stride is smaller than the row it must hold
   kCacheFull,        ///< appending would exceed the KV cache capacity
-  kCacheEmpty,       ///< the call needs cached tokens and the cache holds none
   kBadArgument,      ///< any other argument outside its documented range
 };
 

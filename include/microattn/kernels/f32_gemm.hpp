@@ -84,21 +84,6 @@ struct StoreRowMajor {
   float& at(std::size_t m, std::size_t n) const noexcept { return c[m * ldc + n]; }
 };
 
-/// Where the GEMM writes C(m, n) when C is a key matrix (m = token, n = dimension of one head)
-/// stored transposed in key tiles: tile t = m / bk holds [d_head][bk] floats, so that the
-/// attention kernel reads each tile of K^T contiguously.
-struct StoreKeyTiles {
-  float* base;
-  std::size_t d_head;
-  std::size_t bk;
-  bool direct() const noexcept { return false; }
-  std::size_t ld() const noexcept { return 0; }
-  float* row(std::size_t, std::size_t) const noexcept { return nullptr; }
-  float& at(std::size_t m, std::size_t n) const noexcept {
-    return base[(m / bk) * (d_head * bk) + n * bk + m % bk];
-  }
-};
-
 /// Floats of packing buffer f32_gemm needs for Arch.
 template <class Arch>
 constexpr std::size_t gemm_pack_floats() noexcept {
@@ -168,19 +153,6 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
       }
     }
   }
-}
-
-/// Transitional: callers written for an A-packing buffer. Packing A was measured slower here
-/// (the projections reuse an A block for only d_head / kNR column panels), so it is ignored.
-template <class Arch>
-constexpr std::size_t gemm_apack_floats(std::size_t, std::size_t) noexcept {
-  return 0;
-}
-template <class Arch, class Store>
-void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-              const float* b, std::size_t ldb, bool b_trans, const float* bias, Store store,
-              float* pack, float*) noexcept {
-  f32_gemm<Arch>(M, N, K, a, lda, b, ldb, b_trans, bias, store, pack);
 }
 
 }  // namespace kernels
