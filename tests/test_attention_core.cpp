@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #include "microattn/attention.hpp"
 #include "reference/attention_ref.hpp"

@@ -63,6 +63,22 @@ struct LayerRef {
   const float *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;  // wo null: no output projection
 };
 
+/// y = ctx · W_O (+ b_O), or y = ctx when the layer has no W_O.
+inline void output(const LayerRef& L, const double* ctx, std::size_t T, double* y) {
+  const std::size_t QD = L.H * L.D;
+  if (!L.wo) {
+    for (std::size_t i = 0; i < T * QD; ++i) y[i] = ctx[i];
+    return;
+  }
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t j = 0; j < L.d_model; ++j) {
+      double acc = L.bo ? L.bo[j] : 0.0;
+      for (std::size_t i = 0; i < QD; ++i)
+        acc += ctx[t * QD + i] * (L.out_in ? L.wo[j * QD + i] : L.wo[i * L.d_model + j]);
+      y[t * L.d_model + j] = acc;
+    }
+}
+
 /// Doubles of scratch layer() needs.
 constexpr std::size_t layer_scratch(std::size_t T, std::size_t H, std::size_t Hkv, std::size_t D) {
   return T * (2 * H * D + 2 * Hkv * D) + T;
@@ -81,17 +97,7 @@ inline void layer(const LayerRef& L, const float* x, std::size_t T, double scale
   linear(x, T, L.d_model, KD, L.wk, L.out_in, L.bk, k);
   linear(x, T, L.d_model, KD, L.wv, L.out_in, L.bv, v);
   core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);
-  if (L.wo) {
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t j = 0; j < L.d_model; ++j) {
-        double acc = L.bo ? L.bo[j] : 0.0;
-        for (std::size_t i = 0; i < QD; ++i)
-          acc += ctx[t * QD + i] * (L.out_in ? L.wo[j * QD + i] : L.wo[i * L.d_model + j]);
-        y[t * L.d_model + j] = acc;
-      }
-  } else {
-    for (std::size_t i = 0; i < T * QD; ++i) y[i] = ctx[i];
-  }
+  output(L, ctx, T, y);
 }
 
 }  // namespace microattn_ref

@@ -60,17 +60,7 @@ inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std:
     }
   }
   core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);
-  if (L.wo) {
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t j = 0; j < L.d_model; ++j) {
-        double acc = L.bo ? L.bo[j] : 0.0;
-        for (std::size_t i = 0; i < QD; ++i)
-          acc += ctx[t * QD + i] * (L.out_in ? L.wo[j * QD + i] : L.wo[i * L.d_model + j]);
-        y[t * L.d_model + j] = acc;
-      }
-  } else {
-    for (std::size_t i = 0; i < T * QD; ++i) y[i] = ctx[i];
-  }
+  output(L, ctx, T, y);
 }
 
 }  // namespace microattn_ref
