@@ -9,7 +9,8 @@
 namespace microattn {
 namespace kernels {
 
-/// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate) A[MR][kc] · B[kc][NR]
+/// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate) A[MR][kc] ·
+/// B[kc][NR]
 /// (+ add_row broadcast down the rows when add_row is not null). NR = NRV vector widths.
 /// A is read one float at a time (row stride lda), B one row of NR floats per k (row stride
 /// ldb: a packed panel, or any row-major matrix whose rows hold NR readable floats), C is a
@@ -61,6 +62,32 @@ struct UkernelRows<Arch, 0, NRV> {
   static void call(std::size_t, std::size_t, const float*, std::size_t, const float*, std::size_t,
                    float*, std::size_t, const float*, bool) noexcept {}
 };
+/// Packs the kc x NR panel of B at depth pc, column jc (nr <= NR valid columns, the rest
+/// zero) into pack[k * NR + j]. Full panels take fixed-length loops the compiler turns into
+/// whole-vector copies: this copy runs once per panel and row block, so it must be cheap.
+template <std::size_t NR>
+inline void pack_b_panel(const float* b, std::size_t ldb, bool b_trans, std::size_t pc,
+                         std::size_t kc, std::size_t jc, std::size_t nr, float* pack) noexcept {
+  if (nr == NR) {
+    if (!b_trans) {
+      const float* src = b + pc * ldb + jc;
+      for (std::size_t k = 0; k < kc; ++k, src += ldb)
+        for (std::size_t j = 0; j < NR; ++j) pack[k * NR + j] = src[j];
+    } else {
+      const float* src = b + jc * ldb + pc;
+      for (std::size_t k = 0; k < kc; ++k)
+        for (std::size_t j = 0; j < NR; ++j) pack[k * NR + j] = src[j * ldb + k];
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    for (std::size_t j = 0; j < NR; ++j) {
+      float v = 0.0f;
+      if (j < nr) v = b_trans ? b[(jc + j) * ldb + pc + k] : b[(pc + k) * ldb + jc + j];
+      pack[k * NR + j] = v;
+    }
+  }
+}
 }  // namespace detail
 
 /// The micro-kernel for any mr in 1..kMR rows: C[mr][kNR] (ldc) = or += A · B.
@@ -71,7 +98,7 @@ inline void f32_gemm_ukernel_rows(std::size_t mr, std::size_t kc, const float* a
   using Tl = internal::Tiles<Arch>;
   MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR);
   detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
-                                                      accumulate);
+                                                       accumulate);
 }
 
 /// Where the GEMM writes C(m, n): plain row-major with row stride ldc.
@@ -113,32 +140,15 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
       for (std::size_t pc = 0; pc < K; pc += KC) {
         const std::size_t kc = internal::min_size(KC, K - pc);
         const bool first = pc == 0;
-        // Pack the kc x NR panel of B, zero-padded past column N.
-        if (!b_trans) {
-          for (std::size_t k = 0; k < kc; ++k) {
-            const float* src = b + (pc + k) * ldb + jc;
-            float* dst = pack + k * NR;
-            for (std::size_t j = 0; j < nr; ++j) dst[j] = src[j];
-            for (std::size_t j = nr; j < NR; ++j) dst[j] = 0.0f;
-          }
-        } else {
-          for (std::size_t j = 0; j < NR; ++j) {
-            if (j < nr) {
-              const float* src = b + (jc + j) * ldb + pc;
-              for (std::size_t k = 0; k < kc; ++k) pack[k * NR + j] = src[k];
-            } else {
-              for (std::size_t k = 0; k < kc; ++k) pack[k * NR + j] = 0.0f;
-            }
-          }
-        }
+        detail::pack_b_panel<NR>(b, ldb, b_trans, pc, kc, jc, nr, pack);
         for (std::size_t ir = 0; ir < mc; ir += MR) {
           const std::size_t mr = internal::min_size(MR, mc - ir);
           const std::size_t m0 = ic + ir;
           const float* ablk = a + m0 * lda + pc;
           const float* add = (first && bias) ? bias_row : nullptr;
           if (store.direct() && nr == NR) {
-            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, store.row(m0, jc), store.ld(), add,
-                                        !first);
+            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, store.row(m0, jc), store.ld(),
+                                        add, !first);
             continue;
           }
           // Edge or scattered tile: compute into a local tile, then write what is in range.
