@@ -1,4 +1,4 @@
-// f32_exp: error budget over the whole softmax input range, and its special values.
+// f32_exp and f32_exp2: error budget over the whole softmax input range, special values.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -18,7 +18,7 @@ float bits_to_float(std::uint32_t u) {
   return f;
 }
 
-// Every Stride-th float in [-87.3, 0]: every one of the 1.1e9 on native host builds, a sample
+// Every Stride-th float of the range: every one of the 1.1e9 on native host builds, a sample
 // under emulators and sanitizers (MICROATTN_TEST_QUICK) and on Cortex-M (MICROATTN_TINY_TEST).
 #if defined(MICROATTN_TINY_TEST)
 constexpr std::uint32_t kStride = 100003;
@@ -28,15 +28,15 @@ constexpr std::uint32_t kStride = 61;
 constexpr std::uint32_t kStride = 1;
 #endif
 
-// Error in ulps of the correctly rounded result (ulp = spacing of floats at exp(x)); the double
-// exp is the oracle (its error is ~2^-29 of a float ulp).
-template <class A>
-void max_ulp_error(double& worst, float& worst_x) {
+// Error in ulps of the correctly rounded result (ulp = spacing of floats at f(x)) over every
+// Stride-th float in [lo, 0]; the double exp / exp2 is the oracle (its error is ~2^-29 of a
+// float ulp). Base2 selects f32_exp2 against std::exp2, otherwise f32_exp against std::exp.
+template <class A, bool Base2>
+void max_ulp_error(float lo, double& worst, float& worst_x) {
   using V = Vec<A>;
   constexpr std::size_t W = V::kWidth;
   const std::uint32_t first = 0x80000000u;  // -0.0
   std::uint32_t last;
-  const float lo = -87.3f;
   std::memcpy(&last, &lo, sizeof last);
   alignas(64) float in[W], out[W];
   std::uint32_t u = first;
@@ -44,11 +44,18 @@ void max_ulp_error(double& worst, float& worst_x) {
   while (!done) {
     for (std::size_t i = 0; i < W; ++i) {
       in[i] = bits_to_float(u);
-      if (last - u < kStride) done = true; else if (!done) u += kStride;
+      if (last - u < kStride)
+        done = true;
+      else if (!done)
+        u += kStride;
     }
-    V::storeu(out, microattn::kernels::f32_exp<A>(V::loadu(in)));
+    if (Base2)
+      V::storeu(out, microattn::kernels::f32_exp2<A>(V::loadu(in)));
+    else
+      V::storeu(out, microattn::kernels::f32_exp<A>(V::loadu(in)));
     for (std::size_t i = 0; i < W; ++i) {
-      const double e = std::exp(static_cast<double>(in[i]));
+      const double e =
+          Base2 ? std::exp2(static_cast<double>(in[i])) : std::exp(static_cast<double>(in[i]));
       const float ef = static_cast<float>(e);
       const double ulp = static_cast<double>(std::nextafter(ef, 1e30f)) - ef;
       const double err = std::fabs(out[i] - e) / ulp;
@@ -62,8 +69,63 @@ TEST(F32Exp, AtMostTwoUlpOverSoftmaxRange) {
     using A = decltype(arch);
     double worst = 0;
     float worst_x = 0;
-    max_ulp_error<A>(worst, worst_x);
+    max_ulp_error<A, false>(-87.3f, worst, worst_x);
     EXPECT_LE(worst, 2.0) << A::name() << " worst at x=" << worst_x;
+  });
+}
+
+// The attention kernels' softmax runs in base 2 (scores pre-multiplied by log2 e): its range
+// [-87.3, 0] in base e is [-126, 0] in base 2, about 1.07e9 floats.
+TEST(F32Exp2, AtMostTwoUlpOverSoftmaxRange) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    double worst = 0;
+    float worst_x = 0;
+    max_ulp_error<A, true>(-126.0f, worst, worst_x);
+    EXPECT_LE(worst, 2.0) << A::name() << " worst at x=" << worst_x;
+  });
+}
+
+TEST(F32Exp2, SpecialValues) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using V = Vec<A>;
+    constexpr std::size_t W = V::kWidth;
+    const float inf = std::numeric_limits<float>::infinity();
+    // Exact powers of two where r = 0; zero at and below -126.5 (masked scores are -inf).
+    const float xs[] = {0.0f,    -0.0f,   -1.0f,   -126.0f, 3.0f, 127.0f,
+                        -126.5f, -127.0f, -200.0f, -1e30f,  -inf};
+    const float want[] = {1.0f, 1.0f, 0.5f, 1.17549435e-38f, 8.0f, 1.70141183e38f, 0.0f, 0.0f,
+                          0.0f, 0.0f, 0.0f};
+    for (std::size_t t = 0; t < sizeof xs / sizeof xs[0]; ++t) {
+      alignas(64) float in[W], out[W];
+      for (std::size_t i = 0; i < W; ++i) in[i] = xs[t];
+      V::storeu(out, microattn::kernels::f32_exp2<A>(V::loadu(in)));
+      for (std::size_t i = 0; i < W; ++i) EXPECT_EQ(out[i], want[t]) << A::name() << " x=" << xs[t];
+    }
+    // Between -126.5 and -126 the result is below FLT_MIN but never above it.
+    alignas(64) float in[W], out[W];
+    for (std::size_t i = 0; i < W; ++i) in[i] = -126.3f;
+    V::storeu(out, microattn::kernels::f32_exp2<A>(V::loadu(in)));
+    EXPECT_LE(out[0], 1.17549435e-38f);
+    EXPECT_GE(out[0], 0.0f);
+    // The scalar form runs the same steps: 2^-0.5 within one float ulp (6e-8).
+    EXPECT_NEAR(microattn::kernels::f32_exp2_scalar(-0.5f), 0.70710678f, 6e-8f);
+  });
+}
+
+TEST(F32Exp2, MonotoneAndBounded) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    float prev = 1.0f;
+    bool ok = true;
+    for (float x = 0.0f; x > -127.0f; x -= 0.00731f) {
+      alignas(64) float out[Vec<A>::kWidth];
+      Vec<A>::storeu(out, microattn::kernels::f32_exp2<A>(Vec<A>::set1(x)));
+      ok = ok && out[0] <= prev && out[0] <= 1.0f;
+      prev = out[0];
+    }
+    EXPECT_TRUE(ok) << A::name();
   });
 }
 
@@ -74,7 +136,7 @@ TEST(F32Exp, SpecialValues) {
     constexpr std::size_t W = V::kWidth;
     const float inf = std::numeric_limits<float>::infinity();
     const float xs[] = {0.0f, -0.0f, -inf, -87.34f, -88.0f, -1000.0f, -1e30f, 1.0f, 88.0f};
-    const float want[] = {1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.71828182845904523536f,
+    const float want[] = {1.0f,         1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.71828182845904523536f,
                           1.6516363e38f};
     for (std::size_t t = 0; t < sizeof xs / sizeof xs[0]; ++t) {
       alignas(64) float in[W], out[W];

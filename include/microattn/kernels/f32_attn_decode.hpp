@@ -83,9 +83,11 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   constexpr std::size_t CP = detail::decode_cols(kBudget, R, DPad / W);  // output columns
   MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys);
 
+  // Scores in base 2 (scale and log2 e folded into Q once): the exponential is f32_exp2.
+  const float qscale = scale * kLog2e;
   for (std::size_t e = 0; e < kRows; ++e)
     for (std::size_t d = 0; d < kDHead; ++d)
-      sc.q[e * kDHead + d] = q[e * q_head_stride + d] * scale;
+      sc.q[e * kDHead + d] = q[e * q_head_stride + d] * qscale;
 
   // Pass 1: S = (scale Q) K^T, one key tile after the other (each tile read once).
   for (std::size_t j0 = 0; j0 < n_keys; j0 += BK) {
@@ -96,7 +98,7 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                                                   sc.s + j0 + c0, kKeys);
   }
 
-  // Exact softmax of each row (unnormalised: P = exp(S - max), l = sum P).
+  // Exact softmax of each row (unnormalised: P = 2^(S - max), l = sum P; S is in base 2).
   float l[kRows];
   const std::size_t n_vec = n_keys - n_keys % W;  // keys in whole vectors
   for (std::size_t e = 0; e < kRows; ++e) {
@@ -111,13 +113,13 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
     const T vm = V::set1(m);
     T vsum = V::zero();
     for (std::size_t j = 0; j < n_vec; j += W) {
-      const T p = f32_exp<Arch>(V::loadu(s + j) - vm);
+      const T p = f32_exp2<Arch>(V::loadu(s + j) - vm);
       V::storeu(s + j, p);
       vsum = vsum + p;
     }
     float sum = V::hsum(vsum);
     for (std::size_t j = n_vec; j < n_keys; ++j) {
-      const float p = f32_exp_scalar(s[j] - m);
+      const float p = f32_exp2_scalar(s[j] - m);
       s[j] = p;
       sum += p;
     }

@@ -19,7 +19,7 @@ struct AttnScratch {
   using Tl = internal::Tiles<Arch>;
   /// Row stride of V and of the output accumulator: d_head rounded up to whole GEMM panels.
   static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
-  alignas(Tl::kAlign) float q[Tl::kBQ * kDHead];  ///< scaled query rows
+  alignas(Tl::kAlign) float q[Tl::kBQ * kDHead];   ///< scaled query rows
   alignas(Tl::kAlign) float s[Tl::kBQ * Tl::kBK];  ///< scores, then probabilities, of one tile
   alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows
   float m[Tl::kBQ];                                ///< running row max
@@ -44,22 +44,23 @@ inline void store_key_tiles(const float* k, std::size_t ldk, std::size_t n, std:
 /// pos0 + 1, ...) of `heads` query heads that share one key/value head. Row r of the tile
 /// kernel is token r / heads of head r % heads, so each K/V tile is read once for all of them.
 struct QueryRows {
-  const float* q;             ///< Q(token i, head e)[d] = q[i * ldq + e * q_head_stride + d]
+  const float* q;  ///< Q(token i, head e)[d] = q[i * ldq + e * q_head_stride + d]
   std::size_t ldq;
   std::size_t q_head_stride;
-  float* out;                 ///< out(token i, head e)[d] = out[i * ldo + e * o_head_stride + d]
+  float* out;  ///< out(token i, head e)[d] = out[i * ldo + e * o_head_stride + d]
   std::size_t ldo;
   std::size_t o_head_stride;
   std::size_t n_tokens;
   std::size_t heads;
-  std::size_t pos0;           ///< absolute position of token 0 (cached tokens before it)
+  std::size_t pos0;  ///< absolute position of token 0 (cached tokens before it)
 };
 
 /// Causal attention of rows over keys 0 .. n_keys - 1: row at position p sees keys j <= p.
 ///   kt: keys as tiles of K^T, tile t = [kDHead][kBK] floats at kt + t * kDHead * kBK, covering
 ///       at least round_up(n_keys, kBK) keys (columns past n_keys are read and masked).
 ///   v:  values [n_keys][kDPad] row-major (columns past kDHead are read into padding only).
-///   scale: multiplies Q once per row before the scores (1/sqrt(d_head) by default).
+///   scale: multiplies Q once per row before the scores (1/sqrt(d_head) by default), together
+///          with log2 e: the running max and the exponentials are in base 2.
 /// Key tiles wholly above the diagonal are skipped; only tiles crossing it are masked.
 template <class Arch, std::size_t kDHead>
 void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, const float* v,
@@ -72,6 +73,8 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   MICROATTN_ASSERT(n_keys >= 1 && rows.pos0 + rows.n_tokens <= n_keys);
 
+  // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
+  const float qscale = scale * kLog2e;
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
@@ -80,7 +83,7 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
     for (std::size_t i = 0; i < bq; ++i) {
       const std::size_t r = r0 + i;
       const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
-      for (std::size_t d = 0; d < kDHead; ++d) sc.q[i * kDHead + d] = src[d] * scale;
+      for (std::size_t d = 0; d < kDHead; ++d) sc.q[i * kDHead + d] = src[d] * qscale;
       for (std::size_t d = 0; d < DPad; ++d) sc.o[i * DPad + d] = 0.0f;
       sc.m[i] = kNegInf;
       sc.l[i] = 0.0f;
@@ -121,13 +124,13 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
         const T vm = V::set1(m_new);
         T vsum = V::zero();
         for (std::size_t j = 0; j < ncols; j += W) {
-          const T p = f32_exp<Arch>(V::loadu(srow + j) - vm);
+          const T p = f32_exp2<Arch>(V::loadu(srow + j) - vm);
           V::storeu(srow + j, p);
           vsum = vsum + p;
         }
         const float row_sum = V::hsum(vsum);
         if (m_new != m_old) {
-          const float alpha = f32_exp_scalar(m_old - m_new);  // 0 on the first tile
+          const float alpha = f32_exp2_scalar(m_old - m_new);  // 0 on the first tile
           sc.l[i] = sc.l[i] * alpha + row_sum;
           const T va = V::set1(alpha);
           float* orow = sc.o + i * DPad;
