@@ -93,19 +93,26 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
     const std::size_t n_vis = internal::min_size(pos_last + 1, n_keys);  // keys any row sees
     for (std::size_t j0 = 0; j0 < n_vis; j0 += BK) {
       const std::size_t kvalid = internal::min_size(BK, n_vis - j0);
-      const std::size_t ncols = internal::round_up(kvalid, NR);
       const float* ktile = kt + (j0 / BK) * (kDHead * BK);
-      // S = (scale Q) K^T for this tile.
+      // S = (scale Q) K^T for this tile, by groups of MR rows. A group computes only the keys
+      // its last row can see: on a tile crossing the diagonal that skips the work above it
+      // (about a tenth of all the tile work at BQ 48, BK 64), elsewhere every group sees all.
+      std::size_t group_keys[BQ / MR];
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        for (std::size_t jn = 0; jn < ncols; jn += NR)
+        const std::size_t p_last = rows.pos0 + (r0 + i + mr - 1) / G;
+        const std::size_t keys = p_last + 1 > j0 ? internal::min_size(p_last + 1 - j0, kvalid) : 0;
+        group_keys[i / MR] = keys;
+        for (std::size_t jn = 0; jn < keys; jn += NR)
           f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
                                       sc.s + i * BK + jn, BK, nullptr, false);
       }
       // Causal mask, only where the tile crosses the diagonal (or the end of the keys).
-      const bool crosses = j0 + ncols - 1 > pos_first;
-      // Online softmax, row by row.
+      const bool crosses = j0 + internal::round_up(kvalid, NR) - 1 > pos_first;
+      // Online softmax, row by row, over the columns its group computed.
       for (std::size_t i = 0; i < bq; ++i) {
+        const std::size_t ncols = internal::round_up(group_keys[i / MR], NR);
+        if (ncols == 0) continue;  // the row's group sees no key of this tile
         float* srow = sc.s + i * BK;
         if (crosses) {
           const std::size_t pos = rows.pos0 + (r0 + i) / G;
@@ -140,12 +147,14 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
           sc.l[i] += row_sum;
         }
       }
-      // O += P V for this tile (only the kvalid keys some row can see).
+      // O += P V for this tile (each group over the keys it can see; P is 0 past a row's own).
       const float* vtile = v + j0 * DPad;
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
+        const std::size_t keys = group_keys[i / MR];
+        if (keys == 0) continue;
         for (std::size_t dn = 0; dn < DPad; dn += NR)
-          f32_gemm_ukernel_rows<Arch>(mr, kvalid, sc.s + i * BK, BK, vtile + dn, DPad,
+          f32_gemm_ukernel_rows<Arch>(mr, keys, sc.s + i * BK, BK, vtile + dn, DPad,
                                       sc.o + i * DPad + dn, DPad, nullptr, true);
       }
     }
