@@ -35,7 +35,8 @@ inline void core(const double* q, const double* k, const double* v, std::size_t 
       double mx = -INFINITY;
       for (std::size_t j = 0; j < n_vis; ++j) {
         double d = 0;
-        for (std::size_t e = 0; e < D; ++e) d += q[i * H * D + h * D + e] * k[j * Hkv * D + g * D + e];
+        for (std::size_t e = 0; e < D; ++e)
+          d += q[i * H * D + h * D + e] * k[j * Hkv * D + g * D + e];
         s[j] = d * scale;
         mx = s[j] > mx ? s[j] : mx;
       }
@@ -59,7 +60,7 @@ inline void core(const double* q, const double* k, const double* v, std::size_t 
 /// Shape and weights of a layer for the reference (plain pointers, layout as the library's).
 struct LayerRef {
   std::size_t d_model, H, Hkv, D;
-  bool out_in;  // weights in PyTorch [out][in] layout
+  bool out_in;                                         // weights in PyTorch [out][in] layout
   const float *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;  // wo null: no output projection
 };
 
@@ -84,9 +85,16 @@ constexpr std::size_t layer_scratch(std::size_t T, std::size_t H, std::size_t Hk
   return T * (2 * H * D + 2 * Hkv * D) + T;
 }
 
+/// What layer() does to Q [T][H*D] and K [T][Hkv*D] between projection and attention: nothing.
+struct NoRotation {
+  void operator()(double*, double*, std::size_t) const {}
+};
+
 /// The whole layer: y [T][d_model] (or [T][H*D] without W_O). scratch: layer_scratch() doubles.
+/// rotate(q, k, T) runs on the projected Q and K (rope_ref.hpp's layer_rope passes RoPE).
+template <class Rotate = NoRotation>
 inline void layer(const LayerRef& L, const float* x, std::size_t T, double scale, double* y,
-                  double* scratch) {
+                  double* scratch, Rotate rotate = Rotate{}) {
   const std::size_t QD = L.H * L.D, KD = L.Hkv * L.D;
   double* q = scratch;
   double* k = q + T * QD;
@@ -96,6 +104,7 @@ inline void layer(const LayerRef& L, const float* x, std::size_t T, double scale
   linear(x, T, L.d_model, QD, L.wq, L.out_in, L.bq, q);
   linear(x, T, L.d_model, KD, L.wk, L.out_in, L.bk, k);
   linear(x, T, L.d_model, KD, L.wv, L.out_in, L.bv, v);
+  rotate(q, k, T);
   core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);
   output(L, ctx, T, y);
 }

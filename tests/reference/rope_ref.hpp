@@ -42,25 +42,16 @@ constexpr std::size_t layer_rope_scratch(std::size_t T, std::size_t H, std::size
 /// (token i sees 0 .. i): y [T][d_model] (or [T][H*D] without W_O).
 inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std::size_t T,
                        double scale, double* y, double* scratch) {
-  const std::size_t QD = L.H * L.D, KD = L.Hkv * L.D;
-  double* q = scratch;
-  double* k = q + T * QD;
-  double* v = k + T * KD;
-  double* ctx = v + T * KD;
-  double* s = ctx + T * QD;
-  linear(x, T, L.d_model, QD, L.wq, L.out_in, L.bq, q);
-  linear(x, T, L.d_model, KD, L.wk, L.out_in, L.bk, k);
-  linear(x, T, L.d_model, KD, L.wv, L.out_in, L.bv, v);
-  if (r.rot) {
-    for (std::size_t t = 0; t < T; ++t) {
+  layer(L, x, T, scale, y, scratch, [&](double* q, double* k, std::size_t n) {
+    if (!r.rot) return;
+    const std::size_t QD = L.H * L.D, KD = L.Hkv * L.D;
+    for (std::size_t t = 0; t < n; ++t) {
       for (std::size_t h = 0; h < L.H; ++h)
         rope(q + t * QD + h * L.D, r.rot, double(t), r.base, r.adjacent);
       for (std::size_t h = 0; h < L.Hkv; ++h)
         rope(k + t * KD + h * L.D, r.rot, double(t), r.base, r.adjacent);
     }
-  }
-  core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);
-  output(L, ctx, T, y);
+  });
 }
 
 }  // namespace microattn_ref
