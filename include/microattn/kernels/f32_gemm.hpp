@@ -9,9 +9,9 @@
 namespace microattn {
 namespace kernels {
 
-/// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate) A[MR][kc] ·
-/// B[kc][NR]
-/// (+ add_row broadcast down the rows when add_row is not null). NR = NRV vector widths.
+/// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate)
+/// A[MR][kc] · B[kc][NR] (+ add_row broadcast down the rows when add_row is not null).
+/// NR = NRV vector widths.
 /// A is read one float at a time (row stride lda), B one row of NR floats per k (row stride
 /// ldb: a packed panel, or any row-major matrix whose rows hold NR readable floats), C is a
 /// full MR x NR tile with row stride ldc.
