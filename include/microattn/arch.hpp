@@ -6,13 +6,20 @@
 // Nothing else in the library tests __ARM_NEON, __AVX2__ and friends.
 #pragma once
 
-#if !defined(MICROATTN_FORCE_SCALAR) &&                                                   \
+#if !defined(MICROATTN_FORCE_SCALAR) &&                                                      \
     (defined(__SSE2__) || defined(_M_X64) || defined(__ARM_NEON) || defined(__ARM_NEON__) || \
      defined(__aarch64__))
 #define MICROATTN_HAS_XSIMD 1
 #include <xsimd/xsimd.hpp>
 #else
 #define MICROATTN_HAS_XSIMD 0
+#endif
+
+/// 1 where an empty GNU asm statement can pin an x86 vector in a register (Vec::pin).
+#if MICROATTN_HAS_XSIMD && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define MICROATTN_PIN_X86 1
+#else
+#define MICROATTN_PIN_X86 0
 #endif
 
 namespace microattn {

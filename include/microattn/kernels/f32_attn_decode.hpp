@@ -45,14 +45,16 @@ constexpr std::size_t decode_cols(std::size_t budget, std::size_t rows, std::siz
 /// R rows, the last block holding kRows % R rows: all sizes compile-time.
 template <class Arch, std::size_t kRows, std::size_t R, std::size_t CV>
 inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, const float* b,
-                            std::size_t ldb, float* c, std::size_t ldc) noexcept {
+                            std::size_t ldb, float* c, std::size_t ldc,
+                            bool accumulate = false) noexcept {
   std::size_t r = 0;
   for (; r + R <= kRows; r += R)
-    f32_gemm_ukernel<Arch, R, CV>(kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, nullptr, false);
+    f32_gemm_ukernel<Arch, R, CV>(kc, a + r * lda, lda, b, ldb, c + r * ldc, ldc, nullptr,
+                                  accumulate);
   constexpr std::size_t kTail = kRows % R;
   if (kTail != 0)
     f32_gemm_ukernel<Arch, (kTail != 0 ? kTail : 1), CV>(kc, a + r * lda, lda, b, ldb, c + r * ldc,
-                                                         ldc, nullptr, false);
+                                                         ldc, nullptr, accumulate);
 }
 
 }  // namespace detail
@@ -126,10 +128,19 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
     l[e] = sum;
   }
 
-  // Pass 2: O = P V over all keys at once (V streamed once per column block; one block when
-  // d_head fits the accumulators, as for d_head = 64 on AVX2).
-  for (std::size_t c0 = 0; c0 < DPad; c0 += CP * W)
-    detail::gemm_row_blocks<Arch, kRows, R, CP>(n_keys, sc.s, kKeys, v + c0, DPad, sc.o + c0, DPad);
+  // Pass 2: O = P V, V streamed from memory once. When one register block holds every output
+  // column (MHA with d_head 64 on AVX2: 1 row x 8 vectors) it runs over all keys at once. When
+  // the columns need several blocks (GQA: 4 heads x 64 columns on AVX2 = 4 blocks of 2 vectors)
+  // V goes in chunks of kBK keys (16 KB at d_head 64, L1-resident) and every block runs over a
+  // chunk before the next: otherwise each block would stream all of V again.
+  constexpr std::size_t kBlocks = DPad / (CP * W);
+  const std::size_t chunk = kBlocks == 1 ? n_keys : BK;
+  for (std::size_t j0 = 0; j0 < n_keys; j0 += chunk) {
+    const std::size_t kc = internal::min_size(chunk, n_keys - j0);
+    for (std::size_t c0 = 0; c0 < DPad; c0 += CP * W)
+      detail::gemm_row_blocks<Arch, kRows, R, CP>(kc, sc.s + j0, kKeys, v + j0 * DPad + c0, DPad,
+                                                  sc.o + c0, DPad, j0 != 0);
+  }
 
   for (std::size_t e = 0; e < kRows; ++e) {
     const float inv = 1.0f / l[e];

@@ -31,7 +31,12 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
   for (std::size_t i = 0; i < MR; ++i) arow[i] = a + i * lda;
   for (std::size_t k = 0; k < kc; ++k, b += ldb) {
     T bv[NRV];
-    for (std::size_t j = 0; j < NRV; ++j) bv[j] = V::loadu(b + j * W);
+    for (std::size_t j = 0; j < NRV; ++j) {
+      bv[j] = V::loadu(b + j * W);
+      // One load per B vector, not one per use (see Vec::pin). With one row each vector has
+      // one use, and pinning 2 x NRV + 1 live vectors could run out of registers.
+      if (MR > 1) V::pin(bv[j]);
+    }
     for (std::size_t i = 0; i < MR; ++i) {
       const T av = V::set1(arow[i][k]);
       for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
