@@ -28,9 +28,16 @@ constexpr std::uint32_t kStride = 61;
 constexpr std::uint32_t kStride = 1;
 #endif
 
+// The function under test: f32_exp2 when Base2, f32_exp otherwise.
+template <class A, bool Base2>
+typename Vec<A>::type under_test(typename Vec<A>::type x) {
+  if (Base2) return microattn::kernels::f32_exp2<A>(x);
+  return microattn::kernels::f32_exp<A>(x);
+}
+
 // Error in ulps of the correctly rounded result (ulp = spacing of floats at f(x)) over every
 // Stride-th float in [lo, 0]; the double exp / exp2 is the oracle (its error is ~2^-29 of a
-// float ulp). Base2 selects f32_exp2 against std::exp2, otherwise f32_exp against std::exp.
+// float ulp).
 template <class A, bool Base2>
 void max_ulp_error(float lo, double& worst, float& worst_x) {
   using V = Vec<A>;
@@ -49,10 +56,7 @@ void max_ulp_error(float lo, double& worst, float& worst_x) {
       else if (!done)
         u += kStride;
     }
-    if (Base2)
-      V::storeu(out, microattn::kernels::f32_exp2<A>(V::loadu(in)));
-    else
-      V::storeu(out, microattn::kernels::f32_exp<A>(V::loadu(in)));
+    V::storeu(out, under_test<A, Base2>(V::loadu(in)));
     for (std::size_t i = 0; i < W; ++i) {
       const double e =
           Base2 ? std::exp2(static_cast<double>(in[i])) : std::exp(static_cast<double>(in[i]));
@@ -64,105 +68,89 @@ void max_ulp_error(float lo, double& worst, float& worst_x) {
   }
 }
 
-TEST(F32Exp, AtMostTwoUlpOverSoftmaxRange) {
-  microattn_test::for_each_arch([](auto arch) {
+// At most 2 ulp (the budget) over [lo, 0], on every arch.
+template <bool Base2>
+void expect_two_ulp_over(float lo) {
+  microattn_test::for_each_arch([lo](auto arch) {
     using A = decltype(arch);
     double worst = 0;
     float worst_x = 0;
-    max_ulp_error<A, false>(-87.3f, worst, worst_x);
+    max_ulp_error<A, Base2>(lo, worst, worst_x);
     EXPECT_LE(worst, 2.0) << A::name() << " worst at x=" << worst_x;
   });
 }
 
-// The attention kernels' softmax runs in base 2 (scores pre-multiplied by log2 e): its range
-// [-87.3, 0] in base e is [-126, 0] in base 2, about 1.07e9 floats.
-TEST(F32Exp2, AtMostTwoUlpOverSoftmaxRange) {
-  microattn_test::for_each_arch([](auto arch) {
-    using A = decltype(arch);
-    double worst = 0;
-    float worst_x = 0;
-    max_ulp_error<A, true>(-126.0f, worst, worst_x);
-    EXPECT_LE(worst, 2.0) << A::name() << " worst at x=" << worst_x;
-  });
-}
-
-TEST(F32Exp2, SpecialValues) {
-  microattn_test::for_each_arch([](auto arch) {
+// f(xs[t]) in every lane within rel_tol * |want[t]| of want[t] (rel_tol 0: exactly), every arch.
+template <bool Base2, std::size_t N>
+void expect_values(const float (&xs)[N], const float (&want)[N], double rel_tol) {
+  microattn_test::for_each_arch([&](auto arch) {
     using A = decltype(arch);
     using V = Vec<A>;
     constexpr std::size_t W = V::kWidth;
-    const float inf = std::numeric_limits<float>::infinity();
-    // Exact powers of two where r = 0; zero at and below -126.5 (masked scores are -inf).
-    const float xs[] = {0.0f,    -0.0f,   -1.0f,   -126.0f, 3.0f, 127.0f,
-                        -126.5f, -127.0f, -200.0f, -1e30f,  -inf};
-    const float want[] = {1.0f, 1.0f, 0.5f, 1.17549435e-38f, 8.0f, 1.70141183e38f, 0.0f, 0.0f,
-                          0.0f, 0.0f, 0.0f};
-    for (std::size_t t = 0; t < sizeof xs / sizeof xs[0]; ++t) {
+    for (std::size_t t = 0; t < N; ++t) {
       alignas(64) float in[W], out[W];
       for (std::size_t i = 0; i < W; ++i) in[i] = xs[t];
-      V::storeu(out, microattn::kernels::f32_exp2<A>(V::loadu(in)));
-      for (std::size_t i = 0; i < W; ++i) EXPECT_EQ(out[i], want[t]) << A::name() << " x=" << xs[t];
-    }
-    // Between -126.5 and -126 the result is below FLT_MIN but never above it.
-    alignas(64) float in[W], out[W];
-    for (std::size_t i = 0; i < W; ++i) in[i] = -126.3f;
-    V::storeu(out, microattn::kernels::f32_exp2<A>(V::loadu(in)));
-    EXPECT_LE(out[0], 1.17549435e-38f);
-    EXPECT_GE(out[0], 0.0f);
-    // The scalar form runs the same steps: 2^-0.5 within one float ulp (6e-8).
-    EXPECT_NEAR(microattn::kernels::f32_exp2_scalar(-0.5f), 0.70710678f, 6e-8f);
-  });
-}
-
-TEST(F32Exp2, MonotoneAndBounded) {
-  microattn_test::for_each_arch([](auto arch) {
-    using A = decltype(arch);
-    float prev = 1.0f;
-    bool ok = true;
-    for (float x = 0.0f; x > -127.0f; x -= 0.00731f) {
-      alignas(64) float out[Vec<A>::kWidth];
-      Vec<A>::storeu(out, microattn::kernels::f32_exp2<A>(Vec<A>::set1(x)));
-      ok = ok && out[0] <= prev && out[0] <= 1.0f;
-      prev = out[0];
-    }
-    EXPECT_TRUE(ok) << A::name();
-  });
-}
-
-TEST(F32Exp, SpecialValues) {
-  microattn_test::for_each_arch([](auto arch) {
-    using A = decltype(arch);
-    using V = Vec<A>;
-    constexpr std::size_t W = V::kWidth;
-    const float inf = std::numeric_limits<float>::infinity();
-    const float xs[] = {0.0f, -0.0f, -inf, -87.34f, -88.0f, -1000.0f, -1e30f, 1.0f, 88.0f};
-    const float want[] = {1.0f,         1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.71828182845904523536f,
-                          1.6516363e38f};
-    for (std::size_t t = 0; t < sizeof xs / sizeof xs[0]; ++t) {
-      alignas(64) float in[W], out[W];
-      for (std::size_t i = 0; i < W; ++i) in[i] = xs[t];
-      V::storeu(out, microattn::kernels::f32_exp<A>(V::loadu(in)));
+      V::storeu(out, under_test<A, Base2>(V::loadu(in)));
       for (std::size_t i = 0; i < W; ++i)
-        EXPECT_NEAR(out[i], want[t], std::fabs(want[t]) * 2.5e-7) << A::name() << " x=" << xs[t];
+        EXPECT_NEAR(out[i], want[t], std::fabs(want[t]) * rel_tol) << A::name() << " x=" << xs[t];
     }
   });
 }
 
 // Softmax inputs never exceed 0, so the result never exceeds 1, and it never goes up as x
-// goes down (checked on a sweep that crosses every range-reduction boundary).
-TEST(F32Exp, MonotoneAndBounded) {
-  microattn_test::for_each_arch([](auto arch) {
+// goes down (a sweep over (lo, 0] that crosses every range-reduction boundary).
+template <bool Base2>
+void expect_monotone_and_bounded(float lo) {
+  microattn_test::for_each_arch([lo](auto arch) {
     using A = decltype(arch);
     float prev = 1.0f;
     bool ok = true;
-    for (float x = 0.0f; x > -87.0f; x -= 0.00731f) {
+    for (float x = 0.0f; x > lo; x -= 0.00731f) {
       alignas(64) float out[Vec<A>::kWidth];
-      Vec<A>::storeu(out, microattn::kernels::f32_exp<A>(Vec<A>::set1(x)));
+      Vec<A>::storeu(out, under_test<A, Base2>(Vec<A>::set1(x)));
       ok = ok && out[0] <= prev && out[0] <= 1.0f;
       prev = out[0];
     }
     EXPECT_TRUE(ok) << A::name();
   });
 }
+
+TEST(F32Exp, AtMostTwoUlpOverSoftmaxRange) { expect_two_ulp_over<false>(-87.3f); }
+
+TEST(F32Exp, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float xs[] = {0.0f, -0.0f, -inf, -87.34f, -88.0f, -1000.0f, -1e30f, 1.0f, 88.0f};
+  const float want[] = {1.0f,         1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 2.71828182845904523536f,
+                        1.6516363e38f};
+  expect_values<false>(xs, want, 2.5e-7);
+}
+
+TEST(F32Exp, MonotoneAndBounded) { expect_monotone_and_bounded<false>(-87.0f); }
+
+// The attention kernels' softmax runs in base 2 (scores pre-multiplied by log2 e): its range
+// [-87.3, 0] in base e is [-126, 0] in base 2, about 1.07e9 floats.
+TEST(F32Exp2, AtMostTwoUlpOverSoftmaxRange) { expect_two_ulp_over<true>(-126.0f); }
+
+TEST(F32Exp2, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Exact powers of two where r = 0; zero at and below -126.5 (masked scores are -inf).
+  const float xs[] = {0.0f,    -0.0f,   -1.0f,   -126.0f, 3.0f, 127.0f,
+                      -126.5f, -127.0f, -200.0f, -1e30f,  -inf};
+  const float want[] = {1.0f, 1.0f, 0.5f, 1.17549435e-38f, 8.0f, 1.70141183e38f, 0.0f, 0.0f,
+                        0.0f, 0.0f, 0.0f};
+  expect_values<true>(xs, want, 0.0);
+  // Between -126.5 and -126 the result is below FLT_MIN but never above it.
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    alignas(64) float out[Vec<A>::kWidth];
+    Vec<A>::storeu(out, microattn::kernels::f32_exp2<A>(Vec<A>::set1(-126.3f)));
+    EXPECT_LE(out[0], 1.17549435e-38f) << A::name();
+    EXPECT_GE(out[0], 0.0f) << A::name();
+  });
+  // The scalar form runs the same steps: 2^-0.5 within one float ulp (6e-8).
+  EXPECT_NEAR(microattn::kernels::f32_exp2_scalar(-0.5f), 0.70710678f, 6e-8f);
+}
+
+TEST(F32Exp2, MonotoneAndBounded) { expect_monotone_and_bounded<true>(-127.0f); }
 
 }  // namespace
