@@ -61,6 +61,8 @@ void sweep_layer(std::uint64_t seed) {
       if (T < 1 || T > Cfg::kTMax) continue;
       check_layer_random<Cfg, A>(T, seed + T, WeightLayout::kInOut);
       check_layer_random<Cfg, A>(T, seed + 1000 + T, WeightLayout::kOutIn);
+      if (microattn::panel_layout_fits<Cfg>())
+        check_layer_random<Cfg, A>(T, seed + 2000 + T, WeightLayout::kPanel16);
     }
   });
 }
@@ -82,6 +84,7 @@ TEST(AttentionLayer, RandomGqaMqa) {
   sweep_layer<Config<70, 32, 4, 2, 8, Bias::kYes>>(8);
   sweep_layer<Config<70, 20, 6, 1, 5>>(9);
   sweep_layer<Config<70, 48, 8, 2, 6, Bias::kNo, OutProj::kNo>>(10);
+  sweep_layer<Config<70, 48, 4, 2, 16, Bias::kYes>>(11);  // fits kPanel16
 }
 
 // seeds/000: 11 tokens, d_in 8, d_out 4, 2 heads of width 2, no W_O. The result equals two

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "microattn/attention.hpp"
+#include "microattn/kv_cache.hpp"
 #include "support/check.hpp"
 #include "support/rng.hpp"
 #include "support/unit.hpp"
@@ -90,6 +91,45 @@ TEST(BadInput, IncompleteWeightsAreRejectedAndKeepTheOldOnes) {
   lean.w_q = g_w[0], lean.w_k = g_w[1], lean.w_v = g_w[2];
   static MultiHeadAttention<Lean> lean_layer;
   EXPECT_EQ(lean_layer.set_weights(lean), Status::kOk);
+}
+
+// A layout the configuration cannot use (kPanel16 needs d_head % 16 == 0; a value outside the
+// enum) is kBadArgument: set_weights keeps the old weights, forward/decode write nothing.
+TEST(BadInput, WeightLayoutTheConfigCannotUse) {
+  using microattn::WeightLayout;
+  static_assert(!microattn::panel_layout_fits<LayerCfg>(), "LayerCfg: d_head 4 cannot be panelled");
+  static_assert(microattn::panel_layout_fits<Config<8, 16, 2, 1, 16>>(),
+                "d_head 16, d_model 16 fit");
+  static_assert(!microattn::panel_layout_fits<Config<8, 12, 2, 1, 16>>(),
+                "W_O: d_model 12 does not");
+  static_assert(microattn::panel_layout_fits<Config<8, 12, 2, 1, 16, Bias::kNo, OutProj::kNo>>(),
+                "no W_O: d_model is an input width only");
+  static MultiHeadAttention<LayerCfg> layer;
+  static microattn::KvAttention<LayerCfg> kv;
+  ASSERT_EQ(layer.set_weights(full_weights()), Status::kOk);
+  ASSERT_EQ(kv.set_weights(full_weights()), Status::kOk);
+  float x[8 * 6], y0[8 * 6], y1[8 * 6], yk[6];
+  microattn_test::Rng(5).fill(x, 8 * 6, -1, 1);
+  ASSERT_EQ(layer.forward(x, 8, y0), Status::kOk);
+  for (int bad : {static_cast<int>(WeightLayout::kPanel16), 3, 255}) {
+    Weights<LayerCfg> w = full_weights();
+    w.layout = static_cast<WeightLayout>(bad);
+    EXPECT_EQ(w.check(), Status::kBadArgument) << bad;
+    EXPECT_EQ(layer.set_weights(w), Status::kBadArgument) << bad;
+    EXPECT_EQ(kv.set_weights(w), Status::kBadArgument) << bad;
+  }
+  // Weights given to the constructor are checked by forward.
+  Weights<LayerCfg> panelled = full_weights();
+  panelled.layout = WeightLayout::kPanel16;
+  static MultiHeadAttention<LayerCfg> direct(panelled);
+  fill_sentinel(y1);
+  EXPECT_EQ(direct.forward(x, 8, y1), Status::kBadArgument);
+  EXPECT_TRUE(untouched(y1));
+  ASSERT_EQ(layer.forward(x, 8, y1), Status::kOk);  // the old weights are still in use
+  EXPECT_EQ(std::memcmp(y0, y1, sizeof y0), 0);
+  fill_sentinel(yk);
+  EXPECT_EQ(kv.decode(x, yk), Status::kOk);
+  EXPECT_EQ(kv.length(), 1u);
 }
 
 TEST(BadInput, LayerWithoutOutputProjectionRejectsOverlap) {

@@ -1,52 +1,83 @@
 // f32_gemm (the projection GEMM) and its micro-kernel against a double reference, around every
-// blocking boundary (kMR, kNR, kKC, kMC), both weight layouts, bias, and the key-tile store.
+// blocking boundary (kMR, kNR, kKC, kMC), every weight layout and bias; the decode step's
+// f32_gemv in every layout; pack_weight_panels.
 #include <cmath>
 #include <cstddef>
 
 #include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/f32_gemv.hpp"
+#include "microattn/weights.hpp"
 #include "support/check.hpp"
 #include "support/rng.hpp"
 #include "support/unit.hpp"
 
 namespace {
 
+using microattn::WeightLayout;
 using microattn_test::for_each_arch;
 
 constexpr std::size_t kMaxM = 200, kMaxN = 70, kMaxK = 300;
-float g_a[kMaxM * kMaxK], g_b[kMaxK * kMaxN], g_bias[kMaxN], g_c[kMaxM * (kMaxN + 3)];
+constexpr std::size_t kMaxNPanel = (kMaxN + 15) / 16 * 16;
+float g_a[kMaxM * kMaxK], g_b[kMaxK * kMaxN], g_bs[kMaxK * kMaxNPanel + 16], g_bias[kMaxN],
+    g_c[kMaxM * (kMaxN + 3)];
 double g_ref[kMaxM * kMaxN];
 
+const char* layout_name(WeightLayout l) {
+  return l == WeightLayout::kInOut ? "kInOut" : l == WeightLayout::kOutIn ? "kOutIn" : "kPanel16";
+}
+
+/// Stores the logical K x N matrix g_b ([K][N]) in `layout` into g_bs; returns the ldb the
+/// kernels take (row stride, or the panel stride for kPanel16). Panel slots past N hold NaN,
+/// so a kernel that reads them fails.
+std::size_t store_b(WeightLayout layout, std::size_t N, std::size_t K) {
+  if (layout == WeightLayout::kInOut) {
+    for (std::size_t i = 0; i < K * N; ++i) g_bs[i] = g_b[i];
+    return N;
+  }
+  if (layout == WeightLayout::kOutIn) {
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t n = 0; n < N; ++n) g_bs[n * K + k] = g_b[k * N + n];
+    return K;
+  }
+  const std::size_t np = (N + 15) / 16 * 16;
+  for (std::size_t i = 0; i < K * np; ++i) g_bs[i] = NAN;
+  EXPECT_EQ(microattn::pack_weight_panels(g_b, WeightLayout::kInOut, K, N, g_bs),
+            microattn::Status::kOk);
+  for (std::size_t n = N; n < np; ++n)  // pack_weight_panels zeroes the padding: poison it
+    for (std::size_t k = 0; k < K; ++k) g_bs[(n / 16) * K * 16 + k * 16 + n % 16] = NAN;
+  return K * 16;
+}
+
 template <class A>
-void check_gemm(std::size_t M, std::size_t N, std::size_t K, bool b_trans, bool bias) {
+void check_gemm(std::size_t M, std::size_t N, std::size_t K, WeightLayout layout, bool bias) {
   static float pack[microattn::kernels::gemm_pack_floats<A>()];
-  microattn_test::Rng rng(M * 10007 + N * 101 + K + (b_trans ? 1 : 0));
+  microattn_test::Rng rng(M * 10007 + N * 101 + K + static_cast<std::size_t>(layout));
   rng.fill(g_a, M * K, -1, 1);
   rng.fill(g_b, K * N, -1, 1);
   rng.fill(g_bias, N, -1, 1);
+  const std::size_t ldb = store_b(layout, N, K);
   const std::size_t ldc = N + 3;  // a row stride wider than the row
   for (std::size_t i = 0; i < M * ldc; ++i) g_c[i] = 12345.0f;
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t n = 0; n < N; ++n) {
       double acc = bias ? g_bias[n] : 0.0;
-      for (std::size_t k = 0; k < K; ++k)
-        acc += double(g_a[m * K + k]) * (b_trans ? g_b[n * K + k] : g_b[k * N + n]);
+      for (std::size_t k = 0; k < K; ++k) acc += double(g_a[m * K + k]) * g_b[k * N + n];
       g_ref[m * N + n] = acc;
     }
-  microattn::kernels::f32_gemm<A>(M, N, K, g_a, K, g_b, b_trans ? K : N, b_trans,
-                                  bias ? g_bias : nullptr, microattn::kernels::StoreRowMajor{g_c, ldc},
-                                  pack);
+  microattn::kernels::f32_gemm<A>(M, N, K, g_a, K, g_bs, ldb, layout, bias ? g_bias : nullptr,
+                                  microattn::kernels::StoreRowMajor{g_c, ldc}, pack);
   double err = 0;
   bool pad_ok = true;
   for (std::size_t m = 0; m < M; ++m) {
     for (std::size_t n = 0; n < N; ++n) {
       const double d = std::fabs(g_c[m * ldc + n] - g_ref[m * N + n]);
-      err = d > err ? d : err;
+      err = d <= err ? err : d;  // NaN propagates as a failure
     }
     for (std::size_t n = N; n < ldc && m + 1 < M; ++n) pad_ok = pad_ok && g_c[m * ldc + n] == 12345.0f;
   }
   // K products of magnitude <= 1 and a bias: error <= K eps (sqrt(K) typical), with 4x margin.
   EXPECT_LE(err, microattn_test::tolerance(K + 1, 1.0))
-      << A::name() << " M=" << M << " N=" << N << " K=" << K << " trans=" << b_trans;
+      << A::name() << " M=" << M << " N=" << N << " K=" << K << " " << layout_name(layout);
   EXPECT_TRUE(pad_ok) << A::name() << " wrote outside its columns M=" << M << " N=" << N;
 }
 
@@ -61,10 +92,102 @@ TEST(F32Gemm, BlockingBoundaries) {
       for (std::size_t n : ns)
         for (std::size_t k : ks) {
           if (m < 1 || m > kMaxM || n > kMaxN || k > kMaxK) continue;
-          check_gemm<A>(m, n, k, false, false);
-          check_gemm<A>(m, n, k, true, true);
+          check_gemm<A>(m, n, k, WeightLayout::kInOut, false);
+          check_gemm<A>(m, n, k, WeightLayout::kOutIn, true);
+          check_gemm<A>(m, n, k, WeightLayout::kPanel16, k % 2 == 1);
         }
   });
+}
+
+// Panel-aligned widths of the layer (every head a whole number of panels), where kNR == 16
+// arches use the panels in place, and widths that split a panel between GEMM column blocks.
+TEST(F32Gemm, PanelLayoutWidths) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    const std::size_t ns[] = {16, 32, 48, 64, 8, 24, 40};
+    for (std::size_t n : ns) {
+      check_gemm<A>(13, n, 37, WeightLayout::kPanel16, true);
+      check_gemm<A>(7, n, microattn::internal::Tiles<A>::kKC + 5, WeightLayout::kPanel16, false);
+    }
+  });
+}
+
+float g_x[kMaxK], g_y[kMaxN + 8];
+double g_yref[kMaxN];
+
+/// The decode step's matrix-vector product in each layout against a double reference; y past
+/// N must stay untouched.
+template <class A>
+void check_gemv(std::size_t N, std::size_t K, WeightLayout layout, bool bias) {
+  microattn_test::Rng rng(N * 7919 + K * 31 + static_cast<std::size_t>(layout) + (bias ? 5 : 0));
+  rng.fill(g_x, K, -1, 1);
+  rng.fill(g_b, K * N, -1, 1);
+  rng.fill(g_bias, N, -1, 1);
+  const std::size_t ldw = store_b(layout, N, K);
+  for (float& v : g_y) v = 12345.0f;
+  for (std::size_t n = 0; n < N; ++n) {
+    double acc = bias ? g_bias[n] : 0.0;
+    for (std::size_t k = 0; k < K; ++k) acc += double(g_x[k]) * g_b[k * N + n];
+    g_yref[n] = acc;
+  }
+  microattn::kernels::f32_gemv<A>(N, K, g_x, g_bs, ldw, layout, bias ? g_bias : nullptr, g_y);
+  EXPECT_LE(microattn_test::max_diff(g_y, g_yref, N), microattn_test::tolerance(K + 1, 1.0))
+      << A::name() << " N=" << N << " K=" << K << " " << layout_name(layout) << " bias=" << bias;
+  bool tail_ok = true;
+  for (std::size_t n = N; n < N + 8; ++n) tail_ok = tail_ok && g_y[n] == 12345.0f;
+  EXPECT_TRUE(tail_ok) << A::name() << " f32_gemv wrote past N=" << N << " " << layout_name(layout);
+}
+
+TEST(F32Gemv, EveryLayoutAgainstDoubleReference) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    // N: below, at and around the panel width and the 4-row/vector unrolls; K: the depth unroll
+    // of each kernel (4 rows, 2 vectors, 8 accumulators) with and without remainders.
+    const std::size_t ns[] = {1, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 64, kMaxN};
+    const std::size_t ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 255, kMaxK};
+    for (std::size_t n : ns)
+      for (std::size_t k : ks)
+        for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16})
+          check_gemv<A>(n, k, l, (n + k) % 2 == 0);
+  });
+}
+
+// pack_weight_panels: both source layouts give the same panels, padding is zero, bad
+// arguments write nothing.
+TEST(PackWeightPanels, LayoutsAndStatuses) {
+  constexpr std::size_t in = 5, out = 21, np = 32;
+  float a[in * out], b[in * out], pa[in * np], pb[in * np];
+  for (std::size_t i = 0; i < in; ++i)
+    for (std::size_t o = 0; o < out; ++o) a[i * out + o] = b[o * in + i] = float(i * 100 + o);
+  static_assert(microattn::weight_floats(WeightLayout::kPanel16, in, out) == in * np, "panel size");
+  static_assert(microattn::weight_floats(WeightLayout::kOutIn, in, out) == in * out, "dense size");
+  ASSERT_EQ(microattn::pack_weight_panels(a, WeightLayout::kInOut, in, out, pa),
+            microattn::Status::kOk);
+  ASSERT_EQ(microattn::pack_weight_panels(b, WeightLayout::kOutIn, in, out, pb),
+            microattn::Status::kOk);
+  for (std::size_t o = 0; o < np; ++o)
+    for (std::size_t i = 0; i < in; ++i) {
+      const float want = o < out ? float(i * 100 + o) : 0.0f;
+      EXPECT_EQ(pa[(o / 16) * in * 16 + i * 16 + o % 16], want) << "i=" << i << " o=" << o;
+      EXPECT_EQ(pb[(o / 16) * in * 16 + i * 16 + o % 16], want) << "i=" << i << " o=" << o;
+    }
+  for (float& v : pb) v = -1.0f;
+  using microattn::Status;
+  EXPECT_EQ(microattn::pack_weight_panels(nullptr, WeightLayout::kInOut, in, out, pb),
+            Status::kNullPointer);
+  EXPECT_EQ(microattn::pack_weight_panels(a, WeightLayout::kInOut, in, out, nullptr),
+            Status::kNullPointer);
+  EXPECT_EQ(microattn::pack_weight_panels(a, WeightLayout::kInOut, 0, out, pb),
+            Status::kBadArgument);
+  EXPECT_EQ(microattn::pack_weight_panels(a, WeightLayout::kInOut, in, 0, pb),
+            Status::kBadArgument);
+  EXPECT_EQ(microattn::pack_weight_panels(a, WeightLayout::kPanel16, in, out, pb),
+            Status::kBadArgument);
+  EXPECT_EQ(microattn::pack_weight_panels(pa, WeightLayout::kInOut, in, out, pa + 3),
+            Status::kOverlap);
+  bool untouched = true;
+  for (float v : pb) untouched = untouched && v == -1.0f;
+  EXPECT_TRUE(untouched);
 }
 
 }  // namespace

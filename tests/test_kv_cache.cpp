@@ -187,7 +187,11 @@ void sweep_sequence(std::uint64_t seed) {
       for (std::size_t i = 0; i < n_sizes; ++i) {
         const std::size_t T = sizes[i];
         if (T > Cfg::kTMax) continue;
-        const WeightLayout lay = (i + r) % 2 ? WeightLayout::kOutIn : WeightLayout::kInOut;
+        // Every stored layout in turn (kPanel16 where the configuration fits it).
+        const std::size_t n_lay = microattn::panel_layout_fits<Cfg>() ? 3 : 2;
+        const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                     WeightLayout::kPanel16};
+        const WeightLayout lay = lays[(i + r) % n_lay];
         check_sequence<Cfg, A>(T, seed + 100 * r + T, lay, rc);
       }
     }
@@ -210,6 +214,7 @@ TEST(KvCache, DecodeEqualsPrefillGqa) {
 TEST(KvCache, DecodeEqualsPrefillMqa) {
   sweep_sequence<Config<cap(40), 24, 8, 1, 8>>(8);  // 8 heads per group: more than one row block
   sweep_sequence<Config<cap(45), 17, 3, 1, 10, Bias::kYes>>(9);
+  sweep_sequence<Config<cap(40), 32, 4, 1, 16>>(10);  // fits kPanel16
 }
 
 // Both weight layouts of the same weights give the same outputs (kOutIn = transposed copy).

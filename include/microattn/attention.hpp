@@ -41,13 +41,14 @@ constexpr std::size_t span_bytes(std::size_t rows, std::size_t ld, std::size_t w
 struct WeightSlice {
   const float* b;
   std::size_t ldb;
-  bool trans;
+  WeightLayout layout;
 };
 inline WeightSlice weight_slice(const float* w, WeightLayout layout, std::size_t in_dim,
                                 std::size_t out_dim, std::size_t col0) noexcept {
-  (void)in_dim;
-  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, false};
-  return {w + col0 * in_dim, in_dim, true};
+  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, layout};
+  if (layout == WeightLayout::kOutIn) return {w + col0 * in_dim, in_dim, layout};
+  // kPanel16: col0 is a multiple of the panel width (Weights::check); ldb = panel stride.
+  return {w + col0 * in_dim, in_dim * kWeightPanel, layout};
 }
 
 /// Key/value staging of one key/value head plus the tile scratch: what the attention core
@@ -149,9 +150,11 @@ class MultiHeadAttention {
   explicit MultiHeadAttention(const Weights<Cfg>& w) noexcept : w_(w) {}
 
   /// Points the layer at new weights (views: the arrays must outlive the layer's use).
-  /// @return kNullPointer (weights unchanged) when a pointer the configuration needs is null.
+  /// @return kOk; kNullPointer (weights unchanged) when a pointer the configuration needs is
+  ///         null; kBadArgument (unchanged) for a layout Cfg cannot use (Weights::check).
   [[nodiscard]] Status set_weights(const Weights<Cfg>& w) noexcept {
-    if (!w.complete()) return Status::kNullPointer;
+    const Status s = w.check();
+    if (s != Status::kOk) return s;
     w_ = w;
     return Status::kOk;
   }
@@ -167,10 +170,11 @@ class MultiHeadAttention {
   /// @param y     [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is
   ///              read in full before y is written); without W_O it must not overlap x.
   /// @param scale softmax scale, finite (the worked example of the teaching notes uses 1)
-  /// @return kOk, kNullPointer (x, y or a needed weight null), kBadTokenCount, kBadScale,
-  ///         kOverlap
+  /// @return kOk, kNullPointer (x, y or a needed weight null), kBadArgument (weights given to
+  ///         the constructor fail Weights::check), kBadTokenCount, kBadScale, kOverlap
   [[nodiscard]] Status forward(const float* x, std::size_t T, float* y, float scale) noexcept {
-    if (!x || !y || !w_.complete()) return Status::kNullPointer;
+    if (!x || !y) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (!std::isfinite(scale)) return Status::kBadScale;
     if (!Cfg::kHasOutProj &&
@@ -193,14 +197,14 @@ class MultiHeadAttention {
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D);
       // K row-major into the Q buffer (free until Q is projected), then into key tiles.
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
                               Cfg::kHasBias ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{q_, D}, pack_);
       kernels::store_key_tiles<D>(q_, D, T, 0, Tl::kBK, core_.kt);
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.trans,
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
                               Cfg::kHasBias ? w_.b_v + g * D : nullptr,
                               kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);
-      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
+      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
                               Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{q_, G * D}, pack_);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
@@ -208,9 +212,9 @@ class MultiHeadAttention {
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, DM, 0);
-      kernels::f32_gemm<Arch>(T, DM, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.trans,
-                              Cfg::kHasBias ? w_.b_o : nullptr,
-                              kernels::StoreRowMajor{y, DM}, pack_);
+      kernels::f32_gemm<Arch>(T, DM, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.layout,
+                              Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
+                              pack_);
     }
   }
 

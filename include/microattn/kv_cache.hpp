@@ -108,9 +108,11 @@ class KvAttention {
 
   /// Points the layer at weights (views over caller arrays; layout and shapes in weights.hpp).
   /// Allowed at any time; cached K/V stay as they were computed.
-  /// @return kOk, or kNullPointer (nothing changed) when a pointer Cfg needs is null.
+  /// @return kOk; kNullPointer (nothing changed) when a pointer Cfg needs is null;
+  ///         kBadArgument (nothing changed) for a layout Cfg cannot use (Weights::check).
   [[nodiscard]] Status set_weights(const Weights<Cfg>& w) noexcept {
-    if (!w.complete()) return Status::kNullPointer;
+    const Status s = w.check();
+    if (s != Status::kOk) return s;
     w_ = w;
     return Status::kOk;
   }
@@ -162,7 +164,8 @@ class KvAttention {
   ///         T > T_max); kCacheFull (length() + T > T_max); kOverlap. On error the cache,
   ///         length() and y are unchanged.
   [[nodiscard]] Status prefill(const float* x, std::size_t T, float* y) noexcept {
-    if (!x || !y || !w_.complete()) return Status::kNullPointer;
+    if (!x || !y) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (length_ + T > Cfg::kTMax) return Status::kCacheFull;
     if (!Cfg::kHasOutProj &&
@@ -184,7 +187,8 @@ class KvAttention {
   /// @return kOk, kNullPointer, kCacheFull (length() == T_max) or kOverlap; on error nothing
   ///         changed.
   [[nodiscard]] Status decode(const float* x, float* y) noexcept {
-    if (!x || !y || !w_.complete()) return Status::kNullPointer;
+    if (!x || !y) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
     if (length_ + 1 > Cfg::kTMax) return Status::kCacheFull;
     if (!Cfg::kHasOutProj &&
         internal::overlaps(x, DM * sizeof(float), y, Cfg::kOutDim * sizeof(float)))
@@ -229,16 +233,16 @@ class KvAttention {
       float* kt = kt_head(g);
       // K: projected row-major into the Q buffer, rotated, then transposed into the cache's
       // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.trans,
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
                               Cfg::kHasBias ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
       if (rope_on_)
         kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_.pairing);
       kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
-      kernels::f32_gemm<Arch>(
-          T, D, DM, x, DM, wv.b, wv.ldb, wv.trans, Cfg::kHasBias ? w_.b_v + g * D : nullptr,
-          kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
-      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.trans,
+      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
+                              Cfg::kHasBias ? w_.b_v + g * D : nullptr,
+                              kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
+      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
                               Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       if (rope_on_)
@@ -248,23 +252,26 @@ class KvAttention {
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
-      kernels::f32_gemm<Arch>(T, DM, QD, pw.ctx, QD, wo.b, wo.ldb, wo.trans,
+      kernels::f32_gemm<Arch>(T, DM, QD, pw.ctx, QD, wo.b, wo.ldb, wo.layout,
                               Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
                               pw.pack);
     }
   }
 
   void run_decode(const float* x, float* y) noexcept {
-    const bool trans = w_.layout == WeightLayout::kOutIn;
+    const WeightLayout lay = w_.layout;
     const std::size_t L = length_;
     DecodeWork& dw = dw_;
-    // Projections of the token: every weight read once (ld = row length of the stored matrix).
-    kernels::f32_gemv<Arch>(QD, DM, x, w_.w_q, trans ? DM : QD, trans,
-                            Cfg::kHasBias ? w_.b_q : nullptr, dw.q);
-    kernels::f32_gemv<Arch>(KD, DM, x, w_.w_k, trans ? DM : KD, trans,
-                            Cfg::kHasBias ? w_.b_k : nullptr, dw.k);
-    kernels::f32_gemv<Arch>(KD, DM, x, w_.w_v, trans ? DM : KD, trans,
-                            Cfg::kHasBias ? w_.b_v : nullptr, dw.v);
+    // Projections of the token: every weight read once.
+    const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0);
+    const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0);
+    const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0);
+    kernels::f32_gemv<Arch>(QD, DM, x, wq.b, wq.ldb, wq.layout, Cfg::kHasBias ? w_.b_q : nullptr,
+                            dw.q);
+    kernels::f32_gemv<Arch>(KD, DM, x, wk.b, wk.ldb, wk.layout, Cfg::kHasBias ? w_.b_k : nullptr,
+                            dw.k);
+    kernels::f32_gemv<Arch>(KD, DM, x, wv.b, wv.ldb, wv.layout, Cfg::kHasBias ? w_.b_v : nullptr,
+                            dw.v);
     if (rope_on_) {
       kernels::f32_rope_rows(dw.q, QD, D, 1, Cfg::kHeads, L, rope_tab_, rope_half_, rope_.pairing);
       kernels::f32_rope_rows(dw.k, KD, D, 1, HKV, L, rope_tab_, rope_half_, rope_.pairing);
@@ -277,9 +284,11 @@ class KvAttention {
       kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D, L + 1,
                                                   kt_head(g), v_head(g), scale_, dw.att);
     }
-    if (Cfg::kHasOutProj)
-      kernels::f32_gemv<Arch>(DM, QD, dw.ctx, w_.w_o, trans ? QD : DM, trans,
+    if (Cfg::kHasOutProj) {
+      const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
+      kernels::f32_gemv<Arch>(DM, QD, dw.ctx, wo.b, wo.ldb, wo.layout,
                               Cfg::kHasBias ? w_.b_o : nullptr, y);
+    }
   }
 
   Weights<Cfg> w_{};

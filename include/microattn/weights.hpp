@@ -2,34 +2,97 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+
+#include "microattn/status.hpp"
 
 namespace microattn {
 
-/// How a weight matrix is stored in memory. Both are row-major and used as they are; the
-/// library never copies weights into RAM.
+/// Output columns per panel of WeightLayout::kPanel16.
+constexpr std::size_t kWeightPanel = 16;
+
+/// How a weight matrix is stored in memory. Every layout is used as it is; the library never
+/// copies weights into RAM.
 enum class WeightLayout : unsigned char {
   /// [in][out]: Q = x · W_q as the math is written (W_q is d_model rows of H*d_head).
   kInOut,
   /// [out][in]: PyTorch's nn.Linear.weight and nn.MultiheadAttention.in_proj_weight
   /// (W_q is H*d_head rows of d_model). Export a state_dict as it is and point at it.
   kOutIn,
+  /// [out/16][in][16]: the [in][out] matrix cut into panels of 16 output columns, each panel
+  /// stored row after row, so W(i, o) = w[(o / 16) * in * 16 + i * 16 + o % 16]. The fastest
+  /// layout: a decode step's matrix-vector products read each panel as one sequential stream,
+  /// and prefill's GEMM uses the panels in place instead of packing them (where the GEMM's
+  /// panel width is 16: AVX2, AArch64 NEON). Needs d_head % 16 == 0 and, with W_O,
+  /// d_model % 16 == 0 (Weights::check). Make it offline with
+  /// `tools/export_pytorch.py --layout panel16`, or at start-up with pack_weight_panels().
+  kPanel16,
 };
+
+/// True when the configuration's matrices can be stored as WeightLayout::kPanel16: every
+/// head's columns (and W_O's output columns) start and end on panel boundaries.
+template <class Cfg>
+constexpr bool panel_layout_fits() noexcept {
+  return Cfg::kDHead % kWeightPanel == 0 && (!Cfg::kHasOutProj || Cfg::kDModel % kWeightPanel == 0);
+}
+
+/// Floats of one matrix with in_dim inputs and out_dim outputs in `layout`: in_dim * out_dim,
+/// or in_dim * out_dim rounded up to whole panels for kPanel16.
+constexpr std::size_t weight_floats(WeightLayout layout, std::size_t in_dim,
+                                    std::size_t out_dim) noexcept {
+  return layout == WeightLayout::kPanel16
+             ? in_dim * ((out_dim + kWeightPanel - 1) / kWeightPanel * kWeightPanel)
+             : in_dim * out_dim;
+}
+
+/// Rewrites one weight matrix (in_dim inputs, out_dim outputs) stored in `from` (kInOut or
+/// kOutIn) as kPanel16 into dst, which holds weight_floats(kPanel16, in_dim, out_dim) floats
+/// (columns past out_dim in the last panel are set to zero). For start-up packing into RAM;
+/// weights in flash are better packed offline (tools/export_pytorch.py --layout panel16).
+/// @return kOk; kNullPointer (src or dst null); kBadArgument (a dimension is 0, `from` is not
+///         kInOut or kOutIn); kOverlap (dst overlaps src). Nothing is written on error.
+inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_t in_dim,
+                                 std::size_t out_dim, float* dst) noexcept {
+  if (!src || !dst) return Status::kNullPointer;
+  if (in_dim == 0 || out_dim == 0 || (from != WeightLayout::kInOut && from != WeightLayout::kOutIn))
+    return Status::kBadArgument;
+  const std::size_t n_dst = weight_floats(WeightLayout::kPanel16, in_dim, out_dim);
+  const auto s0 = reinterpret_cast<std::uintptr_t>(src), d0 = reinterpret_cast<std::uintptr_t>(dst);
+  if (s0 < d0 + n_dst * sizeof(float) && d0 < s0 + in_dim * out_dim * sizeof(float))
+    return Status::kOverlap;
+  for (std::size_t p0 = 0; p0 < out_dim; p0 += kWeightPanel) {
+    float* panel = dst + p0 * in_dim;
+    for (std::size_t i = 0; i < in_dim; ++i)
+      for (std::size_t j = 0; j < kWeightPanel; ++j) {
+        const std::size_t o = p0 + j;
+        float v = 0.0f;
+        if (o < out_dim)
+          v = from == WeightLayout::kInOut ? src[i * out_dim + o] : src[o * in_dim + i];
+        panel[i * kWeightPanel + j] = v;
+      }
+  }
+  return Status::kOk;
+}
 
 /// Pointers to the weights of one attention layer with configuration Cfg. Shapes (floats):
 ///
-/// | field | kInOut layout          | kOutIn layout (PyTorch)  | needed when        |
-/// |-------|------------------------|--------------------------|--------------------|
-/// | w_q   | [d_model][H*d_head]    | [H*d_head][d_model]      | always             |
-/// | w_k   | [d_model][H_kv*d_head] | [H_kv*d_head][d_model]   | always             |
-/// | w_v   | [d_model][H_kv*d_head] | [H_kv*d_head][d_model]   | always             |
-/// | w_o   | [H*d_head][d_model]    | [d_model][H*d_head]      | Cfg::kHasOutProj   |
-/// | b_q   | [H*d_head]             | same                     | Cfg::kHasBias      |
-/// | b_k   | [H_kv*d_head]          | same                     | Cfg::kHasBias      |
-/// | b_v   | [H_kv*d_head]          | same                     | Cfg::kHasBias      |
-/// | b_o   | [d_model]              | same                     | both of the above  |
+/// | field | kInOut layout          | kOutIn layout (PyTorch)  | kPanel16 layout              |
+/// needed when        |
+/// |-------|------------------------|--------------------------|------------------------------|--------------------|
+/// | w_q   | [d_model][H*d_head]    | [H*d_head][d_model]      | [H*d_head/16][d_model][16]   |
+/// always             | | w_k   | [d_model][H_kv*d_head] | [H_kv*d_head][d_model]   |
+/// [H_kv*d_head/16][d_model][16]| always             | | w_v   | [d_model][H_kv*d_head] |
+/// [H_kv*d_head][d_model]   | [H_kv*d_head/16][d_model][16]| always             | | w_o   |
+/// [H*d_head][d_model]    | [d_model][H*d_head]      | [d_model/16][H*d_head][16]   |
+/// Cfg::kHasOutProj   | | b_q   | [H*d_head]             | same                     | same |
+/// Cfg::kHasBias      | | b_k   | [H_kv*d_head]          | same                     | same |
+/// Cfg::kHasBias      | | b_v   | [H_kv*d_head]          | same                     | same |
+/// Cfg::kHasBias      | | b_o   | [d_model]              | same                     | same | both
+/// of the above  |
 ///
-/// Head h owns columns (kInOut) or rows (kOutIn) h*d_head .. h*d_head + d_head - 1 of w_q;
-/// key/value head g likewise of w_k and w_v; query head h reads key/value head h / (H/H_kv).
+/// Head h owns columns (kInOut) or rows (kOutIn) h*d_head .. h*d_head + d_head - 1 of w_q
+/// (panels h*d_head/16 .. for kPanel16); key/value head g likewise of w_k and w_v; query head
+/// h reads key/value head h / (H/H_kv).
 /// Pointers that the configuration does not need are ignored and may be null.
 ///
 /// PyTorch nn.MultiheadAttention(E, H, bias=True) (E = d_model = H*d_head), layout kOutIn:
@@ -57,6 +120,17 @@ struct Weights {
     if (Cfg::kHasBias && (!b_q || !b_k || !b_v)) return false;
     if (Cfg::kHasBias && Cfg::kHasOutProj && !b_o) return false;
     return true;
+  }
+
+  /// kOk; kNullPointer when a pointer the configuration needs is null; kBadArgument when
+  /// layout is not a WeightLayout value, or is kPanel16 and !panel_layout_fits<Cfg>().
+  constexpr Status check() const noexcept {
+    if (!complete()) return Status::kNullPointer;
+    if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
+        layout != WeightLayout::kPanel16)
+      return Status::kBadArgument;
+    if (layout == WeightLayout::kPanel16 && !panel_layout_fits<Cfg>()) return Status::kBadArgument;
+    return Status::kOk;
   }
 };
 

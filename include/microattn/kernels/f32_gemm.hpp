@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "microattn/internal/vec.hpp"
+#include "microattn/weights.hpp"
 
 namespace microattn {
 namespace kernels {
@@ -71,31 +72,50 @@ struct UkernelRows<Arch, 0, NRV> {
   static void call(std::size_t, std::size_t, const float*, std::size_t, const float*, std::size_t,
                    float*, std::size_t, const float*, bool) noexcept {}
 };
+/// B(k, n) of a weight operand in `layout` (see f32_gemm).
+inline float b_at(const float* b, std::size_t ldb, WeightLayout layout, std::size_t k,
+                  std::size_t n) noexcept {
+  if (layout == WeightLayout::kInOut) return b[k * ldb + n];
+  if (layout == WeightLayout::kOutIn) return b[n * ldb + k];
+  return b[(n / kWeightPanel) * ldb + k * kWeightPanel + n % kWeightPanel];
+}
+
 /// Packs the kc x NR panel of B at depth pc, column jc (nr <= NR valid columns, the rest
 /// zero) into pack[k * NR + j]. Full panels take fixed-length loops the compiler turns into
 /// whole-vector copies: this copy runs once per panel and row block, so it must be cheap.
 template <std::size_t NR>
-inline void pack_b_panel(const float* b, std::size_t ldb, bool b_trans, std::size_t pc,
+inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, std::size_t pc,
                          std::size_t kc, std::size_t jc, std::size_t nr, float* pack) noexcept {
+  constexpr std::size_t P = kWeightPanel;
   if (nr == NR) {
-    if (!b_trans) {
+    if (layout == WeightLayout::kInOut) {
       const float* src = b + pc * ldb + jc;
       for (std::size_t k = 0; k < kc; ++k, src += ldb)
         for (std::size_t j = 0; j < NR; ++j) pack[k * NR + j] = src[j];
-    } else {
+      return;
+    }
+    if (layout == WeightLayout::kOutIn) {
       const float* src = b + jc * ldb + pc;
       for (std::size_t k = 0; k < kc; ++k)
         for (std::size_t j = 0; j < NR; ++j) pack[k * NR + j] = src[j * ldb + k];
+      return;
     }
-    return;
-  }
-  for (std::size_t k = 0; k < kc; ++k) {
-    for (std::size_t j = 0; j < NR; ++j) {
-      float v = 0.0f;
-      if (j < nr) v = b_trans ? b[(jc + j) * ldb + pc + k] : b[(pc + k) * ldb + jc + j];
-      pack[k * NR + j] = v;
+    if (NR <= P && P % NR == 0) {  // a slice of one 16-column panel (jc is a multiple of NR)
+      const float* src = b + (jc / P) * ldb + pc * P + jc % P;
+      for (std::size_t k = 0; k < kc; ++k, src += P)
+        for (std::size_t j = 0; j < NR; ++j) pack[k * NR + j] = src[j];
+      return;
+    }
+    if (NR % P == 0 && jc % P == 0) {  // NR / 16 whole panels side by side
+      for (std::size_t k = 0; k < kc; ++k)
+        for (std::size_t j = 0; j < NR; ++j)
+          pack[k * NR + j] = b[(jc / P + j / P) * ldb + (pc + k) * P + j % P];
+      return;
     }
   }
+  for (std::size_t k = 0; k < kc; ++k)
+    for (std::size_t j = 0; j < NR; ++j)
+      pack[k * NR + j] = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) : 0.0f;
 }
 }  // namespace detail
 
@@ -127,16 +147,20 @@ constexpr std::size_t gemm_pack_floats() noexcept {
 }
 
 /// C = A · B (+ bias), C[M][N] written through store, A[M][K] row-major (row stride lda).
-/// B(k, n) = b[k * ldb + n] when !b_trans (weights [in][out]) and b[n * ldb + k] when b_trans
-/// (weights [out][in], PyTorch). bias: N floats or null. pack: gemm_pack_floats<Arch>() floats.
+/// B is a weight matrix (K inputs, N outputs) as stored in `layout`:
+///   kInOut   B(k, n) = b[k * ldb + n]                       (weights [in][out])
+///   kOutIn   B(k, n) = b[n * ldb + k]                       (weights [out][in], PyTorch)
+///   kPanel16 B(k, n) = b[(n / 16) * ldb + k * 16 + n % 16]  (ldb = floats between panels)
+/// bias: N floats or null. pack: gemm_pack_floats<Arch>() floats.
 ///
 /// Blocking: rows in blocks of kMC (A block stays in L2), columns in panels of kNR, depth in
 /// blocks of kKC; each kKC x kNR panel of B is packed once (zero-padded past N) and reused by
-/// every kMR-row micro-tile of the row block.
+/// every kMR-row micro-tile of the row block. kPanel16 weights on an arch with kNR == 16 are
+/// already in that form and are used in place (no packing).
 template <class Arch, class Store>
 void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-              const float* b, std::size_t ldb, bool b_trans, const float* bias, Store store,
-              float* pack) noexcept {
+              const float* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
+              Store store, float* pack) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, KC = Tl::kKC, MC = Tl::kMC;
   alignas(Tl::kAlign) float tile[MR * NR];
@@ -149,14 +173,21 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
       for (std::size_t pc = 0; pc < K; pc += KC) {
         const std::size_t kc = internal::min_size(KC, K - pc);
         const bool first = pc == 0;
-        detail::pack_b_panel<NR>(b, ldb, b_trans, pc, kc, jc, nr, pack);
+        // B's kc x NR panel (row stride NR): in place when the weights are stored that way,
+        // else packed.
+        const float* bp = pack;
+        if (NR == kWeightPanel && b_layout == WeightLayout::kPanel16 && nr == NR) {
+          bp = b + (jc / NR) * ldb + pc * NR;
+        } else {
+          detail::pack_b_panel<NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
+        }
         for (std::size_t ir = 0; ir < mc; ir += MR) {
           const std::size_t mr = internal::min_size(MR, mc - ir);
           const std::size_t m0 = ic + ir;
           const float* ablk = a + m0 * lda + pc;
           const float* add = (first && bias) ? bias_row : nullptr;
           if (store.direct() && nr == NR) {
-            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, store.row(m0, jc), store.ld(),
+            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, NR, store.row(m0, jc), store.ld(),
                                         add, !first);
             continue;
           }
@@ -165,7 +196,7 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
             for (std::size_t i = 0; i < mr; ++i)
               for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
           }
-          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, pack, NR, tile, NR, add, !first);
+          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, NR, tile, NR, add, !first);
           for (std::size_t i = 0; i < mr; ++i)
             for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
         }

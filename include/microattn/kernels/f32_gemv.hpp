@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "microattn/internal/vec.hpp"
+#include "microattn/weights.hpp"
 
 namespace microattn {
 namespace kernels {
@@ -119,13 +120,66 @@ void f32_gemv_dot(std::size_t N, std::size_t K, const float* x, const float* w, 
   }
 }
 
-/// y[N] = x[K] · B + bias with B(k, n) = w[k * ldw + n] (!w_trans, weights [in][out]) or
-/// w[n * ldw + k] (w_trans, weights [out][in]) — the same operand convention as f32_gemm.
+/// f32_gemv_panel16: y[N] = x[K] · W + bias, W stored as panels of 16 output columns
+/// (WeightLayout::kPanel16): W(k, n) = w[(n / 16) * ldp + k * 16 + n % 16], ldp >= 16 K.
+/// Each panel is one sequential stream of K * 64 bytes whose 16 sums stay in registers
+/// (the fastest decode layout: no partial sums through memory, one stream at a time).
+/// The depth is unrolled so kU * (16 / width) accumulators are in flight (8 vectors for
+/// AVX2, AVX-512 and NEON; 16 scalar chains on the scalar arch). A last panel of N % 16
+/// columns reads only its valid columns. bias: N floats or null. y must not overlap x or W.
+template <class Arch>
+void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldp,
+                      const float* bias, float* y) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t P = kWeightPanel, W = V::kWidth;
+  static_assert(P % W == 0, "f32_gemv_panel16: the vector width must divide the panel width");
+  constexpr std::size_t PV = P / W;                 // vectors per panel row
+  constexpr std::size_t kU = PV >= 8 ? 1 : 8 / PV;  // rows of the panel per step
+  const std::size_t k_step = K - K % kU;
+  const std::size_t n_full = N - N % P;
+  for (std::size_t n0 = 0; n0 < n_full; n0 += P) {
+    const float* pw = w + (n0 / P) * ldp;
+    T acc[kU][PV];
+    for (std::size_t u = 0; u < kU; ++u)
+      for (std::size_t v = 0; v < PV; ++v) acc[u][v] = V::zero();
+    for (std::size_t k = 0; k < k_step; k += kU, pw += kU * P)
+      for (std::size_t u = 0; u < kU; ++u) {
+        const T xk = V::set1(x[k + u]);
+        for (std::size_t v = 0; v < PV; ++v)
+          acc[u][v] = V::fma(xk, V::loadu(pw + u * P + v * W), acc[u][v]);
+      }
+    for (std::size_t k = k_step; k < K; ++k, pw += P) {
+      const T xk = V::set1(x[k]);
+      for (std::size_t v = 0; v < PV; ++v) acc[0][v] = V::fma(xk, V::loadu(pw + v * W), acc[0][v]);
+    }
+    for (std::size_t v = 0; v < PV; ++v) {
+      T s = acc[0][v];
+      for (std::size_t u = 1; u < kU; ++u) s = s + acc[u][v];
+      if (bias) s = s + V::loadu(bias + n0 + v * W);
+      V::storeu(y + n0 + v * W, s);
+    }
+  }
+  if (n_full < N) {  // the last, partial panel
+    const float* pw = w + (n_full / P) * ldp;
+    for (std::size_t n = n_full; n < N; ++n) {
+      float s = 0.0f;
+      for (std::size_t k = 0; k < K; ++k) s += x[k] * pw[k * P + (n - n_full)];
+      y[n] = bias ? s + bias[n] : s;
+    }
+  }
+}
+
+/// y[N] = x[K] · B + bias with B a weight matrix (K inputs, N outputs) stored in `layout`,
+/// the operand convention of f32_gemm: B(k, n) = w[k * ldw + n] (kInOut), w[n * ldw + k]
+/// (kOutIn) or w[(n / 16) * ldw + k * 16 + n % 16] (kPanel16).
 template <class Arch>
 void f32_gemv(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldw,
-              bool w_trans, const float* bias, float* y) noexcept {
-  if (w_trans)
+              WeightLayout layout, const float* bias, float* y) noexcept {
+  if (layout == WeightLayout::kOutIn)
     f32_gemv_dot<Arch>(N, K, x, w, ldw, bias, y);
+  else if (layout == WeightLayout::kPanel16)
+    f32_gemv_panel16<Arch>(N, K, x, w, ldw, bias, y);
   else
     f32_gemv_axpy<Arch>(N, K, x, w, ldw, bias, y);
 }
