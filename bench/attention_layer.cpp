@@ -4,8 +4,10 @@
 //   P2  T=256  d_model=512 H=8 d_head=64        P1_reference  P1 by the plain triple-loop path
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
+//   P2_panel16  P2 with the weights stored as kPanel16 (the GEMM uses them without packing)
 //   P1_eigen .. P4_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
-// fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)).
+// fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)), stored
+// kInOut ([in][out]) unless the name says otherwise.
 // gflops counts the causal half of attention plus the projections and W_O (issue 2).
 #include <memory>
 
@@ -28,11 +30,11 @@ constexpr double flops() {
   return layer_flops(Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead);
 }
 
-template <class Cfg, class Arch>
+template <class Cfg, class Arch, microattn::WeightLayout kLayout = microattn::WeightLayout::kInOut>
 void bm_layer(benchmark::State& state) {
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
   auto layer = std::make_unique<microattn::MultiHeadAttention<Cfg, Arch>>();
-  if (layer->set_weights(d.weights()) != microattn::Status::kOk) {
+  if (layer->set_weights(d.weights(kLayout)) != microattn::Status::kOk) {
     state.SkipWithError("set_weights failed");
     return;
   }
@@ -45,7 +47,8 @@ void bm_layer(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flop_counters(state, flops<Cfg>());
-  state.SetLabel(arch_label<Arch>());
+  state.SetLabel(arch_label<Arch>() +
+                 (kLayout == microattn::WeightLayout::kInOut ? "" : ", kPanel16"));
 }
 
 template <class Cfg>
@@ -85,6 +88,9 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P1_scalar", bm_layer<P1Cfg, ScalarArch>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P1_reference", bm_reference<P1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2", bm_layer<P2Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P2_panel16",
+                               bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)

@@ -40,7 +40,8 @@ void bm_gemm(benchmark::State& state) {
   AlignedFloats c(M * N);
   AlignedFloats pack(microattn::kernels::gemm_pack_floats<Arch>());
   for (auto _ : state) {
-    microattn::kernels::f32_gemm<Arch>(M, N, K, a.data(), K, b.data(), N, false, nullptr,
+    microattn::kernels::f32_gemm<Arch>(M, N, K, a.data(), K, b.data(), N,
+                                       microattn::WeightLayout::kInOut, nullptr,
                                        microattn::kernels::StoreRowMajor{c.data(), N}, pack.data());
     benchmark::ClobberMemory();
   }

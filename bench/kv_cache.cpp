@@ -1,8 +1,9 @@
 // Autoregressive decode with the KV cache (include/microattn/kv_cache.hpp, issue 4).
 //
 //   D1  one token after 1023 cached tokens, d_model=512 H=8 d_head=64 (token's projections and
-//       W_O included)
+//       W_O included), weights in microattn's decode layout kPanel16
 //   D2  the same with GQA, H_kv=2
+//   D1_inout, D1_outin  D1 with the weights stored [in][out] and [out][in] (PyTorch)
 //   D1_rope  D1 with RoPE on Q and K (half-split pairs, base 10000), when KvAttention has set_rope
 //   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
 //             softmax, V_g^T P), when Eigen is installed
@@ -71,13 +72,15 @@ struct HasRope : std::false_type {};
 template <class K>
 struct HasRope<K, std::void_t<decltype(std::declval<K&>().set_rope(microattn::RopeConfig{}))>> : std::true_type {};
 
-/// rope: also rotate Q and K (LLaMA-style, half-split pairs, base 10000, all of d_head).
-template <class Cfg, class Arch, bool kRope = false>
+/// kRope: also rotate Q and K (LLaMA-style, half-split pairs, base 10000, all of d_head).
+/// kLayout: how the weights are stored (the same values in every layout).
+template <class Cfg, class Arch, bool kRope = false,
+          microattn::WeightLayout kLayout = microattn::WeightLayout::kPanel16>
 void bm_decode(benchmark::State& state) {
   using Kv = microattn::KvAttention<Cfg, Arch>;
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
   auto kv = std::make_unique<Kv>();
-  if (kv->set_weights(d.weights()) != microattn::Status::kOk) {
+  if (kv->set_weights(d.weights(kLayout)) != microattn::Status::kOk) {
     state.SkipWithError("set_weights failed");
     return;
   }
@@ -137,7 +140,8 @@ void bm_decode(benchmark::State& state) {
     }
   }
   set_decode_counters<Cfg>(state);
-  state.SetLabel(arch_label<Arch>() + (kRope ? ", rope" : "") + ", rollback: " + rollback);
+  state.SetLabel(arch_label<Arch>() + ", " + LayerData<Cfg>::layout_name(kLayout) +
+                 (kRope ? ", rope" : "") + ", rollback: " + rollback);
 }
 #endif
 
@@ -249,10 +253,21 @@ void register_decode_benchmarks() {
   register_read_bw(step_bytes<D1Cfg>());
   register_read_bw(step_bytes<D2Cfg>());
 #if MICROATTN_BENCH_HAVE_KV
-  benchmark::RegisterBenchmark("D1", bm_decode<D1Cfg, microattn::DefaultArch>)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("D2", bm_decode<D2Cfg, microattn::DefaultArch>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1", bm_decode<D1Cfg, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2", bm_decode<D2Cfg, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  // D1 with the weights in the two dense layouts ([in][out]; PyTorch's [out][in]).
+  benchmark::RegisterBenchmark(
+      "D1_inout", bm_decode<D1Cfg, microattn::DefaultArch, false, microattn::WeightLayout::kInOut>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      "D1_outin", bm_decode<D1Cfg, microattn::DefaultArch, false, microattn::WeightLayout::kOutIn>)
+      ->Unit(benchmark::kMicrosecond);
   if constexpr (HasRope<microattn::KvAttention<D1Cfg>>::value)
-    benchmark::RegisterBenchmark("D1_rope", bm_decode<D1Cfg, microattn::DefaultArch, HasRope<microattn::KvAttention<D1Cfg>>::value>)
+    benchmark::RegisterBenchmark(
+        "D1_rope",
+        bm_decode<D1Cfg, microattn::DefaultArch, HasRope<microattn::KvAttention<D1Cfg>>::value>)
         ->Unit(benchmark::kMicrosecond);
 #endif
 #if defined(MICROATTN_BENCH_EIGEN)
