@@ -77,10 +77,12 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   return raw_alloc(n);
 }
 void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+// Not inlined: GCC 12 would see our operator new's pointer reach std::free inside gtest's
+// test factory and warn (-Wmismatched-new-delete), not knowing the pair is matched by design.
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete[](void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -183,6 +185,33 @@ TEST(NoHeap, KvAttentionEntryPoints) {
             }),
             0u);
   for (int i = 0; i < 12; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
+}
+
+// The panel layout: packing at start-up and every entry point that reads kPanel16 weights.
+TEST(NoHeap, PanelLayout) {
+  using PCfg = Config<40, 32, 4, 2, 16>;  // d_head 16, d_model 32: fits kPanel16
+  using microattn::WeightLayout;
+  static float p[4][32 * 64];
+  microattn::Weights<PCfg> w;
+  w.layout = WeightLayout::kPanel16;
+  w.w_q = p[0], w.w_k = p[1], w.w_v = p[2], w.w_o = p[3];
+  Status st[8];
+  for (Status& s : st) s = Status::kBadArgument;
+  EXPECT_EQ(allocations_during([&] {
+              static microattn::KvAttention<PCfg> kv;
+              static microattn::MultiHeadAttention<PCfg> layer;
+              st[0] = microattn::pack_weight_panels(g_w[0], WeightLayout::kInOut, 32, 64, p[0]);
+              st[1] = microattn::pack_weight_panels(g_w[1], WeightLayout::kOutIn, 32, 32, p[1]);
+              st[2] = microattn::pack_weight_panels(g_w[2], WeightLayout::kInOut, 32, 32, p[2]);
+              st[3] = microattn::pack_weight_panels(g_w[3], WeightLayout::kInOut, 64, 32, p[3]);
+              st[4] = kv.set_weights(w);
+              st[5] = kv.prefill(g_x, 20, g_y);
+              st[6] = kv.decode(g_x, g_y);
+              st[7] = layer.set_weights(w) == Status::kOk ? layer.forward(g_x, 40, g_y)
+                                                          : Status::kBadArgument;
+            }),
+            0u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
 }
 
 }  // namespace
