@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Export PyTorch attention weights as a C++ header of const float arrays for microattn.
 
-The arrays keep PyTorch's own layout ([out][in], microattn::WeightLayout::kOutIn), so nothing
-is transposed: a microcontroller uses them straight from flash.
+By default the arrays keep PyTorch's own layout ([out][in], microattn::WeightLayout::kOutIn),
+so nothing is transposed: a microcontroller uses them straight from flash. --layout panel16
+writes microattn::WeightLayout::kPanel16 instead (panels of 16 output columns, each [in][16]):
+the fastest layout for the decode step and for prefill on AVX2/AArch64; it needs d_head and
+d_model to be multiples of 16.
 
   python3 tools/export_pytorch.py --state-dict model.pt --prefix layers.0.attn. \
-      --name layer0 --out layer0_weights.h
+      --name layer0 --out layer0_weights.h [--layout panel16]
 
 recognises either nn.MultiheadAttention keys (in_proj_weight, in_proj_bias, out_proj.weight,
 out_proj.bias) or LLaMA-style separate layers (q_proj.weight, k_proj.weight, v_proj.weight,
@@ -37,6 +40,17 @@ def header(entries, guard_comment):
     return "\n".join(out)
 
 
+def to_panel16(w):
+    """PyTorch [out][in] weight -> kPanel16: W(i, o) at [(o // 16) * in * 16 + i * 16 + o % 16]
+    (the last panel zero-padded when out is not a multiple of 16)."""
+    import torch
+    out_dim, in_dim = w.shape
+    pad = (-out_dim) % 16
+    if pad:
+        w = torch.cat([w, torch.zeros(pad, in_dim, dtype=w.dtype)], dim=0)
+    return w.reshape(-1, 16, in_dim).permute(0, 2, 1).contiguous().reshape(-1)
+
+
 def weights_from_state_dict(sd, prefix):
     """Returns dict with wq, wk, wv, wo and optional bq, bk, bv, bo (PyTorch layout)."""
     p = prefix
@@ -55,15 +69,22 @@ def weights_from_state_dict(sd, prefix):
     return d
 
 
-def export_weights(d, name, heads, kv_heads):
+def export_weights(d, name, heads, kv_heads, layout="outin"):
     d_model = d["wq"].shape[1]
     d_head = d["wq"].shape[0] // heads
     bias = "bq" in d
     cfg = (f"microattn::Config<T_MAX, {d_model}, {heads}, {kv_heads}, {d_head}, "
            f"microattn::Bias::{'kYes' if bias else 'kNo'}>")
+    lay = "kOutIn"
+    if layout == "panel16":
+        if d_head % 16 or d_model % 16:
+            raise SystemExit(f"--layout panel16 needs d_head and d_model multiples of 16 "
+                             f"(d_head {d_head}, d_model {d_model})")
+        d = export_dict_panel16(d)
+        lay = "kPanel16"
     entries = [(f"{name}_{k}", d[k]) for k in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo") if k in d]
-    text = header(entries, f"{name}: use with {cfg}, WeightLayout::kOutIn")
-    text += (f"\n// microattn::Weights<Cfg> w; w.layout = microattn::WeightLayout::kOutIn;\n"
+    text = header(entries, f"{name}: use with {cfg}, WeightLayout::{lay}")
+    text += (f"\n// microattn::Weights<Cfg> w; w.layout = microattn::WeightLayout::{lay};\n"
              f"// w.w_q = {name}_wq; w.w_k = {name}_wk; w.w_v = {name}_wv; w.w_o = {name}_wo;\n")
     if bias:
         text += f"// w.b_q = {name}_bq; w.b_k = {name}_bk; w.b_v = {name}_bv; w.b_o = {name}_bo;\n"
@@ -104,7 +125,27 @@ def fixtures():
     entries += [("gqa_q_proj", q_proj.weight), ("gqa_k_proj", k_proj.weight),
                 ("gqa_v_proj", v_proj.weight), ("gqa_o_proj", o_proj.weight),
                 ("gqa_x", x2), ("gqa_y", y2)]
+    # 3. The same kind of layer with d_head 16, exported as kPanel16 by this tool's own code
+    #    path (to_panel16): d_model 32, 4 query heads, 2 key/value heads, 9 tokens.
+    D3, H3, K3, dh3, T3 = 32, 4, 2, 16, 9
+    lin = [torch.nn.Linear(D3, H3 * dh3, bias=False), torch.nn.Linear(D3, K3 * dh3, bias=False),
+           torch.nn.Linear(D3, K3 * dh3, bias=False), torch.nn.Linear(H3 * dh3, D3, bias=False)]
+    x3 = torch.rand(T3, D3) * 2 - 1
+    q = lin[0](x3).view(T3, H3, dh3).transpose(0, 1)
+    k = lin[1](x3).view(T3, K3, dh3).transpose(0, 1).repeat_interleave(H3 // K3, dim=0)
+    v = lin[2](x3).view(T3, K3, dh3).transpose(0, 1).repeat_interleave(H3 // K3, dim=0)
+    s = q @ k.transpose(1, 2) / dh3 ** 0.5
+    s = s.masked_fill(torch.triu(torch.ones(T3, T3, dtype=torch.bool), 1), float("-inf"))
+    y3 = lin[3]((torch.softmax(s, dim=-1) @ v).transpose(0, 1).reshape(T3, H3 * dh3))
+    d3 = export_dict_panel16({"wq": lin[0].weight, "wk": lin[1].weight, "wv": lin[2].weight,
+                              "wo": lin[3].weight})
+    entries += [("p16_wq", d3["wq"]), ("p16_wk", d3["wk"]), ("p16_wv", d3["wv"]),
+                ("p16_wo", d3["wo"]), ("p16_x", x3), ("p16_y", y3)]
     return header(entries, f"Test fixtures computed by PyTorch {torch.__version__} (seed 1234)")
+
+
+def export_dict_panel16(d):
+    return {k: to_panel16(w) if k.startswith("w") else w for k, w in d.items()}
 
 
 def main():
@@ -115,6 +156,8 @@ def main():
     ap.add_argument("--heads", type=int)
     ap.add_argument("--kv-heads", type=int)
     ap.add_argument("--out", default="-")
+    ap.add_argument("--layout", choices=("outin", "panel16"), default="outin",
+                    help="outin: PyTorch's [out][in] as it is (default); panel16: kPanel16")
     ap.add_argument("--fixtures", metavar="HEADER")
     a = ap.parse_args()
     if a.fixtures:
@@ -126,7 +169,8 @@ def main():
         sd = torch.load(a.state_dict, map_location="cpu")
         if hasattr(sd, "state_dict"):
             sd = sd.state_dict()
-        text = export_weights(weights_from_state_dict(sd, a.prefix), a.name, a.heads, a.kv_heads or a.heads)
+        text = export_weights(weights_from_state_dict(sd, a.prefix), a.name, a.heads, a.kv_heads or a.heads,
+                              a.layout)
         dest = a.out
     if dest == "-":
         sys.stdout.write(text)
