@@ -6,6 +6,8 @@
 //   M3  the attention core alone (ScaledDotProductAttention), T=64 H=4 d_head=16
 //   MD1 one decode step with the KV cache (KvAttention, same layer): the 64th token attends
 //       over 63 cached ones; each iteration decodes it and truncates the cache back to 63
+//   M1_panel16, MD1_panel16  M1 and MD1 with the same weights stored as kPanel16 (the others
+//       use kInOut)
 //
 // Counters, best first:
 //   DWT->CYCCNT  real core cycles, on hardware ("cycles" in the JSON, real_time from the clock).
@@ -40,6 +42,10 @@ constexpr auto kWq = example::make_weights<Cfg::kDModel * Cfg::kQDim>(1, 0.125f)
 constexpr auto kWk = example::make_weights<Cfg::kDModel * Cfg::kKvDim>(2, 0.125f);
 constexpr auto kWv = example::make_weights<Cfg::kDModel * Cfg::kKvDim>(3, 0.125f);
 constexpr auto kWo = example::make_weights<Cfg::kQDim * Cfg::kDModel>(4, 0.125f);
+constexpr auto kPq = example::panel16<Cfg::kDModel, Cfg::kQDim>(kWq);
+constexpr auto kPk = example::panel16<Cfg::kDModel, Cfg::kKvDim>(kWk);
+constexpr auto kPv = example::panel16<Cfg::kDModel, Cfg::kKvDim>(kWv);
+constexpr auto kPo = example::panel16<Cfg::kQDim, Cfg::kDModel>(kWo);
 
 microattn::MultiHeadAttention<Cfg> g_layer;
 microattn::ScaledDotProductAttention<Cfg> g_core;
@@ -173,6 +179,24 @@ int main(int argc, char** argv) {
   if (g_kv.set_weights(w) == microattn::Status::kOk &&
       g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) == microattn::Status::kOk) {
     run("MD1", 10, [] {
+      const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
+      return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
+    });
+  }
+#endif
+  microattn::Weights<Cfg> wp;
+  wp.layout = microattn::WeightLayout::kPanel16;
+  wp.w_q = kPq.data();
+  wp.w_k = kPk.data();
+  wp.w_v = kPv.data();
+  wp.w_o = kPo.data();
+  if (g_layer.set_weights(wp) == microattn::Status::kOk)
+    run("M1_panel16", 3, [] { return entry_layer_forward(g_x, 64, g_y); });
+#if MICROATTN_CM_BENCH_KV
+  g_kv.reset();
+  if (g_kv.set_weights(wp) == microattn::Status::kOk &&
+      g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) == microattn::Status::kOk) {
+    run("MD1_panel16", 10, [] {
       const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
       return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
     });

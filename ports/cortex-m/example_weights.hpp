@@ -26,6 +26,18 @@ constexpr std::array<float, N> make_weights(std::uint32_t seed, float scale) {
   return w;
 }
 
+/// A [in][out] matrix rearranged as microattn::WeightLayout::kPanel16 (panels of 16 output
+/// columns, each [in][16]) at compile time: what `tools/export_pytorch.py --layout panel16`
+/// writes for real weights. out must be a multiple of 16.
+template <std::size_t In, std::size_t Out>
+constexpr std::array<float, In * Out> panel16(const std::array<float, In * Out>& w) {
+  static_assert(Out % 16 == 0, "panel16: out must be a multiple of 16");
+  std::array<float, In * Out> p{};
+  for (std::size_t o = 0; o < Out; ++o)
+    for (std::size_t i = 0; i < In; ++i) p[(o / 16) * In * 16 + i * 16 + o % 16] = w[i * Out + o];
+  return p;
+}
+
 /// The same stream written at run time into a caller's buffer (inputs live in RAM).
 inline void fill(float* p, std::size_t n, std::uint32_t seed, float scale) {
   std::uint32_t s = seed * 2654435761u + 1u;
