@@ -191,7 +191,9 @@ TEST(NoHeap, KvAttentionEntryPoints) {
 TEST(NoHeap, PanelLayout) {
   using PCfg = Config<40, 32, 4, 2, 16>;  // d_head 16, d_model 32: fits kPanel16
   using microattn::WeightLayout;
-  static float p[4][32 * 64];
+  static float src[4][32 * 64], p[4][32 * 64];  // W_q/W_o 32 x 64, W_k/W_v 32 x 32
+  microattn_test::Rng rng(7);
+  for (auto& m : src) rng.fill(m, 32 * 64, -0.2f, 0.2f);
   microattn::Weights<PCfg> w;
   w.layout = WeightLayout::kPanel16;
   w.w_q = p[0], w.w_k = p[1], w.w_v = p[2], w.w_o = p[3];
@@ -200,10 +202,10 @@ TEST(NoHeap, PanelLayout) {
   EXPECT_EQ(allocations_during([&] {
               static microattn::KvAttention<PCfg> kv;
               static microattn::MultiHeadAttention<PCfg> layer;
-              st[0] = microattn::pack_weight_panels(g_w[0], WeightLayout::kInOut, 32, 64, p[0]);
-              st[1] = microattn::pack_weight_panels(g_w[1], WeightLayout::kOutIn, 32, 32, p[1]);
-              st[2] = microattn::pack_weight_panels(g_w[2], WeightLayout::kInOut, 32, 32, p[2]);
-              st[3] = microattn::pack_weight_panels(g_w[3], WeightLayout::kInOut, 64, 32, p[3]);
+              st[0] = microattn::pack_weight_panels(src[0], WeightLayout::kInOut, 32, 64, p[0]);
+              st[1] = microattn::pack_weight_panels(src[1], WeightLayout::kOutIn, 32, 32, p[1]);
+              st[2] = microattn::pack_weight_panels(src[2], WeightLayout::kInOut, 32, 32, p[2]);
+              st[3] = microattn::pack_weight_panels(src[3], WeightLayout::kInOut, 64, 32, p[3]);
               st[4] = kv.set_weights(w);
               st[5] = kv.prefill(g_x, 20, g_y);
               st[6] = kv.decode(g_x, g_y);
