@@ -172,8 +172,8 @@ inline void gemv_panels(std::size_t K, const float* x, const float* const (&pw)[
 /// takes one panel at a time. A last panel of N % 16 columns reads only its valid columns.
 /// bias: N floats or null. y must not overlap x or W.
 template <class Arch>
-void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const float* w,
-                      std::size_t ldp, const float* bias, float* y) noexcept {
+void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldp,
+                      const float* bias, float* y) noexcept {
   constexpr std::size_t P = kWeightPanel;
   static_assert(P % internal::Vec<Arch>::kWidth == 0,
                 "f32_gemv_panel16: the vector width must divide the panel width");
