@@ -25,7 +25,7 @@ namespace microattn_bench {
 double fma_peak_gflops() noexcept;
 
 /// Single-core read bandwidth in GB/s (1e9 bytes/s) streaming a buffer of `bytes` bytes that
-/// was just read (so it sits in whichever cache level it fits): the best of 15 timed runs (as
+/// was just read (so it sits in whichever cache level it fits): the best of 61 timed runs (as
 /// STREAM reports; see machine.cpp for why not the median), measured by measure_machine()
 /// for every size passed to register_read_bw() before; other sizes are measured on
 /// first use.

@@ -89,10 +89,13 @@ struct Bw {
   double best, median;
 };
 
-// Best and median of 15 timed runs. pct_bw uses the best, as STREAM reports its best rate: on
-// this shared machine the last-level cache is shared with other tenants and a run's bandwidth
-// swings by +-40 % with their load (the FMA peak, private to the core, barely moves), so a median
-// taken at a busy moment would overstate every case's pct_bw.
+// Best and median of kBwRuns timed runs. pct_bw uses the best, as STREAM reports its best rate:
+// on this shared machine the last-level cache is shared with other tenants and a run's
+// bandwidth swings by +-40 % with their load (the FMA peak, private to the core, barely moves),
+// so a median taken at a busy moment would overstate every case's pct_bw. 61 runs of ~3 ms
+// (0.2 s per size): with 15 (50 ms) the best itself depended on the moment, 57-75 GB/s over
+// 8.4 MB between invocations, so a busy start-up flattered pct_bw (D1 once read 104 %).
+constexpr int kBwRuns = 61;
 Bw measure_bw(std::size_t bytes) {
   const std::size_t n = floats_for(bytes);
   AlignedFloats buf = uniform_floats(n, -1.0f, 1.0f, 7);
@@ -100,7 +103,7 @@ Bw measure_bw(std::size_t bytes) {
   // Passes per timed run: about 2e8 bytes, so each run takes a few ms even from DRAM.
   const std::size_t passes = std::max<std::size_t>(1, std::size_t{200000000} / (n * sizeof(float)));
   std::vector<double> gbps;
-  for (int rep = 0; rep < 15; ++rep) {
+  for (int rep = 0; rep < kBwRuns; ++rep) {
     double s = 0.0;
     const double t0 = now_seconds();
     for (std::size_t p = 0; p < passes; ++p) {
