@@ -46,6 +46,7 @@ double read_sum(const float* p, std::size_t n) noexcept;  ///< vectorised sum of
 
 void register_machine_benchmarks();   ///< peak_fma (machine.cpp)
 void register_gemm_benchmarks();      ///< f32_gemm_* (f32_gemm.cpp)
+void register_gemv_benchmarks();      ///< f32_gemv_* (f32_gemv.cpp)
 void register_exp_benchmarks();       ///< f32_exp__* (f32_exp.cpp)
 void register_rope_benchmarks();      ///< f32_rope__* (f32_rope.cpp)
 void register_attn_benchmarks();      ///< A1, A1_scalar, peers (f32_attn_tile.cpp)

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   using namespace microattn_bench;
   register_machine_benchmarks();
   register_gemm_benchmarks();
+  register_gemv_benchmarks();
   register_exp_benchmarks();
   register_rope_benchmarks();
   register_attn_benchmarks();
