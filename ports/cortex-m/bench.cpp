@@ -131,6 +131,32 @@ void run(const char* name, int iters, F&& f) {
   ++g_index;
 }
 
+/// The layer's four weight matrices stored as `layout` (no biases in this configuration).
+microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q, const float* k,
+                                const float* v, const float* o) {
+  microattn::Weights<Cfg> w;
+  w.layout = layout;
+  w.w_q = q;
+  w.w_k = k;
+  w.w_v = v;
+  w.w_o = o;
+  return w;
+}
+
+#if MICROATTN_CM_BENCH_KV
+/// MD1 with weights w: prefill 63 tokens, then time decoding the 64th and truncating back.
+void run_decode_step(const char* name, const microattn::Weights<Cfg>& w) {
+  g_kv.reset();
+  if (g_kv.set_weights(w) != microattn::Status::kOk ||
+      g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) != microattn::Status::kOk)
+    return;
+  run(name, 10, [] {
+    const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
+    return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
+  });
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,11 +176,9 @@ int main(int argc, char** argv) {
   example::fill(g_q, Cfg::kTMax * Cfg::kQDim, 6, 1.0f);
   example::fill(g_k, Cfg::kTMax * Cfg::kKvDim, 7, 1.0f);
   example::fill(g_v, Cfg::kTMax * Cfg::kKvDim, 8, 1.0f);
-  microattn::Weights<Cfg> w;
-  w.w_q = kWq.data();
-  w.w_k = kWk.data();
-  w.w_v = kWv.data();
-  w.w_o = kWo.data();
+  using microattn::WeightLayout;
+  const auto w = weights(WeightLayout::kInOut, kWq.data(), kWk.data(), kWv.data(), kWo.data());
+  const auto wp = weights(WeightLayout::kPanel16, kPq.data(), kPk.data(), kPv.data(), kPo.data());
   if (g_layer.set_weights(w) != microattn::Status::kOk) return 1;
 
   write("{\n  \"context\": {\n    \"date\": \"n/a\",\n    \"host_name\": \"");
@@ -176,31 +200,12 @@ int main(int argc, char** argv) {
   run("M2", 10, [] { return entry_layer_forward(g_x, 16, g_y); });
   run("M3", 3, [] { return entry_sdpa_forward(g_q, g_k, g_v, 64, g_y); });
 #if MICROATTN_CM_BENCH_KV
-  if (g_kv.set_weights(w) == microattn::Status::kOk &&
-      g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) == microattn::Status::kOk) {
-    run("MD1", 10, [] {
-      const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
-      return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
-    });
-  }
+  run_decode_step("MD1", w);
 #endif
-  microattn::Weights<Cfg> wp;
-  wp.layout = microattn::WeightLayout::kPanel16;
-  wp.w_q = kPq.data();
-  wp.w_k = kPk.data();
-  wp.w_v = kPv.data();
-  wp.w_o = kPo.data();
   if (g_layer.set_weights(wp) == microattn::Status::kOk)
     run("M1_panel16", 3, [] { return entry_layer_forward(g_x, 64, g_y); });
 #if MICROATTN_CM_BENCH_KV
-  g_kv.reset();
-  if (g_kv.set_weights(wp) == microattn::Status::kOk &&
-      g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) == microattn::Status::kOk) {
-    run("MD1_panel16", 10, [] {
-      const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
-      return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
-    });
-  }
+  run_decode_step("MD1_panel16", wp);
 #endif
   write("\n  ]\n}\n");
   return 0;
