@@ -48,8 +48,7 @@ struct LayerData {
   microattn::Weights<Cfg> weights(
       microattn::WeightLayout layout = microattn::WeightLayout::kInOut) const {
     using microattn::WeightLayout;
-    microattn::Weights<Cfg> w;
-    w.layout = layout;
+    microattn::Weights<Cfg> w(layout);
     const AlignedFloats* m[4] = {&wq, &wk, &wv, &wo};
     if (layout == WeightLayout::kOutIn) m[0] = &tq, m[1] = &tk, m[2] = &tv, m[3] = &to;
     if (layout == WeightLayout::kPanel16) m[0] = &pq, m[1] = &pk, m[2] = &pv, m[3] = &po;

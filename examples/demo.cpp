@@ -15,8 +15,7 @@ static microattn::MultiHeadAttention<Cfg> attn;  // all working memory; no heap,
 // q_proj..o_proj: PyTorch nn.Linear weights as exported ([out][in]), may live in flash.
 int run_layer(const float* q_proj, const float* k_proj, const float* v_proj,
               const float* o_proj, const float* x, int tokens, float* y) {  // x, y: [tokens][64]
-  microattn::Weights<Cfg> w;
-  w.layout = microattn::WeightLayout::kOutIn;
+  microattn::Weights<Cfg> w(microattn::WeightLayout::kOutIn);
   w.w_q = q_proj, w.w_k = k_proj, w.w_v = v_proj, w.w_o = o_proj;
   microattn::Status s = attn.set_weights(w);
   if (s == microattn::Status::kOk) s = attn.forward(x, tokens, y);

@@ -103,7 +103,7 @@ TEST(AttentionLayer, ElevenTokensTwoHeadsEqualTwoSingleHeads) {
     rng.fill(wk, 8 * 4, -1, 1);
     rng.fill(wv, 8 * 4, -1, 1);
     static MultiHeadAttention<Two, A> mha;
-    Weights<Two> w;
+    Weights<Two> w(microattn::WeightLayout::kInOut);
     w.w_q = wq, w.w_k = wk, w.w_v = wv;
     ASSERT_EQ(mha.set_weights(w), Status::kOk);
     ASSERT_EQ(mha.forward(x, 11, y), Status::kOk);
@@ -115,7 +115,7 @@ TEST(AttentionLayer, ElevenTokensTwoHeadsEqualTwoSingleHeads) {
           half_v[h][r * 2 + c] = wv[r * 4 + h * 2 + c];
         }
       static MultiHeadAttention<One, A> single;
-      Weights<One> w1;
+      Weights<One> w1(microattn::WeightLayout::kInOut);
       w1.w_q = half_q[h], w1.w_k = half_k[h], w1.w_v = half_v[h];
       ASSERT_EQ(single.set_weights(w1), Status::kOk);
       ASSERT_EQ(single.forward(x, 11, y1[h]), Status::kOk);

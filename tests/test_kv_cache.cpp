@@ -621,7 +621,7 @@ TEST(KvCache, WorkedExampleTokenByToken) {
     static const float eye[4] = {1, 0, 0, 1};
     static const float wv[4] = {1, 2, 3, 0};
     static KvAttention<Cfg, A> kv;
-    Weights<Cfg> w;
+    Weights<Cfg> w(microattn::WeightLayout::kInOut);
     w.w_q = eye, w.w_k = eye, w.w_v = wv;
     kv.reset();
     ASSERT_EQ(kv.set_weights(w), Status::kOk);

@@ -124,7 +124,7 @@ TEST(NoHeap, EveryEntryPoint) {
   rng.fill(g_q, 80 * 48, -1, 1);
   rng.fill(g_kv[0], 80 * 24, -1, 1);
   rng.fill(g_kv[1], 80 * 24, -1, 1);
-  microattn::Weights<Cfg> w;
+  microattn::Weights<Cfg> w(microattn::WeightLayout::kInOut);
   w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2], w.w_o = g_w[3];
   w.b_q = g_b[0], w.b_k = g_b[1], w.b_v = g_b[2], w.b_o = g_b[3];
   Status s1 = Status::kBadArgument, s2 = s1, s3 = s1, s4 = s1, s5 = s1, s6 = s1;
@@ -156,7 +156,7 @@ TEST(NoHeap, EveryEntryPoint) {
 // The inference layer: KV cache, RoPE, prefill (whole and chunked), decode, truncate, reset,
 // and its error paths (cache overflow), for the SIMD and the scalar arch.
 TEST(NoHeap, KvAttentionEntryPoints) {
-  microattn::Weights<Cfg> w;
+  microattn::Weights<Cfg> w(microattn::WeightLayout::kInOut);
   w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2], w.w_o = g_w[3];
   w.b_q = g_b[0], w.b_k = g_b[1], w.b_v = g_b[2], w.b_o = g_b[3];
   microattn::RopeConfig rope;
@@ -194,8 +194,7 @@ TEST(NoHeap, PanelLayout) {
   static float src[4][32 * 64], p[4][32 * 64];  // W_q/W_o 32 x 64, W_k/W_v 32 x 32
   microattn_test::Rng rng(7);
   for (auto& m : src) rng.fill(m, 32 * 64, -0.2f, 0.2f);
-  microattn::Weights<PCfg> w;
-  w.layout = WeightLayout::kPanel16;
+  microattn::Weights<PCfg> w(WeightLayout::kPanel16);
   w.w_q = p[0], w.w_k = p[1], w.w_v = p[2], w.w_o = p[3];
   Status st[8];
   for (Status& s : st) s = Status::kBadArgument;

@@ -32,8 +32,7 @@ TEST(PyTorch, MultiheadAttentionWithBiases) {
     using A = decltype(arch);
     using Cfg = Config<11, 16, 4, 4, 4, Bias::kYes>;
     constexpr std::size_t E = 16;
-    microattn::Weights<Cfg> w;
-    w.layout = WeightLayout::kOutIn;
+    microattn::Weights<Cfg> w(WeightLayout::kOutIn);
     w.w_q = mha_in_proj_weight, w.w_k = mha_in_proj_weight + E * E,
     w.w_v = mha_in_proj_weight + 2 * E * E;
     w.b_q = mha_in_proj_bias, w.b_k = mha_in_proj_bias + E, w.b_v = mha_in_proj_bias + 2 * E;
@@ -54,8 +53,7 @@ TEST(PyTorch, LlamaStyleGqa) {
   microattn_test::for_each_arch([](auto arch) {
     using A = decltype(arch);
     using Cfg = Config<13, 24, 6, 2, 5>;
-    microattn::Weights<Cfg> w;
-    w.layout = WeightLayout::kOutIn;
+    microattn::Weights<Cfg> w(WeightLayout::kOutIn);
     w.w_q = gqa_q_proj, w.w_k = gqa_k_proj, w.w_v = gqa_v_proj, w.w_o = gqa_o_proj;
     static microattn::MultiHeadAttention<Cfg, A> layer;
     static float y[13 * 24];
@@ -77,8 +75,7 @@ TEST(PyTorch, Panel16ExportLayerAndDecode) {
     static_assert(
         sizeof(p16_wq) == sizeof(float) * DM * 64 && sizeof(p16_wo) == sizeof(float) * 64 * DM,
         "fixture shapes");
-    microattn::Weights<Cfg> w;
-    w.layout = WeightLayout::kPanel16;
+    microattn::Weights<Cfg> w(WeightLayout::kPanel16);
     w.w_q = p16_wq, w.w_k = p16_wk, w.w_v = p16_wv, w.w_o = p16_wo;
     static microattn::MultiHeadAttention<Cfg, A> layer;
     static microattn::KvAttention<Cfg, A> kv;

@@ -76,24 +76,27 @@ inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_
 
 /// Pointers to the weights of one attention layer with configuration Cfg. Shapes (floats):
 ///
-/// | field | kInOut layout          | kOutIn layout (PyTorch)  | kPanel16 layout              |
-/// needed when        |
-/// |-------|------------------------|--------------------------|------------------------------|--------------------|
-/// | w_q   | [d_model][H*d_head]    | [H*d_head][d_model]      | [H*d_head/16][d_model][16]   |
-/// always             | | w_k   | [d_model][H_kv*d_head] | [H_kv*d_head][d_model]   |
-/// [H_kv*d_head/16][d_model][16]| always             | | w_v   | [d_model][H_kv*d_head] |
-/// [H_kv*d_head][d_model]   | [H_kv*d_head/16][d_model][16]| always             | | w_o   |
-/// [H*d_head][d_model]    | [d_model][H*d_head]      | [d_model/16][H*d_head][16]   |
-/// Cfg::kHasOutProj   | | b_q   | [H*d_head]             | same                     | same |
-/// Cfg::kHasBias      | | b_k   | [H_kv*d_head]          | same                     | same |
-/// Cfg::kHasBias      | | b_v   | [H_kv*d_head]          | same                     | same |
-/// Cfg::kHasBias      | | b_o   | [d_model]              | same                     | same | both
-/// of the above  |
+/// | field | kInOut              | kOutIn (PyTorch)    | kPanel16                   | needed when |
+/// |-------|---------------------|---------------------|----------------------------|------------------|
+/// | w_q   | [d_model][H*dh]     | [H*dh][d_model]     | [H*dh/16][d_model][16]     | always | |
+/// w_k   | [d_model][H_kv*dh]  | [H_kv*dh][d_model]  | [H_kv*dh/16][d_model][16]  | always | | w_v
+/// | [d_model][H_kv*dh]  | [H_kv*dh][d_model]  | [H_kv*dh/16][d_model][16]  | always           | |
+/// w_o   | [H*dh][d_model]     | [d_model][H*dh]     | [d_model/16][H*dh][16]     |
+/// Cfg::kHasOutProj | | b_q   | [H*dh]              | same                | same | Cfg::kHasBias |
+/// | b_k   | [H_kv*dh]           | same                | same                       | Cfg::kHasBias
+/// | | b_v   | [H_kv*dh]           | same                | same                       |
+/// Cfg::kHasBias    | | b_o   | [d_model]           | same                | same | both of the
+/// above|
 ///
 /// Head h owns columns (kInOut) or rows (kOutIn) h*d_head .. h*d_head + d_head - 1 of w_q
 /// (panels h*d_head/16 .. for kPanel16); key/value head g likewise of w_k and w_v; query head
 /// h reads key/value head h / (H/H_kv).
 /// Pointers that the configuration does not need are ignored and may be null.
+///
+/// The layout has no default: it is the first constructor argument, because a wrong layout
+/// computes a wrong layer without any error to show for it. Headers written by
+/// tools/export_pytorch.py provide `<name>_weights<Cfg>()`, which sets layout and pointers and
+/// checks the header's shape against Cfg at compile time.
 ///
 /// PyTorch nn.MultiheadAttention(E, H, bias=True) (E = d_model = H*d_head), layout kOutIn:
 ///   w_q = in_proj_weight, w_k = in_proj_weight + E*E, w_v = in_proj_weight + 2*E*E,
@@ -103,7 +106,16 @@ inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_
 ///   w_v = v_proj.weight, w_o = o_proj.weight, no biases.
 template <class Cfg>
 struct Weights {
-  WeightLayout layout = WeightLayout::kInOut;
+  /// Weights stored in `layout`, pointers to be set field by field.
+  constexpr explicit Weights(WeightLayout layout_) noexcept : layout(layout_) {}
+  /// Weights stored in `layout` with their pointers (biases and w_o may be null when Cfg does
+  /// not use them).
+  constexpr Weights(WeightLayout layout_, const float* q, const float* k, const float* v,
+                    const float* o, const float* bq = nullptr, const float* bk = nullptr,
+                    const float* bv = nullptr, const float* bo = nullptr) noexcept
+      : layout(layout_), w_q(q), w_k(k), w_v(v), w_o(o), b_q(bq), b_k(bk), b_v(bv), b_o(bo) {}
+
+  WeightLayout layout;
   const float* w_q = nullptr;
   const float* w_k = nullptr;
   const float* w_v = nullptr;
@@ -132,6 +144,51 @@ struct Weights {
     if (layout == WeightLayout::kPanel16 && !panel_layout_fits<Cfg>()) return Status::kBadArgument;
     return Status::kOk;
   }
+
+  /// Floats of each matrix in this layout (what the arrays must hold), for overlap checks.
+  static constexpr std::size_t q_floats(WeightLayout l) noexcept {
+    return weight_floats(l, Cfg::kDModel, Cfg::kQDim);
+  }
+  static constexpr std::size_t kv_floats(WeightLayout l) noexcept {
+    return weight_floats(l, Cfg::kDModel, Cfg::kKvDim);
+  }
+  static constexpr std::size_t o_floats(WeightLayout l) noexcept {
+    return weight_floats(l, Cfg::kQDim, Cfg::kDModel);
+  }
 };
+
+/// The shape a weight header from tools/export_pytorch.py was exported with. The header
+/// defines a struct with these members (and the arrays); exported_weights() compares it with
+/// a Config at compile time, so a header used with the wrong Config does not compile.
+///   static constexpr std::size_t kDModel, kHeads, kKvHeads, kDHead;
+///   static constexpr bool kHasBias, kHasOutProj;
+///   static constexpr WeightLayout kLayout;
+/// Builds the Weights view of an exported header's arrays after checking its Shape against Cfg
+/// (each mismatch is a compile error that names the parameter). Biases are null when the
+/// header has none.
+template <class Cfg, class Shape>
+constexpr Weights<Cfg> exported_weights(const float* w_q, const float* w_k, const float* w_v,
+                                        const float* w_o, const float* b_q = nullptr,
+                                        const float* b_k = nullptr, const float* b_v = nullptr,
+                                        const float* b_o = nullptr) noexcept {
+  static_assert(Shape::kDModel == Cfg::kDModel,
+                "microattn: the exported weights' d_model differs from the Config's d_model");
+  static_assert(Shape::kHeads == Cfg::kHeads,
+                "microattn: the exported weights' H (query heads) differs from the Config's H");
+  static_assert(
+      Shape::kKvHeads == Cfg::kKvHeads,
+      "microattn: the exported weights' H_kv (key/value heads) differs from the Config's H_kv");
+  static_assert(Shape::kDHead == Cfg::kDHead,
+                "microattn: the exported weights' d_head differs from the Config's d_head");
+  static_assert(
+      Shape::kHasBias == Cfg::kHasBias,
+      "microattn: the exported weights' biases (Bias::kYes/kNo) differ from the Config's");
+  static_assert(
+      Shape::kHasOutProj == Cfg::kHasOutProj,
+      "microattn: the exported weights' output projection (OutProj) differs from the Config's");
+  static_assert(Shape::kLayout != WeightLayout::kPanel16 || panel_layout_fits<Cfg>(),
+                "microattn: kPanel16 weights need d_head (and d_model with W_O) multiples of 16");
+  return Weights<Cfg>(Shape::kLayout, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o);
+}
 
 }  // namespace microattn

@@ -134,8 +134,7 @@ void run(const char* name, int iters, F&& f) {
 /// The layer's four weight matrices stored as `layout` (no biases in this configuration).
 microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q, const float* k,
                                 const float* v, const float* o) {
-  microattn::Weights<Cfg> w;
-  w.layout = layout;
+  microattn::Weights<Cfg> w(layout);
   w.w_q = q;
   w.w_k = k;
   w.w_v = v;

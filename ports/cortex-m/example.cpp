@@ -32,8 +32,7 @@ int main(int, char**) {
   using namespace microattn::port;
   example::fill(g_x, kT * Cfg::kDModel, 5, 1.0f);  // the input: 64 tokens of 64 features
 
-  microattn::Weights<Cfg> w;
-  w.layout = microattn::WeightLayout::kInOut;
+  microattn::Weights<Cfg> w(microattn::WeightLayout::kInOut);
   w.w_q = kWq.data();
   w.w_k = kWk.data();
   w.w_v = kWv.data();

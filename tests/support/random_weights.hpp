@@ -45,8 +45,7 @@ struct RandomWeights {
   }
   /// The weights in `layout`: kInOut/kOutIn point at wq..wo as they are, kPanel16 at pq..po.
   microattn::Weights<Cfg> view(microattn::WeightLayout layout) const {
-    microattn::Weights<Cfg> w;
-    w.layout = layout;
+    microattn::Weights<Cfg> w(layout);
     w.w_q = wq, w.w_k = wk, w.w_v = wv, w.w_o = wo;
     if (layout == microattn::WeightLayout::kPanel16) w.w_q = pq, w.w_k = pk, w.w_v = pv, w.w_o = po;
     w.b_q = bq, w.b_k = bk, w.b_v = bv, w.b_o = bo;
