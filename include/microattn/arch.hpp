@@ -22,6 +22,28 @@
 #define MICROATTN_PIN_X86 0
 #endif
 
+/// Inline-asm register constraints for Vec::opaque (an empty asm statement that makes a value
+/// unknown to the optimiser, so -ffast-math cannot fold a rounding trick away). Vector: the
+/// register class of the SIMD arch; scalar float: the FP register class of the target, or a
+/// general register on soft-float cores. 0 where no constraint is known (then a volatile copy
+/// is used instead).
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define MICROATTN_OPAQUE_VEC "+v"
+#if defined(__SSE2__) || defined(__x86_64__)
+#define MICROATTN_OPAQUE_F32 "+x"
+#endif
+#elif defined(__GNUC__) && defined(__aarch64__)
+#define MICROATTN_OPAQUE_VEC "+w"
+#define MICROATTN_OPAQUE_F32 "+w"
+#elif defined(__GNUC__) && defined(__arm__)
+#define MICROATTN_OPAQUE_VEC "+w"
+#if defined(__ARM_FP) && (__ARM_FP & 4) && !defined(__SOFTFP__)
+#define MICROATTN_OPAQUE_F32 "+t"
+#else
+#define MICROATTN_OPAQUE_F32 "+r"
+#endif
+#endif
+
 namespace microattn {
 
 /// Portable scalar kernels: what Cortex-M ships, and the float oracle SIMD kernels are

@@ -62,6 +62,16 @@ struct Vec<ScalarArch> {
   static float hsum(type v) noexcept { return v; }
   static float hmax(type v) noexcept { return v; }
   static void pin(type&) noexcept {}
+  /// v, as a value the optimiser knows nothing about (see the xsimd Vec::opaque).
+  static type opaque(type v) noexcept {
+#if defined(MICROATTN_OPAQUE_F32)
+    __asm__("" : MICROATTN_OPAQUE_F32(v));
+    return v;
+#else
+    volatile float t = v;
+    return t;
+#endif
+  }
 };
 
 #if MICROATTN_HAS_XSIMD
@@ -96,6 +106,24 @@ struct Vec {
     __asm__("" : "+v"(v.data));
 #else
     (void)v;
+#endif
+  }
+  /// v, as a value the optimiser knows nothing about: an empty asm statement that "changes"
+  /// the register. Emits no instruction. Under -ffast-math (-fassociative-math) the compiler
+  /// may otherwise fold (x + c) - c to x, which removes the round-to-integer step of
+  /// f32_exp / f32_exp2 (users build with -Ofast; the -Ofast test presets check this).
+  static type opaque(type v) noexcept {
+#if defined(MICROATTN_OPAQUE_VEC)
+    __asm__("" : MICROATTN_OPAQUE_VEC(v.data));
+    return v;
+#else
+    alignas(Arch::alignment()) float lanes[kWidth];
+    v.store_aligned(lanes);
+    for (std::size_t i = 0; i < kWidth; ++i) {
+      volatile float t = lanes[i];
+      lanes[i] = t;
+    }
+    return type::load_aligned(lanes);
 #endif
   }
   static float hsum(type v) noexcept { return xsimd::hadd(v); }

@@ -10,9 +10,9 @@
 #pragma once
 
 #include <cstddef>
-#include <limits>
 
 #include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_exp.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
 
@@ -73,7 +73,6 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                      std::size_t o_head_stride, std::size_t n_keys, const float* kt, const float* v,
                      float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc) noexcept {
   using V = internal::Vec<Arch>;
-  using T = typename V::type;
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = V::kWidth, BK = Tl::kBK;
   constexpr std::size_t DPad = DecodeScratch<Arch, kDHead, kRows, kKeys>::kDPad;
@@ -102,30 +101,9 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
 
   // Exact softmax of each row (unnormalised: P = 2^(S - max), l = sum P; S is in base 2).
   float l[kRows];
-  const std::size_t n_vec = n_keys - n_keys % W;  // keys in whole vectors
   for (std::size_t e = 0; e < kRows; ++e) {
     float* s = sc.s + e * kKeys;
-    float m = -std::numeric_limits<float>::infinity();
-    if (n_vec != 0) {
-      T vmax = V::loadu(s);
-      for (std::size_t j = W; j < n_vec; j += W) vmax = V::max(vmax, V::loadu(s + j));
-      m = V::hmax(vmax);
-    }
-    for (std::size_t j = n_vec; j < n_keys; ++j) m = s[j] > m ? s[j] : m;
-    const T vm = V::set1(m);
-    T vsum = V::zero();
-    for (std::size_t j = 0; j < n_vec; j += W) {
-      const T p = f32_exp2<Arch>(V::loadu(s + j) - vm);
-      V::storeu(s + j, p);
-      vsum = vsum + p;
-    }
-    float sum = V::hsum(vsum);
-    for (std::size_t j = n_vec; j < n_keys; ++j) {
-      const float p = f32_exp2_scalar(s[j] - m);
-      s[j] = p;
-      sum += p;
-    }
-    l[e] = sum;
+    l[e] = detail::exp2_row<Arch>(s, n_keys, detail::row_max<Arch>(s, n_keys));
   }
 
   // Pass 2: O = P V, V streamed from memory once. When one register block holds every output

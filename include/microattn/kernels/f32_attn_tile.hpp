@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstddef>
-#include <limits>
 
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_exp.hpp"
@@ -55,22 +54,67 @@ struct QueryRows {
   std::size_t pos0;  ///< absolute position of token 0 (cached tokens before it)
 };
 
+namespace detail {
+
+/// Largest value of a[0 .. n) (n >= 1): whole vectors, then the tail one float at a time, so
+/// nothing past a[n - 1] is read. A NaN among them may or may not win (arches differ); the
+/// softmax weights carry NaN either way (f32_softmax_exp2).
+template <class Arch>
+inline float row_max(const float* a, std::size_t n) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth;
+  const std::size_t nv = n - n % W;
+  float m = a[0];
+  if (nv != 0) {
+    typename V::type vmax = V::loadu(a);
+    for (std::size_t j = W; j < nv; j += W) vmax = V::max(vmax, V::loadu(a + j));
+    m = V::hmax(vmax);
+  }
+  for (std::size_t j = nv; j < n; ++j) m = a[j] > m ? a[j] : m;
+  return m;
+}
+
+/// a[j] = f32_softmax_exp2(a[j] - m) for j < n; returns their sum. Reads and writes nothing
+/// past a[n - 1].
+template <class Arch>
+inline float exp2_row(float* a, std::size_t n, float m) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  const std::size_t nv = n - n % W;
+  const T vm = V::set1(m);
+  T vsum = V::zero();
+  for (std::size_t j = 0; j < nv; j += W) {
+    const T p = f32_softmax_exp2<Arch>(V::loadu(a + j) - vm);
+    V::storeu(a + j, p);
+    vsum = vsum + p;
+  }
+  float sum = V::hsum(vsum);
+  for (std::size_t j = nv; j < n; ++j) {
+    const float p = f32_softmax_exp2<ScalarArch>(a[j] - m);
+    a[j] = p;
+    sum += p;
+  }
+  return sum;
+}
+
+}  // namespace detail
+
 /// Causal attention of rows over keys 0 .. n_keys - 1: row at position p sees keys j <= p.
 ///   kt: keys as tiles of K^T, tile t = [kDHead][kBK] floats at kt + t * kDHead * kBK, covering
-///       at least round_up(n_keys, kBK) keys (columns past n_keys are read and masked).
+///       at least round_up(n_keys, kBK) keys (columns past n_keys may hold anything).
 ///   v:  values [n_keys][kDPad] row-major (columns past kDHead are read into padding only).
 ///   scale: multiplies Q once per row before the scores (1/sqrt(d_head) by default), together
 ///          with log2 e: the running max and the exponentials are in base 2.
-/// Key tiles wholly above the diagonal are skipped; only tiles crossing it are masked.
+/// Key tiles wholly above the diagonal are skipped; in a tile crossing it, a row's softmax and
+/// P·V use exactly the keys it sees (decided by index, never by a -inf score), so no value of
+/// a later key, NaN included, reaches an earlier row: outputs are causal bit for bit.
 template <class Arch, std::size_t kDHead>
 void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, const float* v,
                    float scale, AttnScratch<Arch, kDHead>& sc) noexcept {
-  using V = internal::Vec<Arch>;
-  using T = typename V::type;
   using Tl = internal::Tiles<Arch>;
-  constexpr std::size_t W = V::kWidth, MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
+  constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
   constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   MICROATTN_ASSERT(n_keys >= 1 && rows.pos0 + rows.n_tokens <= n_keys);
 
   // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
@@ -85,77 +129,73 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
       const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
       for (std::size_t d = 0; d < kDHead; ++d) sc.q[i * kDHead + d] = src[d] * qscale;
       for (std::size_t d = 0; d < DPad; ++d) sc.o[i * DPad + d] = 0.0f;
-      sc.m[i] = kNegInf;
-      sc.l[i] = 0.0f;
     }
-    const std::size_t pos_first = rows.pos0 + r0 / G;
     const std::size_t pos_last = rows.pos0 + (r0 + bq - 1) / G;
     const std::size_t n_vis = internal::min_size(pos_last + 1, n_keys);  // keys any row sees
     for (std::size_t j0 = 0; j0 < n_vis; j0 += BK) {
       const std::size_t kvalid = internal::min_size(BK, n_vis - j0);
       const float* ktile = kt + (j0 / BK) * (kDHead * BK);
-      // S = (scale Q) K^T for this tile, by groups of MR rows. A group computes only the keys
-      // its last row can see: on a tile crossing the diagonal that skips the work above it
-      // (about a tenth of all the tile work at BQ 48, BK 64), elsewhere every group sees all.
-      std::size_t group_keys[BQ / MR];
+      // Keys of this tile that the row at position pos sees: 0 .. visible(pos) - 1.
+      auto visible = [&](std::size_t pos) {
+        return pos + 1 > j0 ? internal::min_size(pos + 1 - j0, kvalid) : std::size_t{0};
+      };
+      // S = (scale Q) K^T for this tile, by groups of MR rows. A group computes the keys its
+      // last row sees: on a tile crossing the diagonal that skips the work above it (about a
+      // tenth of all the tile work at BQ 48, BK 64). Scores a row does not see are never read.
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t p_last = rows.pos0 + (r0 + i + mr - 1) / G;
-        const std::size_t keys = p_last + 1 > j0 ? internal::min_size(p_last + 1 - j0, kvalid) : 0;
-        group_keys[i / MR] = keys;
+        const std::size_t keys = visible(rows.pos0 + (r0 + i + mr - 1) / G);
         for (std::size_t jn = 0; jn < keys; jn += NR)
           f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
                                       sc.s + i * BK + jn, BK, nullptr, false);
       }
-      // Causal mask, only where the tile crosses the diagonal (or the end of the keys).
-      const bool crosses = j0 + internal::round_up(kvalid, NR) - 1 > pos_first;
-      // Online softmax, row by row, over the columns its group computed.
+      // Online softmax, row by row, over the keys the row sees. Every row sees key 0, so
+      // tile 0 starts each row's running max and sum.
       for (std::size_t i = 0; i < bq; ++i) {
-        const std::size_t ncols = internal::round_up(group_keys[i / MR], NR);
-        if (ncols == 0) continue;  // the row's group sees no key of this tile
+        const std::size_t n = visible(rows.pos0 + (r0 + i) / G);
+        if (n == 0) continue;
         float* srow = sc.s + i * BK;
-        if (crosses) {
-          const std::size_t pos = rows.pos0 + (r0 + i) / G;
-          const std::size_t lim = pos + 1 > j0 ? internal::min_size(pos + 1 - j0, kvalid) : 0;
-          for (std::size_t j = lim; j < ncols; ++j) srow[j] = kNegInf;
-        }
-        T vmax = V::loadu(srow);
-        for (std::size_t j = W; j < ncols; j += W) vmax = V::max(vmax, V::loadu(srow + j));
-        const float tile_max = V::hmax(vmax);
-        if (tile_max == kNegInf) {  // this row sees no key of the tile
-          for (std::size_t j = 0; j < ncols; ++j) srow[j] = 0.0f;
+        const float tile_max = detail::row_max<Arch>(srow, n);
+        if (j0 == 0) {
+          sc.m[i] = tile_max;
+          sc.l[i] = detail::exp2_row<Arch>(srow, n, tile_max);
           continue;
         }
         const float m_old = sc.m[i];
         const float m_new = tile_max > m_old ? tile_max : m_old;
-        const T vm = V::set1(m_new);
-        T vsum = V::zero();
-        for (std::size_t j = 0; j < ncols; j += W) {
-          const T p = f32_exp2<Arch>(V::loadu(srow + j) - vm);
-          V::storeu(srow + j, p);
-          vsum = vsum + p;
-        }
-        const float row_sum = V::hsum(vsum);
+        const float row_sum = detail::exp2_row<Arch>(srow, n, m_new);
         if (m_new != m_old) {
-          const float alpha = f32_exp2_scalar(m_old - m_new);  // 0 on the first tile
+          const float alpha = f32_exp2_scalar(m_old - m_new);
           sc.l[i] = sc.l[i] * alpha + row_sum;
-          const T va = V::set1(alpha);
+          using V = internal::Vec<Arch>;
+          const typename V::type va = V::set1(alpha);
           float* orow = sc.o + i * DPad;
-          for (std::size_t d = 0; d < DPad; d += W) V::storeu(orow + d, V::loadu(orow + d) * va);
+          for (std::size_t d = 0; d < DPad; d += V::kWidth)
+            V::storeu(orow + d, V::loadu(orow + d) * va);
           sc.m[i] = m_new;
         } else {
           sc.l[i] += row_sum;
         }
       }
-      // O += P V for this tile (each group over the keys it can see; P is 0 past a row's own).
+      // O += P V for this tile: each group over the keys its first row sees (all its rows see
+      // them), then each later row alone over the few more keys it sees. A group never
+      // multiplies a row's P by a V row that row does not see (0 * NaN would be NaN).
       const float* vtile = v + j0 * DPad;
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t keys = group_keys[i / MR];
-        if (keys == 0) continue;
-        for (std::size_t dn = 0; dn < DPad; dn += NR)
-          f32_gemm_ukernel_rows<Arch>(mr, keys, sc.s + i * BK, BK, vtile + dn, DPad,
-                                      sc.o + i * DPad + dn, DPad, nullptr, true);
+        const std::size_t common = visible(rows.pos0 + (r0 + i) / G);
+        if (common != 0)
+          for (std::size_t dn = 0; dn < DPad; dn += NR)
+            f32_gemm_ukernel_rows<Arch>(mr, common, sc.s + i * BK, BK, vtile + dn, DPad,
+                                        sc.o + i * DPad + dn, DPad, nullptr, true);
+        for (std::size_t e = 1; e < mr; ++e) {
+          const std::size_t n = visible(rows.pos0 + (r0 + i + e) / G);
+          if (n == common) continue;
+          const float* prow = sc.s + (i + e) * BK + common;
+          for (std::size_t dn = 0; dn < DPad; dn += NR)
+            f32_gemm_ukernel_rows<Arch>(1, n - common, prow, BK, vtile + common * DPad + dn, DPad,
+                                        sc.o + (i + e) * DPad + dn, DPad, nullptr, true);
+        }
       }
     }
     // Normalise and write the rows out.

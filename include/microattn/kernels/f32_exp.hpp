@@ -30,8 +30,10 @@ inline typename internal::Vec<Arch>::type f32_exp(typename internal::Vec<Arch>::
   // already biased by 127, so shifting those bits up by 23 gives the float 2^n.
   const T magic = V::set1(12582912.0f + 127.0f);
   const T xc = V::min(V::max(x, lo), hi);
-  const T z = V::fma(xc, V::set1(1.44269504088896341f), magic);
-  const T n = z - magic;
+  // z and n are opaque so that -ffast-math cannot fold n = (x log2 e + magic) - magic into
+  // x log2 e (no rounding) or reassociate r = x - n ln 2 (Vec::opaque emits no instruction).
+  const T z = V::opaque(V::fma(xc, V::set1(1.44269504088896341f), magic));
+  const T n = V::opaque(z - magic);
   T r = V::fnma(n, V::set1(0.693145751953125f), xc);       // ln2_hi = 0x3F317200
   r = V::fnma(n, V::set1(1.42860682030941723212e-6f), r);  // ln2_lo = ln 2 - ln2_hi
   // exp(r) = 1 + r + r^2 (1/2! + r (1/3! + r (1/4! + r (1/5! + r (1/6! + r / 7!)))))
@@ -76,8 +78,11 @@ inline typename internal::Vec<Arch>::type f32_exp2(typename internal::Vec<Arch>:
   // 1.5 * 2^23 + 127: adding it rounds x to the integer n held in the low mantissa bits,
   // biased by 127, so shifting those bits up by 23 gives the float 2^n (0 for n = -127).
   const T magic = V::set1(12582912.0f + 127.0f);
-  const T z = xc + magic;
-  const T r = xc - (z - magic);  // exact: |r| <= 1/2
+  // Opaque z and n: -ffast-math would otherwise fold xc - ((xc + magic) - magic) to 0, or
+  // reassociate it into (xc - z) + magic, and 2^x would lose its fraction (5-13 % softmax error
+  // under -Ofast before this). No instruction is emitted for it.
+  const T z = V::opaque(xc + magic);
+  const T r = xc - V::opaque(z - magic);  // exact: |r| <= 1/2
   T p = V::fma(V::set1(1.534581243e-04f), r, V::set1(1.339993090e-03f));
   p = V::fma(p, r, V::set1(9.618489072e-03f));
   p = V::fma(p, r, V::set1(5.550328642e-02f));
@@ -89,6 +94,21 @@ inline typename internal::Vec<Arch>::type f32_exp2(typename internal::Vec<Arch>:
 
 /// Scalar 2^x with exactly the steps of the vector one (the per-row rescale factors).
 inline float f32_exp2_scalar(float x) noexcept { return f32_exp2<ScalarArch>(x); }
+
+/// The softmax weight 2^x of a base-2 score x = s - max: f32_exp2 for finite x, and NaN for any
+/// non-finite x (a NaN score, or an infinite one: s = +inf makes x = inf - inf, s = -inf makes
+/// x = -inf). So a row that sees a NaN or infinite score is NaN on every arch, whichever way
+/// the arch's max treats NaN (x86 drops it, NEON keeps it, and xsimd 14 swapped the operand
+/// order). PyTorch gives NaN for NaN and +inf scores and weight 0 for -inf; microattn never
+/// forms -inf scores for masking (masks are applied by key index), so a -inf score can only
+/// come from non-finite inputs or overflow, and NaN is the honest answer. Costs one FMA;
+/// under -ffinite-math-only the compiler removes it (non-finite inputs are then undefined).
+template <class Arch>
+inline typename internal::Vec<Arch>::type f32_softmax_exp2(
+    typename internal::Vec<Arch>::type x) noexcept {
+  using V = internal::Vec<Arch>;
+  return V::fma(x, V::zero(), f32_exp2<Arch>(x));  // x * 0 is 0, or NaN for inf and NaN
+}
 
 }  // namespace kernels
 }  // namespace microattn
