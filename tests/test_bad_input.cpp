@@ -1,6 +1,7 @@
 // Every bad input returns its status and leaves the sentinel-filled output untouched.
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -41,7 +42,7 @@ Weights<LayerCfg> full_weights() {
   microattn_test::Rng rng(1);
   for (auto& w : g_w) rng.fill(w, 64, -1, 1);
   for (auto& b : g_b) rng.fill(b, 16, -1, 1);
-  Weights<LayerCfg> w;
+  Weights<LayerCfg> w(microattn::WeightLayout::kInOut);
   w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2], w.w_o = g_w[3];
   w.b_q = g_b[0], w.b_k = g_b[1], w.b_v = g_b[2], w.b_o = g_b[3];
   return w;
@@ -87,7 +88,7 @@ TEST(BadInput, IncompleteWeightsAreRejectedAndKeepTheOldOnes) {
   EXPECT_EQ(std::memcmp(y0, y1, sizeof y0), 0);
   // A configuration without bias or W_O does not need those pointers.
   using Lean = Config<8, 6, 2, 1, 4, Bias::kNo, OutProj::kNo>;
-  Weights<Lean> lean;
+  Weights<Lean> lean(microattn::WeightLayout::kInOut);
   lean.w_q = g_w[0], lean.w_k = g_w[1], lean.w_v = g_w[2];
   static MultiHeadAttention<Lean> lean_layer;
   EXPECT_EQ(lean_layer.set_weights(lean), Status::kOk);
@@ -135,7 +136,7 @@ TEST(BadInput, WeightLayoutTheConfigCannotUse) {
 TEST(BadInput, LayerWithoutOutputProjectionRejectsOverlap) {
   using Cfg = Config<8, 8, 2, 2, 4, Bias::kNo, OutProj::kNo>;  // y is [T][8], like x
   static MultiHeadAttention<Cfg> layer;
-  Weights<Cfg> w;
+  Weights<Cfg> w(microattn::WeightLayout::kInOut);
   w.w_q = g_w[0], w.w_k = g_w[1], w.w_v = g_w[2];
   ASSERT_EQ(layer.set_weights(w), Status::kOk);
   static float buf[8 * 8 + 8];
@@ -184,6 +185,129 @@ TEST(BadInput, CoreArguments) {
     // Adjacent, not overlapping, is fine.
     EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, big, 6, s), Status::kOk);
   });
+}
+
+// |scale| * log2(e) must be finite: the kernels fold it into Q (FLT_MAX / log2 e = 2.35865e38).
+TEST(BadInput, ScaleWhoseBase2FormOverflows) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    static MultiHeadAttention<LayerCfg, A> layer;
+    static microattn::KvAttention<LayerCfg, A> kv;
+    using CoreCfg = Config<8, 1, 2, 1, 3>;
+    static ScaledDotProductAttention<CoreCfg, A> core;
+    ASSERT_EQ(layer.set_weights(full_weights()), Status::kOk);
+    float x[8 * 6], y[8 * 6], q[8 * 6], kv_in[8 * 3];
+    microattn_test::Rng(6).fill(x, 8 * 6, -1, 1);
+    microattn_test::Rng(7).fill(q, 8 * 6, -1, 1);
+    microattn_test::Rng(8).fill(kv_in, 8 * 3, -1, 1);
+    for (float bad : {2.3590e38f, -2.3590e38f, 3.4028235e38f, -3.4028235e38f}) {
+      fill_sentinel(y);
+      EXPECT_EQ(layer.forward(x, 4, y, bad), Status::kBadScale) << A::name() << " " << bad;
+      EXPECT_EQ(core.forward(q, 6, kv_in, 3, kv_in, 3, 4, y, 6, bad), Status::kBadScale) << bad;
+      EXPECT_EQ(kv.set_scale(bad), Status::kBadScale) << bad;
+      EXPECT_TRUE(untouched(y)) << A::name();
+    }
+    EXPECT_EQ(kv.scale(), microattn::default_scale<LayerCfg>()) << "a rejected scale is not kept";
+    // The largest accepted magnitudes (their scores overflow: NaN rows, see NumericContract).
+    EXPECT_EQ(layer.forward(x, 4, y, 2.3580e38f), Status::kOk);
+    EXPECT_EQ(core.forward(q, 6, kv_in, 3, kv_in, 3, 4, y, 6, -2.3580e38f), Status::kOk);
+    EXPECT_EQ(kv.set_scale(2.3580e38f), Status::kOk);
+  });
+}
+
+// Strides so large that the span of T rows does not fit the address space are kBadStride (they
+// used to wrap the pointer arithmetic); with one row any stride >= the row is fine.
+TEST(BadInput, StrideWhoseSpanOverflows) {
+  using Cfg = Config<8, 1, 2, 1, 3>;
+  static ScaledDotProductAttention<Cfg> attn;
+  static float q[8 * 6], k[8 * 3], v[8 * 3], out[8 * 6];
+  microattn_test::Rng(9).fill(q, 8 * 6, -1, 1);
+  microattn_test::Rng(10).fill(k, 8 * 3, -1, 1);
+  microattn_test::Rng(11).fill(v, 8 * 3, -1, 1);
+  fill_sentinel(out);
+  const std::size_t huge = SIZE_MAX / sizeof(float);       // 2^62 on 64-bit targets
+  const std::size_t wraps = SIZE_MAX / sizeof(float) / 2;  // fits size_t, but p + span wraps
+  const float s = 0.5f;
+  EXPECT_EQ(attn.forward(q, huge, k, 3, v, 3, 2, out, 6, s), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, huge, v, 3, 2, out, 6, s), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, 3, v, huge, 2, out, 6, s), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 2, out, huge, s), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 3, out, wraps, s), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, wraps, k, 3, v, 3, 3, out, 6, s), Status::kBadStride);
+  EXPECT_TRUE(untouched(out));
+  EXPECT_EQ(attn.forward(q, huge, k, huge, v, huge, 1, out, huge, s), Status::kOk);  // one row
+  EXPECT_FALSE(untouched(out));
+}
+
+// Chunked prefill with W_O reads each chunk's x and then writes that chunk's y: y overlapping a
+// later chunk's x would feed overwritten rows to the cache. y starting after x is refused when
+// the call runs in several chunks; y at or before x is fine and gives what separate buffers give.
+TEST(BadInput, ChunkedPrefillOverlap) {
+  microattn_test::for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    constexpr std::size_t DM = 6, T = 6;  // chunks of 3; 1 + T cached, then one decode (T_max 8)
+    static microattn::KvAttention<LayerCfg, A, 3> kv, twin;
+    static float buf[(T + 2) * DM], keep[(T + 2) * DM], x[T * DM], y[T * DM], y1[DM], y2[DM];
+    ASSERT_EQ(kv.set_weights(full_weights()), Status::kOk);
+    ASSERT_EQ(twin.set_weights(full_weights()), Status::kOk);
+    microattn_test::Rng(12).fill(x, T * DM, -1, 1);
+    for (int shift : {-1, 0, 1}) {  // y = x - 1 row, y = x, y = x + 1 row
+      for (std::size_t n : {std::size_t{3}, T}) {
+        kv.reset();
+        twin.reset();
+        ASSERT_EQ(kv.prefill(x, 1, y), Status::kOk);  // something in the cache already
+        ASSERT_EQ(twin.prefill(x, 1, y), Status::kOk);
+        fill_sentinel(buf);
+        float* xin = buf + DM;
+        std::memcpy(xin, x, n * DM * sizeof(float));
+        float* yout = xin + static_cast<std::ptrdiff_t>(shift) * static_cast<std::ptrdiff_t>(DM);
+        std::memcpy(keep, buf, sizeof buf);
+        const Status st = kv.prefill(xin, n, yout);
+        if (shift > 0 && n > 3) {
+          EXPECT_EQ(st, Status::kOverlap) << A::name() << " shift " << shift << " n " << n;
+          EXPECT_EQ(std::memcmp(buf, keep, sizeof buf), 0) << A::name();
+          EXPECT_EQ(kv.length(), 1u);
+        } else {
+          ASSERT_EQ(st, Status::kOk) << A::name() << " shift " << shift << " n " << n;
+          ASSERT_EQ(twin.prefill(x, n, y), Status::kOk);
+          EXPECT_EQ(std::memcmp(yout, y, n * DM * sizeof(float)), 0)
+              << A::name() << " shift " << shift << " n " << n;
+        }
+        // The cache is what it would be without the overlap (or, refused, as before the call):
+        // the next token agrees bit for bit with the twin.
+        ASSERT_EQ(kv.decode(x + (T - 1) * DM, y1), Status::kOk);
+        ASSERT_EQ(twin.decode(x + (T - 1) * DM, y2), Status::kOk);
+        EXPECT_EQ(std::memcmp(y1, y2, sizeof y1), 0) << A::name() << " shift " << shift;
+      }
+    }
+  });
+}
+
+// Weights packed into RAM at start-up must not be the output buffer: y overlapping any weight
+// or bias array the configuration reads is kOverlap (it used to run, with wrong results).
+TEST(BadInput, OutputOverlappingWeights) {
+  static MultiHeadAttention<LayerCfg> layer;
+  static microattn::KvAttention<LayerCfg> kv;
+  static float ram[4 * 64 + 4 * 16];  // the weights, in RAM
+  microattn_test::Rng(13).fill(ram, sizeof ram / sizeof ram[0], -1, 1);
+  Weights<LayerCfg> w(microattn::WeightLayout::kInOut, ram, ram + 64, ram + 128, ram + 192,
+                      ram + 256, ram + 272, ram + 288, ram + 304);
+  ASSERT_EQ(layer.set_weights(w), Status::kOk);
+  ASSERT_EQ(kv.set_weights(w), Status::kOk);
+  static float keep[sizeof ram / sizeof ram[0]];
+  std::memcpy(keep, ram, sizeof ram);
+  float x[8 * 6];
+  microattn_test::Rng(14).fill(x, 8 * 6, -1, 1);
+  // Into w_q, into the end of w_o, into b_v, into b_o.
+  for (float* y : {ram + 10, ram + 192 + 20, ram + 290, ram + 300}) {
+    EXPECT_EQ(layer.forward(x, 4, y), Status::kOverlap);
+    EXPECT_EQ(kv.prefill(x, 4, y), Status::kOverlap);
+    EXPECT_EQ(kv.decode(x, y), Status::kOverlap);
+  }
+  EXPECT_EQ(kv.length(), 0u);
+  EXPECT_EQ(std::memcmp(ram, keep, sizeof ram), 0);
+  static float y[8 * 6];
+  EXPECT_EQ(layer.forward(x, 4, y), Status::kOk);
 }
 
 TEST(BadInput, StatusNames) {

@@ -2,12 +2,13 @@
 // attention (the core, for callers with their own projections).
 #pragma once
 
-#include <cmath>
+#include <cmath>  // std::sqrt
 #include <cstddef>
 #include <cstdint>
 
 #include "microattn/arch.hpp"
 #include "microattn/config.hpp"
+#include "microattn/internal/checks.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
@@ -23,18 +24,6 @@ inline float default_scale() noexcept {
 }
 
 namespace internal {
-
-/// True when [a, a + a_bytes) and [b, b + b_bytes) share a byte.
-inline bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) noexcept {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a);
-  const auto pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + b_bytes && pb < pa + a_bytes;
-}
-
-/// Bytes spanned by rows rows of width floats with row stride ld.
-constexpr std::size_t span_bytes(std::size_t rows, std::size_t ld, std::size_t width) noexcept {
-  return ((rows - 1) * ld + width) * sizeof(float);
-}
 
 /// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
 /// GEMM's B operand.
@@ -77,15 +66,20 @@ class ScaledDotProductAttention {
  public:
   /// RAM this object needs in bytes: K^T and V of one key/value head (T_max rows) plus the
   /// tile scratch; nothing grows with T^2.
-  static constexpr std::size_t ram_bytes() noexcept { return sizeof(internal::CoreBuffers<Cfg, Arch>); }
+  static constexpr std::size_t ram_bytes() noexcept {
+    return sizeof(internal::CoreBuffers<Cfg, Arch>);
+  }
 
   /// out = softmax(scale * Q_h K_g^T + causal mask) V_g for every query head h, g = h / (H/H_kv).
-  /// @param q    [T][ldq] floats, head h at columns h*d_head .. h*d_head + d_head - 1 (ldq >= H*d_head)
+  /// @param q    [T][ldq] floats, head h at columns h*d_head .. h*d_head + d_head - 1 (ldq >=
+  /// H*d_head)
   /// @param k,v  [T][ldk] and [T][ldv] floats, head g at columns g*d_head .. (ld >= H_kv*d_head)
   /// @param T    tokens, 1 .. T_max; token i sees tokens 0 .. i
   /// @param out  [T][ldo] floats, written only on kOk; must not overlap q, k or v
-  /// @param scale finite; default_scale<Cfg>() = 1/sqrt(d_head) is the usual choice
-  /// @return kOk, kNullPointer, kBadTokenCount, kBadStride, kBadScale or kOverlap
+  /// @param scale finite, |scale| <= FLT_MAX / log2(e) (kBadScale otherwise);
+  ///              default_scale<Cfg>() = 1/sqrt(d_head) is the usual choice
+  /// @return kOk, kNullPointer, kBadTokenCount, kBadStride (a stride below the row width, or
+  ///         one whose span does not fit the address space), kBadScale or kOverlap
   [[nodiscard]] Status forward(const float* q, std::size_t ldq, const float* k, std::size_t ldk,
                                const float* v, std::size_t ldv, std::size_t T, float* out,
                                std::size_t ldo, float scale) noexcept {
@@ -93,11 +87,15 @@ class ScaledDotProductAttention {
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (ldq < Cfg::kQDim || ldo < Cfg::kQDim || ldk < Cfg::kKvDim || ldv < Cfg::kKvDim)
       return Status::kBadStride;
-    if (!std::isfinite(scale)) return Status::kBadScale;
-    const std::size_t out_bytes = internal::span_bytes(T, ldo, Cfg::kQDim);
-    if (internal::overlaps(out, out_bytes, q, internal::span_bytes(T, ldq, Cfg::kQDim)) ||
-        internal::overlaps(out, out_bytes, k, internal::span_bytes(T, ldk, Cfg::kKvDim)) ||
-        internal::overlaps(out, out_bytes, v, internal::span_bytes(T, ldv, Cfg::kKvDim)))
+    std::size_t qb = 0, kb = 0, vb = 0, ob = 0;
+    if (!internal::span_bytes(q, T, ldq, Cfg::kQDim, &qb) ||
+        !internal::span_bytes(k, T, ldk, Cfg::kKvDim, &kb) ||
+        !internal::span_bytes(v, T, ldv, Cfg::kKvDim, &vb) ||
+        !internal::span_bytes(out, T, ldo, Cfg::kQDim, &ob))
+      return Status::kBadStride;
+    if (!internal::scale_ok(scale)) return Status::kBadScale;
+    if (internal::overlaps(out, ob, q, qb) || internal::overlaps(out, ob, k, kb) ||
+        internal::overlaps(out, ob, v, vb))
       return Status::kOverlap;
     using B = internal::CoreBuffers<Cfg, Arch>;
     constexpr std::size_t D = Cfg::kDHead, BK = internal::Tiles<Arch>::kBK;
@@ -107,9 +105,8 @@ class ScaledDotProductAttention {
         const float* vs = v + t * ldv + g * D;
         for (std::size_t d = 0; d < D; ++d) buf_.v[t * B::kDPad + d] = vs[d];
       }
-      const kernels::QueryRows rows{q + g * Cfg::kGroup * D, ldq, D,
-                                    out + g * Cfg::kGroup * D, ldo, D,
-                                    T, Cfg::kGroup, 0};
+      const kernels::QueryRows rows{
+          q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
       kernels::f32_attn_rows<Arch, D>(rows, T, buf_.kt, buf_.v, scale, buf_.tile);
     }
     return Status::kOk;
@@ -141,8 +138,10 @@ class MultiHeadAttention {
 
  public:
   /// Floats of each working buffer, for RAM budgets:
-  static constexpr std::size_t kQFloats = Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group
-  static constexpr std::size_t kCtxFloats = Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;  ///< concat
+  static constexpr std::size_t kQFloats =
+      Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group
+  static constexpr std::size_t kCtxFloats =
+      Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;                            ///< concat
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();  ///< GEMM B panel
   static constexpr std::size_t kCoreBytes = sizeof(Core);  ///< K^T, V of one group + tile scratch
 
@@ -169,17 +168,20 @@ class MultiHeadAttention {
   /// @param T     tokens, 1 .. T_max; token i sees tokens 0 .. i
   /// @param y     [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is
   ///              read in full before y is written); without W_O it must not overlap x.
-  /// @param scale softmax scale, finite (the worked example of the teaching notes uses 1)
+  ///              y must never overlap a weight or bias array (kOverlap).
+  /// @param scale softmax scale, finite with |scale| <= FLT_MAX / log2(e) (the worked example
+  ///              of the teaching notes uses 1)
   /// @return kOk, kNullPointer (x, y or a needed weight null), kBadArgument (weights given to
   ///         the constructor fail Weights::check), kBadTokenCount, kBadScale, kOverlap
   [[nodiscard]] Status forward(const float* x, std::size_t T, float* y, float scale) noexcept {
     if (!x || !y) return Status::kNullPointer;
     if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
-    if (!std::isfinite(scale)) return Status::kBadScale;
-    if (!Cfg::kHasOutProj &&
-        internal::overlaps(x, T * Cfg::kDModel * sizeof(float), y, T * Cfg::kOutDim * sizeof(float)))
+    if (!internal::scale_ok(scale)) return Status::kBadScale;
+    const std::size_t y_bytes = T * Cfg::kOutDim * sizeof(float);
+    if (!Cfg::kHasOutProj && internal::overlaps(x, T * Cfg::kDModel * sizeof(float), y, y_bytes))
       return Status::kOverlap;
+    if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
     run(x, T, y, scale);
     return Status::kOk;
   }
@@ -218,7 +220,7 @@ class MultiHeadAttention {
     }
   }
 
-  Weights<Cfg> w_{};
+  Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
   alignas(Tl::kAlign) float q_[kQFloats] = {};
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[kPackFloats] = {};

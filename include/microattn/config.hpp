@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace microattn {
 
@@ -12,6 +13,38 @@ enum class Bias : bool { kNo = false, kYes = true };
 /// Whether the layer ends with the output projection W_O. Without it the result is the
 /// concatenation of the heads, [T][H * d_head].
 enum class OutProj : bool { kNo = false, kYes = true };
+
+namespace internal {
+
+/// a * b, or `limit + 1` when the product exceeds limit (never wraps).
+constexpr std::size_t mul_capped(std::size_t a, std::size_t b, std::size_t limit) noexcept {
+  return (b != 0 && a > limit / b) ? limit + 1 : a * b;
+}
+constexpr std::size_t add_capped(std::size_t a, std::size_t b, std::size_t limit) noexcept {
+  return (a > limit || b > limit - a) ? limit + 1 : a + b;
+}
+
+/// True when every buffer and weight matrix of a configuration is addressable with a size_t of
+/// at most `limit` bytes, padding included. The bound is generous on purpose: every working
+/// buffer of the layers is at most (T_max + 64) rows of (4 H + 4 H_kv + 2) * d_head + 2 d_model
+/// + 64 floats, and every weight matrix at most (d_model + 16) x (H + H_kv + 16) * d_head floats
+/// (64 and 16 are the largest tile and panel paddings). A factor check alone is not enough: on a
+/// 32-bit target T_max = 2^20 with H * d_head = 1024 passes every factor limit and wraps.
+constexpr bool sizes_fit(std::size_t t_max, std::size_t d_model, std::size_t heads,
+                         std::size_t kv_heads, std::size_t d_head, std::size_t limit) noexcept {
+  const std::size_t L = limit / 2;  // room for the sum of several buffers in one object
+  const std::size_t width = add_capped(
+      add_capped(mul_capped(mul_capped(4, heads + kv_heads, L), d_head, L), 2 * d_head, L),
+      add_capped(mul_capped(2, d_model, L), 64, L), L);
+  const std::size_t buf = mul_capped(mul_capped(add_capped(t_max, 64, L), width, L), 4, L);
+  const std::size_t wmat =
+      mul_capped(mul_capped(add_capped(d_model, 16, L),
+                            mul_capped(add_capped(heads + kv_heads, 16, L), d_head, L), L),
+                 4, L);
+  return buf <= L && wmat <= L;
+}
+
+}  // namespace internal
 
 /// Every dimension of a causal multi-head attention layer, fixed at compile time.
 ///
@@ -35,6 +68,9 @@ struct Config {
   static_assert(kTMax_ <= (std::size_t{1} << 24) && kDModel_ <= (std::size_t{1} << 20) &&
                     kHeads_ * kDHead_ <= (std::size_t{1} << 20),
                 "microattn::Config: dimensions too large for 32-bit index arithmetic");
+  static_assert(internal::sizes_fit(kTMax_, kDModel_, kHeads_, kKvHeads_, kDHead_, SIZE_MAX),
+                "microattn::Config: T_max x (d_model, H * d_head) buffers do not fit this "
+                "target's size_t (they would wrap on a 32-bit target)");
 
   static constexpr std::size_t kTMax = kTMax_;
   static constexpr std::size_t kDModel = kDModel_;

@@ -8,6 +8,7 @@
 #include "microattn/arch.hpp"
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
+#include "microattn/internal/checks.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_decode.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
@@ -38,6 +39,8 @@ namespace microattn {
 /// The object holds the weight views, the cache, the RoPE tables and all working memory (no
 /// heap, no globals, no exceptions); sizeof == ram_bytes(), broken down below. Every method
 /// that returns a Status changes nothing (cache, length, outputs) unless it returns kOk.
+/// Its default state is all zero bytes (default scale, RoPE off, empty cache, no weights), so a
+/// static object is correct in .bss even when the firmware's startup runs no C++ constructors.
 ///
 /// @tparam kPrefillChunk tokens prefill() processes at a time (1 .. T_max, default T_max).
 ///   The prefill workspace grows with it (kChunk * (H + H/H_kv) * d_head floats), so a
@@ -128,7 +131,7 @@ class KvAttention {
     if (length_ != 0) return Status::kBadArgument;
     if (!r.enabled) {
       rope_on_ = false;
-      rope_ = r;
+      rope_half_ = 0;
       return Status::kOk;
     }
     const std::size_t dims = r.rotary_dims == 0 ? D : r.rotary_dims;
@@ -136,41 +139,61 @@ class KvAttention {
     if (r.pairing != RopePairing::kAdjacent && r.pairing != RopePairing::kHalfSplit)
       return Status::kBadArgument;
     kernels::rope_fill(rope_tab_, r.base, dims / 2);
-    rope_ = r;
+    rope_base_ = r.base;
+    rope_pairing_ = r.pairing;
+    rope_dims_ = r.rotary_dims;
     rope_half_ = dims / 2;
     rope_on_ = true;
     return Status::kOk;
   }
 
   /// The current RoPE settings (enabled == false when off).
-  const RopeConfig& rope() const noexcept { return rope_; }
+  RopeConfig rope() const noexcept {
+    RopeConfig r;
+    if (rope_on_)
+      r.enabled = true, r.base = rope_base_, r.pairing = rope_pairing_, r.rotary_dims = rope_dims_;
+    return r;
+  }
 
   /// Softmax scale, default 1/sqrt(d_head). Allowed at any time (the cache does not depend on it).
-  /// @return kOk, or kBadScale (nothing changed) when scale is not finite.
+  /// @return kOk, or kBadScale (nothing changed) when scale is not finite or |scale| > FLT_MAX /
+  ///         log2(e).
   [[nodiscard]] Status set_scale(float scale) noexcept {
-    if (!std::isfinite(scale)) return Status::kBadScale;
+    if (!internal::scale_ok(scale)) return Status::kBadScale;
     scale_ = scale;
+    custom_scale_ = true;
     return Status::kOk;
   }
+
+  /// The softmax scale in use.
+  float scale() const noexcept { return custom_scale_ ? scale_ : default_scale<Cfg>(); }
 
   /// Appends T tokens to the cache and returns their outputs: the token at position
   /// p = length() + i sees the cached tokens and the tokens of this call up to itself.
   /// @param x  [T][d_model] floats
   /// @param T  tokens, 1 .. T_max
-  /// @param y  [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may be x itself (each
-  ///           chunk of x is read in full before its rows of y are written; with the default
-  ///           kPrefillChunk = T_max any overlap is fine); without W_O it must not overlap x.
+  /// @param y  [T][Cfg::kOutDim] floats, written only on kOk. Without W_O it must not overlap
+  ///           x. With W_O, one chunk's x is read in full before its rows of y are written: when
+  ///           T <= kPrefillChunk (always with the default kPrefillChunk = T_max) y may overlap
+  ///           x in any way; for a longer T, y may overlap x only if it starts at or before x
+  ///           (y == x is fine), since a later chunk's x must not have been overwritten yet.
+  ///           y must never overlap a weight or bias array.
   /// @return kOk; kNullPointer (x, y or a needed weight null); kBadTokenCount (T == 0 or
-  ///         T > T_max); kCacheFull (length() + T > T_max); kOverlap. On error the cache,
-  ///         length() and y are unchanged.
+  ///         T > T_max); kCacheFull (length() + T > T_max); kOverlap (an overlap the rules
+  ///         above forbid). On error the cache, length() and y are unchanged.
   [[nodiscard]] Status prefill(const float* x, std::size_t T, float* y) noexcept {
     if (!x || !y) return Status::kNullPointer;
     if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (length_ + T > Cfg::kTMax) return Status::kCacheFull;
-    if (!Cfg::kHasOutProj &&
-        internal::overlaps(x, T * DM * sizeof(float), y, T * Cfg::kOutDim * sizeof(float)))
-      return Status::kOverlap;
+    const std::size_t x_bytes = T * DM * sizeof(float), y_bytes = T * Cfg::kOutDim * sizeof(float);
+    if (internal::overlaps(x, x_bytes, y, y_bytes)) {
+      const bool chunked = T > kPrefillChunk;
+      const bool y_after_x =
+          reinterpret_cast<std::uintptr_t>(y) > reinterpret_cast<std::uintptr_t>(x);
+      if (!Cfg::kHasOutProj || (chunked && y_after_x)) return Status::kOverlap;
+    }
+    if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
     for (std::size_t t0 = 0; t0 < T; t0 += kPrefillChunk) {
       const std::size_t n = internal::min_size(kPrefillChunk, T - t0);
       run_prefill(x + t0 * DM, n, y + t0 * Cfg::kOutDim);
@@ -183,16 +206,17 @@ class KvAttention {
   /// attending over the whole cache. Same result as prefill(x, 1, y) up to float rounding.
   /// @param x  [d_model] floats
   /// @param y  [Cfg::kOutDim] floats, written only on kOk; may alias x with W_O, must not
-  ///           overlap it without.
+  ///           overlap it without; must not overlap a weight or bias array.
   /// @return kOk, kNullPointer, kCacheFull (length() == T_max) or kOverlap; on error nothing
   ///         changed.
   [[nodiscard]] Status decode(const float* x, float* y) noexcept {
     if (!x || !y) return Status::kNullPointer;
     if (const Status s = w_.check(); s != Status::kOk) return s;
     if (length_ + 1 > Cfg::kTMax) return Status::kCacheFull;
-    if (!Cfg::kHasOutProj &&
-        internal::overlaps(x, DM * sizeof(float), y, Cfg::kOutDim * sizeof(float)))
+    const std::size_t y_bytes = Cfg::kOutDim * sizeof(float);
+    if (!Cfg::kHasOutProj && internal::overlaps(x, DM * sizeof(float), y, y_bytes))
       return Status::kOverlap;
+    if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
     run_decode(x, y);
     length_ += 1;
     return Status::kOk;
@@ -237,7 +261,7 @@ class KvAttention {
                               Cfg::kHasBias ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
       if (rope_on_)
-        kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_.pairing);
+        kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_pairing_);
       kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
                               Cfg::kHasBias ? w_.b_v + g * D : nullptr,
@@ -246,9 +270,9 @@ class KvAttention {
                               Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       if (rope_on_)
-        kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_.pairing);
+        kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_pairing_);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
-      kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale_, pw.tile);
+      kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale(), pw.tile);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
@@ -273,8 +297,8 @@ class KvAttention {
     kernels::f32_gemv<Arch>(KD, DM, x, wv.b, wv.ldb, wv.layout, Cfg::kHasBias ? w_.b_v : nullptr,
                             dw.v);
     if (rope_on_) {
-      kernels::f32_rope_rows(dw.q, QD, D, 1, Cfg::kHeads, L, rope_tab_, rope_half_, rope_.pairing);
-      kernels::f32_rope_rows(dw.k, KD, D, 1, HKV, L, rope_tab_, rope_half_, rope_.pairing);
+      kernels::f32_rope_rows(dw.q, QD, D, 1, Cfg::kHeads, L, rope_tab_, rope_half_, rope_pairing_);
+      kernels::f32_rope_rows(dw.k, KD, D, 1, HKV, L, rope_tab_, rope_half_, rope_pairing_);
     }
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
@@ -282,7 +306,7 @@ class KvAttention {
       float* vr = v_head(g) + L * kDPad;
       for (std::size_t d = 0; d < D; ++d) vr[d] = dw.v[g * D + d];
       kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D, L + 1,
-                                                  kt_head(g), v_head(g), scale_, dw.att);
+                                                  kt_head(g), v_head(g), scale(), dw.att);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
@@ -291,12 +315,16 @@ class KvAttention {
     }
   }
 
-  Weights<Cfg> w_{};
+  // Every member's default is zero bytes (see the class comment): no default may need code.
+  Weights<Cfg> w_{WeightLayout::kInOut};  // all null: prefill/decode say kNullPointer until set
   std::size_t length_ = 0;
-  float scale_ = default_scale<Cfg>();
+  float scale_ = 0.0f;  // used when custom_scale_; else default_scale<Cfg>()
+  bool custom_scale_ = false;
   bool rope_on_ = false;
+  RopePairing rope_pairing_ = RopePairing::kAdjacent;
+  float rope_base_ = 0.0f;
+  std::size_t rope_dims_ = 0;
   std::size_t rope_half_ = 0;
-  RopeConfig rope_{};
   Cache cache_{};
   Rope rope_tab_{};
   PrefillWork pw_{};

@@ -9,13 +9,13 @@ namespace microattn {
 /// outputs, caches and workspaces are exactly as they were before the call.
 enum class Status : std::uint8_t {
   kOk = 0,
-  kNullPointer,      ///< a required pointer (input, output, weight or bias) is null
-  kBadTokenCount,    ///< token count is 0 or larger than the configuration's T_max
-  kOverlap,          ///< an output buffer overlaps an input it must not alias
-  kBadScale,         ///< the softmax scale is not finite
-  kBadStride,        ///< a row stride is smaller than the row it must hold
-  kCacheFull,        ///< appending would exceed the KV cache capacity
-  kBadArgument,      ///< any other argument outside its documented range
+  kNullPointer,    ///< a required pointer (input, output, weight or bias) is null
+  kBadTokenCount,  ///< token count is 0 or larger than the configuration's T_max
+  kOverlap,        ///< an output overlaps an input or a weight array it must not alias
+  kBadScale,       ///< the softmax scale is not finite, or |scale| > FLT_MAX / log2(e)
+  kBadStride,      ///< a row stride is below the row width, or its span overflows
+  kCacheFull,      ///< appending would exceed the KV cache capacity
+  kBadArgument,    ///< any other argument outside its documented range
 };
 
 /// Short, stable, human-readable name of a status ("ok", "null pointer", ...).
