@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "microattn/config.hpp"
 #include "microattn/status.hpp"
 
 namespace microattn {
