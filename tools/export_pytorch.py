@@ -1,5 +1,39 @@
 #!/usr/bin/env python3
-"""Export PyTorch attention weights as a C++ header of const float arrays for microattn.
+"""Export PyTorch attention weights as a C/C++ header of const float arrays for microattn.
+
+  python3 tools/export_pytorch.py --module model.pt [--path encoder.layers.0] \\
+      --name layer0 --out layer0_weights.h [--layout panel16]
+
+reads a whole pickled module (torch.save(module)) and takes every shape from it: heads,
+key/value heads, head width, biases. It accepts nn.MultiheadAttention, the self-attention of
+nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, and LLaMA/Hugging Face-style attention
+modules with q_proj, k_proj, v_proj, o_proj nn.Linear children (heads from num_heads,
+num_key_value_heads, head_dim, or from .config.num_attention_heads, .num_key_value_heads,
+.head_dim; cross-checked against the Linear shapes). --path picks a submodule.
+
+  python3 tools/export_pytorch.py --state-dict model.pt --heads 8 [--kv-heads 2] \\
+      [--prefix layers.0.attn.] --name layer0 --out layer0_weights.h
+
+reads a state dict instead: nn.MultiheadAttention keys (in_proj_weight, in_proj_bias,
+out_proj.weight, out_proj.bias) or LLaMA-style ones (q_proj.weight ... o_proj.weight, optional
+.bias). A state dict does not record the number of heads, so --heads is required (and cannot be
+checked beyond d_head = query rows / heads being whole); key/value heads follow from the key
+rows. Prefer --module.
+
+Anything microattn cannot compute exactly as the module does is refused with a one-line message
+and exit status 2 (add_bias_kv, add_zero_attn, kdim/vdim != embed_dim, biases on some
+projections only, unknown parameters, non-finite weights, shapes that disagree ...).
+
+The header is valid C11 and C++17 and can be included by several translation units (the arrays
+are static). It defines NAME_D_MODEL, NAME_HEADS, NAME_KV_HEADS, NAME_D_HEAD, NAME_HAS_BIAS,
+NAME_HAS_OUT_PROJ, NAME_LAYOUT (the microattn::WeightLayout value: 0 kInOut, 1 kOutIn,
+2 kPanel16), NAME_LAYOUT_NAME and NAME_SCALE (the module's score scale) for C users, the arrays
+name_wq, name_wk, name_wv, name_wo (and name_bq, name_bk, name_bv, name_bo with biases), and in
+C++ the shape struct name_shape and name_weights<Cfg>(), so that
+
+  attn.set_weights(layer0_weights<Cfg>());
+
+sets layout and pointers, and a Cfg that differs from the exported shape is a compile error.
 
 By default the arrays keep PyTorch's own layout ([out][in], microattn::WeightLayout::kOutIn),
 so nothing is transposed: a microcontroller uses them straight from flash. --layout panel16
@@ -7,12 +41,8 @@ writes microattn::WeightLayout::kPanel16 instead (panels of 16 output columns, e
 the fastest layout for the decode step and for prefill on AVX2/AArch64; it needs d_head and
 d_model to be multiples of 16.
 
-  python3 tools/export_pytorch.py --state-dict model.pt --prefix layers.0.attn. \
-      --name layer0 --out layer0_weights.h [--layout panel16]
-
-recognises either nn.MultiheadAttention keys (in_proj_weight, in_proj_bias, out_proj.weight,
-out_proj.bias) or LLaMA-style separate layers (q_proj.weight, k_proj.weight, v_proj.weight,
-o_proj.weight, optional .bias). Give --heads (and --kv-heads for GQA/MQA).
+From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
+export_module(module, name=...) and export_state_dict(sd, heads=..., name=...) return the text.
 
   python3 tools/export_pytorch.py --fixtures tests/data/pytorch_fixtures.h
 
@@ -22,28 +52,480 @@ tests/test_pytorch_fixtures.cpp compares microattn against. Needs Debian's pytho
 (use /usr/bin/python3); the generated header is committed, so the tests do not need torch.
 """
 import argparse
+import math
+import numbers
+import re
 import sys
 
+# microattn::WeightLayout values (include/microattn/weights.hpp); the C++ part of every header
+# static_asserts that the number still matches the enumerator, so a renumbering cannot go unseen.
+LAYOUTS = {"outin": ("kOutIn", 1), "panel16": ("kPanel16", 2)}
+PANEL = 16  # microattn::kWeightPanel
+ROLES = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")
+MODULE_KINDS = ("nn.MultiheadAttention, nn.TransformerEncoderLayer/TransformerDecoderLayer "
+                "(their self_attn), or a LLaMA-style module with q_proj/k_proj/v_proj/o_proj "
+                "nn.Linear children")
+ROPE_NOTE = ("LLaMA-style layers usually apply RoPE to Q and K in their forward, which is not "
+             "part of the weights: for that, use KvAttention with set_rope() "
+             "(docs/inference.md); MultiHeadAttention applies none")
+ALL_OR_NO_BIAS = ("microattn has biases on all four projections (Bias::kYes: Q, K, V and O) or "
+                  "on none (Bias::kNo)")
 
-def c_array(name, tensor):
-    vals = tensor.detach().to("cpu").float().reshape(-1).tolist()
-    body = ",\n  ".join(
-        ", ".join(f"{v:.9g}f" for v in vals[i:i + 8]) for i in range(0, len(vals), 8))
-    return f"alignas(16) const float {name}[{len(vals)}] = {{\n  {body}\n}};\n"
+
+class Refusal(Exception):
+    """Something the exporter cannot represent; main() prints it as one line, exit status 2."""
 
 
-def header(entries, guard_comment):
-    out = ["// Generated by tools/export_pytorch.py -- do not edit.", f"// {guard_comment}",
-           "#pragma once", ""]
-    for name, t in entries:
-        out.append(c_array(name, t))
-    return "\n".join(out)
+def one_line(text):
+    return " ".join(str(text).split())
 
+
+# --- literals ------------------------------------------------------------------------------
+
+def c_literals(values):
+    """Float literals, valid C and C++, that round-trip bit-exactly: the shortest decimal that
+    identifies each float32 (numpy's Dragon4 with unique=True, which assumes the correctly
+    rounded conversion that GCC and Clang do), always with a '.' or an exponent so that '0',
+    '1', '-0' become 0.0f, 1.0f, -0.0f (the old f"{v:.9g}f" wrote 0f, an invalid literal).
+    values: 1-D float32 numpy array, all finite (checked before)."""
+    import numpy as np
+    out = []
+    for v in values:
+        a = abs(v)
+        if a == 0 or 1e-4 <= a < 1e16:
+            s = np.format_float_positional(v, unique=True, trim="0")
+        else:
+            s = np.format_float_scientific(v, unique=True, trim="-")
+        out.append(s)
+    # Guard: reading the text back must give the same bits. Through a double this could in
+    # theory differ from a direct decimal -> float rounding only on an exact float midpoint,
+    # which a shortest-unique string never is; anything that still differs (a numpy bug) is
+    # written as the double's repr, which is within half a double ulp of the value and so
+    # rounds to it directly.
+    back = np.array([float(s) for s in out], dtype=np.float64).astype(np.float32)
+    bad = np.nonzero(back.view(np.uint32) != values.view(np.uint32))[0]
+    for i in bad:
+        out[i] = repr(float(values[i]))
+    return [s + "f" for s in out]
+
+
+def c_array(name, values, per_line=8):
+    """`MICROATTN_EXPORT_ALIGN16 static const float name[n] = {...};` (static: every
+    translation unit that includes the header gets its own copy, as C requires)."""
+    lits = c_literals(values)
+    rows = [", ".join(lits[i:i + per_line]) for i in range(0, len(lits), per_line)]
+    body = ",\n  ".join(rows)
+    return f"MICROATTN_EXPORT_ALIGN16 static const float {name}[{len(lits)}] = {{\n  {body}\n}};\n"
+
+
+ALIGN_MACRO = """\
+/* 16-byte alignment for the arrays: alignas in C++, _Alignas in C11. Shared by every header
+   this tool writes, hence the guard. */
+#ifndef MICROATTN_EXPORT_ALIGN16
+#ifdef __cplusplus
+#define MICROATTN_EXPORT_ALIGN16 alignas(16)
+#else
+#define MICROATTN_EXPORT_ALIGN16 _Alignas(16)
+#endif
+#endif
+"""
+
+
+# --- reading tensors ------------------------------------------------------------------------
+
+def to_float32(label, t):
+    """A floating tensor as a float32 numpy array, refusing what a float array cannot hold."""
+    import numpy as np
+    import torch
+    if not isinstance(t, torch.Tensor):
+        raise Refusal(f"{label} is a {type(t).__name__}, not a tensor")
+    if t.is_quantized or t.is_complex() or not t.is_floating_point():
+        raise Refusal(f"{label} has dtype {t.dtype}; microattn takes real floating weights "
+                      "(float32, float16, bfloat16, float64)")
+    src = t.detach().to("cpu")
+    fin = torch.isfinite(src)
+    if not bool(fin.all()):
+        idx = tuple(int(i) for i in (~fin).nonzero()[0].tolist())
+        raise Refusal(f"{label}[{', '.join(map(str, idx))}] is {src[idx].item()}: "
+                      "microattn weights must be finite")
+    a = src.float().numpy().astype(np.float32, copy=True)
+    fin = np.isfinite(a)
+    if not fin.all():  # float64 values beyond float32's range
+        idx = tuple(int(i) for i in np.argwhere(~fin)[0])
+        raise Refusal(f"{label}[{', '.join(map(str, idx))}] is {src[idx].item()!r}, beyond "
+                      "float32's range")
+    return a
+
+
+class Layer:
+    """One attention layer's weights in PyTorch's [out][in] layout, with its shape."""
+
+    def __init__(self, source, kind):
+        self.source = source  # what it was exported from, for the header comment
+        self.kind = kind
+        self.t = {}           # role -> float32 numpy array
+        self.heads = self.kv_heads = self.d_head = self.d_model = None  # check_shapes fills in
+        self.bias = None
+        self.scale = None     # the module's score scale when it says so
+        self.notes = []
+
+    def put(self, role, label, tensor):
+        self.t[role] = to_float32(label, tensor)
+
+
+def pick(what, candidates):
+    """The one value that every source that states it agrees on (None if none states it)."""
+    given = [(src, v) for src, v in candidates if v is not None]
+    if len({v for _, v in given}) > 1:
+        raise Refusal(f"conflicting {what}: " + ", ".join(f"{s} = {v}" for s, v in given))
+    return given[0][1] if given else None
+
+
+def int_attr(obj, name, where):
+    if obj is None:
+        return None
+    v = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise Refusal(f"{where}{name} is {v!r}, not a whole number")
+    return int(v)
+
+
+def check_shapes(L, layout):
+    """Every array against heads, kv heads, d_head: the header's shape is what the arrays hold."""
+    t = L.t
+    for r in ("wq", "wk", "wv", "wo"):
+        if r not in t:
+            raise Refusal(f"no {r[1].upper()} projection weight found ({L.source})")
+    if t["wq"].ndim != 2:
+        raise Refusal(f"the query weight has shape {list(t['wq'].shape)}, not [out][in]")
+    q_rows, d_model = t["wq"].shape
+    H = L.heads
+    if H is None or H < 1:
+        raise Refusal(f"the number of heads is unknown ({L.source}); pass --heads")
+    if L.d_head is None:
+        if q_rows % H:
+            raise Refusal(f"the query projection has {q_rows} rows, not a whole number of "
+                          f"{H} heads (d_head would be {q_rows / H:g})")
+        L.d_head = q_rows // H
+    dh = L.d_head
+    if dh < 1 or H * dh != q_rows:
+        raise Refusal(f"the query projection has {q_rows} rows but heads {H} x head_dim {dh} "
+                      f"= {H * dh}")
+    k_rows = t["wk"].shape[0]
+    if L.kv_heads is None:
+        if k_rows % dh:
+            raise Refusal(f"the key projection has {k_rows} rows, not a whole number of heads "
+                          f"of {dh}")
+        L.kv_heads = k_rows // dh
+    K = L.kv_heads
+    if K < 1 or H % K:
+        raise Refusal(f"{K} key/value heads do not divide {H} query heads")
+    want = {"wq": (H * dh, d_model), "wk": (K * dh, d_model), "wv": (K * dh, d_model),
+            "wo": (d_model, H * dh), "bq": (H * dh,), "bk": (K * dh,), "bv": (K * dh,),
+            "bo": (d_model,)}
+    names = {"wq": "query weight", "wk": "key weight", "wv": "value weight",
+             "wo": "output weight", "bq": "query bias", "bk": "key bias", "bv": "value bias",
+             "bo": "output bias"}
+    for r, a in t.items():
+        if tuple(a.shape) != want[r]:
+            raise Refusal(f"the {names[r]} has shape {list(a.shape)} but heads {H}, key/value "
+                          f"heads {K}, head_dim {dh}, d_model {d_model} need {list(want[r])}")
+    have = [r for r in ("bq", "bk", "bv", "bo") if r in t]
+    if have and len(have) != 4:
+        missing = [names[r] for r in ("bq", "bk", "bv", "bo") if r not in t]
+        raise Refusal(f"the layer has {', '.join(names[r] for r in have)} but no "
+                      f"{', '.join(missing)}: {ALL_OR_NO_BIAS}")
+    if layout == "panel16" and (dh % PANEL or d_model % PANEL):
+        raise Refusal(f"--layout panel16 needs d_head and d_model multiples of {PANEL} "
+                      f"(d_head {dh}, d_model {d_model}); use --layout outin")
+    if d_model > 1 << 20 or H * dh > 1 << 20:
+        raise Refusal(f"d_model {d_model} or H*d_head {H * dh} exceeds microattn's limit 2^20")
+    L.d_model = d_model
+    L.bias = bool(have)
+
+
+# --- nn.MultiheadAttention ------------------------------------------------------------------
+
+def from_mha(m, where, subj, heads_arg, kv_arg):
+    """where: the parameter-name prefix ("layers.0.self_attn."); subj: the module in words."""
+    import torch
+    L = Layer(f"nn.MultiheadAttention from {subj}", "nn.MultiheadAttention")
+    E = int(m.embed_dim)
+    if getattr(m, "bias_k", None) is not None or getattr(m, "bias_v", None) is not None:
+        raise Refusal(f"{subj} was built with add_bias_kv=True (bias_k/bias_v append a learned "
+                      "key/value token), which microattn cannot compute")
+    if getattr(m, "add_zero_attn", False):
+        raise Refusal(f"{subj} was built with add_zero_attn=True (a zero key/value token), "
+                      "which microattn cannot compute")
+    if int(m.kdim) != E or int(m.vdim) != E:
+        raise Refusal(f"{subj} has kdim {m.kdim}, vdim {m.vdim} != embed_dim {E}: microattn "
+                      "projects keys and values from the same input as queries")
+    known = {"in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight",
+             "in_proj_bias", "out_proj.weight", "out_proj.bias"}
+    for n, _ in m.named_parameters():
+        if n not in known:
+            raise Refusal(f"{subj} has a parameter {where}{n} that microattn cannot represent")
+    H = pick("number of heads", [("num_heads", int(m.num_heads)), ("--heads", heads_arg)])
+    pick("number of key/value heads (nn.MultiheadAttention has no GQA)",
+         [("num_heads", H), ("--kv-heads", kv_arg)])
+    L.heads, L.kv_heads = H, H
+    L.d_head = pick("head width", [("head_dim", int(m.head_dim)),
+                                    ("embed_dim / num_heads", E // H if E % H == 0 else None)])
+    if getattr(m, "in_proj_weight", None) is not None:
+        w = to_float32(f"{where}in_proj_weight", m.in_proj_weight)
+        if w.shape != (3 * E, E):
+            raise Refusal(f"{where}in_proj_weight has shape {list(w.shape)}, not [{3 * E}, {E}]")
+        L.t.update(wq=w[:E], wk=w[E:2 * E], wv=w[2 * E:])
+    else:
+        for r, n in (("wq", "q_proj_weight"), ("wk", "k_proj_weight"), ("wv", "v_proj_weight")):
+            if getattr(m, n, None) is None:
+                raise Refusal(f"{subj} has neither in_proj_weight nor {n}")
+            L.put(r, f"{where}{n}", getattr(m, n))
+    out = getattr(m, "out_proj", None)
+    if not isinstance(out, torch.nn.Linear):
+        raise Refusal(f"{where}out_proj is {type(out).__name__}, not an nn.Linear")
+    L.put("wo", f"{where}out_proj.weight", out.weight)
+    b_in, b_out = getattr(m, "in_proj_bias", None), out.bias
+    if (b_in is None) != (b_out is None):
+        has = "in_proj_bias (Q, K, V)" if b_in is not None else "out_proj.bias (O)"
+        raise Refusal(f"{subj} has {has} but not the other: {ALL_OR_NO_BIAS}")
+    if b_in is not None:
+        b = to_float32(f"{where}in_proj_bias", b_in)
+        if b.shape != (3 * E,):
+            raise Refusal(f"{where}in_proj_bias has shape {list(b.shape)}, not [{3 * E}]")
+        L.t.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:])
+        L.put("bo", f"{where}out_proj.bias", b_out)
+    return L
+
+
+# --- LLaMA / Hugging Face style ---------------------------------------------------------------
+
+def from_llama(m, where, subj, heads_arg, kv_arg):
+    import torch
+    L = Layer(f"{type(m).__name__} (LLaMA-style q/k/v/o_proj) from {subj}", "llama")
+    lin = {}
+    for r, n in (("q", "q_proj"), ("k", "k_proj"), ("v", "v_proj"), ("o", "o_proj")):
+        c = getattr(m, n, None)
+        if c is None:
+            raise Refusal(f"{subj} has no {n} (a LLaMA-style module needs q_proj, k_proj, "
+                          "v_proj and o_proj)")
+        if not isinstance(c, torch.nn.Linear):
+            raise Refusal(f"{where}{n} is a {type(c).__name__}, not an nn.Linear")
+        lin[r] = c
+    known = {f"{n}_proj.{p}" for n in "qkvo" for p in ("weight", "bias")}
+    for n, _ in m.named_parameters():
+        if n not in known:
+            raise Refusal(f"{subj} has a parameter {where}{n} that microattn cannot represent "
+                          "(it computes only the q/k/v/o projections and attention)")
+    cfg = getattr(m, "config", None)
+    H = pick("number of heads", [
+        ("num_heads", int_attr(m, "num_heads", where)),
+        ("config.num_attention_heads", int_attr(cfg, "num_attention_heads", where + "config.")),
+        ("--heads", heads_arg)])
+    if H is None:
+        raise Refusal(f"{subj} does not say its number of heads (no num_heads attribute, no "
+                      "config.num_attention_heads); pass --heads")
+    K = pick("number of key/value heads", [
+        ("num_key_value_heads", int_attr(m, "num_key_value_heads", where)),
+        ("config.num_key_value_heads", int_attr(cfg, "num_key_value_heads", where + "config.")),
+        ("--kv-heads", kv_arg)])
+    dh = pick("head width", [("head_dim", int_attr(m, "head_dim", where)),
+                              ("config.head_dim", int_attr(cfg, "head_dim", where + "config."))])
+    L.heads, L.kv_heads, L.d_head = H, K, dh
+    for r in "qkvo":
+        L.put(f"w{r}", f"{where}{r}_proj.weight", lin[r].weight)
+        if lin[r].bias is not None:
+            L.put(f"b{r}", f"{where}{r}_proj.bias", lin[r].bias)
+    # Cross-checks against what the module also states (check_shapes does the Linear shapes).
+    d_model = lin["q"].in_features
+    pick("d_model", [("q_proj.in_features", d_model),
+                     ("hidden_size", int_attr(m, "hidden_size", where)),
+                     ("config.hidden_size", int_attr(cfg, "hidden_size", where + "config."))])
+    groups = int_attr(m, "num_key_value_groups", where)
+    if groups is not None and K is not None and K * groups != H:
+        raise Refusal(f"{where}num_key_value_groups {groups} != heads {H} / key/value heads {K}")
+    if getattr(m, "is_causal", True) is False:
+        L.notes.append("the module says is_causal=False; microattn computes causal attention")
+    window = getattr(cfg, "sliding_window", None) if cfg is not None else None
+    if isinstance(window, numbers.Integral) and not isinstance(window, bool) and \
+            getattr(cfg, "use_sliding_window", True):
+        L.notes.append(f"the module's config has sliding_window {window}; microattn attends "
+                       f"to every earlier token (the same for T <= {window})")
+    scaling = getattr(m, "scaling", None)
+    if isinstance(scaling, numbers.Real) and not isinstance(scaling, bool):
+        L.scale = float(scaling)
+    L.notes.append(ROPE_NOTE)
+    return L
+
+
+# --- modules ----------------------------------------------------------------------------------
+
+def module_kind(m):
+    import torch.nn as nn
+    if isinstance(m, nn.MultiheadAttention):
+        return "mha"
+    if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+        return "tlayer"
+    if any(isinstance(getattr(m, n, None), nn.Module) for n in ("q_proj", "k_proj", "v_proj",
+                                                               "o_proj")):
+        return "llama"
+    return None
+
+
+def candidates(root):
+    found = []
+    for n, c in root.named_modules():
+        k = module_kind(c)
+        if k and not (k == "mha" and n.endswith("self_attn") and
+                      module_kind(root.get_submodule(n.rpartition(".")[0])) == "tlayer"):
+            found.append(f"{n or '(top)'} ({type(c).__name__})")
+    return found
+
+
+def quoted(path, origin):
+    """A submodule in words: "'layers.0' of model.pt", or "model.pt" for the top."""
+    return f"'{path}' of {origin}" if path else origin
+
+
+def layer_from_module(root, path=None, heads=None, kv_heads=None, origin="the module"):
+    import torch
+    if not isinstance(root, torch.nn.Module):
+        raise Refusal(f"{origin} holds a {type(root).__name__}, not an nn.Module"
+                      + (" (a state dict? use --state-dict with --heads)"
+                         if isinstance(root, dict) else ""))
+    m, where = root, ""
+    if path:
+        try:
+            m = root.get_submodule(path)
+        except AttributeError:
+            found = candidates(root)
+            raise Refusal(f"{origin} has no submodule '{path}'; attention modules in it: "
+                          f"{summary(found)}") from None
+        where = path + "."
+    kind = module_kind(m)
+    if kind is None:
+        found = candidates(m)
+        raise Refusal(f"{quoted(path, origin)} is a {type(m).__name__}, not {MODULE_KINDS}"
+                      + (f"; attention modules in it: {summary(found)} (pass one with --path)"
+                         if found else ""))
+    if kind == "tlayer":
+        L = from_mha(m.self_attn, where + "self_attn.",
+                     quoted(where + "self_attn", origin), heads, kv_heads)
+        L.source = f"the self_attn of {type(m).__name__} {quoted(path, origin)}"
+        L.notes.append(f"{type(m).__name__}: only its self-attention is exported (not the "
+                       "feed-forward, norms" + (", cross-attention" if
+                       isinstance(m, torch.nn.TransformerDecoderLayer) else "") +
+                       "); microattn computes causal attention (the layer's own mask, if any, "
+                       "is not part of the export)")
+    elif kind == "mha":
+        L = from_mha(m, where, quoted(path, origin), heads, kv_heads)
+        L.notes.append("microattn computes causal attention (like attn_mask = causal)")
+    else:
+        L = from_llama(m, where, quoted(path, origin), heads, kv_heads)
+    return L
+
+
+# --- state dicts ------------------------------------------------------------------------------
+
+def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state dict"):
+    import torch
+    if heads is None:
+        raise Refusal("--heads is required with --state-dict: a state dict does not record the "
+                      "number of heads (or use --module, which reads it)")
+    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        raise Refusal(f"{origin} is not a state dict (a dict of tensors)")
+    p = prefix
+    under = sorted(k[len(p):] for k in sd if k.startswith(p))
+    if not under:
+        raise Refusal(f"{origin} has no keys under prefix '{p}' (it has {summary(sd)})")
+
+    def need(key):
+        if p + key not in sd:
+            raise Refusal(f"{origin} has no '{p}{key}' (keys under '{p}': "
+                          f"{summary(under)})")
+        return sd[p + key]
+
+    for k in ("bias_k", "bias_v"):
+        if p + k in sd:
+            raise Refusal(f"{origin} has '{p}{k}': the module was built with add_bias_kv=True, "
+                          "which microattn cannot compute")
+    if p + "in_proj_weight" in sd or p + "q_proj_weight" in sd:
+        L = Layer(f"state dict {origin}, nn.MultiheadAttention keys under '{p}', "
+                  f"--heads {heads}", "nn.MultiheadAttention")
+        if p + "in_proj_weight" in sd:
+            w = to_float32(p + "in_proj_weight", sd[p + "in_proj_weight"])
+            if w.ndim != 2 or w.shape[0] != 3 * w.shape[1]:
+                raise Refusal(f"{p}in_proj_weight has shape {list(w.shape)}, not [3*E, E]")
+            E = w.shape[1]
+            L.t.update(wq=w[:E], wk=w[E:2 * E], wv=w[2 * E:])
+        else:
+            for r, n in (("wq", "q_proj_weight"), ("wk", "k_proj_weight"),
+                         ("wv", "v_proj_weight")):
+                L.put(r, p + n, need(n))
+            E = L.t["wq"].shape[1]
+            if L.t["wk"].shape[1] != E or L.t["wv"].shape[1] != E:
+                raise Refusal(f"{origin}: kdim/vdim ({L.t['wk'].shape[1]}, "
+                              f"{L.t['wv'].shape[1]}) differ from embed_dim {E}: microattn "
+                              "projects keys and values from the same input as queries")
+        L.put("wo", p + "out_proj.weight", need("out_proj.weight"))
+        b_in, b_out = sd.get(p + "in_proj_bias"), sd.get(p + "out_proj.bias")
+        if (b_in is None) != (b_out is None):
+            has = "in_proj_bias" if b_in is not None else "out_proj.bias"
+            raise Refusal(f"{origin} has '{p}{has}' but not the other bias: {ALL_OR_NO_BIAS}")
+        if b_in is not None:
+            b = to_float32(p + "in_proj_bias", b_in)
+            if b.shape != (3 * E,):
+                raise Refusal(f"{p}in_proj_bias has shape {list(b.shape)}, not [{3 * E}]")
+            L.t.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:])
+            L.put("bo", p + "out_proj.bias", b_out)
+        L.notes.append("microattn computes causal attention (like attn_mask = causal)")
+    elif any(p + f"{n}_proj.weight" in sd for n in "qkvo"):
+        L = Layer(f"state dict {origin}, LLaMA-style keys under '{p}', --heads {heads}",
+                  "llama")
+        for n in "qkvo":
+            L.put(f"w{n}", f"{p}{n}_proj.weight", need(f"{n}_proj.weight"))
+            if p + f"{n}_proj.bias" in sd:
+                L.put(f"b{n}", f"{p}{n}_proj.bias", sd[p + f"{n}_proj.bias"])
+        L.notes.append(ROPE_NOTE)
+    else:
+        raise Refusal(f"{origin} has no attention weights under '{p}': expected in_proj_weight "
+                      "+ out_proj.weight (nn.MultiheadAttention) or q_proj.weight, "
+                      "k_proj.weight, v_proj.weight, o_proj.weight (LLaMA-style); keys there: "
+                      f"{summary(under)}")
+    q_rows = L.t["wq"].shape[0]
+    if q_rows % heads:
+        raise Refusal(f"the query projection has {q_rows} rows, not a whole number of --heads "
+                      f"{heads} (d_head would be {q_rows / heads:g})")
+    L.heads, L.d_head = heads, q_rows // heads
+    k_rows = L.t["wk"].shape[0]
+    derived = k_rows // L.d_head if k_rows % L.d_head == 0 else None
+    if derived is None:
+        raise Refusal(f"the key projection has {k_rows} rows, not a whole number of heads of "
+                      f"d_head {L.d_head} (= {q_rows} query rows / --heads {heads})")
+    if kv_heads is not None and kv_heads != derived:
+        raise Refusal(f"--kv-heads {kv_heads} disagrees with the weights: {k_rows} key rows / "
+                      f"d_head {L.d_head} = {derived} key/value heads")
+    L.kv_heads = derived
+    return L
+
+
+def summary(keys, limit=12):
+    keys = list(keys)
+    if len(keys) <= limit:
+        return ", ".join(keys) if keys else "none"
+    return ", ".join(keys[:limit]) + f", ... ({len(keys) - limit} more)"
+
+
+# --- the header -------------------------------------------------------------------------------
 
 def to_panel16(w):
     """PyTorch [out][in] weight -> kPanel16: W(i, o) at [(o // 16) * in * 16 + i * 16 + o % 16]
     (the last panel zero-padded when out is not a multiple of 16)."""
     import torch
+    if not isinstance(w, torch.Tensor):
+        w = torch.from_numpy(w)
     out_dim, in_dim = w.shape
     pad = (-out_dim) % 16
     if pad:
@@ -51,44 +533,141 @@ def to_panel16(w):
     return w.reshape(-1, 16, in_dim).permute(0, 2, 1).contiguous().reshape(-1)
 
 
-def weights_from_state_dict(sd, prefix):
-    """Returns dict with wq, wk, wv, wo and optional bq, bk, bv, bo (PyTorch layout)."""
-    p = prefix
-    if p + "in_proj_weight" in sd:
-        w = sd[p + "in_proj_weight"]
-        e = w.shape[1]
-        d = {"wq": w[:e], "wk": w[e:2 * e], "wv": w[2 * e:], "wo": sd[p + "out_proj.weight"]}
-        if p + "in_proj_bias" in sd and sd[p + "in_proj_bias"] is not None:
-            b = sd[p + "in_proj_bias"]
-            d.update(bq=b[:e], bk=b[e:2 * e], bv=b[2 * e:], bo=sd[p + "out_proj.bias"])
-        return d
-    d = {k: sd[p + f"{n}_proj.weight"] for k, n in (("wq", "q"), ("wk", "k"), ("wv", "v"), ("wo", "o"))}
-    for k, n in (("bq", "q"), ("bk", "k"), ("bv", "v"), ("bo", "o")):
-        if p + f"{n}_proj.bias" in sd:
-            d[k] = sd[p + f"{n}_proj.bias"]
-    return d
+def export_dict_panel16(d):
+    return {k: to_panel16(w) if k.startswith("w") else w for k, w in d.items()}
 
 
-def export_weights(d, name, heads, kv_heads, layout="outin"):
-    d_model = d["wq"].shape[1]
-    d_head = d["wq"].shape[0] // heads
-    bias = "bq" in d
-    cfg = (f"microattn::Config<T_MAX, {d_model}, {heads}, {kv_heads}, {d_head}, "
-           f"microattn::Bias::{'kYes' if bias else 'kNo'}>")
-    lay = "kOutIn"
+def check_name(name):
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name or ""):
+        raise Refusal(f"--name {name!r} is not a C identifier")
+
+
+def render(L, name, layout="outin"):
+    import numpy as np
+    import torch
+    check_name(name)
+    check_shapes(L, layout)
+    lay, lay_num = LAYOUTS[layout]
+    N = name.upper()
+    H, K, dh, D = L.heads, L.kv_heads, L.d_head, L.d_model
+    bias = "kYes" if L.bias else "kNo"
+    scale = L.scale if L.scale is not None else 1.0 / math.sqrt(dh)
+    default_scale = abs(scale * math.sqrt(dh) - 1.0) < 1e-6
+    arrays = dict(L.t)
     if layout == "panel16":
-        if d_head % 16 or d_model % 16:
-            raise SystemExit(f"--layout panel16 needs d_head and d_model multiples of 16 "
-                             f"(d_head {d_head}, d_model {d_model})")
-        d = export_dict_panel16(d)
-        lay = "kPanel16"
-    entries = [(f"{name}_{k}", d[k]) for k in ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo") if k in d]
-    text = header(entries, f"{name}: use with {cfg}, WeightLayout::{lay}")
-    text += (f"\n// microattn::Weights<Cfg> w; w.layout = microattn::WeightLayout::{lay};\n"
-             f"// w.w_q = {name}_wq; w.w_k = {name}_wk; w.w_v = {name}_wv; w.w_o = {name}_wo;\n")
-    if bias:
-        text += f"// w.b_q = {name}_bq; w.b_k = {name}_bk; w.b_v = {name}_bv; w.b_o = {name}_bo;\n"
-    return text
+        arrays = {r: (to_panel16(a).numpy() if r.startswith("w") else a)
+                  for r, a in arrays.items()}
+    cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, microattn::Bias::{bias}, "
+           "microattn::OutProj::kYes>")
+    shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", "[d_model][H*d_head]"),
+              "panel16": ("[H*d_head/16][d_model][16]", "[H_kv*d_head/16][d_model][16]",
+                          "[d_model/16][H*d_head][16]")}[layout]
+    lines = [
+        f"// Generated by tools/export_pytorch.py (torch {torch.__version__}) -- do not edit.",
+        f"// {name}: {L.source}.",
+        f"// d_model {D}, {H} query head{'s' * (H > 1)}, {K} key/value head{'s' * (K > 1)}, "
+        f"d_head {dh}, "
+        f"{'biases' if L.bias else 'no biases'}, output projection; "
+        f"layout microattn::WeightLayout::{lay}.",
+        f"// Use with {cfg}",
+        f"//   (T_max: your largest token count). In C++ `attn.set_weights({name}_weights<Cfg>())`",
+        "//   sets the layout and every pointer, and a Cfg that differs from this shape is a",
+        "//   compile error that names the parameter.",
+        f"// C: {N}_LAYOUT is the microattn::WeightLayout value (0 kInOut, 1 kOutIn, 2 kPanel16);",
+        f"//   {name}_wq {shapes[0]}, {name}_wk and {name}_wv {shapes[1]}, {name}_wo {shapes[2]}"
+        + (f";\n//   {name}_bq [H*d_head], {name}_bk and {name}_bv [H_kv*d_head], {name}_bo "
+           "[d_model]." if L.bias else "."),
+    ]
+    if not default_scale:
+        lines.append(f"// Scores are scaled by {N}_SCALE = {scale!r}, not 1/sqrt(d_head): pass "
+                     f"it to forward(x, T, y, {N}_SCALE).")
+    for n in L.notes:
+        lines.append(f"// Note: {n}.")
+    g = f"MICROATTN_EXPORTED_{N}_H"
+    lines += ["", f"#ifndef {g}", f"#define {g}", "",
+              f"#define {N}_D_MODEL {D}", f"#define {N}_HEADS {H}", f"#define {N}_KV_HEADS {K}",
+              f"#define {N}_D_HEAD {dh}", f"#define {N}_HAS_BIAS {int(L.bias)}",
+              f"#define {N}_HAS_OUT_PROJ 1",
+              f"#define {N}_LAYOUT {lay_num} /* microattn::WeightLayout::{lay} */",
+              f'#define {N}_LAYOUT_NAME "{lay}"',
+              f"#define {N}_SCALE {c_literals(np.array([scale], dtype=np.float32))[0]}",
+              "", ALIGN_MACRO]
+    roles = [r for r in ROLES if r in arrays]
+    for r in roles:
+        lines.append(c_array(f"{name}_{r}", np.ascontiguousarray(arrays[r],
+                                                                 dtype=np.float32).reshape(-1)))
+    dims = {"wq": ("D_MODEL", "HEADS"), "wk": ("D_MODEL", "KV_HEADS"),
+            "wv": ("D_MODEL", "KV_HEADS"), "wo": ("HEADS", None)}
+    size_checks = []
+    for r in ("wq", "wk", "wv", "wo"):
+        i, o = dims[r]
+        in_dim = f"{N}_{i}" if o else f"{N}_HEADS * {N}_D_HEAD"
+        out_dim = f"{N}_{o} * {N}_D_HEAD" if o else f"{N}_D_MODEL"
+        size_checks.append(
+            f"static_assert(sizeof({name}_{r}) == sizeof(float) * microattn::weight_floats("
+            f"{name}_shape::kLayout, {in_dim}, {out_dim}),\n"
+            f"              \"{name}_{r}: array size and shape differ\");")
+    ptrs = ", ".join(f"{name}_{r}" for r in roles)
+    lines += [
+        "#ifdef __cplusplus",
+        "#include <cstddef>",
+        "",
+        '#include "microattn/weights.hpp"',
+        "",
+        f"/// The shape {name}'s arrays were exported with; microattn::exported_weights() compares",
+        "/// it with a Config at compile time.",
+        f"struct {name}_shape {{",
+        f"  static constexpr std::size_t kDModel = {N}_D_MODEL;",
+        f"  static constexpr std::size_t kHeads = {N}_HEADS;",
+        f"  static constexpr std::size_t kKvHeads = {N}_KV_HEADS;",
+        f"  static constexpr std::size_t kDHead = {N}_D_HEAD;",
+        f"  static constexpr bool kHasBias = {'true' if L.bias else 'false'};",
+        "  static constexpr bool kHasOutProj = true;",
+        f"  static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::{lay};",
+        f"  static constexpr float kScale = {N}_SCALE;",
+        "};",
+        f"static_assert(static_cast<int>({name}_shape::kLayout) == {N}_LAYOUT,",
+        f"              \"{N}_LAYOUT no longer matches microattn::WeightLayout\");",
+        *size_checks,
+        "",
+        f"/// Weights view of {name}'s arrays for Cfg (a compile error when Cfg differs from",
+        f"/// {name}_shape). static, like the arrays it points at: an inline function with",
+        "/// external linkage that names internal-linkage arrays would break the one-definition",
+        "/// rule when two translation units include this header.",
+        "template <class Cfg>",
+        f"static inline microattn::Weights<Cfg> {name}_weights() noexcept {{",
+        f"  return microattn::exported_weights<Cfg, {name}_shape>({ptrs});",
+        "}",
+        "#endif  // __cplusplus",
+        "",
+        f"#endif  // {g}",
+        ""]
+    return "\n".join(lines)
+
+
+def export_module(module, name="attn", layout="outin", path=None, heads=None, kv_heads=None,
+                  origin="the module"):
+    """The header text for an nn.Module (see the module docstring); raises Refusal."""
+    return render(layer_from_module(module, path, heads, kv_heads, origin), name, layout)
+
+
+def export_state_dict(sd, heads, kv_heads=None, prefix="", name="attn", layout="outin",
+                      origin="the state dict"):
+    """The header text for a state dict with --heads (see the module docstring); raises
+    Refusal."""
+    return render(layer_from_state_dict(sd, heads, kv_heads, prefix, origin), name, layout)
+
+
+# --- test fixtures ----------------------------------------------------------------------------
+
+def fixtures_header(entries, comment):
+    import numpy as np
+    out = ["// Generated by tools/export_pytorch.py -- do not edit.", f"// {comment}",
+           "#pragma once", "", ALIGN_MACRO]
+    for name, t in entries:
+        out.append(c_array(name, np.ascontiguousarray(
+            t.detach().to("cpu").float().numpy(), dtype=np.float32).reshape(-1)))
+    return "\n".join(out)
 
 
 def fixtures():
@@ -141,43 +720,95 @@ def fixtures():
                               "wo": lin[3].weight})
     entries += [("p16_wq", d3["wq"]), ("p16_wk", d3["wk"]), ("p16_wv", d3["wv"]),
                 ("p16_wo", d3["wo"]), ("p16_x", x3), ("p16_y", y3)]
-    return header(entries, f"Test fixtures computed by PyTorch {torch.__version__} (seed 1234)")
+    return fixtures_header(entries, f"Test fixtures computed by PyTorch {torch.__version__} "
+                                    "(seed 1234)")
 
 
-def export_dict_panel16(d):
-    return {k: to_panel16(w) if k.startswith("w") else w for k, w in d.items()}
+# --- command line -----------------------------------------------------------------------------
+
+def load(path, weights_only):
+    import pickle
+    import torch
+    try:
+        return torch.load(path, map_location="cpu", weights_only=weights_only)
+    except FileNotFoundError:
+        raise Refusal(f"{path}: no such file") from None
+    except (AttributeError, ModuleNotFoundError) as e:  # a class torch.load cannot import
+        if "module '__main__'" in str(e):  # defined in the saving script: PYTHONPATH cannot help
+            raise Refusal(f"{path}: cannot unpickle the module here ({one_line(e)}): its class "
+                          "was defined in the script that saved it; move the class into an "
+                          "importable file, or call export_module(module, name=...) from that "
+                          "script") from None
+        raise Refusal(f"{path}: cannot unpickle the module here ({one_line(e)}); put the "
+                      "folder of its class's source on PYTHONPATH, or call export_module() "
+                      "from your own script") from None
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as e:
+        msg = one_line(e)
+        if weights_only and "WeightsUnpickler error:" in msg:  # torch's own text is a paragraph
+            why = msg.split("WeightsUnpickler error:")[-1].strip()
+            raise Refusal(f"{path} is not a plain state dict ({why}); if it is a pickled module, "
+                          "use --module") from None
+        raise Refusal(f"{path}: torch.load failed: {msg[:300]}") from None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--state-dict")
-    ap.add_argument("--prefix", default="")
-    ap.add_argument("--name", default="attn")
-    ap.add_argument("--heads", type=int)
-    ap.add_argument("--kv-heads", type=int)
-    ap.add_argument("--out", default="-")
+def run(argv):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--module", metavar="FILE", help="a pickled nn.Module (torch.save(module))")
+    src.add_argument("--state-dict", metavar="FILE", help="a state dict (needs --heads)")
+    src.add_argument("--fixtures", metavar="HEADER", help="regenerate the test fixtures")
+    ap.add_argument("--path", help="with --module: the submodule to export (e.g. layers.0)")
+    ap.add_argument("--prefix", default="",
+                    help="with --state-dict: key prefix (e.g. layers.0.attn.)")
+    ap.add_argument("--name", default="attn", help="prefix of the arrays and macros (default attn)")
+    ap.add_argument("--heads", type=int, help="query heads (required with --state-dict; with "
+                    "--module, checked against the module)")
+    ap.add_argument("--kv-heads", type=int, help="key/value heads (optional; checked)")
+    ap.add_argument("--out", default="-", help="output header (default stdout)")
     ap.add_argument("--layout", choices=("outin", "panel16"), default="outin",
                     help="outin: PyTorch's [out][in] as it is (default); panel16: kPanel16")
-    ap.add_argument("--fixtures", metavar="HEADER")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.fixtures:
         text, dest = fixtures(), a.fixtures
     else:
-        if not a.state_dict or not a.heads:
-            ap.error("--state-dict and --heads are required (or --fixtures)")
-        import torch
-        sd = torch.load(a.state_dict, map_location="cpu")
-        if hasattr(sd, "state_dict"):
-            sd = sd.state_dict()
-        text = export_weights(weights_from_state_dict(sd, a.prefix), a.name, a.heads, a.kv_heads or a.heads,
-                              a.layout)
+        check_name(a.name)
+        for flag, v in (("--heads", a.heads), ("--kv-heads", a.kv_heads)):
+            if v is not None and v < 1:
+                raise Refusal(f"{flag} {v}: must be at least 1")
+        if a.module:
+            if a.prefix:
+                raise Refusal("--prefix goes with --state-dict; with --module use --path")
+            root = load(a.module, weights_only=False)
+            text = export_module(root, a.name, a.layout, a.path, a.heads, a.kv_heads, a.module)
+        elif a.state_dict:
+            if a.path:
+                raise Refusal("--path goes with --module; with --state-dict use --prefix")
+            if a.heads is None:  # before loading: the file may be large
+                raise Refusal("--heads is required with --state-dict: a state dict does not "
+                              "record the number of heads (or use --module, which reads it)")
+            sd = load(a.state_dict, weights_only=True)
+            text = export_state_dict(sd, a.heads, a.kv_heads, a.prefix, a.name, a.layout,
+                                     a.state_dict)
+        else:
+            raise Refusal("give --module FILE, --state-dict FILE --heads H, or --fixtures HEADER")
         dest = a.out
     if dest == "-":
         sys.stdout.write(text)
     else:
         with open(dest, "w") as f:
             f.write(text)
+    return 0
+
+
+def main(argv=None):
+    """Exit status: 0 written; 2 refused (one line on stderr, nothing written) or a usage error."""
+    try:
+        return run(argv)
+    except Refusal as e:
+        print(f"export_pytorch.py: error: {one_line(e)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

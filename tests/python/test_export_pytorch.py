@@ -1,0 +1,892 @@
+#!/usr/bin/env python3
+"""Tests of tools/export_pytorch.py (unittest; ctest runs it as `export_pytorch`).
+
+Exports real PyTorch modules (fresh ones, whose biases PyTorch initialises to zero, and ones with
+chosen values), then checks, for every header:
+  - it compiles as C11 and as C++17 with -Wall -Wextra -Wpedantic -Werror, included by two
+    translation units linked together (gcc and g++; clang and clang++ too when installed), and
+    the compiled arrays hold exactly the module's float32 bits;
+  - every literal is a valid C/C++ float literal that rounds to the module's value (checked in
+    Python with exact rational arithmetic, not through a double);
+  - microattn's MultiHeadAttention<Cfg> with `<name>_weights<Cfg>()` computes what the module
+    computes with a causal mask;
+  - a Config that differs from the header's shape fails to compile, naming the parameter;
+and that everything the exporter cannot represent is refused with exit status 2 and one line.
+
+Without python3-torch it prints the reason and exits 77 (ctest SKIP_RETURN_CODE).
+
+  /usr/bin/python3 tests/python/test_export_pytorch.py [--cc gcc] [--cxx g++]
+      [--xsimd-include /usr/include] [--work-dir DIR] [unittest options]
+"""
+import argparse
+import contextlib
+import copy
+import io
+import os
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree (tools/, tests/python/)
+
+
+def options():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
+    ap.add_argument("--cc", default="cc", help="C compiler (C11 checks)")
+    ap.add_argument("--cxx", default="c++", help="C++ compiler (C++17 checks, the forward run)")
+    ap.add_argument("--xsimd-include", default="",
+                    help="folder holding xsimd/; empty: compile with MICROATTN_FORCE_SCALAR=1")
+    ap.add_argument("--cxx-flags", default="", help="extra flags for the forward program")
+    ap.add_argument("--work-dir", help="scratch folder (emptied first; default: a temp dir)")
+    return ap.parse_known_args()
+
+
+OPT, UNITTEST_ARGS = options()
+
+try:
+    import torch
+    import numpy as np
+except ImportError as e:
+    print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); the exporter tests need "
+          "Debian's python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
+    sys.exit(SKIP)
+
+sys.path.insert(0, os.path.join(OPT.source_dir, "tools"))
+import export_pytorch as ex  # noqa: E402
+import llama_like  # noqa: E402
+
+TOOL = os.path.join(OPT.source_dir, "tools", "export_pytorch.py")
+INCLUDE = os.path.join(OPT.source_dir, "include")
+WARN = ["-Wall", "-Wextra", "-Wpedantic", "-Werror"]
+EPS = 2.0 ** -24  # float's unit roundoff
+WORK = None       # set up in setUpModule
+RESULTS = {}      # what setUpModule compiled and ran, checked by the tests
+
+
+# --- exact float32 literal semantics ----------------------------------------------------------
+
+LITERAL = re.compile(r"-?(?:\d+\.\d*(?:e[+-]?\d+)?|\d+e[+-]?\d+)f")
+F32_MAX_BITS = 0x7F7FFFFF
+
+
+def f32_bits(x):
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def f32_exact(bits):
+    return Fraction(struct.unpack("<f", struct.pack("<I", bits))[0])
+
+
+# At or beyond FLT_MAX + half its ulp (2^104 / 2), a literal rounds to infinity.
+F32_OVERFLOW = f32_exact(F32_MAX_BITS) + Fraction(2) ** 103
+
+
+def literal_bits(lit):
+    """The float32 bits a C/C++ compiler gives `lit`: its decimal value rounded to nearest, ties
+    to even, computed exactly (Python's float() would round to a double first)."""
+    text = lit[:-1]
+    neg = text.startswith("-")
+    q = Fraction(text.lstrip("-"))
+    if q >= F32_OVERFLOW:
+        bits = 0x7F800000
+    else:
+        c = f32_bits(min(float(q), 3.4028234663852886e38))  # nearest or next to it
+        best = None
+        for b in (c - 1, c, c + 1):
+            if 0 <= b <= F32_MAX_BITS:
+                d = abs(f32_exact(b) - q)
+                if best is None or d < best[0] or (d == best[0] and b % 2 == 0):
+                    best = (d, b)
+        bits = best[1]
+    return bits | (0x80000000 if neg else 0)
+
+
+ARRAY = re.compile(r"MICROATTN_EXPORT_ALIGN16 static const float (\w+)\[(\d+)\] = \{([^}]*)\};")
+
+
+def parse_arrays(text):
+    """{name: [literal, ...]} from a generated header, checking each declared length."""
+    out = {}
+    for name, n, body in ARRAY.findall(text):
+        lits = [s.strip() for s in body.split(",")]
+        assert len(lits) == int(n), f"{name}: {len(lits)} literals, declared {n}"
+        out[name] = lits
+    return out
+
+
+def parse_macros(text):
+    return dict(re.findall(r"^#define (\w+) (.*?)(?: /\*.*\*/)?$", text, re.M))
+
+
+# --- the modules ------------------------------------------------------------------------------
+
+def causal(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = masked
+
+
+def mha_forward(m):
+    return lambda x: m(x, x, x, attn_mask=causal(x.shape[0]), need_weights=False)[0]
+
+
+def randomise_biases(m, lo=-0.3, hi=0.3):
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if n.endswith("bias"):
+                p.uniform_(lo, hi)
+    return m
+
+
+# float32 values that broke the old "%.9g" literals or sit at the edges of the format:
+# zero, whole numbers, -0.0, the largest float, the smallest denormal, ...
+SPECIAL = [0.0, 1.0, -0.0, -2.0, 3.4e38, 1e-45, 3.4028234663852886e38, -3.4028234663852886e38,
+           1.1754943508222875e-38, 1e-40, 0.1, 1.0 / 3.0, 16777217.0, 1e16, 1e-4, 123456.789,
+           -1e-7, 2.0 ** -149 * 3, 65504.0, 1e15]
+
+
+def special_mha():
+    m = torch.nn.MultiheadAttention(16, 2)
+    with torch.no_grad():
+        for p in m.parameters():
+            flat = p.view(-1)
+            for i in range(flat.numel()):
+                flat[i] = SPECIAL[(i * 7 + p.numel()) % len(SPECIAL)]
+    return m
+
+
+def attention_of(obj):
+    """The module whose parameters the header holds (self_attn of a Transformer layer)."""
+    if isinstance(obj, (torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer)):
+        return obj.self_attn
+    return obj
+
+
+def pytorch_arrays(m):
+    """role -> float32 numpy array in PyTorch's [out][in] layout, read from the module."""
+    if isinstance(m, torch.nn.MultiheadAttention):
+        E = m.embed_dim
+        w = m.in_proj_weight.detach().float().numpy()
+        d = {"wq": w[:E], "wk": w[E:2 * E], "wv": w[2 * E:],
+             "wo": m.out_proj.weight.detach().float().numpy()}
+        if m.in_proj_bias is not None:
+            b = m.in_proj_bias.detach().float().numpy()
+            d.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:],
+                     bo=m.out_proj.bias.detach().float().numpy())
+        return d
+    d = {}
+    for r in "qkvo":
+        lin = getattr(m, f"{r}_proj")
+        d[f"w{r}"] = lin.weight.detach().float().numpy()
+        if lin.bias is not None:
+            d[f"b{r}"] = lin.bias.detach().float().numpy()
+    return d
+
+
+def panel16(w):
+    """[out][in] -> kPanel16 by weights.hpp's formula: W(i, o) at (o/16)*in*16 + i*16 + o%16."""
+    out_dim, in_dim = w.shape
+    dst = np.zeros(out_dim * in_dim, dtype=np.float32)
+    o = np.arange(out_dim)[:, None]
+    i = np.arange(in_dim)[None, :]
+    dst[(o // 16) * in_dim * 16 + i * 16 + o % 16] = w
+    return dst
+
+
+class Case:
+    """One module exported through the command line: argv (without --name/--out), the shape the
+    header must state (d_model, H, H_kv, d_head, bias, layout), and T for the forward run."""
+
+    def __init__(self, name, module, argv, shape, T=None, forward=None):
+        self.name, self.module, self.argv, self.shape, self.T = name, module, argv, shape, T
+        self.forward = forward
+        self.header = self.text = None
+
+    def cfg(self, t_max=None):
+        D, H, K, dh, bias, _ = self.shape
+        return (f"microattn::Config<{t_max or self.T or 1}, {D}, {H}, {K}, {dh}, "
+                f"microattn::Bias::{'kYes' if bias else 'kNo'}>")
+
+    def expected(self):
+        """role -> the float32 array the header must hold (layout applied)."""
+        d = pytorch_arrays(attention_of(self.module))
+        if self.shape[5] == "kPanel16":
+            d = {r: panel16(a) if r.startswith("w") else a for r, a in d.items()}
+        return {r: np.ascontiguousarray(a, dtype=np.float32).reshape(-1) for r, a in d.items()}
+
+
+def save(obj, name):
+    path = os.path.join(WORK, name)
+    torch.save(obj, path)
+    return path
+
+
+def prefixed(sd, prefix):
+    return {prefix + k: v for k, v in sd.items()}
+
+
+def make_cases():
+    torch.manual_seed(20240611)
+    cases = []
+    # Fresh nn.MultiheadAttention: PyTorch zero-initialises both biases (the old exporter wrote
+    # `0f` for them, which does not compile).
+    mha = torch.nn.MultiheadAttention(64, 4)
+    cases.append(Case("l_mha", mha, ["--module", save(mha, "mha.pt")],
+                      (64, 4, 4, 16, True, "kOutIn"), T=9, forward=mha_forward(mha)))
+    mha_rb = randomise_biases(torch.nn.MultiheadAttention(64, 4))
+    cases.append(Case("l_mha_sd", mha_rb,
+                      ["--state-dict", save(mha_rb.state_dict(), "mha_rb_sd.pt"), "--heads", "4"],
+                      (64, 4, 4, 16, True, "kOutIn"), T=9, forward=mha_forward(mha_rb)))
+    nob = torch.nn.MultiheadAttention(32, 2, bias=False)
+    cases.append(Case("l_mha_nobias", nob, ["--module", save(nob, "mha_nobias.pt")],
+                      (32, 2, 2, 16, False, "kOutIn"), T=5, forward=mha_forward(nob)))
+    p16 = randomise_biases(torch.nn.MultiheadAttention(32, 2))
+    cases.append(Case("l_mha_p16", p16, ["--module", save(p16, "mha_p16.pt"), "--layout",
+                                         "panel16"],
+                      (32, 2, 2, 16, True, "kPanel16"), T=5, forward=mha_forward(p16)))
+    # A stock TransformerEncoderLayer, fresh (zero biases); its self_attn is exported.
+    enc = torch.nn.TransformerEncoderLayer(32, 2, dim_feedforward=64)
+    cases.append(Case("l_enc", enc, ["--module", save(enc, "enc.pt")],
+                      (32, 2, 2, 16, True, "kOutIn"), T=7, forward=mha_forward(enc.self_attn)))
+    # A decoder stack: --path picks one layer.
+    dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(32, 4, 64), 2)
+    randomise_biases(dec)
+    layer1 = dec.layers[1]
+    cases.append(Case("l_dec", layer1, ["--module", save(dec, "dec.pt"), "--path", "layers.1"],
+                      (32, 4, 4, 8, True, "kOutIn"), T=6, forward=mha_forward(layer1.self_attn)))
+    # LLaMA-style GQA, shape as attributes; d_head 10 != d_model / H.
+    gqa = llama_like.LlamaStyleAttention(48, 6, 2, 10, attrs="module")
+    cases.append(Case("l_gqa", gqa, ["--module", save(gqa, "gqa.pt")],
+                      (48, 6, 2, 10, False, "kOutIn"), T=11, forward=gqa))
+    # Its state dict inside a bigger one: --heads only, key/value heads from the key rows.
+    cases.append(Case("l_gqa_sd", gqa,
+                      ["--state-dict", save(prefixed(gqa.state_dict(), "model.layers.0.self_attn."),
+                                            "gqa_sd.pt"),
+                       "--prefix", "model.layers.0.self_attn.", "--heads", "6"],
+                      (48, 6, 2, 10, False, "kOutIn"), T=11, forward=gqa))
+    # Shape in a .config, all four biases, MQA, kPanel16.
+    cfg = randomise_biases(llama_like.LlamaStyleAttention(32, 4, 1, 16, bias=True,
+                                                          attrs="config"))
+    cases.append(Case("l_cfg_p16", cfg, ["--module", save(cfg, "cfg.pt"), "--layout", "panel16"],
+                      (32, 4, 1, 16, True, "kPanel16"), T=8, forward=cfg))
+    # No shape attributes at all: --heads supplies it.
+    bare = llama_like.LlamaStyleAttention(24, 3, 3, 8, attrs="none")
+    cases.append(Case("l_bare", bare, ["--module", save(bare, "bare.pt"), "--heads", "3"],
+                      (24, 3, 3, 8, False, "kOutIn"), T=4, forward=bare))
+    # Values at the edges of the literal format (compiled and compared bit for bit, not run).
+    sp = special_mha()
+    cases.append(Case("l_special", sp, ["--module", save(sp, "special.pt")],
+                      (16, 2, 2, 8, True, "kOutIn")))
+    # float16 weights are exact in float32.
+    half = llama_like.LlamaStyleAttention(16, 2, 1, 8, attrs="module").half()
+    cases.append(Case("l_half", half, ["--module", save(half, "half.pt")],
+                      (16, 2, 1, 8, False, "kOutIn")))
+    return cases
+
+
+# --- running things ---------------------------------------------------------------------------
+
+def run_exporter(argv):
+    """ex.main(argv) in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = ex.main(argv)
+        except SystemExit as e:  # argparse usage errors
+            rc = e.code
+    return rc, out.getvalue(), err.getvalue()
+
+
+def sh(cmd, timeout=600):
+    r = subprocess.run(cmd, cwd=WORK, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout + r.stderr
+
+
+def compilers(primary, others):
+    """The given compiler plus the other family when installed, each binary once."""
+    seen, out = set(), []
+    for c in [primary] + others:
+        p = shutil.which(c)
+        if p and os.path.realpath(p) not in seen:
+            seen.add(os.path.realpath(p))
+            out.append(c)
+    return out
+
+
+def cxx_base(werror=True):
+    flags = ["-std=c++17", *(WARN if werror else WARN[:-1]), "-I", INCLUDE]
+    if OPT.xsimd_include:
+        # After the system folders, not -isystem: xsimd's folder is often /usr/include itself,
+        # and putting that first breaks libstdc++'s #include_next <math.h>.
+        flags += ["-idirafter", OPT.xsimd_include]
+    else:
+        flags.append("-DMICROATTN_FORCE_SCALAR=1")
+    return flags
+
+
+def write(name, text):
+    with open(os.path.join(WORK, name), "w") as f:
+        f.write(text)
+    return name
+
+
+def c_programs(cases, fixture_header):
+    """Two C translation units including every header; the program writes every array's bytes
+    (compared with the module's float32 bits) and checks 16-byte alignment."""
+    incs = "".join(f'#include "{c.header}"\n' for c in cases) + f'#include "{fixture_header}"\n'
+    arrays = [(c, f"{c.name}_{r}") for c in cases for r in ex.ROLES if r in c.expected()]
+    a = ["#include <stdint.h>", "#include <stdio.h>", incs,
+         "const float* tu_b_first(void);",
+         "static int dump(FILE* f, const float* p, size_t n, const char* name) {",
+         "  if ((uintptr_t)p % 16) { printf(\"%s not 16-byte aligned\\n\", name); return 1; }",
+         "  return fwrite(p, sizeof(float), n, f) != n;",
+         "}",
+         "int main(int argc, char** argv) {",
+         "  FILE* f;",
+         "  int bad = 0;",
+         "  if (argc < 2 || !(f = fopen(argv[1], \"wb\"))) return 2;"]
+    for _, n in arrays:
+        a.append(f"  bad |= dump(f, {n}, sizeof {n} / sizeof {n}[0], \"{n}\");")
+    a += ["  bad |= fclose(f) != 0;",
+          f"  bad |= tu_b_first() == 0 || tu_b_first()[0] != {arrays[0][1]}[0];",
+          "  return bad;", "}", ""]
+    b = [incs, "const float* tu_b_first(void);",
+         f"const float* tu_b_first(void) {{ return {arrays[0][1]}; }}", ""]
+    return write("tu_a.c", "\n".join(a)), write("tu_b.c", "\n".join(b)), arrays
+
+
+def cxx_programs(cases, fixture_header):
+    """Two C++ translation units, each including every header (twice: include guards) and
+    calling <name>_weights<Cfg>() with the matching Config."""
+    incs = '#include "microattn/config.hpp"\n'
+    incs += "".join(f'#include "{c.header}"\n#include "{c.header}"\n' for c in cases)
+    incs += f'#include "{fixture_header}"\n'
+
+    def checks(fn):
+        lines = [f"int {fn}() {{", "  int bad = 0;"]
+        for c in cases:
+            cfg = c.cfg()
+            lay = c.shape[5]
+            lines += [f"  {{ const auto w = {c.name}_weights<{cfg}>();",
+                      "    bad |= w.check() != microattn::Status::kOk;",
+                      f"    bad |= w.layout != microattn::WeightLayout::{lay};",
+                      f"    bad |= w.w_q != {c.name}_wq || w.w_o != {c.name}_wo;",
+                      f"    bad |= (w.b_o != nullptr) != {'true' if c.shape[4] else 'false'}; }}"]
+        lines += ["  return bad;", "}"]
+        return lines
+
+    a = [incs, "int tu_b();", *checks("tu_a"), "int main() { return tu_a() | tu_b(); }", ""]
+    b = [incs, *checks("tu_b"), ""]
+    # A third that includes them all and uses nothing: no unused-variable/function warnings.
+    c = [incs, "int tu_c();", "int tu_c() { return 0; }", ""]
+    return (write("tu_a.cpp", "\n".join(a)), write("tu_b.cpp", "\n".join(b)),
+            write("tu_c.cpp", "\n".join(c)))
+
+
+def forward_program(cases):
+    """One program running MultiHeadAttention<Cfg> over every forward case's header."""
+    lines = ["#include <cstdio>", "", '#include "microattn/microattn.hpp"']
+    lines += [f'#include "{c.header}"' for c in cases]
+    lines += [
+        "",
+        "// x from <dir>/<name>.x, y to <dir>/<name>.y; T = Cfg::kTMax.",
+        "template <class Cfg>",
+        "static int run(const microattn::Weights<Cfg>& w, const char* name, const char* dir) {",
+        "  static microattn::MultiHeadAttention<Cfg> attn;",
+        "  static float x[Cfg::kTMax * Cfg::kDModel], y[Cfg::kTMax * Cfg::kDModel];",
+        "  constexpr std::size_t n = Cfg::kTMax * Cfg::kDModel;",
+        "  char path[4096];",
+        '  std::snprintf(path, sizeof path, "%s/%s.x", dir, name);',
+        '  std::FILE* f = std::fopen(path, "rb");',
+        "  if (!f || std::fread(x, sizeof(float), n, f) != n) return 1;",
+        "  std::fclose(f);",
+        "  microattn::Status s = attn.set_weights(w);",
+        "  if (s == microattn::Status::kOk) s = attn.forward(x, Cfg::kTMax, y);",
+        "  if (s != microattn::Status::kOk) {",
+        '    std::printf("%s: %s\\n", name, microattn::to_string(s));',
+        "    return 1;",
+        "  }",
+        '  std::snprintf(path, sizeof path, "%s/%s.y", dir, name);',
+        '  f = std::fopen(path, "wb");',
+        "  if (!f || std::fwrite(y, sizeof(float), n, f) != n) return 1;",
+        "  return std::fclose(f) != 0;",
+        "}",
+        "",
+        "int main(int argc, char** argv) {",
+        "  if (argc < 2) return 2;",
+        "  int bad = 0;"]
+    for c in cases:
+        lines.append(f'  bad |= run({c.name}_weights<{c.cfg()}>(), "{c.name}", argv[1]);')
+    lines += ["  return bad;", "}", ""]
+    return write("forward.cpp", "\n".join(lines))
+
+
+MISMATCHES = [
+    # (what, header, Config, expected static_assert text)
+    ("query heads", "l_mha", "Config<9, 64, 8, 4, 16, microattn::Bias::kYes>",
+     "the exported weights' H (query heads) differs from the Config's H"),
+    ("key/value heads (GQA header)", "l_gqa", "Config<11, 48, 6, 3, 10>",
+     "the exported weights' H_kv (key/value heads) differs from the Config's H_kv"),
+    ("key/value heads (MHA header)", "l_mha", "Config<9, 64, 4, 2, 16, microattn::Bias::kYes>",
+     "the exported weights' H_kv (key/value heads) differs from the Config's H_kv"),
+    ("d_head", "l_mha", "Config<9, 64, 4, 4, 8, microattn::Bias::kYes>",
+     "the exported weights' d_head differs from the Config's d_head"),
+    ("bias (Config without)", "l_mha", "Config<9, 64, 4, 4, 16, microattn::Bias::kNo>",
+     "the exported weights' biases (Bias::kYes/kNo) differ from the Config's"),
+    ("bias (Config with)", "l_gqa", "Config<11, 48, 6, 2, 10, microattn::Bias::kYes>",
+     "the exported weights' biases (Bias::kYes/kNo) differ from the Config's"),
+    ("d_model", "l_mha", "Config<9, 32, 4, 4, 16, microattn::Bias::kYes>",
+     "the exported weights' d_model differs from the Config's d_model"),
+    ("output projection", "l_gqa",
+     "Config<11, 48, 6, 2, 10, microattn::Bias::kNo, microattn::OutProj::kNo>",
+     "the exported weights' output projection (OutProj) differs from the Config's"),
+]
+
+
+def setUpModule():
+    global WORK
+    t0 = time.time()
+    if OPT.work_dir:
+        WORK = os.path.abspath(OPT.work_dir)
+        shutil.rmtree(WORK, ignore_errors=True)
+        os.makedirs(WORK)
+    else:
+        WORK = tempfile.mkdtemp(prefix="export_pytorch_test_")
+    cases = make_cases()
+    for c in cases:
+        c.header = f"{c.name}.h"
+        rc, out, err = run_exporter(c.argv + ["--name", c.name, "--out",
+                                              os.path.join(WORK, c.header)])
+        if rc != 0:
+            raise AssertionError(f"{c.name}: exporter failed ({rc}): {err}")
+        with open(os.path.join(WORK, c.header)) as f:
+            c.text = f.read()
+    with open(os.path.join(WORK, "fixtures.h"), "w") as f:
+        f.write(ex.fixtures())
+    RESULTS["cases"] = cases
+    fwd = [c for c in cases if c.forward is not None]
+    for c in fwd:  # inputs in [-1, 1), and PyTorch's outputs for them
+        c.module.eval()  # Transformer layers' self_attn has dropout 0.1 while training
+        x = torch.rand(c.T, c.shape[0]) * 2 - 1
+        x.numpy().astype("<f4").tofile(os.path.join(WORK, f"{c.name}.x"))
+        with torch.no_grad():
+            c.y32 = c.forward(x).numpy().astype(np.float64)
+            m64 = copy.deepcopy(c.module).double()
+            f64 = mha_forward(attention_of(m64)) if isinstance(
+                attention_of(m64), torch.nn.MultiheadAttention) else m64
+            c.y64 = f64(x.double()).numpy()
+
+    # Every compile below, two at a time (the machine is shared).
+    ccs = compilers(OPT.cc, ["gcc", "clang"])
+    cxxs = compilers(OPT.cxx, ["g++", "clang++"])
+    ca, cb, arrays = c_programs(cases, "fixtures.h")
+    pa, pb, pc = cxx_programs(cases, "fixtures.h")
+    fw = forward_program(fwd)
+    jobs = {}
+    for i, cc in enumerate(ccs):
+        jobs[("c", cc)] = [cc, "-std=c11", *WARN, "-O0", ca, cb, "-o", f"c_prog{i}"]
+    for i, cxx in enumerate(cxxs):
+        jobs[("cxx", cxx)] = [cxx, *cxx_base(), "-O0", pa, pb, pc, "-o", f"cxx_prog{i}"]
+    # Without -Werror, like the project's own tests: GCC 12 warns (-Wmaybe-uninitialized) inside
+    # its AVX-512 intrinsics as the kernels use them, which is not the header's doing; the header
+    # itself is held to -Werror by the two-translation-unit builds above.
+    jobs[("forward", OPT.cxx)] = [OPT.cxx, *cxx_base(werror=False), *shlex.split(OPT.cxx_flags),
+                                  "-O1", fw,
+                                  os.path.join(OPT.source_dir, "lib", "status.cpp"), "-o",
+                                  "forward"]
+    for i, (what, hdr, cfg, _) in enumerate(MISMATCHES):
+        src = write(f"mismatch{i}.cpp", f'#include "microattn/config.hpp"\n#include "{hdr}.h"\n\n'
+                    f"int main() {{ return {hdr}_weights<microattn::{cfg}>().w_q != nullptr; }}\n")
+        jobs[("mismatch", i)] = [OPT.cxx, *cxx_base(), "-fsyntax-only", src]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = dict(zip(jobs, pool.map(sh, jobs.values())))
+    RESULTS.update(compiled=done, ccs=ccs, cxxs=cxxs, arrays=arrays, forward_cases=fwd)
+    for i, cc in enumerate(ccs):
+        if done[("c", cc)][0] == 0:
+            RESULTS[("c_run", cc)] = sh([f"./c_prog{i}", f"c_dump{i}.bin"])
+    for i, cxx in enumerate(cxxs):
+        if done[("cxx", cxx)][0] == 0:
+            RESULTS[("cxx_run", cxx)] = sh([f"./cxx_prog{i}"])
+    if done[("forward", OPT.cxx)][0] == 0:
+        RESULTS["forward_run"] = sh(["./forward", WORK])
+    print(f"\n[setup: {len(cases)} headers exported, {len(jobs)} compiles "
+          f"(C: {', '.join(ccs)}; C++: {', '.join(cxxs)}) in {time.time() - t0:.1f} s; "
+          f"work dir {WORK}]", file=sys.stderr)
+
+
+def compile_ok(key):
+    rc, out = RESULTS["compiled"][key]
+    assert rc == 0, f"{key} failed to compile:\n{out[:6000]}"
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+class HeaderShape(unittest.TestCase):
+    def test_macros_state_the_module_shape(self):
+        for c in RESULTS["cases"]:
+            with self.subTest(case=c.name):
+                D, H, K, dh, bias, lay = c.shape
+                N = c.name.upper()
+                m = parse_macros(c.text)
+                self.assertEqual(m[f"{N}_D_MODEL"], str(D))
+                self.assertEqual(m[f"{N}_HEADS"], str(H))
+                self.assertEqual(m[f"{N}_KV_HEADS"], str(K))
+                self.assertEqual(m[f"{N}_D_HEAD"], str(dh))
+                self.assertEqual(m[f"{N}_HAS_BIAS"], str(int(bias)))
+                self.assertEqual(m[f"{N}_HAS_OUT_PROJ"], "1")
+                self.assertEqual(m[f"{N}_LAYOUT"], {"kOutIn": "1", "kPanel16": "2"}[lay])
+                self.assertEqual(m[f"{N}_LAYOUT_NAME"], f'"{lay}"')
+                self.assertIn(f"// Use with {c.cfg('T_max')[:-1]}, microattn::OutProj::kYes>",
+                              c.text)
+                self.assertIn(f"static inline microattn::Weights<Cfg> {c.name}_weights()", c.text)
+
+    def test_module_scale_and_non_causal_are_stated(self):
+        """A module that scales scores itself (Hugging Face's `scaling`) gets NAME_SCALE and a
+        note to pass it to forward(); is_causal=False is pointed out."""
+        m = llama_like.LlamaStyleAttention(32, 2, 2, 16)
+        m.scaling, m.is_causal = 0.125, False
+        text = ex.export_module(m, name="scaled")
+        self.assertIn("#define SCALED_SCALE 0.125f", text)
+        self.assertIn("not 1/sqrt(d_head): pass it to forward(x, T, y, SCALED_SCALE)", text)
+        self.assertIn("is_causal=False", text)
+        plain = ex.export_module(llama_like.LlamaStyleAttention(32, 2, 2, 16), name="plain")
+        self.assertIn("#define PLAIN_SCALE 0.25f", plain)
+        self.assertNotIn("not 1/sqrt(d_head)", plain)
+
+    def test_transformer_layers_say_causal(self):
+        for c in RESULTS["cases"]:
+            if c.name in ("l_enc", "l_dec"):
+                self.assertRegex(c.text, r"// Note: Transformer(Encoder|Decoder)Layer: only its "
+                                         r"self-attention is exported.*causal attention")
+        dec = next(c for c in RESULTS["cases"] if c.name == "l_dec")
+        self.assertIn("cross-attention", dec.text)
+
+
+class Literals(unittest.TestCase):
+    def test_every_literal_round_trips_bit_exactly(self):
+        """Parse each header's text and compare every literal, rounded as a compiler does, with
+        struct.pack of the module's float32 values."""
+        for c in RESULTS["cases"]:
+            arrays = parse_arrays(c.text)
+            exp = c.expected()
+            self.assertEqual(sorted(arrays), sorted(f"{c.name}_{r}" for r in exp), c.name)
+            for r, want in exp.items():
+                lits = arrays[f"{c.name}_{r}"]
+                with self.subTest(array=f"{c.name}_{r}"):
+                    self.assertEqual(len(lits), want.size)
+                    for i, (lit, v) in enumerate(zip(lits, want)):
+                        self.assertRegex(lit, LITERAL)
+                        want_bits = struct.unpack("<I", struct.pack("<f", v))[0]
+                        self.assertEqual(literal_bits(lit), want_bits,
+                                         f"{c.name}_{r}[{i}] = {lit}, want {v!r}")
+
+    def test_special_values(self):
+        sp = next(c for c in RESULTS["cases"] if c.name == "l_special")
+        lits = {lit for a in parse_arrays(sp.text).values() for lit in a}
+        for lit in ("0.0f", "1.0f", "-0.0f", "-2.0f", "3.4e+38f", "1e-45f", "3.4028235e+38f",
+                    "-3.4028235e+38f", "1e-40f"):
+            self.assertIn(lit, lits)
+        for bad in ("0f", "1f", "-0f", "inff", "-inff", "nanf"):
+            self.assertNotIn(bad, lits)
+
+    def test_random_bit_patterns(self):
+        """20000 random finite float32 (a fifth of them denormal) through c_literals."""
+        rng = np.random.default_rng(7)
+        bits = rng.integers(0, 2 ** 32, 20000, dtype=np.uint64).astype(np.uint32)
+        bits[::5] &= 0x807FFFFF  # denormals (and zeros)
+        vals = bits.view(np.float32)
+        vals = vals[np.isfinite(vals)]
+        for lit, v in zip(ex.c_literals(vals), vals):
+            self.assertRegex(lit, LITERAL)
+            self.assertEqual(literal_bits(lit), int(v.view(np.uint32)), lit)
+
+    def test_literal_checker_itself(self):
+        """literal_bits really rounds to nearest-even without a detour through double."""
+        self.assertEqual(literal_bits("1.0f"), 0x3F800000)
+        self.assertEqual(literal_bits("-0.0f"), 0x80000000)
+        self.assertEqual(literal_bits("1e-45f"), 1)
+        self.assertEqual(literal_bits("7e-46f"), 0)          # below half the smallest denormal
+        self.assertEqual(literal_bits("8e-46f"), 1)
+        self.assertEqual(literal_bits("3.4028235e+38f"), 0x7F7FFFFF)
+        # FLT_MAX + half an ulp - 1 is still FLT_MAX; the tie itself overflows (odd mantissa).
+        self.assertEqual(literal_bits("340282356779733661637539395458142568447.0f"), 0x7F7FFFFF)
+        self.assertEqual(literal_bits("340282356779733661637539395458142568448.0f"), 0x7F800000)
+        self.assertEqual(literal_bits("3.40282357e+38f"), 0x7F800000)
+        # 1 + 2^-24 is a tie between 1 and 1 + 2^-23: even wins (1.0).
+        self.assertEqual(literal_bits("1.000000059604644775390625f"), 0x3F800000)
+        self.assertEqual(literal_bits("1.000000059604644775390626f"), 0x3F800001)
+
+
+class Compiles(unittest.TestCase):
+    def test_c11_two_translation_units_and_exact_bits(self):
+        for i, cc in enumerate(RESULTS["ccs"]):
+            with self.subTest(compiler=cc):
+                compile_ok(("c", cc))
+                rc, out = RESULTS[("c_run", cc)]
+                self.assertEqual(rc, 0, out)
+                with open(os.path.join(WORK, f"c_dump{i}.bin"), "rb") as f:
+                    dump = f.read()
+                want = b"".join(c.expected()[n[len(c.name) + 1:]].astype("<f4").tobytes()
+                                for c, n in RESULTS["arrays"])
+                self.assertEqual(len(dump), len(want))
+                self.assertTrue(dump == want, "compiled arrays differ from the module's bits")
+
+    def test_cxx17_two_translation_units(self):
+        self.assertIn("g++", " ".join(RESULTS["cxxs"]) + " " + os.path.basename(OPT.cxx))
+        for cxx in RESULTS["cxxs"]:
+            with self.subTest(compiler=cxx):
+                compile_ok(("cxx", cxx))
+                rc, out = RESULTS[("cxx_run", cxx)]
+                self.assertEqual(rc, 0, out)
+
+    def test_mismatching_config_is_a_compile_error_naming_the_parameter(self):
+        for i, (what, hdr, cfg, msg) in enumerate(MISMATCHES):
+            with self.subTest(mismatch=what):
+                rc, out = RESULTS["compiled"][("mismatch", i)]
+                self.assertNotEqual(rc, 0, f"{hdr} with {cfg} compiled")
+                self.assertIn(msg, out)
+
+
+class Forward(unittest.TestCase):
+    def test_matches_pytorch_with_a_causal_mask(self):
+        """microattn's y against the module's own forward (causal mask), in float64 and float32.
+
+        Tolerance, derived like tests/support/check.hpp: each output is a chain of about
+        n = d_model (Q/K/V projection) + d_head (scores) + 2T (softmax sum, P·V) + H·d_head
+        (output projection) float operations on terms of magnitude <= max(1, max|y|) (inputs in
+        [-1, 1), PyTorch's default init), so |y - y64| <= 4·n·u·max(1, max|y|) with
+        u = 2^-24; against PyTorch's own float32 run, twice that (both sides round)."""
+        compile_ok(("forward", OPT.cxx))
+        rc, out = RESULTS["forward_run"]
+        self.assertEqual(rc, 0, out)
+        for c in RESULTS["forward_cases"]:
+            with self.subTest(case=c.name):
+                D, H, K, dh, _, _ = c.shape
+                y = np.fromfile(os.path.join(WORK, f"{c.name}.y"), dtype="<f4").astype(np.float64)
+                y = y.reshape(c.T, D)
+                n = D + dh + 2 * c.T + H * dh
+                tol = 4 * n * EPS * max(1.0, float(np.abs(c.y64).max()))
+                e64 = float(np.abs(y - c.y64).max())
+                e32 = float(np.abs(y - c.y32).max())
+                print(f"  {c.name}: T {c.T}, max|y| {np.abs(c.y64).max():.3g}, "
+                      f"|y - y64| {e64:.2e}, |y - y32| {e32:.2e}, tolerance {tol:.2e}",
+                      file=sys.stderr)
+                self.assertLessEqual(e64, tol)
+                self.assertLessEqual(e32, 2 * tol)
+                self.assertGreater(float(np.abs(y).max()), 0.0)
+
+
+class Fixtures(unittest.TestCase):
+    def test_fixtures_still_generate_the_committed_values(self):
+        """--fixtures keeps working: same seed, same weights and inputs as the committed
+        tests/data/pytorch_fixtures.h (PyTorch's outputs within float rounding)."""
+        with open(os.path.join(OPT.source_dir, "tests", "data", "pytorch_fixtures.h")) as f:
+            old = re.findall(r"const float (\w+)\[(\d+)\] = \{([^}]*)\};", f.read())
+        with open(os.path.join(WORK, "fixtures.h")) as f:
+            new = parse_arrays(f.read())
+        self.assertEqual(sorted(n for n, _, _ in old), sorted(new))
+        for name, _, body in old:
+            a = np.array([float(s.strip().rstrip("f")) for s in body.split(",")])
+            b = np.array([float(s[:-1]) for s in new[name]])
+            with self.subTest(array=name):
+                if name.endswith("_y"):
+                    np.testing.assert_allclose(b, a, rtol=0, atol=1e-6)
+                else:
+                    np.testing.assert_array_equal(b.astype(np.float32), a.astype(np.float32))
+
+
+class Refusals(unittest.TestCase):
+    """Each: exit status 2, one line on stderr, nothing on stdout, no --out file."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(5)
+        cls.d = os.path.join(WORK, "refusals")
+        os.makedirs(cls.d, exist_ok=True)
+
+    def file(self, obj, name):
+        path = os.path.join(self.d, name)
+        torch.save(obj, path)
+        return path
+
+    def refused(self, argv, *needles):
+        out_path = os.path.join(self.d, "should_not_exist.h")
+        rc, out, err = run_exporter(argv + ["--out", out_path])
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(out, "")
+        self.assertFalse(os.path.exists(out_path))
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("export_pytorch.py: error: "), err)
+        self.assertNotIn("Traceback", err)
+        for n in needles:
+            self.assertIn(n, err)
+        return err
+
+    def test_gqa_state_dict_with_wrong_kv_heads(self):
+        gqa = llama_like.LlamaStyleAttention(48, 6, 2, 10)
+        sd = self.file(gqa.state_dict(), "gqa_sd.pt")
+        self.refused(["--state-dict", sd, "--heads", "6", "--kv-heads", "3"],
+                     "--kv-heads 3 disagrees", "= 2 key/value heads")
+        # Without --kv-heads the key rows give 2 (the old exporter assumed H_kv = H).
+        rc, out, _ = run_exporter(["--state-dict", sd, "--heads", "6"])
+        self.assertEqual(rc, 0)
+        self.assertIn("#define ATTN_KV_HEADS 2", out)
+
+    def test_gqa_module_with_wrong_kv_heads(self):
+        gqa = self.file(llama_like.LlamaStyleAttention(48, 6, 2, 10), "gqa.pt")
+        self.refused(["--module", gqa, "--kv-heads", "6"], "num_key_value_heads = 2",
+                     "--kv-heads = 6")
+
+    def test_three_heads_on_a_four_head_module(self):
+        mha = torch.nn.MultiheadAttention(64, 4)
+        self.refused(["--state-dict", self.file(mha.state_dict(), "mha_sd.pt"), "--heads", "3"],
+                     "64 rows, not a whole number of --heads 3")
+        self.refused(["--module", self.file(mha, "mha.pt"), "--heads", "3"],
+                     "num_heads = 4", "--heads = 3")
+
+    def test_module_attributes_that_disagree_with_the_linears(self):
+        m = llama_like.LlamaStyleAttention(48, 6, 2, 10)
+        m.num_heads, m.num_key_value_groups = 4, 2  # 4 x head_dim 10 = 40 != 60 query rows
+        self.refused(["--module", self.file(m, "wrong_heads.pt")], "60 rows",
+                     "heads 4 x head_dim 10")
+        m = llama_like.LlamaStyleAttention(48, 6, 2, 10, attrs="config")
+        m.num_heads = 3  # attribute and config disagree
+        self.refused(["--module", self.file(m, "two_heads.pt")], "num_heads = 3",
+                     "config.num_attention_heads = 6")
+        m = llama_like.LlamaStyleAttention(48, 6, 2, 10)
+        m.num_key_value_heads = 3  # 3 does not divide 6... and 3 x 10 != 20 key rows
+        self.refused(["--module", self.file(m, "wrong_kv.pt")], "key")
+        m = llama_like.LlamaStyleAttention(48, 6, 2, 10, attrs="none")
+        self.refused(["--module", self.file(m, "no_heads.pt")], "pass --heads")
+
+    def test_add_bias_kv(self):
+        m = torch.nn.MultiheadAttention(32, 2, add_bias_kv=True)
+        self.refused(["--module", self.file(m, "bias_kv.pt")], "add_bias_kv")
+        self.refused(["--state-dict", self.file(m.state_dict(), "bias_kv_sd.pt"), "--heads", "2"],
+                     "bias_k", "add_bias_kv")
+
+    def test_add_zero_attn(self):
+        m = torch.nn.MultiheadAttention(32, 2, add_zero_attn=True)
+        self.refused(["--module", self.file(m, "zero_attn.pt")], "add_zero_attn")
+
+    def test_kdim_differs_from_embed_dim(self):
+        m = torch.nn.MultiheadAttention(32, 2, kdim=16, vdim=16)
+        self.refused(["--module", self.file(m, "kdim.pt")], "kdim 16", "embed_dim 32")
+        self.refused(["--state-dict", self.file(m.state_dict(), "kdim_sd.pt"), "--heads", "2"],
+                     "kdim/vdim")
+
+    def test_non_finite_weights_name_tensor_and_index(self):
+        for bad, word in ((float("inf"), "inf"), (float("-inf"), "-inf"), (float("nan"), "nan")):
+            m = torch.nn.MultiheadAttention(32, 2)
+            with torch.no_grad():
+                m.in_proj_weight[40, 7] = bad
+            self.refused(["--module", self.file(m, "nonfinite.pt")],
+                         f"in_proj_weight[40, 7] is {word}")
+        g = llama_like.LlamaStyleAttention(48, 6, 2, 10)
+        with torch.no_grad():
+            g.o_proj.weight[3, 5] = float("nan")
+        self.refused(["--state-dict", self.file(prefixed(g.state_dict(), "l.0."), "nan_sd.pt"),
+                      "--prefix", "l.0.", "--heads", "6"], "l.0.o_proj.weight[3, 5] is nan")
+        d = llama_like.LlamaStyleAttention(16, 2, 1, 8).double()
+        with torch.no_grad():
+            d.k_proj.bias = None
+            d.q_proj.weight[1, 2] = 1e39  # finite in float64, not in float32
+        self.refused(["--module", self.file(d, "f64.pt")], "q_proj.weight[1, 2]",
+                     "beyond float32's range")
+
+    def test_partly_present_biases(self):
+        qwen = llama_like.LlamaStyleAttention(32, 4, 2, 8, bias=True, o_bias=False)
+        self.refused(["--module", self.file(qwen, "qkv_bias.pt")], "no output bias",
+                     "all four projections")
+        self.refused(["--state-dict", self.file(qwen.state_dict(), "qkv_bias_sd.pt"),
+                      "--heads", "4"], "no output bias", "all four projections")
+        only_o = llama_like.LlamaStyleAttention(32, 4, 2, 8, bias=False, o_bias=True)
+        self.refused(["--module", self.file(only_o, "o_bias.pt")], "output bias but no query bias")
+        m = torch.nn.MultiheadAttention(32, 2)
+        m.out_proj.bias = None
+        self.refused(["--module", self.file(m, "mha_in_bias.pt")], "in_proj_bias",
+                     "all four projections")
+        self.refused(["--state-dict", self.file(m.state_dict(), "mha_in_bias_sd.pt"),
+                      "--heads", "2"], "in_proj_bias", "all four projections")
+
+    def test_panel16_needs_multiples_of_16(self):
+        gqa = self.file(llama_like.LlamaStyleAttention(48, 6, 2, 10), "gqa_p16.pt")
+        self.refused(["--module", gqa, "--layout", "panel16"], "d_head 10", "panel16")
+        m = self.file(llama_like.LlamaStyleAttention(40, 2, 2, 16), "dmodel_p16.pt")
+        self.refused(["--module", m, "--layout", "panel16"], "d_model 40")
+
+    def test_missing_keys_list_what_was_found(self):
+        sd = llama_like.LlamaStyleAttention(48, 6, 2, 10).state_dict()
+        del sd["o_proj.weight"]
+        self.refused(["--state-dict", self.file(sd, "no_o.pt"), "--heads", "6"],
+                     "no 'o_proj.weight'", "k_proj.weight, q_proj.weight, v_proj.weight")
+        sd = torch.nn.MultiheadAttention(32, 2).state_dict()
+        del sd["out_proj.weight"]
+        self.refused(["--state-dict", self.file(sd, "no_out.pt"), "--heads", "2"],
+                     "no 'out_proj.weight'", "in_proj_weight")
+        full = self.file(prefixed(torch.nn.MultiheadAttention(32, 2).state_dict(), "enc.0."),
+                         "prefixed.pt")
+        self.refused(["--state-dict", full, "--heads", "2", "--prefix", "enc.1."],
+                     "no keys under prefix 'enc.1.'", "enc.0.in_proj_weight")
+        self.refused(["--state-dict", full, "--heads", "2", "--prefix", "enc."],
+                     "no attention weights under 'enc.'", "0.in_proj_weight")
+
+    def test_other_unrepresentable_modules_and_arguments(self):
+        stack = self.file(torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(32, 2, 64), 2), "stack.pt")
+        self.refused(["--module", stack], "TransformerEncoder",
+                     "layers.0 (TransformerEncoderLayer)", "--path")
+        self.refused(["--module", stack, "--path", "layers.7"], "no submodule 'layers.7'")
+        normed = llama_like.LlamaStyleAttention(32, 4, 2, 8)
+        normed.q_norm = torch.nn.LayerNorm(8)  # Qwen3/OLMo-style q/k norm
+        self.refused(["--module", self.file(normed, "qnorm.pt")], "q_norm.weight",
+                     "cannot represent")
+        self.refused(["--module", self.file(torch.nn.Linear(4, 4), "linear.pt")], "Linear")
+        self.refused(["--module", self.file(torch.nn.MultiheadAttention(32, 2).state_dict(),
+                                            "sd_as_module.pt")], "--state-dict")
+        self.refused(["--state-dict", self.file(torch.nn.MultiheadAttention(32, 2), "m.pt"),
+                      "--heads", "2"], "not a plain state dict", "--module")
+        self.refused(["--state-dict", self.file({}, "empty.pt")], "--heads is required")
+        self.refused(["--module", os.path.join(self.d, "missing.pt")], "no such file")
+        self.refused(["--module", self.file(torch.nn.MultiheadAttention(32, 2), "m2.pt"),
+                      "--name", "2bad"], "not a C identifier")
+
+
+class CommandLine(unittest.TestCase):
+    """The real process: exit statuses and output as a user sees them."""
+
+    def cli(self, *argv):
+        env = dict(os.environ, PYTHONPATH=HERE, PYTHONDONTWRITEBYTECODE="1")  # llama_like
+        r = subprocess.run([sys.executable, TOOL, *argv], capture_output=True, text=True,
+                           env=env, timeout=300)
+        return r.returncode, r.stdout, r.stderr
+
+    def test_export_and_refusal_as_processes(self):
+        c = next(c for c in RESULTS["cases"] if c.name == "l_gqa")
+        rc, out, err = self.cli(*c.argv, "--name", c.name)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, c.text)  # stdout = the --out file of the in-process run
+        bias_kv = os.path.join(WORK, "bias_kv_cli.pt")
+        torch.save(torch.nn.MultiheadAttention(32, 2, add_bias_kv=True), bias_kv)
+        rc, out, err = self.cli("--module", bias_kv)
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertNotIn("Traceback", err)
+        self.assertIn("add_bias_kv", err)
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    prog = unittest.main(argv=[sys.argv[0]] + UNITTEST_ARGS, verbosity=2, exit=False)
+    print(f"export_pytorch tests: {time.time() - t0:.1f} s", file=sys.stderr)
+    sys.exit(0 if prog.result.wasSuccessful() else 1)
