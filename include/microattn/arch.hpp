@@ -44,6 +44,21 @@
 #endif
 #endif
 
+/// GCC 12's AVX-512 intrinsics (_mm512_max_ps, _mm512_slli_epi32, ...) initialise a dummy
+/// operand from itself (`__m512 __Y = __Y;`), and -Wmaybe-uninitialized reports it at every
+/// inlined use: hundreds of warnings in a user's -Wall build with -march=native on an AVX-512
+/// CPU, an error with -Werror (fixed in GCC 13). The kernel headers that reach those intrinsics
+/// bracket their code with these two macros, which silence only that warning, only there.
+#if MICROATTN_HAS_XSIMD && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && \
+    defined(__AVX512F__)
+#define MICROATTN_GCC12_AVX512_WARNINGS_OFF \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define MICROATTN_GCC12_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define MICROATTN_GCC12_AVX512_WARNINGS_OFF
+#define MICROATTN_GCC12_AVX512_WARNINGS_ON
+#endif
+
 namespace microattn {
 
 /// Portable scalar kernels: what Cortex-M ships, and the float oracle SIMD kernels are

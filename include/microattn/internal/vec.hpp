@@ -17,6 +17,8 @@
 #define MICROATTN_ASSERT(cond) ((void)0)
 #endif
 
+MICROATTN_GCC12_AVX512_WARNINGS_OFF
+
 namespace microattn {
 namespace internal {
 
@@ -200,3 +202,5 @@ struct Tiles : KernelParams<Arch> {
 
 }  // namespace internal
 }  // namespace microattn
+
+MICROATTN_GCC12_AVX512_WARNINGS_ON

@@ -8,6 +8,8 @@
 #include "microattn/kernels/f32_exp.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
 
+MICROATTN_GCC12_AVX512_WARNINGS_OFF
+
 namespace microattn {
 namespace kernels {
 
@@ -210,3 +212,5 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
 
 }  // namespace kernels
 }  // namespace microattn
+
+MICROATTN_GCC12_AVX512_WARNINGS_ON

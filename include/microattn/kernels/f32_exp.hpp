@@ -4,6 +4,8 @@
 
 #include "microattn/internal/vec.hpp"
 
+MICROATTN_GCC12_AVX512_WARNINGS_OFF
+
 namespace microattn {
 namespace kernels {
 
@@ -112,3 +114,5 @@ inline typename internal::Vec<Arch>::type f32_softmax_exp2(
 
 }  // namespace kernels
 }  // namespace microattn
+
+MICROATTN_GCC12_AVX512_WARNINGS_ON
