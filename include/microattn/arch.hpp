@@ -10,7 +10,23 @@
     (defined(__SSE2__) || defined(_M_X64) || defined(__ARM_NEON) || defined(__ARM_NEON__) || \
      defined(__aarch64__))
 #define MICROATTN_HAS_XSIMD 1
+// xsimd 14's own headers use __int128 (-Wpedantic) and, under -ffast-math, define unused local
+// typedefs (-Wunused-local-typedefs): a user's -Werror build must not stop on them.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#endif
 #include <xsimd/xsimd.hpp>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+// xsimd 8.1 (Debian 12) to 14 (tested: 8.1, 12.1, 13.2, 14.3). The API differences (hadd /
+// reduce_add, bitwise_cast's template argument) are bridged in internal/vec.hpp alone.
+#if !defined(XSIMD_VERSION_MAJOR) || XSIMD_VERSION_MAJOR < 8 || \
+    (XSIMD_VERSION_MAJOR == 8 && XSIMD_VERSION_MINOR < 1)
+#error "microattn needs xsimd 8.1 or newer (Debian 12: apt-get install libxsimd-dev)"
+#endif
 #else
 #define MICROATTN_HAS_XSIMD 0
 #endif
@@ -48,11 +64,13 @@
 /// operand from itself (`__m512 __Y = __Y;`), and -Wmaybe-uninitialized reports it at every
 /// inlined use: hundreds of warnings in a user's -Wall build with -march=native on an AVX-512
 /// CPU, an error with -Werror (fixed in GCC 13). The kernel headers that reach those intrinsics
-/// bracket their code with these two macros, which silence only that warning, only there.
+/// bracket their code with these two macros, which silence only those two warnings (xsimd 12
+/// and 13 reach intrinsics that GCC reports as -Wuninitialized), only there.
 #if MICROATTN_HAS_XSIMD && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && \
     defined(__AVX512F__)
-#define MICROATTN_GCC12_AVX512_WARNINGS_OFF \
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define MICROATTN_GCC12_AVX512_WARNINGS_OFF                                                  \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
 #define MICROATTN_GCC12_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
 #else
 #define MICROATTN_GCC12_AVX512_WARNINGS_OFF

@@ -97,8 +97,12 @@ struct Vec {
     return xsimd::select(a < b, t, f);
   }
   static type shl23_bits(type v) noexcept {
+#if XSIMD_VERSION_MAJOR >= 9  // bitwise_cast<element type>(batch)
+    return xsimd::bitwise_cast<float>(xsimd::bitwise_cast<std::int32_t>(v) << 23);
+#else  // xsimd 8: bitwise_cast<batch type>(batch)
     using ibatch = xsimd::batch<std::int32_t, Arch>;
     return xsimd::bitwise_cast<type>(xsimd::bitwise_cast<ibatch>(v) << 23);
+#endif
   }
   /// Makes v a register value the compiler cannot re-derive from memory. GCC 12 folds the B
   /// loads of a 4-row micro-kernel into every FMA (12 loads per 8 FMAs, load-port bound:
@@ -128,7 +132,11 @@ struct Vec {
     return type::load_aligned(lanes);
 #endif
   }
+#if XSIMD_VERSION_MAJOR >= 9
+  static float hsum(type v) noexcept { return xsimd::reduce_add(v); }
+#else
   static float hsum(type v) noexcept { return xsimd::hadd(v); }
+#endif
   static float hmax(type v) noexcept {
     alignas(Arch::alignment()) float lanes[kWidth];
     v.store_aligned(lanes);
