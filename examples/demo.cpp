@@ -13,8 +13,8 @@ using Cfg = microattn::Config<64, 64, 4, 2, 16>;
 static microattn::MultiHeadAttention<Cfg> attn;  // all working memory; no heap, no globals
 
 // q_proj..o_proj: PyTorch nn.Linear weights as exported ([out][in]), may live in flash.
-int run_layer(const float* q_proj, const float* k_proj, const float* v_proj,
-              const float* o_proj, const float* x, int tokens, float* y) {  // x, y: [tokens][64]
+int run_layer(const float* q_proj, const float* k_proj, const float* v_proj, const float* o_proj,
+              const float* x, int tokens, float* y) {  // x, y: [tokens][64]
   microattn::Weights<Cfg> w(microattn::WeightLayout::kOutIn);
   w.w_q = q_proj, w.w_k = k_proj, w.w_v = v_proj, w.w_o = o_proj;
   microattn::Status s = attn.set_weights(w);
@@ -41,9 +41,11 @@ int worked_example() {
   static microattn::ScaledDotProductAttention<Tiny> sdpa;
   const float qk[] = {1, 0, 0, 1, 1, 1}, v[] = {1, 2, 3, 0, 0, 1};
   float out[6];
-  if (sdpa.forward(qk, 2, qk, 2, v, 2, 3, out, 2, 1.0f) != microattn::Status::kOk) return 1;
+  if (sdpa.set_scale(1.0f) != microattn::Status::kOk) return 1;
+  if (sdpa.forward(qk, 2, qk, 2, v, 2, 3, out, 2) != microattn::Status::kOk) return 1;
   std::printf("worked example (scale 1), expected [1,2] [2.462117,0.537883] [0.847766,1]:\n");
-  for (int i = 0; i < 3; ++i) std::printf("  token %d: [%.6f, %.6f]\n", i, out[2 * i], out[2 * i + 1]);
+  for (int i = 0; i < 3; ++i)
+    std::printf("  token %d: [%.6f, %.6f]\n", i, out[2 * i], out[2 * i + 1]);
   return 0;
 }
 
@@ -61,8 +63,8 @@ int main() {
   if (run_layer(g_wq, g_wk, g_wv, g_wo, g_x, 64, g_y) != 0) return 1;
   double sum = 0, sum_abs = 0;
   for (float f : g_y) sum += f, sum_abs += std::fabs(f);
-  std::printf("GQA layer T=64 d_model=64 H=4 H_kv=2 d_head=16: checksum %.6f (sum |y| %.6f)\n",
-              sum, sum_abs);
+  std::printf("GQA layer T=64 d_model=64 H=4 H_kv=2 d_head=16: checksum %.6f (sum |y| %.6f)\n", sum,
+              sum_abs);
   std::printf("RAM of the layer object: %zu bytes (weights stay where they are)\n",
               microattn::MultiHeadAttention<Cfg>::ram_bytes());
   return 0;

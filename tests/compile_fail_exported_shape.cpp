@@ -3,8 +3,9 @@
 #include "microattn/weights.hpp"
 
 struct layer0_shape {  // what tools/export_pytorch.py writes for a 4-head, d_model 16 layer
-  static constexpr std::size_t kDModel = 16, kHeads = 4, kKvHeads = 4, kDHead = 4;
-  static constexpr bool kHasBias = true, kHasOutProj = true;
+  static constexpr std::size_t kDModel = 16, kHeads = 4, kKvHeads = 4, kDHead = 4, kOutDim = 16;
+  static constexpr bool kBiasQ = true, kBiasK = true, kBiasV = true, kBiasO = true;
+  static constexpr bool kHasOutProj = true;
   static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::kOutIn;
 };
 static const float layer0_w[16 * 16] = {};
@@ -21,6 +22,10 @@ using Cfg = microattn::Config<8, 16, 4, 4, 5, microattn::Bias::kYes>;  // d_head
 using Cfg = microattn::Config<8, 16, 4, 4, 4, microattn::Bias::kNo>;  // biases
 #elif MISMATCH == 5
 using Cfg = microattn::Config<8, 32, 4, 4, 4, microattn::Bias::kYes>;  // d_model
+#elif MISMATCH == 6
+using Cfg = microattn::Config<8, 16, 4, 4, 4, microattn::Bias::kQkv>;  // no output bias
+#elif MISMATCH == 7
+using Cfg = microattn::Config<8, 16, 4, 4, 4, microattn::Bias::kYes, microattn::OutDim{8}>;
 #endif
 
 int main() {

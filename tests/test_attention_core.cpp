@@ -29,7 +29,8 @@ TEST(AttentionCore, WorkedExampleScaleOne) {
     using Cfg = Config<3, 2, 1, 1, 2>;
     static ScaledDotProductAttention<Cfg, A> attn;
     float out[3 * 2];
-    ASSERT_EQ(attn.forward(kEx_QK, 2, kEx_QK, 2, kEx_V, 2, 3, out, 2, 1.0f), Status::kOk);
+    ASSERT_EQ(attn.set_scale(1.0f), microattn::Status::kOk);
+    ASSERT_EQ(attn.forward(kEx_QK, 2, kEx_QK, 2, kEx_V, 2, 3, out, 2), Status::kOk);
     const float want[3 * 2] = {1.0f, 2.0f, 2.462117f, 0.537883f, 0.847766f, 1.000000f};
     for (int i = 0; i < 6; ++i) EXPECT_NEAR(out[i], want[i], 1e-6) << A::name() << " i=" << i;
   });
@@ -57,7 +58,8 @@ TEST(AttentionCore, WorkedExampleWeights) {
     const float qk[3 * 3] = {1, 0, 0, 0, 1, 0, 1, 1, 0};
     const float eye[3 * 3] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     float w[3 * 3];
-    ASSERT_EQ(attn.forward(qk, 3, qk, 3, eye, 3, 3, w, 3, 1.0f), Status::kOk);
+    ASSERT_EQ(attn.set_scale(1.0f), microattn::Status::kOk);
+    ASSERT_EQ(attn.forward(qk, 3, qk, 3, eye, 3, 3, w, 3), Status::kOk);
     const float want[3 * 3] = {1, 0, 0, 0.268941f, 0.731059f, 0, 0.211942f, 0.211942f, 0.576117f};
     for (int i = 0; i < 9; ++i) EXPECT_NEAR(w[i], want[i], 1e-6) << A::name() << " i=" << i;
   });
@@ -77,15 +79,16 @@ void check_core_random(std::size_t T, std::uint64_t seed, float scale_mul = 1.0f
   for (std::size_t i = 0; i < T * QD; ++i) qd[i] = q[i];
   for (std::size_t i = 0; i < T * KD; ++i) kd[i] = k[i], vd[i] = v[i];
   const float scale = microattn::default_scale<Cfg>() * scale_mul;
-  ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, T, out, QD, scale), Status::kOk);
+  ASSERT_EQ(attn.set_scale(scale), microattn::Status::kOk);
+  ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, T, out, QD), Status::kOk);
   microattn_ref::core(qd, kd, vd, T, T, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, scale, ref, s);
   // Chain: d_head products per score, amplified by the largest |score| (<= scale * d_head),
   // then T terms of P V.
   const double smax = scale * Cfg::kDHead;
   const double tol = microattn_test::tolerance(Cfg::kDHead * (smax > 1 ? smax : 1) + T, 1.0);
   const double err = microattn_test::max_diff(out, ref, T * QD);
-  EXPECT_LE(err, tol) << A::name() << " T=" << T << " H=" << Cfg::kHeads << " Hkv="
-                      << Cfg::kKvHeads << " d_head=" << Cfg::kDHead << " seed=" << seed;
+  EXPECT_LE(err, tol) << A::name() << " T=" << T << " H=" << Cfg::kHeads << " Hkv=" << Cfg::kKvHeads
+                      << " d_head=" << Cfg::kDHead << " seed=" << seed;
 }
 
 template <class Cfg>
@@ -94,8 +97,9 @@ void sweep_core(std::uint64_t seed) {
     using A = decltype(arch);
     using Tl = microattn::internal::Tiles<A>;
     // Around the tile sizes and at the ends: 1, N-1, N, N+1, 2N+1, T_max.
-    const std::size_t sizes[] = {1, 2, 3, Tl::kBQ - 1, Tl::kBQ, Tl::kBQ + 1, Tl::kBK - 1, Tl::kBK,
-                                 Tl::kBK + 1, 2 * Tl::kBK + 1, Cfg::kTMax - 1, Cfg::kTMax};
+    const std::size_t sizes[] = {
+        1,           2,       3,           Tl::kBQ - 1,     Tl::kBQ,        Tl::kBQ + 1,
+        Tl::kBK - 1, Tl::kBK, Tl::kBK + 1, 2 * Tl::kBK + 1, Cfg::kTMax - 1, Cfg::kTMax};
     for (std::size_t T : sizes)
       if (T >= 1 && T <= Cfg::kTMax) check_core_random<Cfg, A>(T, seed + T);
   });
@@ -111,9 +115,9 @@ TEST(AttentionCore, RandomMhaHeadWidths) {
 }
 
 TEST(AttentionCore, RandomGqaMqa) {
-  sweep_core<Config<70, 1, 4, 2, 16>>(21);   // GQA, 2 query heads per key/value head
-  sweep_core<Config<70, 1, 6, 1, 8>>(22);    // MQA
-  sweep_core<Config<100, 1, 8, 2, 5>>(23);   // GQA, odd width
+  sweep_core<Config<70, 1, 4, 2, 16>>(21);  // GQA, 2 query heads per key/value head
+  sweep_core<Config<70, 1, 6, 1, 8>>(22);   // MQA
+  sweep_core<Config<100, 1, 8, 2, 5>>(23);  // GQA, odd width
 }
 
 // Changing tokens after position i never changes outputs 0..i (bit for bit).
@@ -156,7 +160,8 @@ TEST(AttentionCore, HugeScores) {
     rng.fill(v, T * KD, -1, 1);
     for (std::size_t i = 0; i < T * QD; ++i) qd[i] = q[i];
     for (std::size_t i = 0; i < T * KD; ++i) kd[i] = k[i], vd[i] = v[i];
-    ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, T, out, QD, 1.0f), Status::kOk);
+    ASSERT_EQ(attn.set_scale(1.0f), microattn::Status::kOk);
+    ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, T, out, QD), Status::kOk);
     microattn_ref::core(qd, kd, vd, T, T, 2, 1, 8, 1.0, ref, s);
     bool finite = true;
     for (std::size_t i = 0; i < T * QD; ++i) finite = finite && std::isfinite(out[i]);

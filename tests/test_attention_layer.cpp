@@ -46,8 +46,9 @@ void check_layer_random(std::size_t T, std::uint64_t seed, WeightLayout layout) 
   const double err = microattn_test::max_diff(y, ref, T * Cfg::kOutDim);
   EXPECT_LE(err, microattn_test::tolerance(chain, mag))
       << A::name() << " T=" << T << " d_model=" << Cfg::kDModel << " H=" << Cfg::kHeads
-      << " Hkv=" << Cfg::kKvHeads << " d_head=" << Cfg::kDHead << " bias=" << Cfg::kHasBias
-      << " W_O=" << Cfg::kHasOutProj << " layout=" << static_cast<int>(layout) << " seed=" << seed;
+      << " Hkv=" << Cfg::kKvHeads << " d_head=" << Cfg::kDHead
+      << " bias=" << static_cast<int>(Cfg::kBias) << " W_O=" << Cfg::kHasOutProj
+      << " layout=" << static_cast<int>(layout) << " seed=" << seed;
 }
 
 template <class Cfg>
@@ -55,8 +56,8 @@ void sweep_layer(std::uint64_t seed) {
   for_each_arch([seed](auto arch) {
     using A = decltype(arch);
     using Tl = microattn::internal::Tiles<A>;
-    const std::size_t sizes[] = {1, Tl::kMR - 1, Tl::kMR + 1, Tl::kBQ + 1, Tl::kBK + 1,
-                                 Cfg::kTMax - 1, Cfg::kTMax};
+    const std::size_t sizes[] = {1,           Tl::kMR - 1,    Tl::kMR + 1, Tl::kBQ + 1,
+                                 Tl::kBK + 1, Cfg::kTMax - 1, Cfg::kTMax};
     for (std::size_t T : sizes) {
       if (T < 1 || T > Cfg::kTMax) continue;
       check_layer_random<Cfg, A>(T, seed + T, WeightLayout::kInOut);
@@ -69,7 +70,7 @@ void sweep_layer(std::uint64_t seed) {
 
 TEST(AttentionLayer, RandomMha) {
   sweep_layer<Config<70, 16, 4, 4, 4>>(1);
-  sweep_layer<Config<70, 13, 2, 2, 5, Bias::kYes>>(2);              // d_model not a vector multiple
+  sweep_layer<Config<70, 13, 2, 2, 5, Bias::kYes>>(2);  // d_model not a vector multiple
   sweep_layer<Config<70, 37, 3, 3, 1, Bias::kNo, OutProj::kNo>>(3);  // d_head 1, no W_O
   sweep_layer<Config<70, 24, 2, 2, 12, Bias::kYes, OutProj::kNo>>(4);
 }
@@ -85,6 +86,16 @@ TEST(AttentionLayer, RandomGqaMqa) {
   sweep_layer<Config<70, 20, 6, 1, 5>>(9);
   sweep_layer<Config<70, 48, 8, 2, 6, Bias::kNo, OutProj::kNo>>(10);
   sweep_layer<Config<70, 48, 4, 2, 16, Bias::kYes>>(11);  // fits kPanel16
+}
+
+// Bias flags per projection (Qwen2: Q, K, V; Whisper: no key bias) and W_O widths other than
+// d_model (the teaching notes' MultiHeadAttention(d_in 8, d_out 4) with out_proj 4 -> 4).
+TEST(AttentionLayer, BiasPerProjectionAndOutDim) {
+  sweep_layer<Config<70, 24, 4, 2, 6, Bias::kQkv>>(12);
+  sweep_layer<Config<70, 20, 2, 2, 5, Bias::kQ | Bias::kV | Bias::kO>>(13);
+  sweep_layer<Config<70, 8, 2, 2, 2, microattn::OutDim{4}>>(14);
+  sweep_layer<Config<70, 16, 2, 1, 16, microattn::OutDim{48}, Bias::kYes>>(15);  // fits kPanel16
+  sweep_layer<Config<70, 12, 3, 1, 4, Bias::kK, OutProj::kNo>>(16);
 }
 
 // seeds/000: 11 tokens, d_in 8, d_out 4, 2 heads of width 2, no W_O. The result equals two
@@ -124,8 +135,10 @@ TEST(AttentionLayer, ElevenTokensTwoHeadsEqualTwoSingleHeads) {
     for (int t = 0; t < 11; ++t)
       for (int h = 0; h < 2; ++h)
         for (int c = 0; c < 2; ++c)
-          EXPECT_EQ(y[t * 4 + h * 2 + c], y1[h][t * 2 + c]) << A::name() << " t=" << t << " h=" << h;
-    const microattn_ref::LayerRef L{8, 2, 2, 2, false, wq, wk, wv, nullptr, nullptr, nullptr, nullptr, nullptr};
+          EXPECT_EQ(y[t * 4 + h * 2 + c], y1[h][t * 2 + c])
+              << A::name() << " t=" << t << " h=" << h;
+    const microattn_ref::LayerRef L{8,  2,       2,       2,       false,   wq,     wk,
+                                    wv, nullptr, nullptr, nullptr, nullptr, nullptr};
     microattn_ref::layer(L, x, 11, 1.0 / std::sqrt(2.0), ref, scratch);
     EXPECT_LE(microattn_test::max_diff(y, ref, 11 * 4), microattn_test::tolerance(8 + 4 + 11, 1.0))
         << A::name();
@@ -139,12 +152,15 @@ TEST(AttentionLayer, PyTorchLayoutEqualsTransposed) {
     using Cfg = Config<40, 24, 4, 2, 6, Bias::kYes>;
     constexpr std::size_t DM = 24, QD = 24, KD = 12, T = 40;
     static RandomWeights<Cfg> w;
-    static float tq[QD * DM], tk[KD * DM], tv[KD * DM], to[DM * QD], x[T * DM], y1[T * DM], y2[T * DM];
+    static float tq[QD * DM], tk[KD * DM], tv[KD * DM], to[DM * QD], x[T * DM], y1[T * DM],
+        y2[T * DM];
     w.fill(99);
     for (std::size_t i = 0; i < DM; ++i)
-      for (std::size_t j = 0; j < QD; ++j) tq[j * DM + i] = w.wq[i * QD + j], to[i * QD + j] = w.wo[j * DM + i];
+      for (std::size_t j = 0; j < QD; ++j)
+        tq[j * DM + i] = w.wq[i * QD + j], to[i * QD + j] = w.wo[j * DM + i];
     for (std::size_t i = 0; i < DM; ++i)
-      for (std::size_t j = 0; j < KD; ++j) tk[j * DM + i] = w.wk[i * KD + j], tv[j * DM + i] = w.wv[i * KD + j];
+      for (std::size_t j = 0; j < KD; ++j)
+        tk[j * DM + i] = w.wk[i * KD + j], tv[j * DM + i] = w.wv[i * KD + j];
     microattn_test::Rng(5).fill(x, T * DM, -1, 1);
     static MultiHeadAttention<Cfg, A> layer;
     ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
@@ -202,10 +218,9 @@ void check_ram_formula() {
   constexpr std::size_t D = Cfg::kDHead, BQ = Tl::kBQ, BK = Tl::kBK;
   constexpr std::size_t t_pad = microattn::internal::round_up(Cfg::kTMax, BK);
   constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
-  constexpr std::size_t floats = Cfg::kTMax * Cfg::kGroup * D +
-                                 (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + t_pad * D +
-                                 t_pad * d_pad + BQ * D + BQ * BK + BQ * d_pad + 2 * BQ +
-                                 Tl::kKC * Tl::kNR;
+  constexpr std::size_t floats =
+      Cfg::kTMax * Cfg::kGroup * D + (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + t_pad * D +
+      t_pad * d_pad + BQ * D + BQ * BK + BQ * d_pad + 2 * BQ + Tl::kKC * Tl::kNR;
   constexpr std::size_t formula = 4 * floats + sizeof(Weights<Cfg>);
   constexpr std::size_t ram = MultiHeadAttention<Cfg, A>::ram_bytes();
   EXPECT_GE(ram, formula) << A::name();

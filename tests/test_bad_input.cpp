@@ -62,9 +62,11 @@ TEST(BadInput, LayerArguments) {
     EXPECT_EQ(layer.forward(x, 4, nullptr), Status::kNullPointer);
     EXPECT_EQ(layer.forward(x, 0, y), Status::kBadTokenCount);
     EXPECT_EQ(layer.forward(x, 9, y), Status::kBadTokenCount);
-    EXPECT_EQ(layer.forward(x, 4, y, kInf), Status::kBadScale);
-    EXPECT_EQ(layer.forward(x, 4, y, -kInf), Status::kBadScale);
-    EXPECT_EQ(layer.forward(x, 4, y, kNaN), Status::kBadScale);
+    EXPECT_EQ(layer.set_scale(kInf), Status::kBadScale);
+    EXPECT_EQ(layer.set_scale(-kInf), Status::kBadScale);
+    EXPECT_EQ(layer.set_scale(kNaN), Status::kBadScale);
+    EXPECT_EQ(layer.scale(), microattn::default_scale<LayerCfg>())
+        << "a rejected scale is not kept";
     EXPECT_TRUE(untouched(y)) << A::name();
     EXPECT_EQ(layer.forward(x, 4, y), Status::kOk);  // and a good call still works
     EXPECT_FALSE(untouched(y));
@@ -162,28 +164,30 @@ TEST(BadInput, CoreArguments) {
     rng.fill(v, 8 * 3, -1, 1);
     fill_sentinel(out);
     const float s = 0.5f;
-    EXPECT_EQ(attn.forward(nullptr, 6, k, 3, v, 3, 4, out, 6, s), Status::kNullPointer);
-    EXPECT_EQ(attn.forward(q, 6, nullptr, 3, v, 3, 4, out, 6, s), Status::kNullPointer);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, nullptr, 3, 4, out, 6, s), Status::kNullPointer);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, nullptr, 6, s), Status::kNullPointer);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 0, out, 6, s), Status::kBadTokenCount);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 9, out, 6, s), Status::kBadTokenCount);
-    EXPECT_EQ(attn.forward(q, 5, k, 3, v, 3, 4, out, 6, s), Status::kBadStride);
-    EXPECT_EQ(attn.forward(q, 6, k, 2, v, 3, 4, out, 6, s), Status::kBadStride);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 2, 4, out, 6, s), Status::kBadStride);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 5, s), Status::kBadStride);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 6, kNaN), Status::kBadScale);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 6, kInf), Status::kBadScale);
+    ASSERT_EQ(attn.set_scale(s), Status::kOk);
+    EXPECT_EQ(attn.forward(nullptr, 6, k, 3, v, 3, 4, out, 6), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, nullptr, 3, v, 3, 4, out, 6), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, nullptr, 3, 4, out, 6), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, nullptr, 6), Status::kNullPointer);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 0, out, 6), Status::kBadTokenCount);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 9, out, 6), Status::kBadTokenCount);
+    EXPECT_EQ(attn.forward(q, 5, k, 3, v, 3, 4, out, 6), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 2, v, 3, 4, out, 6), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 2, 4, out, 6), Status::kBadStride);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, out, 5), Status::kBadStride);
+    EXPECT_EQ(attn.set_scale(kNaN), Status::kBadScale);
+    EXPECT_EQ(attn.set_scale(kInf), Status::kBadScale);
+    EXPECT_EQ(attn.scale(), s) << "a rejected scale is not kept";
     EXPECT_TRUE(untouched(out)) << A::name();
     // Output overlapping any input.
     static float big[8 * 6 + 8 * 3 + 8 * 3];
     fill_sentinel(big);
-    EXPECT_EQ(attn.forward(big, 6, k, 3, v, 3, 4, big + 4, 6, s), Status::kOverlap);
-    EXPECT_EQ(attn.forward(q, 6, big, 3, v, 3, 4, big + 2, 6, s), Status::kOverlap);
-    EXPECT_EQ(attn.forward(q, 6, k, 3, big + 30, 3, 4, big + 10, 6, s), Status::kOverlap);
+    EXPECT_EQ(attn.forward(big, 6, k, 3, v, 3, 4, big + 4, 6), Status::kOverlap);
+    EXPECT_EQ(attn.forward(q, 6, big, 3, v, 3, 4, big + 2, 6), Status::kOverlap);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, big + 30, 3, 4, big + 10, 6), Status::kOverlap);
     EXPECT_TRUE(untouched(big)) << A::name();
     // Adjacent, not overlapping, is fine.
-    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, big, 6, s), Status::kOk);
+    EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, big, 6), Status::kOk);
   });
 }
 
@@ -202,15 +206,17 @@ TEST(BadInput, ScaleWhoseBase2FormOverflows) {
     microattn_test::Rng(8).fill(kv_in, 8 * 3, -1, 1);
     for (float bad : {2.3590e38f, -2.3590e38f, 3.4028235e38f, -3.4028235e38f}) {
       fill_sentinel(y);
-      EXPECT_EQ(layer.forward(x, 4, y, bad), Status::kBadScale) << A::name() << " " << bad;
-      EXPECT_EQ(core.forward(q, 6, kv_in, 3, kv_in, 3, 4, y, 6, bad), Status::kBadScale) << bad;
+      EXPECT_EQ(layer.set_scale(bad), Status::kBadScale) << A::name() << " " << bad;
+      EXPECT_EQ(core.set_scale(bad), Status::kBadScale) << bad;
       EXPECT_EQ(kv.set_scale(bad), Status::kBadScale) << bad;
       EXPECT_TRUE(untouched(y)) << A::name();
     }
     EXPECT_EQ(kv.scale(), microattn::default_scale<LayerCfg>()) << "a rejected scale is not kept";
     // The largest accepted magnitudes (their scores overflow: NaN rows, see NumericContract).
-    EXPECT_EQ(layer.forward(x, 4, y, 2.3580e38f), Status::kOk);
-    EXPECT_EQ(core.forward(q, 6, kv_in, 3, kv_in, 3, 4, y, 6, -2.3580e38f), Status::kOk);
+    EXPECT_EQ(layer.set_scale(2.3580e38f), Status::kOk);
+    EXPECT_EQ(layer.forward(x, 4, y), Status::kOk);
+    EXPECT_EQ(core.set_scale(-2.3580e38f), Status::kOk);
+    EXPECT_EQ(core.forward(q, 6, kv_in, 3, kv_in, 3, 4, y, 6), Status::kOk);
     EXPECT_EQ(kv.set_scale(2.3580e38f), Status::kOk);
   });
 }
@@ -228,14 +234,15 @@ TEST(BadInput, StrideWhoseSpanOverflows) {
   const std::size_t huge = SIZE_MAX / sizeof(float);       // 2^62 on 64-bit targets
   const std::size_t wraps = SIZE_MAX / sizeof(float) / 2;  // fits size_t, but p + span wraps
   const float s = 0.5f;
-  EXPECT_EQ(attn.forward(q, huge, k, 3, v, 3, 2, out, 6, s), Status::kBadStride);
-  EXPECT_EQ(attn.forward(q, 6, k, huge, v, 3, 2, out, 6, s), Status::kBadStride);
-  EXPECT_EQ(attn.forward(q, 6, k, 3, v, huge, 2, out, 6, s), Status::kBadStride);
-  EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 2, out, huge, s), Status::kBadStride);
-  EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 3, out, wraps, s), Status::kBadStride);
-  EXPECT_EQ(attn.forward(q, wraps, k, 3, v, 3, 3, out, 6, s), Status::kBadStride);
+  ASSERT_EQ(attn.set_scale(s), Status::kOk);
+  EXPECT_EQ(attn.forward(q, huge, k, 3, v, 3, 2, out, 6), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, huge, v, 3, 2, out, 6), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, 3, v, huge, 2, out, 6), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 2, out, huge), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 3, out, wraps), Status::kBadStride);
+  EXPECT_EQ(attn.forward(q, wraps, k, 3, v, 3, 3, out, 6), Status::kBadStride);
   EXPECT_TRUE(untouched(out));
-  EXPECT_EQ(attn.forward(q, huge, k, huge, v, huge, 1, out, huge, s), Status::kOk);  // one row
+  EXPECT_EQ(attn.forward(q, huge, k, huge, v, huge, 1, out, huge), Status::kOk);  // one row
   EXPECT_FALSE(untouched(out));
 }
 

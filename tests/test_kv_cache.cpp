@@ -218,6 +218,11 @@ TEST(KvCache, DecodeEqualsPrefillMqa) {
 }
 
 // Both weight layouts of the same weights give the same outputs (kOutIn = transposed copy).
+TEST(KvCache, DecodeEqualsPrefillBiasFlagsAndOutDim) {
+  sweep_sequence<Config<cap(30), 20, 4, 2, 6, Bias::kQkv, microattn::OutDim{12}>>(11);
+  sweep_sequence<Config<cap(30), 16, 2, 2, 16, Bias::kQ | Bias::kO, microattn::OutDim{32}>>(12);
+}
+
 TEST(KvCache, WeightLayoutsAgree) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);

@@ -138,9 +138,11 @@ TEST(NoHeap, EveryEntryPoint) {
               s1 = layer.set_weights(w);
               s2 = layer.forward(g_x, 80, g_y);
               s3 = scalar_layer.set_weights(w);
-              s4 = scalar_layer.forward(g_x, 37, g_y, 0.3f);
+              ASSERT_EQ(scalar_layer.set_scale(0.3f), microattn::Status::kOk);
+              s4 = scalar_layer.forward(g_x, 37, g_y);
               s5 = core.forward(g_q, g_kv[0], g_kv[1], 80, g_y);
-              s6 = small_core.forward(g_q, 4, g_kv[0], 4, g_kv[1], 4, 8, g_y, 4, 1.0f);
+              ASSERT_EQ(small_core.set_scale(1.0f), microattn::Status::kOk);
+              s6 = small_core.forward(g_q, 4, g_kv[0], 4, g_kv[1], 4, 8, g_y, 4);
               (void)layer.forward(nullptr, 0, g_y);  // error paths too
               (void)microattn::to_string(Status::kOverlap);
             }),

@@ -131,7 +131,8 @@ TEST(NumericContract, CoreNonFiniteReachesExactlyTheRowsThatSeeIt) {
     rng.fill(k, kT * KD, -1, 1);
     rng.fill(v, kT * KD, -1, 1);
     const float scale = microattn::default_scale<Cfg>();
-    ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, kT, o0, QD, scale), Status::kOk);
+    ASSERT_EQ(attn.set_scale(scale), microattn::Status::kOk);
+    ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, kT, o0, QD), Status::kOk);
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const float inf = std::numeric_limits<float>::infinity();
     for (std::size_t j : kCuts) {
@@ -147,7 +148,8 @@ TEST(NumericContract, CoreNonFiniteReachesExactlyTheRowsThatSeeIt) {
         if (which == 2) vp[j * KD + g * D + d] = nan;
         if (which == 3) vp[j * KD + g * D + d] = -inf;
         if (which == 4) qp[j * QD + (g * G) * D + d] = nan;  // head g*G of token j
-        ASSERT_EQ(attn.forward(qp, QD, kp, KD, vp, KD, kT, o1, QD, scale), Status::kOk);
+        ASSERT_EQ(attn.set_scale(scale), microattn::Status::kOk);
+        ASSERT_EQ(attn.forward(qp, QD, kp, KD, vp, KD, kT, o1, QD), Status::kOk);
         for (std::size_t i = 0; i < kT; ++i)
           for (std::size_t h = 0; h < Cfg::kHeads; ++h) {
             const bool sees = which == 4 ? (i == j && h == g * G) : (i >= j && h / G == g);
@@ -195,7 +197,8 @@ TEST(NumericContract, ScoresOutsideFloatRangeGiveNaNRows) {
     rng.fill(q, 36, 0.5f, 1.0f);  // q.k >= 1: every score overflows with this scale
     rng.fill(k, 36, 0.5f, 1.0f);
     rng.fill(v, 36, -1.0f, 1.0f);
-    ASSERT_EQ(attn.forward(q, 4, k, 4, v, 4, 9, o, 4, 2.3e38f), Status::kOk);
+    ASSERT_EQ(attn.set_scale(2.3e38f), microattn::Status::kOk);
+    ASSERT_EQ(attn.forward(q, 4, k, 4, v, 4, 9, o, 4), Status::kOk);
     for (float f : o) EXPECT_TRUE(is_nan(f)) << A::name();
   });
 #else

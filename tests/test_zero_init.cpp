@@ -85,6 +85,7 @@ TEST(ZeroInit, LayerAndCoreFromZeroBytes) {
   MultiHeadAttention<Cfg>& z = never_constructed<MultiHeadAttention<Cfg>>();
   static MultiHeadAttention<Cfg> c;
   EXPECT_EQ(z.forward(x, kT, ya), Status::kNullPointer) << "no weights yet";
+  EXPECT_EQ(z.scale(), microattn::default_scale<Cfg>()) << "default scale from zero bytes";
   ASSERT_EQ(z.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
   ASSERT_EQ(c.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
   ASSERT_EQ(z.forward(x, kT, ya), Status::kOk);
@@ -99,6 +100,7 @@ TEST(ZeroInit, LayerAndCoreFromZeroBytes) {
   rng.fill(v, kT * KD, -1, 1);
   ScaledDotProductAttention<Cfg>& zc = never_constructed<ScaledDotProductAttention<Cfg>>();
   static ScaledDotProductAttention<Cfg> cc;
+  EXPECT_EQ(zc.scale(), microattn::default_scale<Cfg>()) << "default scale from zero bytes";
   ASSERT_EQ(zc.forward(q, k, v, kT, oa), Status::kOk);
   ASSERT_EQ(cc.forward(q, k, v, kT, ob), Status::kOk);
   EXPECT_EQ(std::memcmp(oa, ob, sizeof oa), 0);

@@ -25,6 +25,24 @@ inline float default_scale() noexcept {
 
 namespace internal {
 
+/// The softmax scale of a layer or core: its zero bytes mean the default 1/sqrt(d_head), so an
+/// object never constructed (a static in .bss under a startup that runs no constructors) has
+/// the right scale. One convention for all three classes: set once, used by every call.
+struct ScaleSetting {
+  float value = 0.0f;
+  bool custom = false;
+  template <class Cfg>
+  float get() const noexcept {
+    return custom ? value : default_scale<Cfg>();
+  }
+  Status set(float s) noexcept {
+    if (!scale_ok(s)) return Status::kBadScale;
+    value = s;
+    custom = true;
+    return Status::kOk;
+  }
+};
+
 /// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
 /// GEMM's B operand.
 struct WeightSlice {
@@ -60,7 +78,8 @@ struct CoreBuffers {
 /// (Cfg's d_model, bias and output projection are not used).
 ///
 /// The object is the working memory (sizeof == ram_bytes(), no heap; place it in static storage or
-/// a chosen RAM section). It keeps no state between calls.
+/// a chosen RAM section). Its only setting is the softmax scale (set_scale); it keeps no other
+/// state between calls.
 template <class Cfg, class Arch = DefaultArch>
 class ScaledDotProductAttention {
  public:
@@ -70,19 +89,25 @@ class ScaledDotProductAttention {
     return sizeof(internal::CoreBuffers<Cfg, Arch>);
   }
 
+  /// Softmax scale for every later call, default 1/sqrt(d_head) (the teaching notes' worked
+  /// example uses 1).
+  /// @return kOk, or kBadScale (nothing changed) when scale is not finite or |scale| > FLT_MAX /
+  ///         log2(e) (the kernels fold scale * log2 e into Q).
+  [[nodiscard]] Status set_scale(float scale) noexcept { return scale_.set(scale); }
+  /// The softmax scale in use.
+  float scale() const noexcept { return scale_.get<Cfg>(); }
+
   /// out = softmax(scale * Q_h K_g^T + causal mask) V_g for every query head h, g = h / (H/H_kv).
   /// @param q    [T][ldq] floats, head h at columns h*d_head .. h*d_head + d_head - 1 (ldq >=
   /// H*d_head)
   /// @param k,v  [T][ldk] and [T][ldv] floats, head g at columns g*d_head .. (ld >= H_kv*d_head)
   /// @param T    tokens, 1 .. T_max; token i sees tokens 0 .. i
   /// @param out  [T][ldo] floats, written only on kOk; must not overlap q, k or v
-  /// @param scale finite, |scale| <= FLT_MAX / log2(e) (kBadScale otherwise);
-  ///              default_scale<Cfg>() = 1/sqrt(d_head) is the usual choice
   /// @return kOk, kNullPointer, kBadTokenCount, kBadStride (a stride below the row width, or
-  ///         one whose span does not fit the address space), kBadScale or kOverlap
+  ///         one whose span does not fit the address space) or kOverlap
   [[nodiscard]] Status forward(const float* q, std::size_t ldq, const float* k, std::size_t ldk,
                                const float* v, std::size_t ldv, std::size_t T, float* out,
-                               std::size_t ldo, float scale) noexcept {
+                               std::size_t ldo) noexcept {
     if (!q || !k || !v || !out) return Status::kNullPointer;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (ldq < Cfg::kQDim || ldo < Cfg::kQDim || ldk < Cfg::kKvDim || ldv < Cfg::kKvDim)
@@ -93,7 +118,6 @@ class ScaledDotProductAttention {
         !internal::span_bytes(v, T, ldv, Cfg::kKvDim, &vb) ||
         !internal::span_bytes(out, T, ldo, Cfg::kQDim, &ob))
       return Status::kBadStride;
-    if (!internal::scale_ok(scale)) return Status::kBadScale;
     if (internal::overlaps(out, ob, q, qb) || internal::overlaps(out, ob, k, kb) ||
         internal::overlaps(out, ob, v, vb))
       return Status::kOverlap;
@@ -107,20 +131,20 @@ class ScaledDotProductAttention {
       }
       const kernels::QueryRows rows{
           q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
-      kernels::f32_attn_rows<Arch, D>(rows, T, buf_.kt, buf_.v, scale, buf_.tile);
+      kernels::f32_attn_rows<Arch, D>(rows, T, buf_.kt, buf_.v, scale(), buf_.tile);
     }
     return Status::kOk;
   }
 
-  /// Dense layouts (ldq = ldo = H*d_head, ldk = ldv = H_kv*d_head) and scale 1/sqrt(d_head).
+  /// Dense layouts: ldq = ldo = H*d_head, ldk = ldv = H_kv*d_head.
   [[nodiscard]] Status forward(const float* q, const float* k, const float* v, std::size_t T,
                                float* out) noexcept {
-    return forward(q, Cfg::kQDim, k, Cfg::kKvDim, v, Cfg::kKvDim, T, out, Cfg::kQDim,
-                   default_scale<Cfg>());
+    return forward(q, Cfg::kQDim, k, Cfg::kKvDim, v, Cfg::kKvDim, T, out, Cfg::kQDim);
   }
 
  private:
   internal::CoreBuffers<Cfg, Arch> buf_;
+  internal::ScaleSetting scale_{};
 };
 
 /// Causal multi-head self-attention layer with every dimension fixed by Cfg:
@@ -158,10 +182,13 @@ class MultiHeadAttention {
     return Status::kOk;
   }
 
-  /// y = attention(x) for T tokens with scale 1/sqrt(d_head). See the other overload.
-  [[nodiscard]] Status forward(const float* x, std::size_t T, float* y) noexcept {
-    return forward(x, T, y, default_scale<Cfg>());
-  }
+  /// Softmax scale for every later call, default 1/sqrt(d_head) (the teaching notes' worked
+  /// example uses 1).
+  /// @return kOk, or kBadScale (nothing changed) when scale is not finite or |scale| > FLT_MAX /
+  ///         log2(e) (the kernels fold scale * log2 e into Q).
+  [[nodiscard]] Status set_scale(float scale) noexcept { return scale_.set(scale); }
+  /// The softmax scale in use.
+  float scale() const noexcept { return scale_.get<Cfg>(); }
 
   /// y = attention(x) for T tokens.
   /// @param x     [T][d_model] floats
@@ -169,20 +196,17 @@ class MultiHeadAttention {
   /// @param y     [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is
   ///              read in full before y is written); without W_O it must not overlap x.
   ///              y must never overlap a weight or bias array (kOverlap).
-  /// @param scale softmax scale, finite with |scale| <= FLT_MAX / log2(e) (the worked example
-  ///              of the teaching notes uses 1)
   /// @return kOk, kNullPointer (x, y or a needed weight null), kBadArgument (weights given to
-  ///         the constructor fail Weights::check), kBadTokenCount, kBadScale, kOverlap
-  [[nodiscard]] Status forward(const float* x, std::size_t T, float* y, float scale) noexcept {
+  ///         the constructor fail Weights::check), kBadTokenCount, kOverlap
+  [[nodiscard]] Status forward(const float* x, std::size_t T, float* y) noexcept {
     if (!x || !y) return Status::kNullPointer;
     if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
-    if (!internal::scale_ok(scale)) return Status::kBadScale;
     const std::size_t y_bytes = T * Cfg::kOutDim * sizeof(float);
     if (!Cfg::kHasOutProj && internal::overlaps(x, T * Cfg::kDModel * sizeof(float), y, y_bytes))
       return Status::kOverlap;
     if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
-    run(x, T, y, scale);
+    run(x, T, y, scale());
     return Status::kOk;
   }
 
@@ -191,7 +215,7 @@ class MultiHeadAttention {
 
  private:
   void run(const float* x, std::size_t T, float* y, float scale) noexcept {
-    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
+    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
     const WeightLayout lay = w_.layout;
     float* ctx = Cfg::kHasOutProj ? ctx_ : y;
     for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
@@ -200,27 +224,27 @@ class MultiHeadAttention {
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D);
       // K row-major into the Q buffer (free until Q is projected), then into key tiles.
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
-                              Cfg::kHasBias ? w_.b_k + g * D : nullptr,
-                              kernels::StoreRowMajor{q_, D}, pack_);
+                              Cfg::kBiasK ? w_.b_k + g * D : nullptr, kernels::StoreRowMajor{q_, D},
+                              pack_);
       kernels::store_key_tiles<D>(q_, D, T, 0, Tl::kBK, core_.kt);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
-                              Cfg::kHasBias ? w_.b_v + g * D : nullptr,
+                              Cfg::kBiasV ? w_.b_v + g * D : nullptr,
                               kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
-                              Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
+                              Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{q_, G * D}, pack_);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
       kernels::f32_attn_rows<Arch, D>(rows, T, core_.kt, core_.v, scale, core_.tile);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, DM, 0);
-      kernels::f32_gemm<Arch>(T, DM, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.layout,
-                              Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
-                              pack_);
+      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0);
+      kernels::f32_gemm<Arch>(T, OD, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.layout,
+                              Cfg::kBiasO ? w_.b_o : nullptr, kernels::StoreRowMajor{y, OD}, pack_);
     }
   }
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
+  internal::ScaleSetting scale_{};
   alignas(Tl::kAlign) float q_[kQFloats] = {};
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[kPackFloats] = {};

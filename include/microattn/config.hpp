@@ -3,16 +3,34 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace microattn {
 
-/// Whether the Q/K/V (and O) projections add a bias vector (PyTorch's nn.MultiheadAttention
-/// does by default, LLaMA-style layers do not).
-enum class Bias : bool { kNo = false, kYes = true };
+/// Which projections add a bias vector: a set of flags, combined with `|`.
+///   Bias::kYes  every projection (PyTorch nn.MultiheadAttention's default)
+///   Bias::kQkv  Q, K and V but not O (Qwen2)
+///   Bias::kQ | Bias::kV | Bias::kO  no key bias (Whisper)
+///   Bias::kNo   none (LLaMA-style layers; the default)
+/// A flag for O is ignored when the layer has no output projection.
+enum class Bias : unsigned char { kNo = 0, kQ = 1, kK = 2, kV = 4, kO = 8, kQkv = 7, kYes = 15 };
+constexpr Bias operator|(Bias a, Bias b) noexcept {
+  return static_cast<Bias>(static_cast<unsigned char>(a) | static_cast<unsigned char>(b));
+}
+/// True when every flag of `flag` is set in `set`.
+constexpr bool has(Bias set, Bias flag) noexcept {
+  return (static_cast<unsigned char>(set) & static_cast<unsigned char>(flag)) ==
+         static_cast<unsigned char>(flag);
+}
 
 /// Whether the layer ends with the output projection W_O. Without it the result is the
 /// concatenation of the heads, [T][H * d_head].
 enum class OutProj : bool { kNo = false, kYes = true };
+
+/// Output width of W_O (default: d_model). For layers whose output projection maps to another
+/// width than the input's, e.g. the teaching notes' MultiHeadAttention(d_in, d_out) with
+/// out_proj = Linear(d_out, d_out): Config<T, d_in, H, H, d_out / H, OutDim{d_out}>.
+enum class OutDim : std::size_t {};
 
 namespace internal {
 
@@ -46,18 +64,52 @@ constexpr bool sizes_fit(std::size_t t_max, std::size_t d_model, std::size_t hea
 
 }  // namespace internal
 
+namespace internal {
+
+/// The option of type Opt among a Config's options, or `fallback` when there is none.
+template <class Opt>
+constexpr Opt option_or(Opt fallback) noexcept {
+  return fallback;
+}
+template <class Opt, class First, class... Rest>
+constexpr Opt option_or(Opt fallback, First first, Rest... rest) noexcept {
+  if constexpr (std::is_same<First, Opt>::value)
+    return first;
+  else
+    return option_or<Opt>(fallback, rest...);
+}
+/// How many of the options have type Opt.
+template <class Opt, class... Ts>
+constexpr std::size_t option_count(Ts...) noexcept {
+  return (std::size_t{0} + ... + (std::is_same<Ts, Opt>::value ? 1u : 0u));
+}
+template <class T>
+constexpr bool is_config_option() noexcept {
+  return std::is_same<T, Bias>::value || std::is_same<T, OutProj>::value ||
+         std::is_same<T, OutDim>::value;
+}
+
+}  // namespace internal
+
 /// Every dimension of a causal multi-head attention layer, fixed at compile time.
 ///
 /// @tparam kTMax_    largest number of tokens one call (or the KV cache) holds
-/// @tparam kDModel_  model width: the row length of the input x and of the output y
+/// @tparam kDModel_  model width: the row length of the input x (and of y, unless OutDim says)
 /// @tparam kHeads_   query heads H
 /// @tparam kKvHeads_ key/value heads H_kv: H (MHA), fewer (GQA) or 1 (MQA); must divide H
 /// @tparam kDHead_   head width d_head (need not equal d_model / H)
-/// @tparam kBias_    biases on the projections
-/// @tparam kOutProj_ output projection present
+/// @tparam kOptions  any of, in any order, each at most once (defaults in brackets):
+///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model).
+///                   `Config<T, D, H, Hkv, dh, Bias::kYes, OutProj::kNo>` reads as before.
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kKvHeads_,
-          std::size_t kDHead_, Bias kBias_ = Bias::kNo, OutProj kOutProj_ = OutProj::kYes>
+          std::size_t kDHead_, auto... kOptions>
 struct Config {
+  static_assert((internal::is_config_option<decltype(kOptions)>() && ...),
+                "microattn::Config: an option is not a Bias, OutProj or OutDim value");
+  static_assert(internal::option_count<Bias>(kOptions...) <= 1 &&
+                    internal::option_count<OutProj>(kOptions...) <= 1 &&
+                    internal::option_count<OutDim>(kOptions...) <= 1,
+                "microattn::Config: each option (Bias, OutProj, OutDim) may be given once");
   static_assert(kTMax_ > 0, "microattn::Config: T_max (max tokens) must be at least 1");
   static_assert(kDModel_ > 0, "microattn::Config: d_model must be at least 1");
   static_assert(kHeads_ > 0, "microattn::Config: H (query heads) must be at least 1");
@@ -65,20 +117,20 @@ struct Config {
   static_assert(kDHead_ > 0, "microattn::Config: d_head must be at least 1");
   static_assert(kKvHeads_ <= kHeads_ && kHeads_ % kKvHeads_ == 0,
                 "microattn::Config: H_kv (key/value heads) must divide H (query heads)");
-  static_assert(kTMax_ <= (std::size_t{1} << 24) && kDModel_ <= (std::size_t{1} << 20) &&
-                    kHeads_ * kDHead_ <= (std::size_t{1} << 20),
-                "microattn::Config: dimensions too large for 32-bit index arithmetic");
-  static_assert(internal::sizes_fit(kTMax_, kDModel_, kHeads_, kKvHeads_, kDHead_, SIZE_MAX),
-                "microattn::Config: T_max x (d_model, H * d_head) buffers do not fit this "
-                "target's size_t (they would wrap on a 32-bit target)");
 
   static constexpr std::size_t kTMax = kTMax_;
   static constexpr std::size_t kDModel = kDModel_;
   static constexpr std::size_t kHeads = kHeads_;
   static constexpr std::size_t kKvHeads = kKvHeads_;
   static constexpr std::size_t kDHead = kDHead_;
-  static constexpr bool kHasBias = kBias_ == Bias::kYes;
-  static constexpr bool kHasOutProj = kOutProj_ == OutProj::kYes;
+  static constexpr bool kHasOutProj =
+      internal::option_or<OutProj>(OutProj::kYes, kOptions...) == OutProj::kYes;
+  /// The bias flags as given (Bias::kO may be set without W_O; kBiasO says what is used).
+  static constexpr Bias kBias = internal::option_or<Bias>(Bias::kNo, kOptions...);
+  static constexpr bool kBiasQ = has(kBias, Bias::kQ);
+  static constexpr bool kBiasK = has(kBias, Bias::kK);
+  static constexpr bool kBiasV = has(kBias, Bias::kV);
+  static constexpr bool kBiasO = has(kBias, Bias::kO) && kHasOutProj;
 
   /// Query heads per key/value head; query head h reads key/value head h / kGroup.
   static constexpr std::size_t kGroup = kHeads_ / kKvHeads_;
@@ -86,8 +138,24 @@ struct Config {
   static constexpr std::size_t kQDim = kHeads_ * kDHead_;
   /// Width of K and of V: H_kv * d_head.
   static constexpr std::size_t kKvDim = kKvHeads_ * kDHead_;
-  /// Row length of the layer's output y: d_model with W_O, H * d_head without.
-  static constexpr std::size_t kOutDim = kHasOutProj ? kDModel_ : kQDim;
+  /// Row length of the layer's output y: W_O's output width (OutDim, default d_model) with
+  /// W_O, H * d_head without.
+  static constexpr std::size_t kOutDim =
+      kHasOutProj
+          ? static_cast<std::size_t>(internal::option_or<OutDim>(OutDim{kDModel_}, kOptions...))
+          : kQDim;
+
+  static_assert(internal::option_count<OutDim>(kOptions...) == 0 || kHasOutProj,
+                "microattn::Config: OutDim sets W_O's width, but OutProj::kNo has no W_O");
+  static_assert(kOutDim > 0, "microattn::Config: OutDim must be at least 1");
+  static_assert(kTMax_ <= (std::size_t{1} << 24) && kDModel_ <= (std::size_t{1} << 20) &&
+                    kHeads_ * kDHead_ <= (std::size_t{1} << 20) &&
+                    kOutDim <= (std::size_t{1} << 20),
+                "microattn::Config: dimensions too large for 32-bit index arithmetic");
+  static_assert(internal::sizes_fit(kTMax_, kDModel_ > kOutDim ? kDModel_ : kOutDim, kHeads_,
+                                    kKvHeads_, kDHead_, SIZE_MAX),
+                "microattn::Config: T_max x (d_model, H * d_head) buffers do not fit this "
+                "target's size_t (they would wrap on a 32-bit target)");
 };
 
 }  // namespace microattn

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 
 #include "microattn/arch.hpp"
 #include "microattn/attention.hpp"
@@ -51,7 +53,8 @@ class KvAttention {
   static_assert(kPrefillChunk >= 1 && kPrefillChunk <= Cfg::kTMax,
                 "microattn::KvAttention: kPrefillChunk must be in 1 .. T_max");
   using Tl = internal::Tiles<Arch>;
-  static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
+  static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel,
+                               OD = Cfg::kOutDim;
   static constexpr std::size_t HKV = Cfg::kKvHeads, QD = Cfg::kQDim, KD = Cfg::kKvDim;
   using TileScratch = kernels::AttnScratch<Arch, D>;
 
@@ -158,15 +161,10 @@ class KvAttention {
   /// Softmax scale, default 1/sqrt(d_head). Allowed at any time (the cache does not depend on it).
   /// @return kOk, or kBadScale (nothing changed) when scale is not finite or |scale| > FLT_MAX /
   ///         log2(e).
-  [[nodiscard]] Status set_scale(float scale) noexcept {
-    if (!internal::scale_ok(scale)) return Status::kBadScale;
-    scale_ = scale;
-    custom_scale_ = true;
-    return Status::kOk;
-  }
+  [[nodiscard]] Status set_scale(float scale) noexcept { return scale_.set(scale); }
 
   /// The softmax scale in use.
-  float scale() const noexcept { return custom_scale_ ? scale_ : default_scale<Cfg>(); }
+  float scale() const noexcept { return scale_.get<Cfg>(); }
 
   /// Appends T tokens to the cache and returns their outputs: the token at position
   /// p = length() + i sees the cached tokens and the tokens of this call up to itself.
@@ -175,8 +173,9 @@ class KvAttention {
   /// @param y  [T][Cfg::kOutDim] floats, written only on kOk. Without W_O it must not overlap
   ///           x. With W_O, one chunk's x is read in full before its rows of y are written: when
   ///           T <= kPrefillChunk (always with the default kPrefillChunk = T_max) y may overlap
-  ///           x in any way; for a longer T, y may overlap x only if it starts at or before x
-  ///           (y == x is fine), since a later chunk's x must not have been overwritten yet.
+  ///           x in any way; for a longer T, y may overlap x only if the y rows of each chunk
+  ///           end before the next chunk's x rows begin (with OutDim == d_model: y starts at or
+  ///           before x; y == x is fine).
   ///           y must never overlap a weight or bias array.
   /// @return kOk; kNullPointer (x, y or a needed weight null); kBadTokenCount (T == 0 or
   ///         T > T_max); kCacheFull (length() + T > T_max); kOverlap (an overlap the rules
@@ -186,13 +185,10 @@ class KvAttention {
     if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (length_ + T > Cfg::kTMax) return Status::kCacheFull;
-    const std::size_t x_bytes = T * DM * sizeof(float), y_bytes = T * Cfg::kOutDim * sizeof(float);
-    if (internal::overlaps(x, x_bytes, y, y_bytes)) {
-      const bool chunked = T > kPrefillChunk;
-      const bool y_after_x =
-          reinterpret_cast<std::uintptr_t>(y) > reinterpret_cast<std::uintptr_t>(x);
-      if (!Cfg::kHasOutProj || (chunked && y_after_x)) return Status::kOverlap;
-    }
+    const std::size_t x_bytes = T * DM * sizeof(float), y_bytes = T * OD * sizeof(float);
+    if (internal::overlaps(x, x_bytes, y, y_bytes) &&
+        (!Cfg::kHasOutProj || !chunks_leave_x_unread(x, T, y)))
+      return Status::kOverlap;
     if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
     for (std::size_t t0 = 0; t0 < T; t0 += kPrefillChunk) {
       const std::size_t n = internal::min_size(kPrefillChunk, T - t0);
@@ -241,6 +237,19 @@ class KvAttention {
   static constexpr std::size_t capacity() noexcept { return Cfg::kTMax; }
 
  private:
+  /// With W_O, prefill writes a chunk's y rows after reading its x rows and before reading
+  /// the next chunk's. True when, at every chunk end e < T, the y rows written so far end at or
+  /// before x row e (the condition is linear in e, so the first and last chunk ends decide).
+  /// With OutDim == d_model: y starts at or before x, or the call is one chunk.
+  static bool chunks_leave_x_unread(const float* x, std::size_t T, const float* y) noexcept {
+    if (T <= kPrefillChunk) return true;
+    const auto px = reinterpret_cast<std::uintptr_t>(x), py = reinterpret_cast<std::uintptr_t>(y);
+    const std::size_t last = (T - 1) / kPrefillChunk * kPrefillChunk;
+    for (std::size_t e : {kPrefillChunk, last})
+      if (py + e * OD * sizeof(float) > px + e * DM * sizeof(float)) return false;
+    return true;
+  }
+
   float* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }
   float* v_head(std::size_t g) noexcept { return cache_.v + g * (kTPad * kDPad); }
 
@@ -258,16 +267,16 @@ class KvAttention {
       // K: projected row-major into the Q buffer, rotated, then transposed into the cache's
       // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
-                              Cfg::kHasBias ? w_.b_k + g * D : nullptr,
+                              Cfg::kBiasK ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
       if (rope_on_)
         kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_pairing_);
       kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
-                              Cfg::kHasBias ? w_.b_v + g * D : nullptr,
+                              Cfg::kBiasV ? w_.b_v + g * D : nullptr,
                               kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
-                              Cfg::kHasBias ? w_.b_q + g * G * D : nullptr,
+                              Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       if (rope_on_)
         kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_pairing_);
@@ -275,9 +284,9 @@ class KvAttention {
       kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale(), pw.tile);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
-      kernels::f32_gemm<Arch>(T, DM, QD, pw.ctx, QD, wo.b, wo.ldb, wo.layout,
-                              Cfg::kHasBias ? w_.b_o : nullptr, kernels::StoreRowMajor{y, DM},
+      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0);
+      kernels::f32_gemm<Arch>(T, OD, QD, pw.ctx, QD, wo.b, wo.ldb, wo.layout,
+                              Cfg::kBiasO ? w_.b_o : nullptr, kernels::StoreRowMajor{y, OD},
                               pw.pack);
     }
   }
@@ -290,11 +299,11 @@ class KvAttention {
     const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0);
     const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0);
     const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0);
-    kernels::f32_gemv<Arch>(QD, DM, x, wq.b, wq.ldb, wq.layout, Cfg::kHasBias ? w_.b_q : nullptr,
+    kernels::f32_gemv<Arch>(QD, DM, x, wq.b, wq.ldb, wq.layout, Cfg::kBiasQ ? w_.b_q : nullptr,
                             dw.q);
-    kernels::f32_gemv<Arch>(KD, DM, x, wk.b, wk.ldb, wk.layout, Cfg::kHasBias ? w_.b_k : nullptr,
+    kernels::f32_gemv<Arch>(KD, DM, x, wk.b, wk.ldb, wk.layout, Cfg::kBiasK ? w_.b_k : nullptr,
                             dw.k);
-    kernels::f32_gemv<Arch>(KD, DM, x, wv.b, wv.ldb, wv.layout, Cfg::kHasBias ? w_.b_v : nullptr,
+    kernels::f32_gemv<Arch>(KD, DM, x, wv.b, wv.ldb, wv.layout, Cfg::kBiasV ? w_.b_v : nullptr,
                             dw.v);
     if (rope_on_) {
       kernels::f32_rope_rows(dw.q, QD, D, 1, Cfg::kHeads, L, rope_tab_, rope_half_, rope_pairing_);
@@ -309,17 +318,16 @@ class KvAttention {
                                                   kt_head(g), v_head(g), scale(), dw.att);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, QD, DM, 0);
-      kernels::f32_gemv<Arch>(DM, QD, dw.ctx, wo.b, wo.ldb, wo.layout,
-                              Cfg::kHasBias ? w_.b_o : nullptr, y);
+      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0);
+      kernels::f32_gemv<Arch>(OD, QD, dw.ctx, wo.b, wo.ldb, wo.layout,
+                              Cfg::kBiasO ? w_.b_o : nullptr, y);
     }
   }
 
   // Every member's default is zero bytes (see the class comment): no default may need code.
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: prefill/decode say kNullPointer until set
   std::size_t length_ = 0;
-  float scale_ = 0.0f;  // used when custom_scale_; else default_scale<Cfg>()
-  bool custom_scale_ = false;
+  internal::ScaleSetting scale_{};
   bool rope_on_ = false;
   RopePairing rope_pairing_ = RopePairing::kAdjacent;
   float rope_base_ = 0.0f;

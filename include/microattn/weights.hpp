@@ -34,7 +34,7 @@ enum class WeightLayout : unsigned char {
 /// head's columns (and W_O's output columns) start and end on panel boundaries.
 template <class Cfg>
 constexpr bool panel_layout_fits() noexcept {
-  return Cfg::kDHead % kWeightPanel == 0 && (!Cfg::kHasOutProj || Cfg::kDModel % kWeightPanel == 0);
+  return Cfg::kDHead % kWeightPanel == 0 && (!Cfg::kHasOutProj || Cfg::kOutDim % kWeightPanel == 0);
 }
 
 /// Floats of one matrix with in_dim inputs and out_dim outputs in `layout`: in_dim * out_dim,
@@ -75,20 +75,22 @@ inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_
   return Status::kOk;
 }
 
-/// Pointers to the weights of one attention layer with configuration Cfg. Shapes (floats):
+// clang-format off
+/// Pointers to the weights of one attention layer with configuration Cfg. Shapes (floats),
+/// with QD = H*d_head, KD = H_kv*d_head, OD = Cfg::kOutDim (W_O's width, default d_model):
 ///
-/// | field | kInOut              | kOutIn (PyTorch)    | kPanel16                   | needed when |
-/// |-------|---------------------|---------------------|----------------------------|------------------|
-/// | w_q   | [d_model][H*dh]     | [H*dh][d_model]     | [H*dh/16][d_model][16]     | always | |
-/// w_k   | [d_model][H_kv*dh]  | [H_kv*dh][d_model]  | [H_kv*dh/16][d_model][16]  | always | | w_v
-/// | [d_model][H_kv*dh]  | [H_kv*dh][d_model]  | [H_kv*dh/16][d_model][16]  | always           | |
-/// w_o   | [H*dh][d_model]     | [d_model][H*dh]     | [d_model/16][H*dh][16]     |
-/// Cfg::kHasOutProj | | b_q   | [H*dh]              | same                | same | Cfg::kHasBias |
-/// | b_k   | [H_kv*dh]           | same                | same                       | Cfg::kHasBias
-/// | | b_v   | [H_kv*dh]           | same                | same                       |
-/// Cfg::kHasBias    | | b_o   | [d_model]           | same                | same | both of the
-/// above|
+/// | field | kInOut         | kOutIn (PyTorch) | kPanel16              | needed when    |
+/// |-------|----------------|------------------|-----------------------|----------------|
+/// | w_q   | [d_model][QD]  | [QD][d_model]    | [QD/16][d_model][16]  | always         |
+/// | w_k   | [d_model][KD]  | [KD][d_model]    | [KD/16][d_model][16]  | always         |
+/// | w_v   | [d_model][KD]  | [KD][d_model]    | [KD/16][d_model][16]  | always         |
+/// | w_o   | [QD][OD]       | [OD][QD]         | [OD/16][QD][16]       | Cfg::kHasOutProj |
+/// | b_q   | [QD]           | same             | same                  | Cfg::kBiasQ    |
+/// | b_k   | [KD]           | same             | same                  | Cfg::kBiasK    |
+/// | b_v   | [KD]           | same             | same                  | Cfg::kBiasV    |
+/// | b_o   | [OD]           | same             | same                  | Cfg::kBiasO    |
 ///
+// clang-format on
 /// Head h owns columns (kInOut) or rows (kOutIn) h*d_head .. h*d_head + d_head - 1 of w_q
 /// (panels h*d_head/16 .. for kPanel16); key/value head g likewise of w_k and w_v; query head
 /// h reads key/value head h / (H/H_kv).
@@ -130,8 +132,8 @@ struct Weights {
   constexpr bool complete() const noexcept {
     if (!w_q || !w_k || !w_v) return false;
     if (Cfg::kHasOutProj && !w_o) return false;
-    if (Cfg::kHasBias && (!b_q || !b_k || !b_v)) return false;
-    if (Cfg::kHasBias && Cfg::kHasOutProj && !b_o) return false;
+    if ((Cfg::kBiasQ && !b_q) || (Cfg::kBiasK && !b_k) || (Cfg::kBiasV && !b_v)) return false;
+    if (Cfg::kBiasO && !b_o) return false;
     return true;
   }
 
@@ -154,19 +156,19 @@ struct Weights {
     return weight_floats(l, Cfg::kDModel, Cfg::kKvDim);
   }
   static constexpr std::size_t o_floats(WeightLayout l) noexcept {
-    return weight_floats(l, Cfg::kQDim, Cfg::kDModel);
+    return weight_floats(l, Cfg::kQDim, Cfg::kOutDim);
   }
 };
 
 /// The shape a weight header from tools/export_pytorch.py was exported with. The header
 /// defines a struct with these members (and the arrays); exported_weights() compares it with
 /// a Config at compile time, so a header used with the wrong Config does not compile.
-///   static constexpr std::size_t kDModel, kHeads, kKvHeads, kDHead;
-///   static constexpr bool kHasBias, kHasOutProj;
+///   static constexpr std::size_t kDModel, kHeads, kKvHeads, kDHead, kOutDim;
+///   static constexpr bool kBiasQ, kBiasK, kBiasV, kBiasO, kHasOutProj;
 ///   static constexpr WeightLayout kLayout;
 /// Builds the Weights view of an exported header's arrays after checking its Shape against Cfg
-/// (each mismatch is a compile error that names the parameter). Biases are null when the
-/// header has none.
+/// (each mismatch is a compile error that names the parameter). Biases the header does not
+/// have are null.
 template <class Cfg, class Shape>
 constexpr Weights<Cfg> exported_weights(const float* w_q, const float* w_k, const float* w_v,
                                         const float* w_o, const float* b_q = nullptr,
@@ -181,14 +183,16 @@ constexpr Weights<Cfg> exported_weights(const float* w_q, const float* w_k, cons
       "microattn: the exported weights' H_kv (key/value heads) differs from the Config's H_kv");
   static_assert(Shape::kDHead == Cfg::kDHead,
                 "microattn: the exported weights' d_head differs from the Config's d_head");
-  static_assert(
-      Shape::kHasBias == Cfg::kHasBias,
-      "microattn: the exported weights' biases (Bias::kYes/kNo) differ from the Config's");
+  static_assert(Shape::kBiasQ == Cfg::kBiasQ && Shape::kBiasK == Cfg::kBiasK &&
+                    Shape::kBiasV == Cfg::kBiasV && Shape::kBiasO == Cfg::kBiasO,
+                "microattn: the exported weights' biases differ from the Config's Bias flags");
   static_assert(
       Shape::kHasOutProj == Cfg::kHasOutProj,
       "microattn: the exported weights' output projection (OutProj) differs from the Config's");
+  static_assert(!Shape::kHasOutProj || Shape::kOutDim == Cfg::kOutDim,
+                "microattn: the exported weights' W_O width differs from the Config's OutDim");
   static_assert(Shape::kLayout != WeightLayout::kPanel16 || panel_layout_fits<Cfg>(),
-                "microattn: kPanel16 weights need d_head (and d_model with W_O) multiples of 16");
+                "microattn: kPanel16 weights need d_head (and W_O's width) multiples of 16");
   return Weights<Cfg>(Shape::kLayout, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o);
 }
 

@@ -1,11 +1,12 @@
 // Tests of the Cortex-M port itself, run by the tiny test runner next to the library's portable
 // tests: the worked example on the target's (scalar) kernels, the selected arch, the FPU and
 // the exit-status plumbing.
+#include "port.hpp"
+
 #include <cmath>
 #include <cstdint>
 
 #include "microattn/attention.hpp"
-#include "port.hpp"
 #include "support/tiny_test.hpp"
 
 namespace {
@@ -20,7 +21,8 @@ TEST(CortexMPort, WorkedExample) {
   const float qk[6] = {1, 0, 0, 1, 1, 1};
   const float v[6] = {1, 2, 3, 0, 0, 1};
   float out[6] = {};
-  ASSERT_EQ(attn.forward(qk, 2, qk, 2, v, 2, 3, out, 2, 1.0f), Status::kOk);
+  ASSERT_EQ(attn.set_scale(1.0f), Status::kOk);
+  ASSERT_EQ(attn.forward(qk, 2, qk, 2, v, 2, 3, out, 2), Status::kOk);
   const float want[6] = {1.0f, 2.0f, 2.462117f, 0.537883f, 0.847766f, 1.0f};
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(out[i], want[i], 1e-6) << "i=" << i;
 }
@@ -30,8 +32,8 @@ TEST(CortexMPort, ArgumentErrorsWriteNothing) {
   static microattn::ScaledDotProductAttention<Cfg> attn;
   const float qk[6] = {1, 0, 0, 1, 1, 1};
   float out[6] = {7, 7, 7, 7, 7, 7};
-  EXPECT_EQ(attn.forward(qk, 2, qk, 2, qk, 2, 4, out, 2, 1.0f), Status::kBadTokenCount);
-  EXPECT_EQ(attn.forward(qk, 2, qk, 2, qk, 2, 3, out, 2, NAN), Status::kBadScale);
+  EXPECT_EQ(attn.forward(qk, 2, qk, 2, qk, 2, 4, out, 2), Status::kBadTokenCount);
+  EXPECT_EQ(attn.set_scale(NAN), Status::kBadScale);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], 7.0f) << "i=" << i;
 }
 

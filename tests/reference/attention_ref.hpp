@@ -62,6 +62,7 @@ struct LayerRef {
   std::size_t d_model, H, Hkv, D;
   bool out_in;                                         // weights in PyTorch [out][in] layout
   const float *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;  // wo null: no output projection
+  std::size_t d_out = 0;                               // W_O's output width; 0: d_model
 };
 
 /// y = ctx · W_O (+ b_O), or y = ctx when the layer has no W_O.
@@ -71,12 +72,13 @@ inline void output(const LayerRef& L, const double* ctx, std::size_t T, double* 
     for (std::size_t i = 0; i < T * QD; ++i) y[i] = ctx[i];
     return;
   }
+  const std::size_t OD = L.d_out ? L.d_out : L.d_model;
   for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t j = 0; j < L.d_model; ++j) {
+    for (std::size_t j = 0; j < OD; ++j) {
       double acc = L.bo ? L.bo[j] : 0.0;
       for (std::size_t i = 0; i < QD; ++i)
-        acc += ctx[t * QD + i] * (L.out_in ? L.wo[j * QD + i] : L.wo[i * L.d_model + j]);
-      y[t * L.d_model + j] = acc;
+        acc += ctx[t * QD + i] * (L.out_in ? L.wo[j * QD + i] : L.wo[i * OD + j]);
+      y[t * OD + j] = acc;
     }
 }
 

@@ -59,11 +59,10 @@ bool overlaps_weights(const Weights<Cfg>& w, const void* y, std::size_t y_bytes)
       overlaps(y, y_bytes, w.w_v, Weights<Cfg>::kv_floats(l) * F))
     return true;
   if (Cfg::kHasOutProj && overlaps(y, y_bytes, w.w_o, Weights<Cfg>::o_floats(l) * F)) return true;
-  if (Cfg::kHasBias && (overlaps(y, y_bytes, w.b_q, Cfg::kQDim * F) ||
-                        overlaps(y, y_bytes, w.b_k, Cfg::kKvDim * F) ||
-                        overlaps(y, y_bytes, w.b_v, Cfg::kKvDim * F)))
-    return true;
-  return Cfg::kHasBias && Cfg::kHasOutProj && overlaps(y, y_bytes, w.b_o, Cfg::kDModel * F);
+  return (Cfg::kBiasQ && overlaps(y, y_bytes, w.b_q, Cfg::kQDim * F)) ||
+         (Cfg::kBiasK && overlaps(y, y_bytes, w.b_k, Cfg::kKvDim * F)) ||
+         (Cfg::kBiasV && overlaps(y, y_bytes, w.b_v, Cfg::kKvDim * F)) ||
+         (Cfg::kBiasO && overlaps(y, y_bytes, w.b_o, Cfg::kOutDim * F));
 }
 
 }  // namespace internal
