@@ -42,8 +42,8 @@ namespace microattn_bench {
 namespace {
 
 constexpr std::size_t kCtx = 1024;  // cache length after the step
-using D1Cfg = microattn::Config<kCtx, 512, 8, 8, 64>;
-using D2Cfg = microattn::Config<kCtx, 512, 8, 2, 64>;
+using D1Cfg = microattn::Config<kCtx, 512, 8, 8, 64, microattn::Rope::kYes>;  // D1_rope uses the tables
+using D2Cfg = microattn::Config<kCtx, 512, 8, 2, 64, microattn::Rope::kYes>;
 
 template <class Cfg>
 constexpr std::size_t step_bytes() {

@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "microattn/attention.hpp"
+#include "microattn/kv_cache.hpp"
 #include "reference/attention_ref.hpp"
+#include "reference/rope_ref.hpp"
 #include "support/check.hpp"
 #include "support/random_weights.hpp"
 #include "support/rng.hpp"
@@ -96,6 +98,62 @@ TEST(AttentionLayer, BiasPerProjectionAndOutDim) {
   sweep_layer<Config<70, 8, 2, 2, 2, microattn::OutDim{4}>>(14);
   sweep_layer<Config<70, 16, 2, 1, 16, microattn::OutDim{48}, Bias::kYes>>(15);  // fits kPanel16
   sweep_layer<Config<70, 12, 3, 1, 4, Bias::kK, OutProj::kNo>>(16);
+}
+
+// RoPE in the plain layer (Config option Rope::kYes): both pairings, partial rotation and start
+// positions, against the double reference; without Rope::kYes only a disabled RoPE is accepted.
+TEST(AttentionLayer, RopeWithStartPosition) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<40, 24, 4, 2, 8, Bias::kYes, microattn::Rope::kYes>;
+    constexpr std::size_t T = 37, N = Cfg::kTMax;
+    static RandomWeights<Cfg> w;
+    static MultiHeadAttention<Cfg, A> layer;
+    static float x[N * Cfg::kDModel], y[N * Cfg::kOutDim];
+    static double ref[N * Cfg::kOutDim];
+    static double scratch[microattn_ref::layer_scratch(N, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead)];
+    w.fill(77);
+    microattn_test::Rng(78).fill(x, T * Cfg::kDModel, -1, 1);
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+    const std::size_t starts[] = {0, 3, 1000, 123456};
+    for (int v = 0; v < 4; ++v) {
+      microattn::RopeConfig r;
+      r.enabled = true;
+      r.pairing = v % 2 ? microattn::RopePairing::kAdjacent : microattn::RopePairing::kHalfSplit;
+      r.rotary_dims = v < 2 ? 0 : 4;
+      r.base = v == 3 ? 500000.0f : 10000.0f;
+      r.start_position = starts[v];
+      ASSERT_EQ(layer.set_rope(r), Status::kOk);
+      EXPECT_EQ(layer.rope().start_position, starts[v]);
+      ASSERT_EQ(layer.forward(x, T, y), Status::kOk);
+      const microattn_ref::RopeRef rr{
+          r.rotary_dims ? r.rotary_dims : Cfg::kDHead, static_cast<double>(r.base),
+          r.pairing == microattn::RopePairing::kAdjacent, static_cast<double>(starts[v])};
+      microattn_ref::layer_rope(w.ref(WeightLayout::kOutIn), rr, x, T,
+                                microattn::default_scale<Cfg>(), ref, scratch);
+      const double chain = Cfg::kDModel + 2.0 * Cfg::kDHead + T + Cfg::kQDim + 4;
+      EXPECT_LE(microattn_test::max_diff(y, ref, T * Cfg::kOutDim),
+                microattn_test::tolerance(chain, microattn_test::max_abs(ref, T * Cfg::kOutDim)))
+          << A::name() << " variant " << v;
+    }
+    microattn::RopeConfig off;
+    ASSERT_EQ(layer.set_rope(off), Status::kOk);
+    EXPECT_FALSE(layer.rope().enabled);
+    // Without Rope::kYes there are no tables: an enabled RoPE is refused, nothing changes.
+    using NoRope = Config<40, 24, 4, 2, 8, Bias::kYes>;
+    static MultiHeadAttention<NoRope, A> plain;
+    microattn::RopeConfig on;
+    on.enabled = true;
+    EXPECT_EQ(plain.set_rope(on), Status::kBadArgument);
+    EXPECT_FALSE(plain.rope().enabled);
+    EXPECT_EQ(plain.set_rope(off), Status::kOk);
+    static_assert(MultiHeadAttention<NoRope, A>::kRopeBytes < 16 &&
+                      microattn::KvAttention<NoRope, A>::kRopeBytes < 16,
+                  "no tables without Rope::kYes");
+    static_assert(MultiHeadAttention<Cfg, A>::kRopeBytes >= 4 * N * Cfg::kDHead, "tables");
+    on.start_position = SIZE_MAX - 5;  // its last table row would overflow size_t
+    EXPECT_EQ(layer.set_rope(on), Status::kBadArgument);
+  });
 }
 
 // seeds/000: 11 tokens, d_in 8, d_out 4, 2 heads of width 2, no W_O. The result equals two

@@ -199,34 +199,74 @@ void sweep_sequence(std::uint64_t seed) {
 }
 
 TEST(KvCache, DecodeEqualsPrefillMha) {
-  sweep_sequence<Config<cap(40), 24, 4, 4, 8, Bias::kYes>>(1);
-  sweep_sequence<Config<cap(33), 13, 3, 3, 5, Bias::kNo, OutProj::kNo>>(2);  // odd d_head, no W_O
-  sweep_sequence<Config<kWideT, 16, 2, 2, 64>>(3);                           // wide heads
-  sweep_sequence<Config<20, 7, 2, 2, 1>>(4);                                 // d_head 1: no RoPE
+  sweep_sequence<Config<cap(40), 24, 4, 4, 8, Bias::kYes, microattn::Rope::kYes>>(1);
+  sweep_sequence<Config<cap(33), 13, 3, 3, 5, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>>(
+      2);                                                                  // odd d_head, no W_O
+  sweep_sequence<Config<kWideT, 16, 2, 2, 64, microattn::Rope::kYes>>(3);  // wide heads
+  sweep_sequence<Config<20, 7, 2, 2, 1, microattn::Rope::kYes>>(4);        // d_head 1: no RoPE
 }
 
 TEST(KvCache, DecodeEqualsPrefillGqa) {
-  sweep_sequence<Config<cap(70), 32, 4, 2, 16, Bias::kYes>>(5);
-  sweep_sequence<Config<cap(50), 20, 6, 2, 6, Bias::kNo, OutProj::kNo>>(6);  // 3 heads per group
-  sweep_sequence<Config<cap(30), 40, 8, 4, 12, Bias::kYes>>(7);
+  sweep_sequence<Config<cap(70), 32, 4, 2, 16, Bias::kYes, microattn::Rope::kYes>>(5);
+  sweep_sequence<Config<cap(50), 20, 6, 2, 6, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>>(
+      6);  // 3 heads per group
+  sweep_sequence<Config<cap(30), 40, 8, 4, 12, Bias::kYes, microattn::Rope::kYes>>(7);
 }
 
 TEST(KvCache, DecodeEqualsPrefillMqa) {
-  sweep_sequence<Config<cap(40), 24, 8, 1, 8>>(8);  // 8 heads per group: more than one row block
-  sweep_sequence<Config<cap(45), 17, 3, 1, 10, Bias::kYes>>(9);
-  sweep_sequence<Config<cap(40), 32, 4, 1, 16>>(10);  // fits kPanel16
+  sweep_sequence<Config<cap(40), 24, 8, 1, 8, microattn::Rope::kYes>>(
+      8);  // 8 heads per group: more than one row block
+  sweep_sequence<Config<cap(45), 17, 3, 1, 10, Bias::kYes, microattn::Rope::kYes>>(9);
+  sweep_sequence<Config<cap(40), 32, 4, 1, 16, microattn::Rope::kYes>>(10);  // fits kPanel16
 }
 
 // Both weight layouts of the same weights give the same outputs (kOutIn = transposed copy).
 TEST(KvCache, DecodeEqualsPrefillBiasFlagsAndOutDim) {
-  sweep_sequence<Config<cap(30), 20, 4, 2, 6, Bias::kQkv, microattn::OutDim{12}>>(11);
-  sweep_sequence<Config<cap(30), 16, 2, 2, 16, Bias::kQ | Bias::kO, microattn::OutDim{32}>>(12);
+  sweep_sequence<
+      Config<cap(30), 20, 4, 2, 6, Bias::kQkv, microattn::OutDim{12}, microattn::Rope::kYes>>(11);
+  sweep_sequence<Config<cap(30), 16, 2, 2, 16, Bias::kQ | Bias::kO, microattn::OutDim{32},
+                        microattn::Rope::kYes>>(12);
+}
+
+// A start position shifts every cached position: prefill then decode at start + p equal the
+// reference layer rotated from `start` on; and the plain layer with the same RoPE agrees.
+TEST(KvCache, RopeStartPosition) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<24, 16, 4, 2, 8, Bias::kQkv, microattn::Rope::kYes>;
+    constexpr std::size_t T = 20, DM = Cfg::kDModel, OD = Cfg::kOutDim;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> kv;
+    static microattn::MultiHeadAttention<Cfg, A> layer;
+    w.fill(90);
+    microattn_test::Rng(91).fill(g_x, T * DM, -1, 1);
+    RopeConfig r = rope_cfg(true, RopePairing::kHalfSplit, 0);
+    r.start_position = 4093;
+    kv.reset();
+    ASSERT_EQ(kv.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(kv.set_rope(r), Status::kOk);
+    ASSERT_EQ(kv.prefill(g_x, 12, g_y_pre), Status::kOk);
+    for (std::size_t t = 12; t < T; ++t)
+      ASSERT_EQ(kv.decode(g_x + t * DM, g_y_pre + t * OD), Status::kOk);
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(layer.set_rope(r), Status::kOk);
+    ASSERT_EQ(layer.forward(g_x, T, g_y_dec), Status::kOk);
+    microattn_ref::RopeRef rr = rope_ref_of(r, Cfg::kDHead);
+    rr.start = 4093;
+    microattn_ref::layer_rope(w.ref(WeightLayout::kInOut), rr, g_x, T,
+                              microattn::default_scale<Cfg>(), g_ref, g_scratch);
+    const double chain = DM + 2.0 * Cfg::kDHead + T + Cfg::kQDim + 4;
+    const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * OD));
+    EXPECT_LE(microattn_test::max_diff(g_y_pre, g_ref, T * OD), tol) << A::name() << " kv";
+    EXPECT_LE(microattn_test::max_diff(g_y_dec, g_ref, T * OD), tol) << A::name() << " layer";
+    EXPECT_EQ(kv.rope().start_position, 4093u);
+  });
 }
 
 TEST(KvCache, WeightLayoutsAgree) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
-    using Cfg = Config<24, 20, 4, 2, 6, Bias::kYes>;
+    using Cfg = Config<24, 20, 4, 2, 6, Bias::kYes, microattn::Rope::kYes>;
     constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, T = 24;
     static RandomWeights<Cfg> a;
     static RandomWeights<Cfg> b;
@@ -263,8 +303,8 @@ TEST(KvCache, WeightLayoutsAgree) {
 // double reference itself, then for the library (prefill + decode, with RoPE).
 TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
   constexpr std::size_t H = 6, HKV = 2, G = H / HKV, D = 8, DM = 16, T = cap(30);
-  using CfgG = Config<T, DM, H, HKV, D, Bias::kYes>;
-  using CfgM = Config<T, DM, H, H, D, Bias::kYes>;
+  using CfgG = Config<T, DM, H, HKV, D, Bias::kYes, microattn::Rope::kYes>;
+  using CfgM = Config<T, DM, H, H, D, Bias::kYes, microattn::Rope::kYes>;
   static RandomWeights<CfgG> wg;
   static RandomWeights<CfgM> wm;
   wg.fill(91);
@@ -336,7 +376,8 @@ TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
 TEST(KvCache, RopeUpToCapacity) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
-    using Cfg = Config<kQuick ? 40 : 70, 12, 2, 1, 16>;  // past one scalar key tile
+    using Cfg =
+        Config<kQuick ? 40 : 70, 12, 2, 1, 16, microattn::Rope::kYes>;  // past one scalar key tile
     check_sequence<Cfg, A>(Cfg::kTMax, 123, WeightLayout::kOutIn,
                            rope_cfg(true, RopePairing::kHalfSplit, 10, 5.0f));
     check_sequence<Cfg, A>(Cfg::kTMax, 124, WeightLayout::kInOut,
@@ -351,7 +392,7 @@ TEST(KvCache, RopeUpToCapacity) {
 TEST(KvCache, PrefillChunkDoesNotChangeResults) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
-    using Cfg = Config<40, 24, 4, 2, 8, Bias::kYes>;
+    using Cfg = Config<40, 24, 4, 2, 8, Bias::kYes, microattn::Rope::kYes>;
     constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim, T = 40;
     static RandomWeights<Cfg> w;
     static KvAttention<Cfg, A> whole;
@@ -395,8 +436,8 @@ TEST(KvCache, PrefillChunkDoesNotChangeResults) {
 
 // ---------------------------------------------------------------- statuses and state
 
-using SmallCfg = Config<12, 8, 4, 2, 4, Bias::kYes>;
-using SmallNoWo = Config<12, 8, 4, 2, 4, Bias::kNo, OutProj::kNo>;
+using SmallCfg = Config<12, 8, 4, 2, 4, Bias::kYes, microattn::Rope::kYes>;
+using SmallNoWo = Config<12, 8, 4, 2, 4, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>;
 constexpr float kSentinel = -12345.0f;
 
 void fill_sentinel(float* p, std::size_t n) {
@@ -546,7 +587,7 @@ TEST(KvCache, InPlaceWithOutputProjection) {
 TEST(KvCache, ResetAndTruncateEqualFreshObject) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
-    using Cfg = Config<40, 12, 4, 2, 6, Bias::kYes>;
+    using Cfg = Config<40, 12, 4, 2, 6, Bias::kYes, microattn::Rope::kYes>;
     constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim;
     static RandomWeights<Cfg> w;
     static KvAttention<Cfg, A> used, fresh;
@@ -622,7 +663,7 @@ TEST(KvCache, DecodeOnEmptyCache) {
 TEST(KvCache, WorkedExampleTokenByToken) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
-    using Cfg = Config<3, 2, 1, 1, 2, Bias::kNo, OutProj::kNo>;
+    using Cfg = Config<3, 2, 1, 1, 2, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>;
     static const float eye[4] = {1, 0, 0, 1};
     static const float wv[4] = {1, 2, 3, 0};
     static KvAttention<Cfg, A> kv;

@@ -113,7 +113,7 @@ TEST(NoHeap, TrapFiresOnDeliberateAllocation) {
 #endif
 }
 
-using Cfg = Config<80, 40, 4, 2, 12, Bias::kYes>;
+using Cfg = Config<80, 40, 4, 2, 12, Bias::kYes, microattn::Rope::kYes>;
 float g_w[4][40 * 48], g_b[4][48], g_x[80 * 40], g_y[80 * 48], g_q[80 * 48], g_kv[2][80 * 24];
 
 TEST(NoHeap, EveryEntryPoint) {

@@ -30,7 +30,7 @@ T& never_constructed() {
   return *reinterpret_cast<T*>(bytes);
 }
 
-using Cfg = Config<24, 16, 4, 2, 8, microattn::Bias::kYes>;
+using Cfg = Config<24, 16, 4, 2, 8, microattn::Bias::kYes, microattn::Rope::kYes>;
 constexpr std::size_t kT = Cfg::kTMax, kDM = Cfg::kDModel, kOD = Cfg::kOutDim;
 
 TEST(ZeroInit, WeightsHaveNoDefaultLayout) {

@@ -12,6 +12,7 @@
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/f32_rope.hpp"
 #include "microattn/status.hpp"
 #include "microattn/weights.hpp"
 
@@ -41,6 +42,63 @@ struct ScaleSetting {
     custom = true;
     return Status::kOk;
   }
+};
+
+/// Rotary embeddings of a layer: the settings (zero bytes: off) and, when Cfg has Rope::kYes,
+/// the cos/sin tables of T_max positions from the start position on.
+template <class Cfg, bool kTables = Cfg::kHasRope>
+struct RopeState {
+  using Table = kernels::RopeTable<Cfg::kTMax, Cfg::kDHead>;
+  Table tab{};
+  bool on = false;
+  RopePairing pairing = RopePairing::kAdjacent;
+  float base = 0.0f;
+  std::size_t dims = 0;  // as given: 0 means d_head
+  std::size_t half = 0;  // rotated pairs
+  std::size_t start = 0;
+
+  /// kOk, or kBadArgument (nothing changed) for an enabled config with a base that is not
+  /// finite or <= 0, rotary_dims (0 = d_head) odd or > d_head, a pairing that is not a
+  /// RopePairing value, or a start position whose last table row would overflow size_t.
+  Status set(const RopeConfig& r) noexcept {
+    if (!r.enabled) {
+      on = false;
+      return Status::kOk;
+    }
+    const std::size_t d = r.rotary_dims == 0 ? Cfg::kDHead : r.rotary_dims;
+    if (!kernels::rope_args_valid(r.base, d, Cfg::kDHead) ||
+        (r.pairing != RopePairing::kAdjacent && r.pairing != RopePairing::kHalfSplit) ||
+        r.start_position > SIZE_MAX - Cfg::kTMax)
+      return Status::kBadArgument;
+    kernels::rope_fill(tab, r.base, d / 2, r.start_position);
+    on = true, pairing = r.pairing, base = r.base, dims = r.rotary_dims, half = d / 2;
+    start = r.start_position;
+    return Status::kOk;
+  }
+  RopeConfig get() const noexcept {
+    RopeConfig r;
+    if (on) {
+      r.enabled = true, r.base = base, r.pairing = pairing, r.rotary_dims = dims;
+      r.start_position = start;
+    }
+    return r;
+  }
+  /// Rotates n_tokens rows of `heads` heads (see kernels::f32_rope_rows) at table rows row0 ..
+  /// (positions start + row0 ..); nothing when RoPE is off.
+  void apply(float* x, std::size_t ldx, std::size_t head_stride, std::size_t n_tokens,
+             std::size_t heads, std::size_t row0) const noexcept {
+    if (on) kernels::f32_rope_rows(x, ldx, head_stride, n_tokens, heads, row0, tab, half, pairing);
+  }
+};
+/// Without Rope::kYes: no tables, and only a disabled RoPE is accepted.
+template <class Cfg>
+struct RopeState<Cfg, false> {
+  Status set(const RopeConfig& r) noexcept {
+    return r.enabled ? Status::kBadArgument : Status::kOk;
+  }
+  RopeConfig get() const noexcept { return RopeConfig{}; }
+  void apply(float*, std::size_t, std::size_t, std::size_t, std::size_t,
+             std::size_t) const noexcept {}
 };
 
 /// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
@@ -190,6 +248,15 @@ class MultiHeadAttention {
   /// The softmax scale in use.
   float scale() const noexcept { return scale_.get<Cfg>(); }
 
+  /// Enables (or disables) rotary embeddings on Q and K: token i of every later forward() is
+  /// rotated at position r.start_position + i. Needs Rope::kYes in the Config (its cos/sin
+  /// tables, computed here once, never per call).
+  /// @return kOk; kBadArgument (nothing changed) for an enabled RoPE without Rope::kYes, or
+  ///         invalid settings (see KvAttention::set_rope).
+  [[nodiscard]] Status set_rope(const RopeConfig& r) noexcept { return rope_.set(r); }
+  /// The current RoPE settings (enabled == false when off).
+  RopeConfig rope() const noexcept { return rope_.get(); }
+
   /// y = attention(x) for T tokens.
   /// @param x     [T][d_model] floats
   /// @param T     tokens, 1 .. T_max; token i sees tokens 0 .. i
@@ -210,6 +277,9 @@ class MultiHeadAttention {
     return Status::kOk;
   }
 
+  /// Bytes of the RoPE state: the cos/sin tables (8 * T_max * (d_head / 2)) with Rope::kYes.
+  static constexpr std::size_t kRopeBytes = sizeof(internal::RopeState<Cfg>);
+
   /// RAM of the whole object in bytes (weights are not included: they are views).
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
@@ -226,6 +296,7 @@ class MultiHeadAttention {
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
                               Cfg::kBiasK ? w_.b_k + g * D : nullptr, kernels::StoreRowMajor{q_, D},
                               pack_);
+      rope_.apply(q_, D, D, T, 1, 0);
       kernels::store_key_tiles<D>(q_, D, T, 0, Tl::kBK, core_.kt);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
                               Cfg::kBiasV ? w_.b_v + g * D : nullptr,
@@ -233,6 +304,7 @@ class MultiHeadAttention {
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
                               Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{q_, G * D}, pack_);
+      rope_.apply(q_, G * D, D, T, G, 0);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
       kernels::f32_attn_rows<Arch, D>(rows, T, core_.kt, core_.v, scale, core_.tile);
     }
@@ -245,6 +317,7 @@ class MultiHeadAttention {
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
   internal::ScaleSetting scale_{};
+  internal::RopeState<Cfg> rope_{};
   alignas(Tl::kAlign) float q_[kQFloats] = {};
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[kPackFloats] = {};

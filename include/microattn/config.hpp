@@ -27,6 +27,11 @@ constexpr bool has(Bias set, Bias flag) noexcept {
 /// concatenation of the heads, [T][H * d_head].
 enum class OutProj : bool { kNo = false, kYes = true };
 
+/// Whether the layer can apply rotary position embeddings (set_rope): with Rope::kYes it holds
+/// cos/sin tables for T_max positions (4 * T_max * d_head bytes); without, it holds none and
+/// set_rope accepts only a disabled RoPE.
+enum class Rope : bool { kNo = false, kYes = true };
+
 /// Output width of W_O (default: d_model). For layers whose output projection maps to another
 /// width than the input's, e.g. the teaching notes' MultiHeadAttention(d_in, d_out) with
 /// out_proj = Linear(d_out, d_out): Config<T, d_in, H, H, d_out / H, OutDim{d_out}>.
@@ -86,7 +91,7 @@ constexpr std::size_t option_count(Ts...) noexcept {
 template <class T>
 constexpr bool is_config_option() noexcept {
   return std::is_same<T, Bias>::value || std::is_same<T, OutProj>::value ||
-         std::is_same<T, OutDim>::value;
+         std::is_same<T, OutDim>::value || std::is_same<T, Rope>::value;
 }
 
 }  // namespace internal
@@ -99,17 +104,19 @@ constexpr bool is_config_option() noexcept {
 /// @tparam kKvHeads_ key/value heads H_kv: H (MHA), fewer (GQA) or 1 (MQA); must divide H
 /// @tparam kDHead_   head width d_head (need not equal d_model / H)
 /// @tparam kOptions  any of, in any order, each at most once (defaults in brackets):
-///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model).
+///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model),
+///                   Rope (Rope::kNo: no RoPE tables).
 ///                   `Config<T, D, H, Hkv, dh, Bias::kYes, OutProj::kNo>` reads as before.
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kKvHeads_,
           std::size_t kDHead_, auto... kOptions>
 struct Config {
   static_assert((internal::is_config_option<decltype(kOptions)>() && ...),
-                "microattn::Config: an option is not a Bias, OutProj or OutDim value");
+                "microattn::Config: an option is not a Bias, OutProj, OutDim or Rope value");
   static_assert(internal::option_count<Bias>(kOptions...) <= 1 &&
                     internal::option_count<OutProj>(kOptions...) <= 1 &&
-                    internal::option_count<OutDim>(kOptions...) <= 1,
-                "microattn::Config: each option (Bias, OutProj, OutDim) may be given once");
+                    internal::option_count<OutDim>(kOptions...) <= 1 &&
+                    internal::option_count<Rope>(kOptions...) <= 1,
+                "microattn::Config: each option (Bias, OutProj, OutDim, Rope) may be given once");
   static_assert(kTMax_ > 0, "microattn::Config: T_max (max tokens) must be at least 1");
   static_assert(kDModel_ > 0, "microattn::Config: d_model must be at least 1");
   static_assert(kHeads_ > 0, "microattn::Config: H (query heads) must be at least 1");
@@ -125,6 +132,8 @@ struct Config {
   static constexpr std::size_t kDHead = kDHead_;
   static constexpr bool kHasOutProj =
       internal::option_or<OutProj>(OutProj::kYes, kOptions...) == OutProj::kYes;
+  /// RoPE tables present (set_rope can enable rotary embeddings).
+  static constexpr bool kHasRope = internal::option_or<Rope>(Rope::kNo, kOptions...) == Rope::kYes;
   /// The bias flags as given (Bias::kO may be set without W_O; kBiasO says what is used).
   static constexpr Bias kBias = internal::option_or<Bias>(Bias::kNo, kOptions...);
   static constexpr bool kBiasQ = has(kBias, Bias::kQ);

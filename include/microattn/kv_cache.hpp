@@ -68,7 +68,6 @@ class KvAttention {
   using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad>;
   static_assert(DecScratch::kDPad == kDPad,
                 "decode and prefill kernels must agree on V's row stride");
-  using Rope = kernels::RopeTable<Cfg::kTMax, D>;
 
   /// K^T tiles and V rows of each key/value head (H_kv of them, not H: GQA/MQA save memory).
   struct Cache {
@@ -98,9 +97,10 @@ class KvAttention {
   /// Bytes of the KV cache: K and V of H_kv heads x kTPad tokens
   /// (= 4 * H_kv * kTPad * (d_head + kDPad), about 8 * H_kv * T_max * d_head).
   static constexpr std::size_t kCacheBytes = sizeof(Cache);
-  /// Bytes of the RoPE cos/sin tables: 8 * T_max * (d_head / 2) (present even when RoPE is
-  /// not enabled; the tables are the price of no transcendental call per token).
-  static constexpr std::size_t kRopeBytes = sizeof(Rope);
+  /// Bytes of the RoPE state: with Rope::kYes the cos/sin tables, 8 * T_max * (d_head / 2) (the
+  /// price of no transcendental call per token), present whether or not set_rope enabled them;
+  /// without Rope::kYes almost nothing.
+  static constexpr std::size_t kRopeBytes = sizeof(internal::RopeState<Cfg>);
   /// Bytes of working memory: prefill (grows with kPrefillChunk * (G + H) * d_head) and decode.
   static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
 
@@ -124,39 +124,21 @@ class KvAttention {
   }
 
   /// Enables (or disables) rotary embeddings on Q and K and precomputes the cos/sin tables
-  /// (T_max x rotary_dims/2 angles, done here once, never per token).
+  /// (T_max x rotary_dims/2 angles, done here once, never per token). The cached token at
+  /// position p is rotated at r.start_position + p. Needs Rope::kYes in the Config.
   /// Keys are cached rotated, so the setting is fixed for a sequence: only allowed while the
   /// cache is empty.
   /// @return kOk; kBadArgument (nothing changed) when the cache is not empty or, for an enabled
-  ///         config, base is not finite or <= 0, rotary_dims (0 = d_head) is odd or > d_head,
-  ///         or pairing is not a RopePairing value.
+  ///         config, the Config has no Rope::kYes, base is not finite or <= 0, rotary_dims
+  ///         (0 = d_head) is odd or > d_head, pairing is not a RopePairing value, or
+  ///         start_position + T_max overflows size_t.
   [[nodiscard]] Status set_rope(const RopeConfig& r) noexcept {
     if (length_ != 0) return Status::kBadArgument;
-    if (!r.enabled) {
-      rope_on_ = false;
-      rope_half_ = 0;
-      return Status::kOk;
-    }
-    const std::size_t dims = r.rotary_dims == 0 ? D : r.rotary_dims;
-    if (!kernels::rope_args_valid(r.base, dims, D)) return Status::kBadArgument;
-    if (r.pairing != RopePairing::kAdjacent && r.pairing != RopePairing::kHalfSplit)
-      return Status::kBadArgument;
-    kernels::rope_fill(rope_tab_, r.base, dims / 2);
-    rope_base_ = r.base;
-    rope_pairing_ = r.pairing;
-    rope_dims_ = r.rotary_dims;
-    rope_half_ = dims / 2;
-    rope_on_ = true;
-    return Status::kOk;
+    return rope_.set(r);
   }
 
   /// The current RoPE settings (enabled == false when off).
-  RopeConfig rope() const noexcept {
-    RopeConfig r;
-    if (rope_on_)
-      r.enabled = true, r.base = rope_base_, r.pairing = rope_pairing_, r.rotary_dims = rope_dims_;
-    return r;
-  }
+  RopeConfig rope() const noexcept { return rope_.get(); }
 
   /// Softmax scale, default 1/sqrt(d_head). Allowed at any time (the cache does not depend on it).
   /// @return kOk, or kBadScale (nothing changed) when scale is not finite or |scale| > FLT_MAX /
@@ -269,8 +251,7 @@ class KvAttention {
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
                               Cfg::kBiasK ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
-      if (rope_on_)
-        kernels::f32_rope_rows(pw.q, D, D, T, 1, L, rope_tab_, rope_half_, rope_pairing_);
+      rope_.apply(pw.q, D, D, T, 1, L);
       kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
       kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
                               Cfg::kBiasV ? w_.b_v + g * D : nullptr,
@@ -278,8 +259,7 @@ class KvAttention {
       kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
                               Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
-      if (rope_on_)
-        kernels::f32_rope_rows(pw.q, G * D, D, T, G, L, rope_tab_, rope_half_, rope_pairing_);
+      rope_.apply(pw.q, G * D, D, T, G, L);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
       kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale(), pw.tile);
     }
@@ -305,10 +285,8 @@ class KvAttention {
                             dw.k);
     kernels::f32_gemv<Arch>(KD, DM, x, wv.b, wv.ldb, wv.layout, Cfg::kBiasV ? w_.b_v : nullptr,
                             dw.v);
-    if (rope_on_) {
-      kernels::f32_rope_rows(dw.q, QD, D, 1, Cfg::kHeads, L, rope_tab_, rope_half_, rope_pairing_);
-      kernels::f32_rope_rows(dw.k, KD, D, 1, HKV, L, rope_tab_, rope_half_, rope_pairing_);
-    }
+    rope_.apply(dw.q, QD, D, 1, Cfg::kHeads, L);
+    rope_.apply(dw.k, KD, D, 1, HKV, L);
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
       kernels::store_key_tiles<D>(dw.k + g * D, D, 1, L, Tl::kBK, kt_head(g));
@@ -328,13 +306,8 @@ class KvAttention {
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: prefill/decode say kNullPointer until set
   std::size_t length_ = 0;
   internal::ScaleSetting scale_{};
-  bool rope_on_ = false;
-  RopePairing rope_pairing_ = RopePairing::kAdjacent;
-  float rope_base_ = 0.0f;
-  std::size_t rope_dims_ = 0;
-  std::size_t rope_half_ = 0;
   Cache cache_{};
-  Rope rope_tab_{};
+  internal::RopeState<Cfg> rope_{};
   PrefillWork pw_{};
   DecodeWork dw_{};
 };

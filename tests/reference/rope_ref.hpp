@@ -30,6 +30,7 @@ struct RopeRef {
   std::size_t rot;
   double base;
   bool adjacent;
+  double start = 0;  // absolute position of token 0
 };
 
 /// Doubles of scratch layer_rope() needs (the same as layer()).
@@ -38,8 +39,8 @@ constexpr std::size_t layer_rope_scratch(std::size_t T, std::size_t H, std::size
   return layer_scratch(T, H, Hkv, D);
 }
 
-/// The whole layer with RoPE on Q and K at absolute positions 0 .. T-1, then causal attention
-/// (token i sees 0 .. i): y [T][d_model] (or [T][H*D] without W_O).
+/// The whole layer with RoPE on Q and K at absolute positions start .. start + T-1, then causal
+/// attention (token i sees 0 .. i): y [T][d_model] (or [T][H*D] without W_O).
 inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std::size_t T,
                        double scale, double* y, double* scratch) {
   layer(L, x, T, scale, y, scratch, [&](double* q, double* k, std::size_t n) {
@@ -47,9 +48,9 @@ inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std:
     const std::size_t QD = L.H * L.D, KD = L.Hkv * L.D;
     for (std::size_t t = 0; t < n; ++t) {
       for (std::size_t h = 0; h < L.H; ++h)
-        rope(q + t * QD + h * L.D, r.rot, double(t), r.base, r.adjacent);
+        rope(q + t * QD + h * L.D, r.rot, r.start + double(t), r.base, r.adjacent);
       for (std::size_t h = 0; h < L.Hkv; ++h)
-        rope(k + t * KD + h * L.D, r.rot, double(t), r.base, r.adjacent);
+        rope(k + t * KD + h * L.D, r.rot, r.start + double(t), r.base, r.adjacent);
     }
   });
 }

@@ -30,13 +30,18 @@ struct RopeConfig {
   /// rotary_pct / Phi's partial_rotary_factor); 0 means all of d_head. Must be even and
   /// <= d_head.
   std::size_t rotary_dims = 0;
+  /// Absolute position of the first token: MultiHeadAttention's token i rotates at
+  /// start_position + i, KvAttention's cached token p at start_position + p (e.g. a layer
+  /// that continues a sequence whose first tokens it never saw).
+  std::size_t start_position = 0;
 };
 
 namespace kernels {
 
-/// cos / sin of position * theta_i for every position 0 .. kTMax - 1 and pair i, row-major
-/// [position][i] with row stride kHalf = d_head / 2 (rotations with fewer pairs use the first
-/// ones of each row). 2 * kTMax * kHalf floats: the only RoPE memory, filled once.
+/// cos / sin of position * theta_i for kTMax positions start .. start + kTMax - 1 (row r is
+/// position start + r) and pair i, row-major [row][i] with row stride kHalf = d_head / 2 (rotations
+/// with fewer pairs use the first ones of each row). 2 * kTMax * kHalf floats: the only RoPE
+/// memory, filled once.
 template <std::size_t kTMax, std::size_t kDHead>
 struct RopeTable {
   static constexpr std::size_t kHalf = kDHead / 2 > 0 ? kDHead / 2 : 1;
@@ -56,7 +61,8 @@ inline bool rope_args_valid(float base, std::size_t rotary_dims, std::size_t d_h
 /// Hugging Face computes position * theta in float, which drifts by up to ~pos * 6e-8 rad.
 /// Runs once per configuration (T_max * half cos/sin pairs), never per token.
 template <std::size_t kTMax, std::size_t kDHead>
-void rope_fill(RopeTable<kTMax, kDHead>& t, float base, std::size_t half) noexcept {
+void rope_fill(RopeTable<kTMax, kDHead>& t, float base, std::size_t half,
+               std::size_t start = 0) noexcept {
   constexpr std::size_t S = RopeTable<kTMax, kDHead>::kHalf;
   MICROATTN_ASSERT(half >= 1 && half <= S);
   const double lb = std::log(static_cast<double>(base));
@@ -64,7 +70,7 @@ void rope_fill(RopeTable<kTMax, kDHead>& t, float base, std::size_t half) noexce
     // theta_i = base^(-2i / rotary_dims) = base^(-i / half)
     const double theta = std::exp(-lb * static_cast<double>(i) / static_cast<double>(half));
     for (std::size_t p = 0; p < kTMax; ++p) {
-      const double a = static_cast<double>(p) * theta;
+      const double a = static_cast<double>(start + p) * theta;
       t.cos[p * S + i] = static_cast<float>(std::cos(a));
       t.sin[p * S + i] = static_cast<float>(std::sin(a));
     }
