@@ -263,6 +263,70 @@ TEST(KvCache, RopeStartPosition) {
   });
 }
 
+// A prefix's cache exported and imported into another object (e.g. a system prompt computed
+// offline and kept in flash) continues bit for bit like the object that computed it; a slice
+// that would mean something else (other position, RoPE, shape) is refused and changes nothing.
+TEST(KvCache, ExportImport) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<24, 16, 4, 2, 8, Bias::kYes, microattn::Rope::kYes>;
+    constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim, KD = Cfg::kKvDim;
+    static RandomWeights<Cfg> w;
+    static KvAttention<Cfg, A> src, dst;
+    static float k[24 * KD], v[24 * KD], k2[24 * KD], v2[24 * KD];
+    w.fill(95);
+    microattn_test::Rng(96).fill(g_x, 24 * DM, -1, 1);
+    RopeConfig r = rope_cfg(true, RopePairing::kAdjacent, 0);
+    r.start_position = 7;
+    for (auto* o : {&src, &dst}) {
+      o->reset();
+      ASSERT_EQ(o->set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+      ASSERT_EQ(o->set_rope(r), Status::kOk);
+    }
+    ASSERT_EQ(src.prefill(g_x, 13, g_y_pre), Status::kOk);
+    microattn::CacheSlice a, b;
+    ASSERT_EQ(src.export_cache(0, 9, k, v, &a), Status::kOk);
+    ASSERT_EQ(src.export_cache(9, 4, k2, v2, &b), Status::kOk);
+    EXPECT_EQ(a.first, 0u);
+    EXPECT_EQ(b.first, 9u);
+    EXPECT_EQ(b.tokens, 4u);
+    // Out of order, another RoPE, another shape, no room: refused, nothing changes.
+    EXPECT_EQ(dst.import_cache(b, k2, v2), Status::kBadArgument) << "position 9 on an empty cache";
+    microattn::CacheSlice bad = a;
+    bad.rope.start_position = 0;
+    EXPECT_EQ(dst.import_cache(bad, k, v), Status::kBadArgument) << "other start position";
+    bad = a;
+    bad.rope.enabled = false;
+    EXPECT_EQ(dst.import_cache(bad, k, v), Status::kBadArgument) << "keys not rotated";
+    bad = a;
+    bad.d_head = 4;
+    EXPECT_EQ(dst.import_cache(bad, k, v), Status::kBadArgument) << "other shape";
+    bad = a;
+    bad.tokens = 25;
+    EXPECT_EQ(dst.import_cache(bad, k, v), Status::kCacheFull);
+    EXPECT_EQ(dst.import_cache(a, nullptr, v), Status::kNullPointer);
+    EXPECT_EQ(dst.length(), 0u);
+    // In order: the same cache as src's, so the next tokens come out bit for bit the same.
+    ASSERT_EQ(dst.import_cache(a, k, v), Status::kOk);
+    ASSERT_EQ(dst.import_cache(b, k2, v2), Status::kOk);
+    EXPECT_EQ(dst.length(), 13u);
+    ASSERT_EQ(src.prefill(g_x + 13 * DM, 5, g_y_pre), Status::kOk);
+    ASSERT_EQ(dst.prefill(g_x + 13 * DM, 5, g_y_dec), Status::kOk);
+    EXPECT_EQ(std::memcmp(g_y_pre, g_y_dec, 5 * OD * sizeof(float)), 0) << A::name();
+    ASSERT_EQ(src.decode(g_x + 18 * DM, g_y_pre), Status::kOk);
+    ASSERT_EQ(dst.decode(g_x + 18 * DM, g_y_dec), Status::kOk);
+    EXPECT_EQ(std::memcmp(g_y_pre, g_y_dec, OD * sizeof(float)), 0) << A::name();
+    // Export's own argument checks leave its outputs untouched.
+    std::memset(k, 0x7f, sizeof k);
+    EXPECT_EQ(src.export_cache(15, 5, k, v, &a), Status::kBadArgument) << "past length()";
+    EXPECT_EQ(src.export_cache(0, 0, k, v, &a), Status::kBadArgument);
+    EXPECT_EQ(src.export_cache(0, 2, k, k + 4, &a), Status::kOverlap);
+    EXPECT_EQ(src.export_cache(0, 2, k, v, nullptr), Status::kNullPointer);
+    for (std::size_t i = 0; i < sizeof k; ++i)
+      ASSERT_EQ(reinterpret_cast<unsigned char*>(k)[i], 0x7f);
+  });
+}
+
 TEST(KvCache, WeightLayoutsAgree) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);

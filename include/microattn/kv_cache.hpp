@@ -22,6 +22,17 @@
 
 namespace microattn {
 
+/// What export_cache() wrote: which cached tokens, of what shape, rotated how. import_cache()
+/// checks it, so a cache computed elsewhere (offline on a host and kept in flash, or handed
+/// over from another process) is only accepted where it means the same thing.
+struct CacheSlice {
+  std::size_t first = 0;     ///< cache position of the first token (RoPE adds start_position)
+  std::size_t tokens = 0;    ///< tokens in the slice
+  std::size_t kv_heads = 0;  ///< H_kv of the layer it came from
+  std::size_t d_head = 0;    ///< d_head of the layer it came from
+  RopeConfig rope{};         ///< the RoPE its keys were rotated with (enabled == false: none)
+};
+
 /// Causal multi-head self-attention with a key/value cache, for generating or streaming one
 /// token (or one chunk) at a time. Same math as MultiHeadAttention, plus optional RoPE on Q
 /// and K; the cache holds the (rotated) K and V of every token seen so far, so a call only
@@ -200,6 +211,63 @@ class KvAttention {
     return Status::kOk;
   }
 
+  /// Copies the cached keys and values of tokens first .. first + n - 1 out, as the layer holds
+  /// them (keys rotated when RoPE is on), and describes them in *info.
+  /// @param k, v  [n][H_kv * d_head] floats each (head g at columns g*d_head ..), written only
+  ///              on kOk
+  /// @param info  written only on kOk: first, n, the shape and the RoPE settings
+  /// @return kOk; kNullPointer (k, v or info null); kBadArgument (n == 0 or first + n >
+  ///         length()); kOverlap (k and v overlap each other).
+  [[nodiscard]] Status export_cache(std::size_t first, std::size_t n, float* k, float* v,
+                                    CacheSlice* info) const noexcept {
+    if (!k || !v || !info) return Status::kNullPointer;
+    if (n == 0 || first > length_ || n > length_ - first) return Status::kBadArgument;
+    if (internal::overlaps(k, n * KD * sizeof(float), v, n * KD * sizeof(float)))
+      return Status::kOverlap;
+    for (std::size_t t = 0; t < n; ++t) {
+      const std::size_t p = first + t;
+      for (std::size_t g = 0; g < HKV; ++g) {
+        const float* kt = cache_.kt + g * (kTPad * D) + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
+        const float* vr = cache_.v + g * (kTPad * kDPad) + p * kDPad;
+        for (std::size_t d = 0; d < D; ++d) {
+          k[t * KD + g * D + d] = kt[d * Tl::kBK];
+          v[t * KD + g * D + d] = vr[d];
+        }
+      }
+    }
+    info->first = first, info->tokens = n, info->kv_heads = HKV, info->d_head = D;
+    info->rope = rope();
+    return Status::kOk;
+  }
+
+  /// Appends tokens exported by export_cache() (here or from another object of the same shape),
+  /// as if they had been prefilled: they take positions length() .. length() + tokens - 1.
+  /// Their keys were rotated where they were computed, so the slice must continue this cache
+  /// (info.first == length()) under the same RoPE (enabled, base, pairing, rotary dims, start
+  /// position), and its shape must be this layer's; the weights are not checked (a cache is
+  /// only meaningful with the weights that computed it).
+  /// @param k, v  [info.tokens][H_kv * d_head] floats each, as export_cache() wrote them
+  /// @return kOk; kNullPointer (k or v null); kBadArgument (tokens == 0, another shape, another
+  ///         position or another RoPE); kCacheFull (length() + tokens > T_max). Nothing changes
+  ///         on error.
+  [[nodiscard]] Status import_cache(const CacheSlice& info, const float* k,
+                                    const float* v) noexcept {
+    if (!k || !v) return Status::kNullPointer;
+    if (info.tokens == 0 || info.kv_heads != HKV || info.d_head != D || info.first != length_ ||
+        !same_rope(info.rope, rope()))
+      return Status::kBadArgument;
+    if (info.tokens > Cfg::kTMax - length_) return Status::kCacheFull;
+    for (std::size_t g = 0; g < HKV; ++g) {
+      kernels::store_key_tiles<D>(k + g * D, KD, info.tokens, length_, Tl::kBK, kt_head(g));
+      for (std::size_t t = 0; t < info.tokens; ++t) {
+        float* vr = v_head(g) + (length_ + t) * kDPad;
+        for (std::size_t d = 0; d < D; ++d) vr[d] = v[t * KD + g * D + d];
+      }
+    }
+    length_ += info.tokens;
+    return Status::kOk;
+  }
+
   /// Forgets the cached tokens at positions >= length (the next token gets position length).
   /// @return kOk, or kBadArgument (nothing changed) when length > length().
   [[nodiscard]] Status truncate(std::size_t length) noexcept {
@@ -230,6 +298,16 @@ class KvAttention {
     for (std::size_t e : {kPrefillChunk, last})
       if (py + e * OD * sizeof(float) > px + e * DM * sizeof(float)) return false;
     return true;
+  }
+
+  /// True when keys rotated under a and under b are the same rotation.
+  static bool same_rope(const RopeConfig& a, const RopeConfig& b) noexcept {
+    if (a.enabled != b.enabled) return false;
+    if (!a.enabled) return true;
+    const std::size_t da = a.rotary_dims ? a.rotary_dims : D,
+                      db = b.rotary_dims ? b.rotary_dims : D;
+    return a.base == b.base && a.pairing == b.pairing && da == db &&
+           a.start_position == b.start_position;
   }
 
   float* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }
