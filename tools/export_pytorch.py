@@ -5,41 +5,53 @@
       --name layer0 --out layer0_weights.h [--layout panel16]
 
 reads a whole pickled module (torch.save(module)) and takes every shape from it: heads,
-key/value heads, head width, biases. It accepts nn.MultiheadAttention, the self-attention of
-nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, and LLaMA/Hugging Face-style attention
-modules with q_proj, k_proj, v_proj, o_proj nn.Linear children (heads from num_heads,
-num_key_value_heads, head_dim, or from .config.num_attention_heads, .num_key_value_heads,
-.head_dim; cross-checked against the Linear shapes). --path picks a submodule.
+key/value heads, head width, which projections have a bias, W_O's output width. It accepts
+nn.MultiheadAttention, the self-attention of nn.TransformerEncoderLayer /
+nn.TransformerDecoderLayer, and LLaMA/Hugging Face-style attention modules with nn.Linear
+children q_proj, k_proj, v_proj and o_proj (LLaMA, Qwen2) or out_proj (Whisper, BART), or
+W_query, W_key, W_value and out_proj (the teaching notes' MultiHeadAttention); heads from
+num_heads, num_key_value_heads, head_dim, or from .config.num_attention_heads,
+.num_key_value_heads, .head_dim, cross-checked against the Linear shapes. Any subset of the four
+projections may have a bias (Qwen2: Q, K, V; Whisper: all but K), and W_O may map to another
+width than d_model (the teaching notes' out_proj = Linear(d_out, d_out)). --path picks a
+submodule.
 
   python3 tools/export_pytorch.py --state-dict model.pt --heads 8 [--kv-heads 2] \\
       [--prefix layers.0.attn.] --name layer0 --out layer0_weights.h
 
 reads a state dict instead: nn.MultiheadAttention keys (in_proj_weight, in_proj_bias,
-out_proj.weight, out_proj.bias) or LLaMA-style ones (q_proj.weight ... o_proj.weight, optional
-.bias). A state dict does not record the number of heads, so --heads is required (and cannot be
-checked beyond d_head = query rows / heads being whole); key/value heads follow from the key
-rows. Prefer --module.
+out_proj.weight, out_proj.bias) or LLaMA-style ones (q_proj.weight, k_proj.weight, v_proj.weight,
+o_proj.weight or out_proj.weight, or W_query/W_key/W_value.weight and out_proj.weight; each
+with an optional .bias). A state dict does not record the number of heads, so --heads is
+required (and cannot be checked beyond d_head = query rows / heads being whole); key/value heads
+follow from the key rows. Prefer --module.
 
 Anything microattn cannot compute exactly as the module does is refused with a one-line message
-and exit status 2 (add_bias_kv, add_zero_attn, kdim/vdim != embed_dim, biases on some
-projections only, unknown parameters, non-finite weights, shapes that disagree ...).
+and exit status 2 (add_bias_kv, add_zero_attn, kdim/vdim != embed_dim, unknown parameters,
+non-finite weights, shapes that disagree ...).
 
 The header is valid C11 and C++17 and can be included by several translation units (the arrays
-are static). It defines NAME_D_MODEL, NAME_HEADS, NAME_KV_HEADS, NAME_D_HEAD, NAME_HAS_BIAS,
-NAME_HAS_OUT_PROJ, NAME_LAYOUT (the microattn::WeightLayout value: 0 kInOut, 1 kOutIn,
-2 kPanel16), NAME_LAYOUT_NAME and NAME_SCALE (the module's score scale) for C users, the arrays
-name_wq, name_wk, name_wv, name_wo (and name_bq, name_bk, name_bv, name_bo with biases), and in
-C++ the shape struct name_shape and name_weights<Cfg>(), so that
+are static). It defines NAME_D_MODEL, NAME_HEADS, NAME_KV_HEADS, NAME_D_HEAD, NAME_OUT_DIM
+(W_O's output width: the row length of y), NAME_BIAS_Q, NAME_BIAS_K, NAME_BIAS_V, NAME_BIAS_O
+(0/1), NAME_HAS_OUT_PROJ, NAME_LAYOUT (the microattn::WeightLayout value: 0 kInOut, 1 kOutIn,
+2 kPanel16), NAME_LAYOUT_NAME and NAME_SCALE (the module's softmax scale) for C users, the arrays
+name_wq, name_wk, name_wv, name_wo (and name_bq, name_bk, name_bv, name_bo for the biases the
+module has), and in C++ the shape struct name_shape and name_weights<Cfg>(), so that
 
   attn.set_weights(layer0_weights<Cfg>());
 
-sets layout and pointers, and a Cfg that differs from the exported shape is a compile error.
+sets layout and pointers, and a Cfg that differs from the exported shape (heads, widths, Bias
+flags, OutDim) is a compile error. Its first lines name the Config to use, e.g.
+Config<T_max, 896, 14, 2, 64, microattn::Bias::kQkv, microattn::OutProj::kYes> for a Qwen2
+layer. When the module scales scores by something else than 1/sqrt(d_head), the header says so:
+call attn.set_scale(NAME_SCALE) once (MultiHeadAttention, KvAttention and
+ScaledDotProductAttention each keep their scale).
 
 By default the arrays keep PyTorch's own layout ([out][in], microattn::WeightLayout::kOutIn),
 so nothing is transposed: a microcontroller uses them straight from flash. --layout panel16
 writes microattn::WeightLayout::kPanel16 instead (panels of 16 output columns, each [in][16]):
 the fastest layout for the decode step and for prefill on AVX2/AArch64; it needs d_head and
-d_model to be multiples of 16.
+W_O's output width (d_model unless the module says otherwise) to be multiples of 16.
 
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
 export_module(module, name=...) and export_state_dict(sd, heads=..., name=...) return the text.
@@ -68,8 +80,12 @@ MODULE_KINDS = ("nn.MultiheadAttention, nn.TransformerEncoderLayer/TransformerDe
 ROPE_NOTE = ("LLaMA-style layers usually apply RoPE to Q and K in their forward, which is not "
              "part of the weights: for that, use KvAttention with set_rope() "
              "(docs/inference.md); MultiHeadAttention applies none")
-ALL_OR_NO_BIAS = ("microattn has biases on all four projections (Bias::kYes: Q, K, V and O) or "
-                  "on none (Bias::kNo)")
+# Names of the four projections in the module kinds read as "LLaMA-style": role -> candidates.
+# LLaMA/Qwen2: q_proj ... o_proj; Whisper/BART: q_proj ... out_proj; the teaching notes'
+# MultiHeadAttention: W_query, W_key, W_value, out_proj.
+PROJ_NAMES = {"q": ("q_proj", "W_query"), "k": ("k_proj", "W_key"), "v": ("v_proj", "W_value"),
+              "o": ("o_proj", "out_proj")}
+BIAS_ROLES = ("bq", "bk", "bv", "bo")
 
 
 class Refusal(Exception):
@@ -165,7 +181,8 @@ class Layer:
         self.kind = kind
         self.t = {}           # role -> float32 numpy array
         self.heads = self.kv_heads = self.d_head = self.d_model = None  # check_shapes fills in
-        self.bias = None
+        self.out_dim = None   # W_O's output width (check_shapes: o_proj's rows)
+        self.biases = ()      # the bias roles present, in BIAS_ROLES order (check_shapes)
         self.scale = None     # the module's score scale when it says so
         self.notes = []
 
@@ -222,28 +239,33 @@ def check_shapes(L, layout):
     K = L.kv_heads
     if K < 1 or H % K:
         raise Refusal(f"{K} key/value heads do not divide {H} query heads")
+    if t["wo"].ndim != 2:
+        raise Refusal(f"the output weight has shape {list(t['wo'].shape)}, not [out][in]")
+    # W_O's output width is its own (microattn::OutDim): the teaching notes' out_proj maps
+    # d_out to d_out, not back to d_in. Its input width must still be H * d_head.
+    od = L.out_dim if L.out_dim is not None else t["wo"].shape[0]
     want = {"wq": (H * dh, d_model), "wk": (K * dh, d_model), "wv": (K * dh, d_model),
-            "wo": (d_model, H * dh), "bq": (H * dh,), "bk": (K * dh,), "bv": (K * dh,),
-            "bo": (d_model,)}
+            "wo": (od, H * dh), "bq": (H * dh,), "bk": (K * dh,), "bv": (K * dh,),
+            "bo": (od,)}
     names = {"wq": "query weight", "wk": "key weight", "wv": "value weight",
              "wo": "output weight", "bq": "query bias", "bk": "key bias", "bv": "value bias",
              "bo": "output bias"}
     for r, a in t.items():
         if tuple(a.shape) != want[r]:
             raise Refusal(f"the {names[r]} has shape {list(a.shape)} but heads {H}, key/value "
-                          f"heads {K}, head_dim {dh}, d_model {d_model} need {list(want[r])}")
-    have = [r for r in ("bq", "bk", "bv", "bo") if r in t]
-    if have and len(have) != 4:
-        missing = [names[r] for r in ("bq", "bk", "bv", "bo") if r not in t]
-        raise Refusal(f"the layer has {', '.join(names[r] for r in have)} but no "
-                      f"{', '.join(missing)}: {ALL_OR_NO_BIAS}")
-    if layout == "panel16" and (dh % PANEL or d_model % PANEL):
-        raise Refusal(f"--layout panel16 needs d_head and d_model multiples of {PANEL} "
-                      f"(d_head {dh}, d_model {d_model}); use --layout outin")
-    if d_model > 1 << 20 or H * dh > 1 << 20:
-        raise Refusal(f"d_model {d_model} or H*d_head {H * dh} exceeds microattn's limit 2^20")
-    L.d_model = d_model
-    L.bias = bool(have)
+                          f"heads {K}, head_dim {dh}, d_model {d_model}, W_O width {od} need "
+                          f"{list(want[r])}")
+    if od < 1:
+        raise Refusal(f"the output weight has shape {list(t['wo'].shape)}: no output columns")
+    if layout == "panel16" and (dh % PANEL or od % PANEL):
+        width = f"d_model {od}" if od == d_model else f"W_O width (OutDim) {od}"
+        raise Refusal(f"--layout panel16 needs d_head and W_O's output width multiples of "
+                      f"{PANEL} (d_head {dh}, {width}); use --layout outin")
+    if d_model > 1 << 20 or H * dh > 1 << 20 or od > 1 << 20:
+        raise Refusal(f"d_model {d_model}, H*d_head {H * dh} or W_O width {od} exceeds "
+                      "microattn's limit 2^20")
+    L.d_model, L.out_dim = d_model, od
+    L.biases = tuple(r for r in BIAS_ROLES if r in t)
 
 
 # --- nn.MultiheadAttention ------------------------------------------------------------------
@@ -287,34 +309,55 @@ def from_mha(m, where, subj, heads_arg, kv_arg):
     if not isinstance(out, torch.nn.Linear):
         raise Refusal(f"{where}out_proj is {type(out).__name__}, not an nn.Linear")
     L.put("wo", f"{where}out_proj.weight", out.weight)
-    b_in, b_out = getattr(m, "in_proj_bias", None), out.bias
-    if (b_in is None) != (b_out is None):
-        has = "in_proj_bias (Q, K, V)" if b_in is not None else "out_proj.bias (O)"
-        raise Refusal(f"{subj} has {has} but not the other: {ALL_OR_NO_BIAS}")
+    L.out_dim = E  # nn.MultiheadAttention's out_proj maps back to embed_dim
+    # in_proj_bias holds Q, K and V's biases (all three or none); out_proj.bias is O's, on its
+    # own (bias=False and then setting one of them gives Bias::kQkv or Bias::kO).
+    b_in = getattr(m, "in_proj_bias", None)
     if b_in is not None:
         b = to_float32(f"{where}in_proj_bias", b_in)
         if b.shape != (3 * E,):
             raise Refusal(f"{where}in_proj_bias has shape {list(b.shape)}, not [{3 * E}]")
         L.t.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:])
-        L.put("bo", f"{where}out_proj.bias", b_out)
+    if out.bias is not None:
+        L.put("bo", f"{where}out_proj.bias", out.bias)
     return L
 
 
 # --- LLaMA / Hugging Face style ---------------------------------------------------------------
 
+PROJ_NEEDS = ("q_proj, k_proj, v_proj and o_proj (or out_proj), or W_query, W_key, W_value and "
+              "out_proj")
+
+
+def proj_names(present, missing, subj):
+    """role -> the name its projection has (PROJ_NAMES), given present(name) -> bool; refuses a
+    missing projection (missing(role) words it) or one under two names."""
+    names = {}
+    for r, cands in PROJ_NAMES.items():
+        found = [n for n in cands if present(n)]
+        if len(found) > 1:
+            word = {"q": "query", "k": "key", "v": "value", "o": "output"}[r]
+            raise Refusal(f"{subj} has both {found[0]} and {found[1]}: which one is the {word} "
+                          "projection is unclear")
+        if not found:
+            raise Refusal(missing(r))
+        names[r] = found[0]
+    return names
+
+
 def from_llama(m, where, subj, heads_arg, kv_arg):
     import torch
-    L = Layer(f"{type(m).__name__} (LLaMA-style q/k/v/o_proj) from {subj}", "llama")
+    names = proj_names(lambda n: getattr(m, n, None) is not None,
+                       lambda r: f"{subj} has no {' or '.join(PROJ_NAMES[r])} (a LLaMA-style "
+                                 f"module needs {PROJ_NEEDS})", subj)
+    L = Layer(f"{type(m).__name__} ({'/'.join(names.values())}) from {subj}", "llama")
     lin = {}
-    for r, n in (("q", "q_proj"), ("k", "k_proj"), ("v", "v_proj"), ("o", "o_proj")):
-        c = getattr(m, n, None)
-        if c is None:
-            raise Refusal(f"{subj} has no {n} (a LLaMA-style module needs q_proj, k_proj, "
-                          "v_proj and o_proj)")
+    for r, n in names.items():
+        c = getattr(m, n)
         if not isinstance(c, torch.nn.Linear):
             raise Refusal(f"{where}{n} is a {type(c).__name__}, not an nn.Linear")
         lin[r] = c
-    known = {f"{n}_proj.{p}" for n in "qkvo" for p in ("weight", "bias")}
+    known = {f"{n}.{p}" for n in names.values() for p in ("weight", "bias")}
     for n, _ in m.named_parameters():
         if n not in known:
             raise Refusal(f"{subj} has a parameter {where}{n} that microattn cannot represent "
@@ -334,13 +377,14 @@ def from_llama(m, where, subj, heads_arg, kv_arg):
     dh = pick("head width", [("head_dim", int_attr(m, "head_dim", where)),
                               ("config.head_dim", int_attr(cfg, "head_dim", where + "config."))])
     L.heads, L.kv_heads, L.d_head = H, K, dh
-    for r in "qkvo":
-        L.put(f"w{r}", f"{where}{r}_proj.weight", lin[r].weight)
+    for r, n in names.items():  # any subset of the four may have a bias
+        L.put(f"w{r}", f"{where}{n}.weight", lin[r].weight)
         if lin[r].bias is not None:
-            L.put(f"b{r}", f"{where}{r}_proj.bias", lin[r].bias)
+            L.put(f"b{r}", f"{where}{n}.bias", lin[r].bias)
+    L.out_dim = int(lin["o"].out_features)  # W_O's width: microattn::OutDim when != d_model
     # Cross-checks against what the module also states (check_shapes does the Linear shapes).
     d_model = lin["q"].in_features
-    pick("d_model", [("q_proj.in_features", d_model),
+    pick("d_model", [(f"{names['q']}.in_features", d_model),
                      ("hidden_size", int_attr(m, "hidden_size", where)),
                      ("config.hidden_size", int_attr(cfg, "hidden_size", where + "config."))])
     groups = int_attr(m, "num_key_value_groups", where)
@@ -356,7 +400,8 @@ def from_llama(m, where, subj, heads_arg, kv_arg):
     scaling = getattr(m, "scaling", None)
     if isinstance(scaling, numbers.Real) and not isinstance(scaling, bool):
         L.scale = float(scaling)
-    L.notes.append(ROPE_NOTE)
+    if names["o"] == "o_proj":  # LLaMA, Qwen2, Mistral ...; Whisper and the notes have no RoPE
+        L.notes.append(ROPE_NOTE)
     return L
 
 
@@ -369,7 +414,8 @@ def module_kind(m):
     if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
         return "tlayer"
     if any(isinstance(getattr(m, n, None), nn.Module) for n in ("q_proj", "k_proj", "v_proj",
-                                                               "o_proj")):
+                                                               "o_proj", "W_query", "W_key",
+                                                               "W_value")):
         return "llama"
     return None
 
@@ -470,29 +516,35 @@ def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state
                               f"{L.t['wv'].shape[1]}) differ from embed_dim {E}: microattn "
                               "projects keys and values from the same input as queries")
         L.put("wo", p + "out_proj.weight", need("out_proj.weight"))
+        L.out_dim = E  # nn.MultiheadAttention's out_proj maps back to embed_dim
         b_in, b_out = sd.get(p + "in_proj_bias"), sd.get(p + "out_proj.bias")
-        if (b_in is None) != (b_out is None):
-            has = "in_proj_bias" if b_in is not None else "out_proj.bias"
-            raise Refusal(f"{origin} has '{p}{has}' but not the other bias: {ALL_OR_NO_BIAS}")
-        if b_in is not None:
+        if b_in is not None:  # Q, K and V's biases, all three or none
             b = to_float32(p + "in_proj_bias", b_in)
             if b.shape != (3 * E,):
                 raise Refusal(f"{p}in_proj_bias has shape {list(b.shape)}, not [{3 * E}]")
             L.t.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:])
+        if b_out is not None:
             L.put("bo", p + "out_proj.bias", b_out)
         L.notes.append("microattn computes causal attention (like attn_mask = causal)")
-    elif any(p + f"{n}_proj.weight" in sd for n in "qkvo"):
-        L = Layer(f"state dict {origin}, LLaMA-style keys under '{p}', --heads {heads}",
-                  "llama")
-        for n in "qkvo":
-            L.put(f"w{n}", f"{p}{n}_proj.weight", need(f"{n}_proj.weight"))
-            if p + f"{n}_proj.bias" in sd:
-                L.put(f"b{n}", f"{p}{n}_proj.bias", sd[p + f"{n}_proj.bias"])
-        L.notes.append(ROPE_NOTE)
+    elif any(p + f"{n}.weight" in sd for n in ("q_proj", "k_proj", "v_proj", "o_proj",
+                                                "W_query", "W_key", "W_value")):
+        names = proj_names(
+            lambda n: p + f"{n}.weight" in sd,
+            lambda r: f"{origin} has no " + " or ".join(f"'{p}{n}.weight'" for n in PROJ_NAMES[r])
+                      + f" (keys under '{p}': {summary(under)})", origin)
+        L = Layer(f"state dict {origin}, LLaMA-style keys ({'/'.join(names.values())}) under "
+                  f"'{p}', --heads {heads}", "llama")
+        for r, n in names.items():  # any subset of the four may have a bias
+            L.put(f"w{r}", f"{p}{n}.weight", sd[p + f"{n}.weight"])
+            if p + f"{n}.bias" in sd:
+                L.put(f"b{r}", f"{p}{n}.bias", sd[p + f"{n}.bias"])
+        if names["o"] == "o_proj":
+            L.notes.append(ROPE_NOTE)
     else:
         raise Refusal(f"{origin} has no attention weights under '{p}': expected in_proj_weight "
                       "+ out_proj.weight (nn.MultiheadAttention) or q_proj.weight, "
-                      "k_proj.weight, v_proj.weight, o_proj.weight (LLaMA-style); keys there: "
+                      "k_proj.weight, v_proj.weight, o_proj.weight or out_proj.weight "
+                      "(LLaMA-style; or W_query/W_key/W_value.weight); keys there: "
                       f"{summary(under)}")
     q_rows = L.t["wq"].shape[0]
     if q_rows % heads:
@@ -542,6 +594,27 @@ def check_name(name):
         raise Refusal(f"--name {name!r} is not a C identifier")
 
 
+def bias_expr(biases):
+    """The microattn::Bias value for the bias roles present ("bq", ... in BIAS_ROLES order)."""
+    named = {(): "kNo", ("bq", "bk", "bv"): "kQkv", BIAS_ROLES: "kYes"}
+    if tuple(biases) in named:
+        return f"microattn::Bias::{named[tuple(biases)]}"
+    return " | ".join(f"microattn::Bias::k{r[1].upper()}" for r in biases)
+
+
+def bias_words(biases):
+    """The biases in words for the header comment: "biases on Q, K and V (none on O)"."""
+    letters = [r[1].upper() for r in biases]
+    if not letters:
+        return "no biases"
+    if len(letters) == 4:
+        return "biases on Q, K, V and O"
+    missing = [r[1].upper() for r in BIAS_ROLES if r not in biases]
+    def listed(xs):
+        return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+    return f"biases on {listed(letters)} (none on {listed(missing)})"
+
+
 def render(L, name, layout="outin"):
     import numpy as np
     import torch
@@ -549,44 +622,50 @@ def render(L, name, layout="outin"):
     check_shapes(L, layout)
     lay, lay_num = LAYOUTS[layout]
     N = name.upper()
-    H, K, dh, D = L.heads, L.kv_heads, L.d_head, L.d_model
-    bias = "kYes" if L.bias else "kNo"
+    H, K, dh, D, OD = L.heads, L.kv_heads, L.d_head, L.d_model, L.out_dim
     scale = L.scale if L.scale is not None else 1.0 / math.sqrt(dh)
     default_scale = abs(scale * math.sqrt(dh) - 1.0) < 1e-6
     arrays = dict(L.t)
     if layout == "panel16":
         arrays = {r: (to_panel16(a).numpy() if r.startswith("w") else a)
                   for r, a in arrays.items()}
-    cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, microattn::Bias::{bias}, "
-           "microattn::OutProj::kYes>")
-    shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", "[d_model][H*d_head]"),
+    cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, {bias_expr(L.biases)}, "
+           "microattn::OutProj::kYes" + (f", microattn::OutDim{{{OD}}}>" if OD != D else ">"))
+    od = "d_model" if OD == D else "out_dim"
+    shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", f"[{od}][H*d_head]"),
               "panel16": ("[H*d_head/16][d_model][16]", "[H_kv*d_head/16][d_model][16]",
-                          "[d_model/16][H*d_head][16]")}[layout]
+                          f"[{od}/16][H*d_head][16]")}[layout]
+    bshape = {"bq": "[H*d_head]", "bk": "[H_kv*d_head]", "bv": "[H_kv*d_head]", "bo": f"[{od}]"}
     lines = [
         f"// Generated by tools/export_pytorch.py (torch {torch.__version__}) -- do not edit.",
         f"// {name}: {L.source}.",
         f"// d_model {D}, {H} query head{'s' * (H > 1)}, {K} key/value head{'s' * (K > 1)}, "
-        f"d_head {dh}, "
-        f"{'biases' if L.bias else 'no biases'}, output projection; "
-        f"layout microattn::WeightLayout::{lay}.",
+        f"d_head {dh}, {bias_words(L.biases)}, output projection"
+        + (f" to out_dim {OD} (microattn::OutDim; not d_model)" if OD != D else "")
+        + f"; layout microattn::WeightLayout::{lay}.",
         f"// Use with {cfg}",
         f"//   (T_max: your largest token count). In C++ `attn.set_weights({name}_weights<Cfg>())`",
         "//   sets the layout and every pointer, and a Cfg that differs from this shape is a",
         "//   compile error that names the parameter.",
         f"// C: {N}_LAYOUT is the microattn::WeightLayout value (0 kInOut, 1 kOutIn, 2 kPanel16);",
         f"//   {name}_wq {shapes[0]}, {name}_wk and {name}_wv {shapes[1]}, {name}_wo {shapes[2]}"
-        + (f";\n//   {name}_bq [H*d_head], {name}_bk and {name}_bv [H_kv*d_head], {name}_bo "
-           "[d_model]." if L.bias else "."),
+        + (";\n//   " + ", ".join(f"{name}_{r} {bshape[r]}" for r in L.biases) + "."
+           if L.biases else "."),
     ]
+    if OD != D:
+        lines.append(f"//   y has rows of {N}_OUT_DIM = {OD} floats, x of {N}_D_MODEL = {D}.")
     if not default_scale:
-        lines.append(f"// Scores are scaled by {N}_SCALE = {scale!r}, not 1/sqrt(d_head): pass "
-                     f"it to forward(x, T, y, {N}_SCALE).")
+        lines.append(f"// Scores are scaled by {N}_SCALE = {scale!r}, not 1/sqrt(d_head): call "
+                     f"attn.set_scale({N}_SCALE) once")
+        lines.append("//   before forward (MultiHeadAttention, KvAttention and "
+                     "ScaledDotProductAttention keep the scale they are given).")
     for n in L.notes:
         lines.append(f"// Note: {n}.")
     g = f"MICROATTN_EXPORTED_{N}_H"
     lines += ["", f"#ifndef {g}", f"#define {g}", "",
               f"#define {N}_D_MODEL {D}", f"#define {N}_HEADS {H}", f"#define {N}_KV_HEADS {K}",
-              f"#define {N}_D_HEAD {dh}", f"#define {N}_HAS_BIAS {int(L.bias)}",
+              f"#define {N}_D_HEAD {dh}", f"#define {N}_OUT_DIM {OD}",
+              *(f"#define {N}_BIAS_{r[1].upper()} {int(r in L.biases)}" for r in BIAS_ROLES),
               f"#define {N}_HAS_OUT_PROJ 1",
               f"#define {N}_LAYOUT {lay_num} /* microattn::WeightLayout::{lay} */",
               f'#define {N}_LAYOUT_NAME "{lay}"',
@@ -596,18 +675,25 @@ def render(L, name, layout="outin"):
     for r in roles:
         lines.append(c_array(f"{name}_{r}", np.ascontiguousarray(arrays[r],
                                                                  dtype=np.float32).reshape(-1)))
-    dims = {"wq": ("D_MODEL", "HEADS"), "wk": ("D_MODEL", "KV_HEADS"),
-            "wv": ("D_MODEL", "KV_HEADS"), "wo": ("HEADS", None)}
+    dims = {"wq": (f"{N}_D_MODEL", f"{N}_HEADS * {N}_D_HEAD"),
+            "wk": (f"{N}_D_MODEL", f"{N}_KV_HEADS * {N}_D_HEAD"),
+            "wv": (f"{N}_D_MODEL", f"{N}_KV_HEADS * {N}_D_HEAD"),
+            "wo": (f"{N}_HEADS * {N}_D_HEAD", f"{N}_OUT_DIM")}
     size_checks = []
     for r in ("wq", "wk", "wv", "wo"):
-        i, o = dims[r]
-        in_dim = f"{N}_{i}" if o else f"{N}_HEADS * {N}_D_HEAD"
-        out_dim = f"{N}_{o} * {N}_D_HEAD" if o else f"{N}_D_MODEL"
+        in_dim, out_dim = dims[r]
         size_checks.append(
             f"static_assert(sizeof({name}_{r}) == sizeof(float) * microattn::weight_floats("
             f"{name}_shape::kLayout, {in_dim}, {out_dim}),\n"
             f"              \"{name}_{r}: array size and shape differ\");")
-    ptrs = ", ".join(f"{name}_{r}" for r in roles)
+    blen = {"bq": f"{N}_HEADS * {N}_D_HEAD", "bk": f"{N}_KV_HEADS * {N}_D_HEAD",
+            "bv": f"{N}_KV_HEADS * {N}_D_HEAD", "bo": f"{N}_OUT_DIM"}
+    for r in L.biases:
+        size_checks.append(f"static_assert(sizeof({name}_{r}) == sizeof(float) * {blen[r]},\n"
+                           f"              \"{name}_{r}: array size and shape differ\");")
+    # exported_weights(w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o): positional, so a bias the
+    # module does not have is an explicit nullptr (Qwen2's missing b_o, Whisper's b_k).
+    ptrs = ", ".join(f"{name}_{r}" if r in arrays else "nullptr" for r in ROLES)
     lines += [
         "#ifdef __cplusplus",
         "#include <cstddef>",
@@ -621,9 +707,17 @@ def render(L, name, layout="outin"):
         f"  static constexpr std::size_t kHeads = {N}_HEADS;",
         f"  static constexpr std::size_t kKvHeads = {N}_KV_HEADS;",
         f"  static constexpr std::size_t kDHead = {N}_D_HEAD;",
-        f"  static constexpr bool kHasBias = {'true' if L.bias else 'false'};",
+        f"  static constexpr std::size_t kOutDim = {N}_OUT_DIM;",
+        f"  static constexpr bool kBiasQ = {N}_BIAS_Q != 0;",
+        f"  static constexpr bool kBiasK = {N}_BIAS_K != 0;",
+        f"  static constexpr bool kBiasV = {N}_BIAS_V != 0;",
+        f"  static constexpr bool kBiasO = {N}_BIAS_O != 0;",
         "  static constexpr bool kHasOutProj = true;",
         f"  static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::{lay};",
+        "  /// The module's softmax scale"
+        + (" (1/sqrt(d_head), the layers' default)." if default_scale else
+           ": not the layers' default 1/sqrt(d_head), so"),
+        *([] if default_scale else ["  /// call attn.set_scale(kScale) once before forward."]),
         f"  static constexpr float kScale = {N}_SCALE;",
         "};",
         f"static_assert(static_cast<int>({name}_shape::kLayout) == {N}_LAYOUT,",
@@ -636,7 +730,8 @@ def render(L, name, layout="outin"):
         "/// rule when two translation units include this header.",
         "template <class Cfg>",
         f"static inline microattn::Weights<Cfg> {name}_weights() noexcept {{",
-        f"  return microattn::exported_weights<Cfg, {name}_shape>({ptrs});",
+        f"  return microattn::exported_weights<Cfg, {name}_shape>(",
+        f"      {ptrs});",
         "}",
         "#endif  // __cplusplus",
         "",

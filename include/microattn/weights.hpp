@@ -25,7 +25,7 @@ enum class WeightLayout : unsigned char {
   /// layout: a decode step's matrix-vector products read each panel as one sequential stream,
   /// and prefill's GEMM uses the panels in place instead of packing them (where the GEMM's
   /// panel width is 16: AVX2, AArch64 NEON). Needs d_head % 16 == 0 and, with W_O,
-  /// d_model % 16 == 0 (Weights::check). Make it offline with
+  /// W_O's width (Cfg::kOutDim) % 16 == 0 (Weights::check). Make it offline with
   /// `tools/export_pytorch.py --layout panel16`, or at start-up with pack_weight_panels().
   kPanel16,
 };

@@ -1,8 +1,16 @@
-"""A LLaMA/Hugging Face-style attention module for the exporter tests.
+"""Attention modules shaped like the ones users export, for the exporter tests.
 
-It lives in its own importable file (not in the test script) because torch.save(module) pickles
-the class by reference: the exporter, run as its own process, must be able to import it
+They live in their own importable file (not in the test script) because torch.save(module)
+pickles the class by reference: the exporter, run as its own process, must be able to import it
 (the tests put this folder on PYTHONPATH).
+
+  LlamaStyleAttention      q_proj/k_proj/v_proj/o_proj (LLaMA, Qwen2: biases on Q, K, V only)
+  WhisperStyleAttention    q_proj/k_proj/v_proj/out_proj, no bias on K (Hugging Face Whisper)
+  TeachingNotesAttention   W_query/W_key/W_value/out_proj, d_in -> d_out and out_proj
+                           d_out -> d_out (the teaching notes' MultiHeadAttention)
+
+Each computes causal attention without RoPE (which microattn's MultiHeadAttention does not apply
+either).
 """
 import types
 
@@ -10,9 +18,22 @@ import torch
 from torch import nn
 
 
+def causal_attention(q, k, v, scale):
+    """q [H][T][dh], k and v [H][T][dh] (already repeated for GQA) -> [T][H * dh]."""
+    H, T, dh = q.shape
+    s = q @ k.transpose(1, 2) * scale
+    s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+    return (torch.softmax(s, dim=-1) @ v).transpose(0, 1).reshape(T, H * dh)
+
+
 class LlamaStyleAttention(nn.Module):
-    """q_proj/k_proj/v_proj/o_proj like Hugging Face's LlamaAttention, without RoPE (which
-    microattn's MultiHeadAttention does not apply either), causal, on x of shape [T][d_model].
+    """q_proj/k_proj/v_proj/o_proj like Hugging Face's LlamaAttention and Qwen2Attention, on x of
+    shape [T][d_model].
+
+    bias: every projection has a bias (or none); o_bias overrides it for o_proj (Qwen2: bias=True,
+    o_bias=False); biases, a string like "qkv" or "qvo", overrides both. out_dim: o_proj's
+    output width (default d_model). scaling: a Hugging Face-style `scaling` attribute, used by
+    the forward (default: none, 1/sqrt(head_dim)).
 
     attrs says where the shape is stated: "module" (num_heads, num_key_value_heads, head_dim as
     attributes, like older transformers releases), "config" (a .config with
@@ -20,12 +41,14 @@ class LlamaStyleAttention(nn.Module):
     """
 
     def __init__(self, d_model, heads, kv_heads, head_dim, bias=False, o_bias=None,
-                 attrs="module"):
+                 attrs="module", biases=None, out_dim=None, scaling=None):
         super().__init__()
-        self.q_proj = nn.Linear(d_model, heads * head_dim, bias=bias)
-        self.k_proj = nn.Linear(d_model, kv_heads * head_dim, bias=bias)
-        self.v_proj = nn.Linear(d_model, kv_heads * head_dim, bias=bias)
-        self.o_proj = nn.Linear(heads * head_dim, d_model, bias=bias if o_bias is None else o_bias)
+        if biases is None:
+            biases = "qkv" * bool(bias) + "o" * bool(bias if o_bias is None else o_bias)
+        self.q_proj = nn.Linear(d_model, heads * head_dim, bias="q" in biases)
+        self.k_proj = nn.Linear(d_model, kv_heads * head_dim, bias="k" in biases)
+        self.v_proj = nn.Linear(d_model, kv_heads * head_dim, bias="v" in biases)
+        self.o_proj = nn.Linear(heads * head_dim, out_dim or d_model, bias="o" in biases)
         if attrs == "module":
             self.num_heads, self.num_key_value_heads, self.head_dim = heads, kv_heads, head_dim
             self.num_key_value_groups = heads // kv_heads
@@ -33,6 +56,8 @@ class LlamaStyleAttention(nn.Module):
             self.config = types.SimpleNamespace(num_attention_heads=heads,
                                                 num_key_value_heads=kv_heads, head_dim=head_dim,
                                                 hidden_size=d_model)
+        if scaling is not None:
+            self.scaling = scaling
         # The forward's own copy, under names the exporter does not read.
         self._shape = (heads, kv_heads, head_dim)
 
@@ -42,7 +67,66 @@ class LlamaStyleAttention(nn.Module):
         q = self.q_proj(x).view(T, H, dh).transpose(0, 1)
         k = self.k_proj(x).view(T, K, dh).transpose(0, 1).repeat_interleave(H // K, dim=0)
         v = self.v_proj(x).view(T, K, dh).transpose(0, 1).repeat_interleave(H // K, dim=0)
-        s = q @ k.transpose(1, 2) / dh ** 0.5
-        s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
-        ctx = (torch.softmax(s, dim=-1) @ v).transpose(0, 1).reshape(T, H * dh)
-        return self.o_proj(ctx)
+        scale = getattr(self, "scaling", dh ** -0.5)
+        return self.o_proj(causal_attention(q, k, v, scale))
+
+
+class WhisperStyleAttention(nn.Module):
+    """Hugging Face's WhisperAttention as a decoder self-attention: k_proj has no bias, q_proj,
+    v_proj and out_proj have one; Q is multiplied by `scaling` (head_dim ** -0.5) before the
+    scores. x of shape [T][embed_dim]."""
+
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.is_decoder, self.is_causal = True, True
+        self.k_proj = nn.Linear(embed_dim, embed_dim, bias=False)
+        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=True)
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=True)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=True)
+
+    def forward(self, x):
+        T, H, dh = x.shape[0], self.num_heads, self.head_dim
+        q = (self.q_proj(x) * self.scaling).view(T, H, dh).transpose(0, 1)
+        k = self.k_proj(x).view(T, H, dh).transpose(0, 1)
+        v = self.v_proj(x).view(T, H, dh).transpose(0, 1)
+        return self.out_proj(causal_attention(q, k, v, 1.0))
+
+
+class TeachingNotesAttention(nn.Module):
+    """The teaching notes' MultiHeadAttention: W_query, W_key, W_value map d_in to d_out
+    (bias: qkv_bias), num_heads heads of head_dim = d_out // num_heads, and out_proj maps d_out
+    to d_out (with a bias), so the output is d_out wide, not d_in. Causal through a `mask`
+    buffer, dropout on the attention weights; x of shape [batch][T][d_in]."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length),
+                                                diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        queries = self.W_query(x).view(b, num_tokens, self.num_heads,
+                                       self.head_dim).transpose(1, 2)
+        values = self.W_value(x).view(b, num_tokens, self.num_heads,
+                                      self.head_dim).transpose(1, 2)
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)

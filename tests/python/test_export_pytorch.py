@@ -19,6 +19,7 @@ Without python3-torch it prints the reason and exits 77 (ctest SKIP_RETURN_CODE)
       [--xsimd-include /usr/include] [--work-dir DIR] [unittest options]
 """
 import argparse
+import collections
 import contextlib
 import copy
 import io
@@ -135,10 +136,6 @@ def causal(T):
     return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = masked
 
 
-def mha_forward(m):
-    return lambda x: m(x, x, x, attn_mask=causal(x.shape[0]), need_weights=False)[0]
-
-
 def randomise_biases(m, lo=-0.3, hi=0.3):
     with torch.no_grad():
         for n, p in m.named_parameters():
@@ -173,22 +170,26 @@ def attention_of(obj):
 
 def pytorch_arrays(m):
     """role -> float32 numpy array in PyTorch's [out][in] layout, read from the module."""
+    def arr(t):
+        return t.detach().float().numpy()
     if isinstance(m, torch.nn.MultiheadAttention):
         E = m.embed_dim
-        w = m.in_proj_weight.detach().float().numpy()
-        d = {"wq": w[:E], "wk": w[E:2 * E], "wv": w[2 * E:],
-             "wo": m.out_proj.weight.detach().float().numpy()}
+        w = arr(m.in_proj_weight)
+        d = {"wq": w[:E], "wk": w[E:2 * E], "wv": w[2 * E:], "wo": arr(m.out_proj.weight)}
         if m.in_proj_bias is not None:
-            b = m.in_proj_bias.detach().float().numpy()
-            d.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:],
-                     bo=m.out_proj.bias.detach().float().numpy())
+            b = arr(m.in_proj_bias)
+            d.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:])
+        if m.out_proj.bias is not None:
+            d["bo"] = arr(m.out_proj.bias)
         return d
     d = {}
-    for r in "qkvo":
-        lin = getattr(m, f"{r}_proj")
-        d[f"w{r}"] = lin.weight.detach().float().numpy()
+    names = {"q": ("q_proj", "W_query"), "k": ("k_proj", "W_key"), "v": ("v_proj", "W_value"),
+             "o": ("o_proj", "out_proj")}
+    for r, cands in names.items():
+        lin = next(getattr(m, n) for n in cands if hasattr(m, n))
+        d[f"w{r}"] = arr(lin.weight)
         if lin.bias is not None:
-            d[f"b{r}"] = lin.bias.detach().float().numpy()
+            d[f"b{r}"] = arr(lin.bias)
     return d
 
 
@@ -202,24 +203,78 @@ def panel16(w):
     return dst
 
 
-class Case:
-    """One module exported through the command line: argv (without --name/--out), the shape the
-    header must state (d_model, H, H_kv, d_head, bias, layout), and T for the forward run."""
+class Shape(collections.namedtuple("Shape", "d_model heads kv_heads d_head bias layout out_dim")):
+    """What a header must state. bias: the projections with a bias, a subset of "qkvo" in that
+    order ("qkvo", "qkv", "qvo", "o", ""); out_dim: W_O's width (None: d_model)."""
 
-    def __init__(self, name, module, argv, shape, T=None, forward=None):
+    def __new__(cls, d_model, heads, kv_heads, d_head, bias, layout, out_dim=None):
+        assert bias in ("qkvo", "qkv", "qvo", "qko", "qk", "o", ""), bias
+        return super().__new__(cls, d_model, heads, kv_heads, d_head, bias, layout,
+                               out_dim or d_model)
+
+
+def flags_expr(bias):
+    """The Bias flags spelled one by one: kQ | kK | kV | kO (kNo for none)."""
+    if not bias:
+        return "microattn::Bias::kNo"
+    return " | ".join(f"microattn::Bias::k{r.upper()}" for r in bias)
+
+
+def suggested_bias(bias):
+    """How the header's `// Use with` line spells the flags (kYes, kQkv, kNo, else with |)."""
+    return {"qkvo": "microattn::Bias::kYes", "qkv": "microattn::Bias::kQkv",
+            "": "microattn::Bias::kNo"}.get(bias, flags_expr(bias))
+
+
+def mha_call(m, x):
+    return m(x, x, x, attn_mask=causal(x.shape[0]), need_weights=False)[0]
+
+
+def run_mha(module, x):
+    """Forward of an nn.MultiheadAttention (or a Transformer layer's self_attn), causal."""
+    return mha_call(attention_of(module), x)
+
+
+def run_plain(module, x):
+    """Forward of a module taking x [T][d_model] (LlamaStyle, WhisperStyle)."""
+    return module(x)
+
+
+def run_batched(module, x):
+    """Forward of a module taking x [batch][T][d_in] (the teaching notes' layer)."""
+    return module(x.unsqueeze(0))[0]
+
+
+class Case:
+    """One module exported through the command line: argv (without --name/--out), the Shape
+    the header must state, and for the forward run T and run(module, x) -> y (the module's own
+    causal forward)."""
+
+    def __init__(self, name, module, argv, shape, T=None, run=None):
         self.name, self.module, self.argv, self.shape, self.T = name, module, argv, shape, T
-        self.forward = forward
+        self.run = run
         self.header = self.text = None
 
-    def cfg(self, t_max=None):
-        D, H, K, dh, bias, _ = self.shape
-        return (f"microattn::Config<{t_max or self.T or 1}, {D}, {H}, {K}, {dh}, "
-                f"microattn::Bias::{'kYes' if bias else 'kNo'}>")
+    def cfg(self, t_max=None, out_dim=False):
+        """The matching Config with the Bias flags spelled one by one (the header suggests
+        kYes/kQkv/kNo: both must be accepted); OutDim only when it differs from d_model, or
+        always with out_dim=True."""
+        s = self.shape
+        od = f", microattn::OutDim{{{s.out_dim}}}" if out_dim or s.out_dim != s.d_model else ""
+        return (f"microattn::Config<{t_max or self.T or 1}, {s.d_model}, {s.heads}, "
+                f"{s.kv_heads}, {s.d_head}, {flags_expr(s.bias)}{od}>")
+
+    def suggested_cfg(self):
+        """The Config line the header must suggest, with T_max left as a name."""
+        s = self.shape
+        od = f", microattn::OutDim{{{s.out_dim}}}" if s.out_dim != s.d_model else ""
+        return (f"microattn::Config<T_max, {s.d_model}, {s.heads}, {s.kv_heads}, {s.d_head}, "
+                f"{suggested_bias(s.bias)}, microattn::OutProj::kYes{od}>")
 
     def expected(self):
         """role -> the float32 array the header must hold (layout applied)."""
         d = pytorch_arrays(attention_of(self.module))
-        if self.shape[5] == "kPanel16":
+        if self.shape.layout == "kPanel16":
             d = {r: panel16(a) if r.startswith("w") else a for r, a in d.items()}
         return {r: np.ascontiguousarray(a, dtype=np.float32).reshape(-1) for r, a in d.items()}
 
@@ -241,55 +296,111 @@ def make_cases():
     # `0f` for them, which does not compile).
     mha = torch.nn.MultiheadAttention(64, 4)
     cases.append(Case("l_mha", mha, ["--module", save(mha, "mha.pt")],
-                      (64, 4, 4, 16, True, "kOutIn"), T=9, forward=mha_forward(mha)))
+                      Shape(64, 4, 4, 16, "qkvo", "kOutIn"), T=9, run=run_mha))
     mha_rb = randomise_biases(torch.nn.MultiheadAttention(64, 4))
     cases.append(Case("l_mha_sd", mha_rb,
                       ["--state-dict", save(mha_rb.state_dict(), "mha_rb_sd.pt"), "--heads", "4"],
-                      (64, 4, 4, 16, True, "kOutIn"), T=9, forward=mha_forward(mha_rb)))
+                      Shape(64, 4, 4, 16, "qkvo", "kOutIn"), T=9, run=run_mha))
     nob = torch.nn.MultiheadAttention(32, 2, bias=False)
     cases.append(Case("l_mha_nobias", nob, ["--module", save(nob, "mha_nobias.pt")],
-                      (32, 2, 2, 16, False, "kOutIn"), T=5, forward=mha_forward(nob)))
+                      Shape(32, 2, 2, 16, "", "kOutIn"), T=5, run=run_mha))
     p16 = randomise_biases(torch.nn.MultiheadAttention(32, 2))
     cases.append(Case("l_mha_p16", p16, ["--module", save(p16, "mha_p16.pt"), "--layout",
                                          "panel16"],
-                      (32, 2, 2, 16, True, "kPanel16"), T=5, forward=mha_forward(p16)))
+                      Shape(32, 2, 2, 16, "qkvo", "kPanel16"), T=5, run=run_mha))
+    # nn.MultiheadAttention's two bias tensors on their own: in_proj_bias without out_proj.bias
+    # (Bias::kQkv), and out_proj.bias alone (Bias::kO), from a state dict.
+    mqkv = randomise_biases(torch.nn.MultiheadAttention(32, 4))
+    mqkv.out_proj.bias = None
+    cases.append(Case("l_mha_qkv", mqkv, ["--module", save(mqkv, "mha_qkv.pt")],
+                      Shape(32, 4, 4, 8, "qkv", "kOutIn"), T=6, run=run_mha))
+    mo = torch.nn.MultiheadAttention(32, 2, bias=False)
+    mo.out_proj.bias = torch.nn.Parameter(torch.rand(32) - 0.5)
+    cases.append(Case("l_mha_o_sd", mo,
+                      ["--state-dict", save(mo.state_dict(), "mha_o_sd.pt"), "--heads", "2"],
+                      Shape(32, 2, 2, 16, "o", "kOutIn"), T=6, run=run_mha))
     # A stock TransformerEncoderLayer, fresh (zero biases); its self_attn is exported.
     enc = torch.nn.TransformerEncoderLayer(32, 2, dim_feedforward=64)
     cases.append(Case("l_enc", enc, ["--module", save(enc, "enc.pt")],
-                      (32, 2, 2, 16, True, "kOutIn"), T=7, forward=mha_forward(enc.self_attn)))
+                      Shape(32, 2, 2, 16, "qkvo", "kOutIn"), T=7, run=run_mha))
     # A decoder stack: --path picks one layer.
     dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(32, 4, 64), 2)
     randomise_biases(dec)
     layer1 = dec.layers[1]
     cases.append(Case("l_dec", layer1, ["--module", save(dec, "dec.pt"), "--path", "layers.1"],
-                      (32, 4, 4, 8, True, "kOutIn"), T=6, forward=mha_forward(layer1.self_attn)))
+                      Shape(32, 4, 4, 8, "qkvo", "kOutIn"), T=6, run=run_mha))
     # LLaMA-style GQA, shape as attributes; d_head 10 != d_model / H.
     gqa = llama_like.LlamaStyleAttention(48, 6, 2, 10, attrs="module")
     cases.append(Case("l_gqa", gqa, ["--module", save(gqa, "gqa.pt")],
-                      (48, 6, 2, 10, False, "kOutIn"), T=11, forward=gqa))
+                      Shape(48, 6, 2, 10, "", "kOutIn"), T=11, run=run_plain))
     # Its state dict inside a bigger one: --heads only, key/value heads from the key rows.
     cases.append(Case("l_gqa_sd", gqa,
                       ["--state-dict", save(prefixed(gqa.state_dict(), "model.layers.0.self_attn."),
                                             "gqa_sd.pt"),
                        "--prefix", "model.layers.0.self_attn.", "--heads", "6"],
-                      (48, 6, 2, 10, False, "kOutIn"), T=11, forward=gqa))
+                      Shape(48, 6, 2, 10, "", "kOutIn"), T=11, run=run_plain))
     # Shape in a .config, all four biases, MQA, kPanel16.
     cfg = randomise_biases(llama_like.LlamaStyleAttention(32, 4, 1, 16, bias=True,
                                                           attrs="config"))
     cases.append(Case("l_cfg_p16", cfg, ["--module", save(cfg, "cfg.pt"), "--layout", "panel16"],
-                      (32, 4, 1, 16, True, "kPanel16"), T=8, forward=cfg))
+                      Shape(32, 4, 1, 16, "qkvo", "kPanel16"), T=8, run=run_plain))
     # No shape attributes at all: --heads supplies it.
     bare = llama_like.LlamaStyleAttention(24, 3, 3, 8, attrs="none")
     cases.append(Case("l_bare", bare, ["--module", save(bare, "bare.pt"), "--heads", "3"],
-                      (24, 3, 3, 8, False, "kOutIn"), T=4, forward=bare))
+                      Shape(24, 3, 3, 8, "", "kOutIn"), T=4, run=run_plain))
+    # Qwen2-style: biases on q/k/v, none on o_proj (Bias::kQkv), GQA, shape in a .config, and
+    # Hugging Face's `scaling` attribute (the default 1/sqrt(d_head)); then its state dict.
+    qwen = randomise_biases(llama_like.LlamaStyleAttention(32, 4, 2, 8, biases="qkv",
+                                                           attrs="config", scaling=8 ** -0.5))
+    cases.append(Case("l_qwen2", qwen, ["--module", save(qwen, "qwen2.pt")],
+                      Shape(32, 4, 2, 8, "qkv", "kOutIn"), T=10, run=run_plain))
+    cases.append(Case("l_qwen2_sd", qwen,
+                      ["--state-dict",
+                       save(prefixed(qwen.state_dict(), "model.layers.3.self_attn."), "qwen2_sd.pt"),
+                       "--prefix", "model.layers.3.self_attn.", "--heads", "4"],
+                      Shape(32, 4, 2, 8, "qkv", "kOutIn"), T=10, run=run_plain))
+    # Whisper-style: q_proj, v_proj, out_proj with biases, k_proj without (kQ | kV | kO); the
+    # module as it is, and its state dict as kPanel16.
+    wh = randomise_biases(llama_like.WhisperStyleAttention(32, 4))
+    cases.append(Case("l_whisper", wh, ["--module", save(wh, "whisper.pt")],
+                      Shape(32, 4, 4, 8, "qvo", "kOutIn"), T=7, run=run_plain))
+    wh16 = randomise_biases(llama_like.WhisperStyleAttention(32, 2))
+    cases.append(Case("l_whisper_sd_p16", wh16,
+                      ["--state-dict", save(wh16.state_dict(), "whisper_sd.pt"), "--heads", "2",
+                       "--layout", "panel16"],
+                      Shape(32, 2, 2, 16, "qvo", "kPanel16"), T=7, run=run_plain))
+    # The teaching notes' MultiHeadAttention(d_in 8, d_out 4, 2 heads of 2): W_query, W_key,
+    # W_value Linear(8, 4) without bias, out_proj Linear(4, 4) with one: OutDim{4}, Bias::kO.
+    notes = randomise_biases(llama_like.TeachingNotesAttention(8, 4, 16, 0.0, 2))
+    cases.append(Case("l_notes", notes, ["--module", save(notes, "notes.pt")],
+                      Shape(8, 2, 2, 2, "o", "kOutIn", out_dim=4), T=11, run=run_batched))
+    # With qkv_bias, from its state dict (which also holds the `mask` buffer).
+    notes_b = randomise_biases(llama_like.TeachingNotesAttention(8, 4, 16, 0.0, 2,
+                                                                 qkv_bias=True))
+    cases.append(Case("l_notes_sd", notes_b,
+                      ["--state-dict", save(notes_b.state_dict(), "notes_sd.pt"), "--heads", "2"],
+                      Shape(8, 2, 2, 2, "qkvo", "kOutIn", out_dim=4), T=11, run=run_batched))
+    # kPanel16 with W_O wider than d_model (24 -> 32, not a multiple of 16: only d_head and
+    # W_O's width need to be).
+    notes16 = randomise_biases(llama_like.TeachingNotesAttention(24, 32, 16, 0.0, 2,
+                                                                 qkv_bias=True))
+    cases.append(Case("l_notes_p16", notes16, ["--module", save(notes16, "notes_p16.pt"),
+                                               "--layout", "panel16"],
+                      Shape(24, 2, 2, 16, "qkvo", "kPanel16", out_dim=32), T=6,
+                      run=run_batched))
+    # A module that scales scores itself (`scaling` 0.125, not 1/sqrt(16)): the forward program
+    # calls attn.set_scale(kScale), as the header says to.
+    scaled = llama_like.LlamaStyleAttention(32, 2, 2, 16, attrs="module", scaling=0.125)
+    cases.append(Case("l_scaled", scaled, ["--module", save(scaled, "scaled.pt")],
+                      Shape(32, 2, 2, 16, "", "kOutIn"), T=5, run=run_plain))
     # Values at the edges of the literal format (compiled and compared bit for bit, not run).
     sp = special_mha()
     cases.append(Case("l_special", sp, ["--module", save(sp, "special.pt")],
-                      (16, 2, 2, 8, True, "kOutIn")))
+                      Shape(16, 2, 2, 8, "qkvo", "kOutIn")))
     # float16 weights are exact in float32.
     half = llama_like.LlamaStyleAttention(16, 2, 1, 8, attrs="module").half()
     cases.append(Case("l_half", half, ["--module", save(half, "half.pt")],
-                      (16, 2, 1, 8, False, "kOutIn")))
+                      Shape(16, 2, 1, 8, "", "kOutIn")))
     return cases
 
 
@@ -371,21 +482,26 @@ def cxx_programs(cases, fixture_header):
     incs += "".join(f'#include "{c.header}"\n#include "{c.header}"\n' for c in cases)
     incs += f'#include "{fixture_header}"\n'
 
-    def checks(fn):
+    def checks(fn, out_dim):
         lines = [f"int {fn}() {{", "  int bad = 0;"]
         for c in cases:
-            cfg = c.cfg()
-            lay = c.shape[5]
-            lines += [f"  {{ const auto w = {c.name}_weights<{cfg}>();",
+            lines += [f"  {{ const auto w = {c.name}_weights<{c.cfg(out_dim=out_dim)}>();",
                       "    bad |= w.check() != microattn::Status::kOk;",
-                      f"    bad |= w.layout != microattn::WeightLayout::{lay};",
-                      f"    bad |= w.w_q != {c.name}_wq || w.w_o != {c.name}_wo;",
-                      f"    bad |= (w.b_o != nullptr) != {'true' if c.shape[4] else 'false'}; }}"]
+                      f"    bad |= w.layout != microattn::WeightLayout::{c.shape.layout};",
+                      f"    bad |= w.w_q != {c.name}_wq || w.w_k != {c.name}_wk;",
+                      f"    bad |= w.w_v != {c.name}_wv || w.w_o != {c.name}_wo;"]
+            for r in "qkvo":  # each bias the module has, and null for the others
+                want = f"{c.name}_b{r}" if r in c.shape.bias else "nullptr"
+                lines.append(f"    bad |= w.b_{r} != {want};")
+            lines[-1] += " }"
         lines += ["  return bad;", "}"]
         return lines
 
-    a = [incs, "int tu_b();", *checks("tu_a"), "int main() { return tu_a() | tu_b(); }", ""]
-    b = [incs, *checks("tu_b"), ""]
+    # tu_a names OutDim only where it differs from d_model, tu_b always (OutDim{d_model} is
+    # the default spelled out).
+    a = [incs, "int tu_b();", *checks("tu_a", False), "int main() { return tu_a() | tu_b(); }",
+         ""]
+    b = [incs, *checks("tu_b", True), ""]
     # A third that includes them all and uses nothing: no unused-variable/function warnings.
     c = [incs, "int tu_c();", "int tu_c() { return 0; }", ""]
     return (write("tu_a.cpp", "\n".join(a)), write("tu_b.cpp", "\n".join(b)),
@@ -393,23 +509,28 @@ def cxx_programs(cases, fixture_header):
 
 
 def forward_program(cases):
-    """One program running MultiHeadAttention<Cfg> over every forward case's header."""
+    """One program running MultiHeadAttention<Cfg> over every forward case's header, with the
+    Config each header suggests (its `// Use with` line, T_max = the case's T) and the scale it
+    states (attn.set_scale(name_shape::kScale), as the header tells a user to when the module
+    does not use 1/sqrt(d_head))."""
     lines = ["#include <cstdio>", "", '#include "microattn/microattn.hpp"']
     lines += [f'#include "{c.header}"' for c in cases]
     lines += [
         "",
-        "// x from <dir>/<name>.x, y to <dir>/<name>.y; T = Cfg::kTMax.",
+        "// x [T][d_model] from <dir>/<name>.x, y [T][out_dim] to <dir>/<name>.y; T = Cfg::kTMax.",
         "template <class Cfg>",
-        "static int run(const microattn::Weights<Cfg>& w, const char* name, const char* dir) {",
+        "static int run(const microattn::Weights<Cfg>& w, float scale, const char* name,",
+        "               const char* dir) {",
         "  static microattn::MultiHeadAttention<Cfg> attn;",
-        "  static float x[Cfg::kTMax * Cfg::kDModel], y[Cfg::kTMax * Cfg::kDModel];",
-        "  constexpr std::size_t n = Cfg::kTMax * Cfg::kDModel;",
+        "  static float x[Cfg::kTMax * Cfg::kDModel], y[Cfg::kTMax * Cfg::kOutDim];",
+        "  constexpr std::size_t nx = Cfg::kTMax * Cfg::kDModel, ny = Cfg::kTMax * Cfg::kOutDim;",
         "  char path[4096];",
         '  std::snprintf(path, sizeof path, "%s/%s.x", dir, name);',
         '  std::FILE* f = std::fopen(path, "rb");',
-        "  if (!f || std::fread(x, sizeof(float), n, f) != n) return 1;",
+        "  if (!f || std::fread(x, sizeof(float), nx, f) != nx) return 1;",
         "  std::fclose(f);",
         "  microattn::Status s = attn.set_weights(w);",
+        "  if (s == microattn::Status::kOk) s = attn.set_scale(scale);",
         "  if (s == microattn::Status::kOk) s = attn.forward(x, Cfg::kTMax, y);",
         "  if (s != microattn::Status::kOk) {",
         '    std::printf("%s: %s\\n", name, microattn::to_string(s));',
@@ -417,7 +538,7 @@ def forward_program(cases):
         "  }",
         '  std::snprintf(path, sizeof path, "%s/%s.y", dir, name);',
         '  f = std::fopen(path, "wb");',
-        "  if (!f || std::fwrite(y, sizeof(float), n, f) != n) return 1;",
+        "  if (!f || std::fwrite(y, sizeof(float), ny, f) != ny) return 1;",
         "  return std::fclose(f) != 0;",
         "}",
         "",
@@ -425,11 +546,22 @@ def forward_program(cases):
         "  if (argc < 2) return 2;",
         "  int bad = 0;"]
     for c in cases:
-        lines.append(f'  bad |= run({c.name}_weights<{c.cfg()}>(), "{c.name}", argv[1]);')
+        cfg = header_cfg(c.text).replace("T_max", str(c.T))
+        lines.append(f"  bad |= run({c.name}_weights<{cfg}>(), {c.name}_shape::kScale,")
+        lines.append(f'              "{c.name}", argv[1]);')
     lines += ["  return bad;", "}", ""]
     return write("forward.cpp", "\n".join(lines))
 
 
+def header_cfg(text):
+    """The Config a header's `// Use with` line suggests."""
+    m = re.search(r"^// Use with (microattn::Config<.*>)$", text, re.M)
+    assert m, "no `// Use with microattn::Config<...>` line"
+    return m.group(1)
+
+
+BIASES = "the exported weights' biases differ from the Config's Bias flags"
+OUT_DIM = "the exported weights' W_O width differs from the Config's OutDim"
 MISMATCHES = [
     # (what, header, Config, expected static_assert text)
     ("query heads", "l_mha", "Config<9, 64, 8, 4, 16, microattn::Bias::kYes>",
@@ -440,10 +572,26 @@ MISMATCHES = [
      "the exported weights' H_kv (key/value heads) differs from the Config's H_kv"),
     ("d_head", "l_mha", "Config<9, 64, 4, 4, 8, microattn::Bias::kYes>",
      "the exported weights' d_head differs from the Config's d_head"),
-    ("bias (Config without)", "l_mha", "Config<9, 64, 4, 4, 16, microattn::Bias::kNo>",
-     "the exported weights' biases (Bias::kYes/kNo) differ from the Config's"),
-    ("bias (Config with)", "l_gqa", "Config<11, 48, 6, 2, 10, microattn::Bias::kYes>",
-     "the exported weights' biases (Bias::kYes/kNo) differ from the Config's"),
+    ("bias (Config without)", "l_mha", "Config<9, 64, 4, 4, 16, microattn::Bias::kNo>", BIASES),
+    ("bias (Config with)", "l_gqa", "Config<11, 48, 6, 2, 10, microattn::Bias::kYes>", BIASES),
+    ("bias (Qwen2 header, Config kYes)", "l_qwen2",
+     "Config<10, 32, 4, 2, 8, microattn::Bias::kYes>", BIASES),
+    ("bias (Qwen2 header, Config kNo)", "l_qwen2", "Config<10, 32, 4, 2, 8>", BIASES),
+    ("bias (kQkv header, Config kQ | kK | kV | kO)", "l_mha_qkv",
+     "Config<6, 32, 4, 4, 8, microattn::Bias::kQ | microattn::Bias::kK | microattn::Bias::kV | "
+     "microattn::Bias::kO>", BIASES),
+    ("bias (Whisper header, Config kYes)", "l_whisper",
+     "Config<7, 32, 4, 4, 8, microattn::Bias::kYes>", BIASES),
+    ("bias (Whisper header, Config kQkv)", "l_whisper",
+     "Config<7, 32, 4, 4, 8, microattn::Bias::kQkv>", BIASES),
+    ("bias (notes header, Config kQkv)", "l_notes",
+     "Config<11, 8, 2, 2, 2, microattn::Bias::kQkv, microattn::OutDim{4}>", BIASES),
+    ("W_O width (notes header, Config without OutDim)", "l_notes",
+     "Config<11, 8, 2, 2, 2, microattn::Bias::kO>", OUT_DIM),
+    ("W_O width (notes header, OutDim 8)", "l_notes",
+     "Config<11, 8, 2, 2, 2, microattn::OutDim{8}, microattn::Bias::kO>", OUT_DIM),
+    ("W_O width (MHA header, OutDim 32)", "l_mha",
+     "Config<9, 64, 4, 4, 16, microattn::Bias::kYes, microattn::OutDim{32}>", OUT_DIM),
     ("d_model", "l_mha", "Config<9, 32, 4, 4, 16, microattn::Bias::kYes>",
      "the exported weights' d_model differs from the Config's d_model"),
     ("output projection", "l_gqa",
@@ -473,17 +621,14 @@ def setUpModule():
     with open(os.path.join(WORK, "fixtures.h"), "w") as f:
         f.write(ex.fixtures())
     RESULTS["cases"] = cases
-    fwd = [c for c in cases if c.forward is not None]
+    fwd = [c for c in cases if c.run is not None]
     for c in fwd:  # inputs in [-1, 1), and PyTorch's outputs for them
         c.module.eval()  # Transformer layers' self_attn has dropout 0.1 while training
-        x = torch.rand(c.T, c.shape[0]) * 2 - 1
+        x = torch.rand(c.T, c.shape.d_model) * 2 - 1
         x.numpy().astype("<f4").tofile(os.path.join(WORK, f"{c.name}.x"))
         with torch.no_grad():
-            c.y32 = c.forward(x).numpy().astype(np.float64)
-            m64 = copy.deepcopy(c.module).double()
-            f64 = mha_forward(attention_of(m64)) if isinstance(
-                attention_of(m64), torch.nn.MultiheadAttention) else m64
-            c.y64 = f64(x.double()).numpy()
+            c.y32 = c.run(c.module, x).numpy().astype(np.float64)
+            c.y64 = c.run(copy.deepcopy(c.module).double(), x.double()).numpy()
 
     # Every compile below, two at a time (the machine is shared).
     ccs = compilers(OPT.cc, ["gcc", "clang"])
@@ -534,33 +679,72 @@ class HeaderShape(unittest.TestCase):
     def test_macros_state_the_module_shape(self):
         for c in RESULTS["cases"]:
             with self.subTest(case=c.name):
-                D, H, K, dh, bias, lay = c.shape
+                s = c.shape
                 N = c.name.upper()
                 m = parse_macros(c.text)
-                self.assertEqual(m[f"{N}_D_MODEL"], str(D))
-                self.assertEqual(m[f"{N}_HEADS"], str(H))
-                self.assertEqual(m[f"{N}_KV_HEADS"], str(K))
-                self.assertEqual(m[f"{N}_D_HEAD"], str(dh))
-                self.assertEqual(m[f"{N}_HAS_BIAS"], str(int(bias)))
+                self.assertEqual(m[f"{N}_D_MODEL"], str(s.d_model))
+                self.assertEqual(m[f"{N}_HEADS"], str(s.heads))
+                self.assertEqual(m[f"{N}_KV_HEADS"], str(s.kv_heads))
+                self.assertEqual(m[f"{N}_D_HEAD"], str(s.d_head))
+                self.assertEqual(m[f"{N}_OUT_DIM"], str(s.out_dim))
+                for r in "QKVO":
+                    self.assertEqual(m[f"{N}_BIAS_{r}"], str(int(r.lower() in s.bias)), r)
+                self.assertNotIn(f"{N}_HAS_BIAS", m)
                 self.assertEqual(m[f"{N}_HAS_OUT_PROJ"], "1")
-                self.assertEqual(m[f"{N}_LAYOUT"], {"kOutIn": "1", "kPanel16": "2"}[lay])
-                self.assertEqual(m[f"{N}_LAYOUT_NAME"], f'"{lay}"')
-                self.assertIn(f"// Use with {c.cfg('T_max')[:-1]}, microattn::OutProj::kYes>",
-                              c.text)
+                self.assertEqual(m[f"{N}_LAYOUT"], {"kOutIn": "1", "kPanel16": "2"}[s.layout])
+                self.assertEqual(m[f"{N}_LAYOUT_NAME"], f'"{s.layout}"')
+                self.assertEqual(header_cfg(c.text), c.suggested_cfg())
                 self.assertIn(f"static inline microattn::Weights<Cfg> {c.name}_weights()", c.text)
+                self.assertNotIn("kHasBias", c.text)
+
+    def test_suggested_bias_spelling(self):
+        """kYes, kQkv and kNo by name; any other set as flags joined with |."""
+        spell = {(): "microattn::Bias::kNo", ("bq", "bk", "bv"): "microattn::Bias::kQkv",
+                 ("bq", "bk", "bv", "bo"): "microattn::Bias::kYes",
+                 ("bq", "bv", "bo"): "microattn::Bias::kQ | microattn::Bias::kV | "
+                                     "microattn::Bias::kO",
+                 ("bo",): "microattn::Bias::kO", ("bk",): "microattn::Bias::kK"}
+        for biases, want in spell.items():
+            self.assertEqual(ex.bias_expr(biases), want)
+        self.assertEqual(ex.bias_words(("bq", "bk", "bv")), "biases on Q, K and V (none on O)")
+        self.assertEqual(ex.bias_words(("bq", "bv", "bo")), "biases on Q, V and O (none on K)")
+        self.assertEqual(ex.bias_words(("bo",)), "biases on O (none on Q, K and V)")
+
+    def test_partial_biases_and_out_dim_are_described(self):
+        qwen = next(c for c in RESULTS["cases"] if c.name == "l_qwen2")
+        self.assertIn("biases on Q, K and V (none on O)", qwen.text)
+        self.assertIn("// Note: LLaMA-style layers usually apply RoPE", qwen.text)
+        self.assertNotRegex(qwen.text, r"static const float l_qwen2_bo\b")
+        wh = next(c for c in RESULTS["cases"] if c.name == "l_whisper")
+        self.assertIn("biases on Q, V and O (none on K)", wh.text)
+        self.assertIn("(q_proj/k_proj/v_proj/out_proj)", wh.text)
+        self.assertNotIn("RoPE", wh.text)  # Whisper has no rotary embedding
+        notes = next(c for c in RESULTS["cases"] if c.name == "l_notes")
+        self.assertIn("(W_query/W_key/W_value/out_proj)", notes.text)
+        self.assertIn("output projection to out_dim 4 (microattn::OutDim; not d_model)",
+                      notes.text)
+        self.assertIn("l_notes_wo [out_dim][H*d_head]", notes.text)
+        self.assertIn("l_notes_bo [out_dim].", notes.text)
+        self.assertIn("y has rows of L_NOTES_OUT_DIM = 4 floats, x of L_NOTES_D_MODEL = 8",
+                      notes.text)
+        self.assertIn("static_assert(sizeof(l_notes_bo) == sizeof(float) * L_NOTES_OUT_DIM",
+                      notes.text)
 
     def test_module_scale_and_non_causal_are_stated(self):
         """A module that scales scores itself (Hugging Face's `scaling`) gets NAME_SCALE and a
-        note to pass it to forward(); is_causal=False is pointed out."""
+        note to set it with attn.set_scale(); is_causal=False is pointed out."""
         m = llama_like.LlamaStyleAttention(32, 2, 2, 16)
         m.scaling, m.is_causal = 0.125, False
         text = ex.export_module(m, name="scaled")
         self.assertIn("#define SCALED_SCALE 0.125f", text)
-        self.assertIn("not 1/sqrt(d_head): pass it to forward(x, T, y, SCALED_SCALE)", text)
+        self.assertIn("not 1/sqrt(d_head): call attn.set_scale(SCALED_SCALE) once", text)
+        self.assertIn("call attn.set_scale(kScale) once before forward.", text)
+        self.assertNotIn("forward(x, T, y, SCALED_SCALE)", text)
         self.assertIn("is_causal=False", text)
         plain = ex.export_module(llama_like.LlamaStyleAttention(32, 2, 2, 16), name="plain")
         self.assertIn("#define PLAIN_SCALE 0.25f", plain)
         self.assertNotIn("not 1/sqrt(d_head)", plain)
+        self.assertNotIn("set_scale", plain)
 
     def test_transformer_layers_say_causal(self):
         for c in RESULTS["cases"]:
@@ -670,9 +854,10 @@ class Forward(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         for c in RESULTS["forward_cases"]:
             with self.subTest(case=c.name):
-                D, H, K, dh, _, _ = c.shape
+                D, H, dh = c.shape.d_model, c.shape.heads, c.shape.d_head
                 y = np.fromfile(os.path.join(WORK, f"{c.name}.y"), dtype="<f4").astype(np.float64)
-                y = y.reshape(c.T, D)
+                self.assertEqual(c.y64.shape, (c.T, c.shape.out_dim))
+                y = y.reshape(c.T, c.shape.out_dim)
                 n = D + dh + 2 * c.T + H * dh
                 tol = 4 * n * EPS * max(1.0, float(np.abs(c.y64).max()))
                 e64 = float(np.abs(y - c.y64).max())
@@ -803,26 +988,40 @@ class Refusals(unittest.TestCase):
         self.refused(["--module", self.file(d, "f64.pt")], "q_proj.weight[1, 2]",
                      "beyond float32's range")
 
-    def test_partly_present_biases(self):
-        qwen = llama_like.LlamaStyleAttention(32, 4, 2, 8, bias=True, o_bias=False)
-        self.refused(["--module", self.file(qwen, "qkv_bias.pt")], "no output bias",
-                     "all four projections")
-        self.refused(["--state-dict", self.file(qwen.state_dict(), "qkv_bias_sd.pt"),
-                      "--heads", "4"], "no output bias", "all four projections")
-        only_o = llama_like.LlamaStyleAttention(32, 4, 2, 8, bias=False, o_bias=True)
-        self.refused(["--module", self.file(only_o, "o_bias.pt")], "output bias but no query bias")
-        m = torch.nn.MultiheadAttention(32, 2)
-        m.out_proj.bias = None
-        self.refused(["--module", self.file(m, "mha_in_bias.pt")], "in_proj_bias",
-                     "all four projections")
-        self.refused(["--state-dict", self.file(m.state_dict(), "mha_in_bias_sd.pt"),
-                      "--heads", "2"], "in_proj_bias", "all four projections")
-
     def test_panel16_needs_multiples_of_16(self):
         gqa = self.file(llama_like.LlamaStyleAttention(48, 6, 2, 10), "gqa_p16.pt")
         self.refused(["--module", gqa, "--layout", "panel16"], "d_head 10", "panel16")
         m = self.file(llama_like.LlamaStyleAttention(40, 2, 2, 16), "dmodel_p16.pt")
         self.refused(["--module", m, "--layout", "panel16"], "d_model 40")
+        m = self.file(llama_like.LlamaStyleAttention(32, 2, 2, 16, out_dim=40), "odim_p16.pt")
+        self.refused(["--module", m, "--layout", "panel16"], "W_O width (OutDim) 40")
+
+    def test_output_projection_shapes(self):
+        """W_O may be of any width (OutDim), but must take H * d_head inputs; nn.MultiheadAttention
+        maps back to embed_dim; o_proj and out_proj together are ambiguous."""
+        m = torch.nn.MultiheadAttention(32, 2)
+        m.out_proj = torch.nn.Linear(32, 16)
+        self.refused(["--module", self.file(m, "mha_out16.pt")], "output weight", "[16, 32]",
+                     "[32, 32]")
+        m = llama_like.LlamaStyleAttention(32, 4, 2, 8)
+        m.o_proj = torch.nn.Linear(30, 32, bias=False)
+        self.refused(["--module", self.file(m, "o_in30.pt")], "output weight", "[32, 30]",
+                     "[32, 32]")
+        m = llama_like.LlamaStyleAttention(32, 4, 2, 8)
+        m.out_proj = torch.nn.Linear(32, 32)
+        self.refused(["--module", self.file(m, "o_and_out.pt")], "both o_proj and out_proj")
+        sd = llama_like.LlamaStyleAttention(32, 4, 2, 8).state_dict()
+        sd["out_proj.weight"] = sd["o_proj.weight"]
+        self.refused(["--state-dict", self.file(sd, "o_and_out_sd.pt"), "--heads", "4"],
+                     "both o_proj and out_proj")
+        notes = llama_like.TeachingNotesAttention(8, 4, 16, 0.0, 2)
+        del notes.W_value
+        self.refused(["--module", self.file(notes, "notes_no_v.pt")], "no v_proj or W_value")
+        sd = llama_like.TeachingNotesAttention(8, 4, 16, 0.0, 2).state_dict()
+        del sd["out_proj.weight"]
+        self.refused(["--state-dict", self.file(sd, "notes_no_out_sd.pt"), "--heads", "2"],
+                     "no 'o_proj.weight' or 'out_proj.weight'", "W_query.weight")
+
 
     def test_missing_keys_list_what_was_found(self):
         sd = llama_like.LlamaStyleAttention(48, 6, 2, 10).state_dict()
@@ -859,6 +1058,59 @@ class Refusals(unittest.TestCase):
         self.refused(["--module", os.path.join(self.d, "missing.pt")], "no such file")
         self.refused(["--module", self.file(torch.nn.MultiheadAttention(32, 2), "m2.pt"),
                       "--name", "2bad"], "not a C identifier")
+
+
+class PartialBiases(unittest.TestCase):
+    """Any subset of the four projections may have a bias (the exporter refused anything but all
+    or none before Bias became a flag set); the header states exactly the ones present."""
+
+    def check(self, argv, bias, out_dim=None):
+        rc, out, err = run_exporter(argv + ["--name", "pb"])
+        self.assertEqual((rc, err), (0, ""))
+        m = parse_macros(out)
+        self.assertEqual("".join(r.lower() for r in "QKVO" if m[f"PB_BIAS_{r}"] == "1"), bias)
+        self.assertEqual(sorted(n[4:] for n in parse_arrays(out) if n.startswith("pb_b")),
+                         sorted(bias))
+        if out_dim is not None:
+            self.assertEqual(m["PB_OUT_DIM"], str(out_dim))
+        return out
+
+    def test_every_subset_of_llama_style_biases(self):
+        torch.manual_seed(11)
+        d = os.path.join(WORK, "partial")
+        os.makedirs(d, exist_ok=True)
+        for i in range(16):
+            bias = "".join(r for j, r in enumerate("qkvo") if i >> j & 1)
+            with self.subTest(bias=bias):
+                m = llama_like.LlamaStyleAttention(16, 2, 1, 8, biases=bias)
+                path = os.path.join(d, f"b{i}.pt")
+                torch.save(m, path)
+                text = self.check(["--module", path], bias)
+                self.assertIn(f"// Use with microattn::Config<T_max, 16, 2, 1, 8, "
+                              f"{suggested_bias(bias)}, microattn::OutProj::kYes>", text)
+                torch.save(m.state_dict(), path)
+                self.check(["--state-dict", path, "--heads", "2"], bias)
+
+    def test_multihead_attention_bias_tensors_on_their_own(self):
+        d = os.path.join(WORK, "partial")
+        os.makedirs(d, exist_ok=True)
+        m = torch.nn.MultiheadAttention(32, 2)
+        m.out_proj.bias = None
+        path = os.path.join(d, "mha_in_bias.pt")
+        torch.save(m, path)
+        self.check(["--module", path], "qkv", 32)
+        torch.save(m.state_dict(), path)
+        self.check(["--state-dict", path, "--heads", "2"], "qkv", 32)
+
+    def test_out_dim_from_o_proj(self):
+        d = os.path.join(WORK, "partial")
+        os.makedirs(d, exist_ok=True)
+        m = llama_like.LlamaStyleAttention(16, 2, 2, 8, out_dim=24, biases="qkvo")
+        path = os.path.join(d, "odim.pt")
+        torch.save(m, path)
+        text = self.check(["--module", path], "qkvo", 24)
+        self.assertIn("microattn::Bias::kYes, microattn::OutProj::kYes, microattn::OutDim{24}>",
+                      text)
 
 
 class CommandLine(unittest.TestCase):
