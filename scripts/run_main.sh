@@ -4,9 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --peers
-build=build/host
+# Its own build tree: the test presets own build/<preset> (build/host has the tests on), so the
+# two README commands work in either order and each can be run twice.
+build=build/main
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMICROATTN_NATIVE=ON \
-      -DMICROATTN_BUILD_TESTS=OFF
+      -DMICROATTN_BUILD_TESTS=OFF -DMICROATTN_BUILD_BENCH=ON
 cmake --build "$build" --parallel
 echo "== demo"
 "$build/examples/microattn_demo"
