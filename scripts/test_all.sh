@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: set up (Debian packages incl. cross compilers and QEMU), then build and test the
-# host three ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan) and every
-# cross target under emulation (scripts/test_targets.sh). Each step is a CMake workflow preset
+# host four ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan, and -Ofast:
+# the numerics when a user builds with -ffast-math) and every cross target under emulation
+# (scripts/test_targets.sh). Each step is a CMake workflow preset
 # (CMakePresets.json), so `cmake --workflow --preset NAME` repeats one of them.
 # Usage: bash scripts/test_all.sh [--host-only]
 set -euo pipefail
@@ -14,7 +15,7 @@ export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$(nproc)}
 export CTEST_OUTPUT_ON_FAILURE=1
 
 failed=()
-for preset in host host-scalar host-asan; do
+for preset in host host-scalar host-asan host-ofast; do
   echo "=== $preset: cmake --workflow --preset $preset"
   start=$(date +%s)
   cmake --workflow --preset "$preset" || failed+=("$preset")

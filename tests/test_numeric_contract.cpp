@@ -40,7 +40,7 @@ bool nonfinite(float v) {
   std::memcpy(&u, &v, sizeof u);
   return (u & 0x7f800000u) == 0x7f800000u;
 }
-bool is_nan(float v) {
+[[maybe_unused]] bool is_nan(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, sizeof u);
   return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0;
@@ -108,9 +108,14 @@ TEST(NumericContract, LayerIsCausalBitForBit) {
           EXPECT_EQ(finite, 0u) << A::name() << " p=" << p << " poison kind " << kind;
         }
       }
-      // The first p + 1 tokens alone give the same rows.
+      // The first p + 1 tokens alone give the same rows. (Not under -ffast-math: there the
+      // compiler may order a short micro-tile's sums differently from a full one's, so a row's
+      // last bits may depend on how many rows its tile holds; no later token's value reaches it,
+      // which the poisoned runs above check under every flag.)
+#if !defined(__FAST_MATH__)
       ASSERT_EQ(layer.forward(x, p + 1, y1), Status::kOk);
       EXPECT_EQ(std::memcmp(y0, y1, (p + 1) * kOD * sizeof(float)), 0) << A::name() << " p=" << p;
+#endif
     }
   });
 }

@@ -77,6 +77,16 @@
 #define MICROATTN_GCC12_AVX512_WARNINGS_ON
 #endif
 
+/// GCC 12 for Cortex-M55 (MVE) vectorises f32_gemv_dot's two-accumulator scalar loop into
+/// `vld21.32 {q0, q1}, [r1], r2`, a writeback form MVE does not have: the assembler rejects the
+/// user's build (d_model 32 to 40, -O3). Functions marked with this are not loop-vectorised on
+/// that compiler and target only.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && defined(__ARM_FEATURE_MVE)
+#define MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE __attribute__((optimize("no-tree-loop-vectorize")))
+#else
+#define MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE
+#endif
+
 namespace microattn {
 
 /// Portable scalar kernels: what Cortex-M ships, and the float oracle SIMD kernels are

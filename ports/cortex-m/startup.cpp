@@ -5,6 +5,11 @@
 // static constructors (the tiny test runner registers its tests there), fetch the semihosting
 // command line, call main and hand its return value to semihosting exit.
 // We link with -nostartfiles: no crt0, no _init, no atexit, nothing that could allocate.
+//
+// MICROATTN_PORT_NO_CONSTRUCTORS: skip .preinit_array and .init_array, as many vendor SDK
+// start-ups do (C start-up code that never calls __libc_init_array). Static objects are then
+// only zero-filled (.bss) or constant-initialised (.data); the zero-init image
+// (zero_init.cpp) is built this way to prove the library needs nothing else.
 #include <cstddef>
 #include <cstdint>
 
@@ -67,8 +72,10 @@ void microattn_port_start() {
   // MemManage, BusFault, UsageFault get their own exceptions, so the report names the cause.
   reg(kScbShcsr) |= (1u << 16) | (1u << 17) | (1u << 18);
   (void)microattn::port::cycle_counter_works();  // enables DWT->CYCCNT
+#if !defined(MICROATTN_PORT_NO_CONSTRUCTORS)
   for (auto f = __preinit_array_start; f < __preinit_array_end; ++f) (*f)();
   for (auto f = __init_array_start; f < __init_array_end; ++f) (*f)();
+#endif
   char** argv = nullptr;
   const int argc = microattn_port_cmdline(&argv);
   microattn::port::exit(microattn_port_main(argc, argv));

@@ -13,14 +13,6 @@
 namespace microattn {
 namespace internal {
 
-/// True when v is neither infinite nor NaN, decided on its bits (an exponent field of all ones
-/// is inf or NaN), which no floating-point optimisation flag can fold away.
-inline bool finite_bits(float v) noexcept {
-  std::uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  return (u & 0x7f800000u) != 0x7f800000u;
-}
-
 /// A softmax scale the kernels can use: finite, and finite again once multiplied by log2(e)
 /// (the kernels fold scale * log2 e into Q; |scale| > FLT_MAX / log2 e would make it inf).
 inline bool scale_ok(float scale) noexcept {

@@ -9,18 +9,52 @@
 
 #include "microattn/arch.hpp"
 
+/// MICROATTN_ASSERT(cond): precondition of an inner kernel, checked in debug and sanitizer
+/// builds (!NDEBUG) and with MICROATTN_ENABLE_ASSERTS (whatever NDEBUG says), free otherwise.
+/// A failed check stops the program without the C library's assert: hosted, a message on stderr
+/// and abort(); on bare metal (Cortex-M, -ffreestanding, or MICROATTN_ASSERT_TRAP defined) a
+/// trap instruction (UDF: a HardFault/UsageFault whose pc is the failing kernel), because
+/// newlib's __assert_func prints with fiprintf, which links malloc and _sbrk into a Debug image.
+/// A project may define MICROATTN_ASSERT(cond) itself, identically in every translation unit,
+/// before including microattn (e.g. -D'MICROATTN_ASSERT(c)=configASSERT(c)').
+#if !defined(MICROATTN_ASSERT)
 #if defined(MICROATTN_ENABLE_ASSERTS) || !defined(NDEBUG)
-#include <cassert>
-/// Precondition of an inner kernel: checked in debug and sanitizer builds, free in release.
-#define MICROATTN_ASSERT(cond) assert(cond)
+#if (defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M') || \
+    (defined(__STDC_HOSTED__) && !__STDC_HOSTED__) || \
+    defined(MICROATTN_ASSERT_TRAP)
+#define MICROATTN_ASSERT(cond) ((cond) ? (void)0 : __builtin_trap())
+#else
+#include <cstdio>
+#include <cstdlib>
+namespace microattn {
+namespace internal {
+[[noreturn]] inline void assert_failed(const char* cond, const char* file, int line) noexcept {
+  std::fprintf(stderr, "%s:%d: microattn: assertion failed: %s\n", file, line, cond);
+  std::abort();
+}
+}  // namespace internal
+}  // namespace microattn
+#define MICROATTN_ASSERT(cond) \
+  ((cond) ? (void)0 : ::microattn::internal::assert_failed(#cond, __FILE__, __LINE__))
+#endif
 #else
 #define MICROATTN_ASSERT(cond) ((void)0)
+#endif
 #endif
 
 MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
 namespace microattn {
 namespace internal {
+
+/// True when v is neither infinite nor NaN, decided on its bits (an exponent field of all ones
+/// is inf or NaN), which no floating-point optimisation flag can fold away (-ffinite-math-only
+/// folds std::isfinite to true).
+inline bool finite_bits(float v) noexcept {
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return (u & 0x7f800000u) != 0x7f800000u;
+}
 
 constexpr std::size_t round_up(std::size_t n, std::size_t m) noexcept {
   return (n + m - 1) / m * m;

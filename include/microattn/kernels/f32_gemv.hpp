@@ -58,8 +58,10 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w,
 /// a time with two vector accumulators each (8 independent FMA chains, x loaded once for the
 /// four rows); four sequential streams. bias: N floats or null. y must not overlap x or W.
 template <class Arch>
-void f32_gemv_dot(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldw,
-                  const float* bias, float* y) noexcept {
+MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size_t K,
+                                                        const float* x, const float* w,
+                                                        std::size_t ldw, const float* bias,
+                                                        float* y) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;

@@ -49,10 +49,11 @@ struct RopeTable {
   float sin[kTMax * kHalf];
 };
 
-/// True when (base, rotary_dims) is a valid rotation for heads of d_head floats
+/// True when (base, rotary_dims) is a valid rotation for heads of d_head floats (finiteness from
+/// the bits: a check -ffast-math cannot remove)
 /// (rotary_dims already resolved: 0 is not accepted here).
 inline bool rope_args_valid(float base, std::size_t rotary_dims, std::size_t d_head) noexcept {
-  return std::isfinite(base) && base > 0.0f && rotary_dims >= 2 && rotary_dims % 2 == 0 &&
+  return internal::finite_bits(base) && base > 0.0f && rotary_dims >= 2 && rotary_dims % 2 == 0 &&
          rotary_dims <= d_head;
 }
 
