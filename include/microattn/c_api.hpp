@@ -1,0 +1,421 @@
+// microattn: the C interface, C++ side. Configurations are compile-time, so a C program gets
+// one set of extern "C" functions per layer: one macro line in a C++ file of the project
+// defines them, and a C header generated for the target declares them with the layer's storage
+// struct (whose size and alignment C must know at compile time).
+//
+//   1. Generate the C header (and, optionally, the one-line C++ file) for the TARGET: the tool
+//      compiles a probe with the target's compiler and flags and reads sizeof / alignof of the
+//      C++ object from the object file (nothing is run):
+//        python3 tools/microattn_c.py --name mylayer --kind layer
+//            --config "64, 64, 4, 2, 16, microattn::Bias::kYes"
+//            --cxx arm-none-eabi-g++
+//            --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+//            --out mylayer.h --cpp-out mylayer.cpp          (one command line)
+//      --kind layer | kv | core (MultiHeadAttention, KvAttention, ScaledDotProductAttention);
+//      --chunk N sets a KV layer's prefill chunk. Pass every flag that changes the kernels'
+//      arch (-march, -mcpu, -mfpu, -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest.
+//   2. Compile the C++ file with that compiler and those flags, linked with microattn:
+//        #include "mylayer.h"
+//        #include "microattn/c_api.hpp"
+//        MICROATTN_C_LAYER(mylayer, microattn::Config<64, 64, 4, 2, 16, microattn::Bias::kYes>);
+//      Other kinds: MICROATTN_C_KV_LAYER(NAME, Config), MICROATTN_C_KV_LAYER_CHUNKED(NAME, chunk,
+//      Config), MICROATTN_C_CORE(NAME, Config) (--cpp-out writes the right line). A header
+//      generated for another configuration, arch or compiler does not compile here: a static_assert
+//      names the layer, and StorageCheck<microattn_c_NAME::Layer, ...> in the instantiation shows
+//      the sizes. Define MICROATTN_C_ALLOW_LARGER_STORAGE before this include to accept a storage
+//      struct larger than needed (e.g. one hand-written header shared by two targets).
+//   3. From C:
+//        #include "mylayer.h"
+//        static mylayer g_layer;  // or __attribute__((section(".sram2"))), or on the stack
+//        microattn_status s = mylayer_set_weights(&g_layer, &weights);
+//        if (s == MICROATTN_OK) s = mylayer_forward(&g_layer, x, tokens, y);
+//
+// The object: `typedef struct mylayer { MICROATTN_ALIGNAS(A) unsigned char opaque[N]; } mylayer;`
+// with MYLAYER_BYTES == N == sizeof and MYLAYER_ALIGN == A == alignof of the C++ object, which
+// the functions use in place. All-zero bytes are a ready object (default scale, RoPE off, empty
+// cache, no weights), so a static in .bss needs no init call and no C++ constructor;
+// mylayer_init() zeroes one on the stack or for reuse. An object that is not aligned to
+// MYLAYER_ALIGN (e.g. from malloc on a target with 64-byte SIMD alignment) gets
+// MICROATTN_BAD_ARGUMENT from every function.
+//
+// Functions the macros define (all extern "C"; obj NULL -> MICROATTN_NULL_POINTER; statuses
+// and rules as the C++ methods of the same name, README "Status codes" and "Buffer overlap"):
+//   every kind   void NAME_init(NAME* obj);
+//                microattn_status NAME_set_scale(NAME* obj, float scale);
+//                float NAME_scale(const NAME* obj);                  (0 for a NULL obj)
+//   layer, kv    microattn_status NAME_set_weights(NAME* obj, const microattn_weights* w);
+//                microattn_status NAME_set_rope(NAME* obj, const microattn_rope* rope);
+//                microattn_rope NAME_rope(const NAME* obj);          (off for a NULL obj)
+//   layer        microattn_status NAME_forward(NAME* obj, const float* x, size_t T, float* y);
+//   kv           microattn_status NAME_prefill(NAME* obj, const float* x, size_t T, float* y);
+//                microattn_status NAME_decode(NAME* obj, const float* x, float* y);
+//                microattn_status NAME_truncate(NAME* obj, size_t length);
+//                microattn_status NAME_reset(NAME* obj);
+//                size_t NAME_length(const NAME* obj);                (0 for a NULL obj)
+//                microattn_status NAME_export_cache(const NAME* obj, size_t first, size_t n,
+//                    float* k, float* v, microattn_cache_slice* info);
+//                microattn_status NAME_import_cache(NAME* obj, const microattn_cache_slice* info,
+//                    const float* k, const float* v);
+//   core         microattn_status NAME_forward(NAME* obj, const float* q, size_t ldq,
+//                    const float* k, size_t ldk, const float* v, size_t ldv, size_t T,
+//                    float* out, size_t ldo);
+//
+// Use each macro at namespace scope, once per layer in the whole program (the functions have
+// external linkage).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "microattn/attention.hpp"
+#include "microattn/config.hpp"
+#include "microattn/kv_cache.hpp"
+#include "microattn/microattn.h"
+#include "microattn/status.hpp"
+#include "microattn/weights.hpp"
+
+namespace microattn {
+namespace c_api {
+
+/// The C++ object behind each kind of C layer (the macros and tools/microattn_c.py use these).
+template <class Cfg>
+using Layer = MultiHeadAttention<Cfg>;
+template <class Cfg, std::size_t kPrefillChunk = Cfg::kTMax>
+using KvLayer = KvAttention<Cfg, DefaultArch, kPrefillChunk>;
+template <class Cfg>
+using Core = ScaledDotProductAttention<Cfg>;
+
+/// The object of each kind (kChunk: a KV layer's prefill chunk, unused by the others).
+enum class Kind { kLayer, kKv, kCore };
+template <Kind kKind, class Cfg, std::size_t kChunk>
+struct ObjectOf;
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kLayer, Cfg, kChunk> {
+  using type = Layer<Cfg>;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kKv, Cfg, kChunk> {
+  using type = KvLayer<Cfg, kChunk>;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kCore, Cfg, kChunk> {
+  using type = Core<Cfg>;
+};
+
+/// Compile-time comparison of a C storage struct with the C++ object; instantiated by the
+/// macros so that a mismatch shows the layer (a tag type in its namespace) and the four numbers
+/// in the compiler's instantiation context.
+template <class LayerTag, std::size_t kObjectBytes, std::size_t kObjectAlign,
+          std::size_t kHeaderBytes, std::size_t kHeaderAlign>
+struct StorageCheck {
+#if defined(MICROATTN_C_ALLOW_LARGER_STORAGE)
+  static constexpr bool kFits = kHeaderBytes >= kObjectBytes && kHeaderAlign % kObjectAlign == 0;
+#else
+  static constexpr bool kFits = kHeaderBytes == kObjectBytes && kHeaderAlign == kObjectAlign;
+#endif
+  static_assert(
+      kFits,
+      "microattn C API: a layer's C header gives a storage size / alignment "
+      "(StorageCheck<layer, object bytes, object align, header bytes, header align>) that "
+      "differs from this target's C++ object: regenerate it with tools/microattn_c.py "
+      "and this compiler and flags");
+};
+
+constexpr microattn_status to_c(Status s) noexcept {
+  return static_cast<microattn_status>(static_cast<int>(s));
+}
+
+/// The C++ object in a C storage struct: kOk, kNullPointer (storage is null) or kBadArgument
+/// (storage is not aligned for Object). The storage is used as the object itself: every
+/// object of the library is valid from all-zero bytes, with nothing to construct or destroy.
+template <class Object, class Storage>
+Status object_of(Storage* storage, Object** out) noexcept {
+  static_assert(std::is_trivially_destructible<Object>::value,
+                "microattn C API: the object must need no destructor");
+  if (storage == nullptr) return Status::kNullPointer;
+  std::uintptr_t address = reinterpret_cast<std::uintptr_t>(storage);
+#if defined(__GNUC__)
+  // Storage's type promises its alignment, so a compiler may fold the test below to false:
+  // the caller's pointer can still be misaligned (malloc, a cast, a packed struct).
+  __asm__("" : "+r"(address));
+#endif
+  if (address % alignof(Object) != 0) return Status::kBadArgument;
+  *out = reinterpret_cast<Object*>(storage);
+  return Status::kOk;
+}
+
+/// A C weight view as the C++ one. A layout that is not a MICROATTN_LAYOUT_* value becomes
+/// one that Weights::check() refuses (kBadArgument), after its null-pointer check, as in C++.
+template <class Cfg>
+Weights<Cfg> weights_from_c(const microattn_weights& w) noexcept {
+  const WeightLayout layout =
+      (w.layout >= MICROATTN_LAYOUT_IN_OUT && w.layout <= MICROATTN_LAYOUT_PANEL16)
+          ? static_cast<WeightLayout>(w.layout)
+          : static_cast<WeightLayout>(0xff);
+  return Weights<Cfg>(layout, w.w_q, w.w_k, w.w_v, w.w_o, w.b_q, w.b_k, w.b_v, w.b_o);
+}
+
+/// A C RoPE setting as the C++ one (an unknown pairing becomes one set_rope() refuses).
+inline RopeConfig rope_from_c(const microattn_rope& r) noexcept {
+  RopeConfig c;
+  c.enabled = r.enabled != 0;
+  c.base = r.base;
+  c.pairing = r.pairing == MICROATTN_ROPE_ADJACENT     ? RopePairing::kAdjacent
+              : r.pairing == MICROATTN_ROPE_HALF_SPLIT ? RopePairing::kHalfSplit
+                                                       : static_cast<RopePairing>(0xff);
+  c.rotary_dims = r.rotary_dims;
+  c.start_position = r.start_position;
+  return c;
+}
+
+inline microattn_rope rope_to_c(const RopeConfig& c) noexcept {
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  r.enabled = c.enabled ? 1 : 0;
+  r.base = c.base;
+  r.pairing =
+      c.pairing == RopePairing::kAdjacent ? MICROATTN_ROPE_ADJACENT : MICROATTN_ROPE_HALF_SPLIT;
+  r.rotary_dims = c.rotary_dims;
+  r.start_position = c.start_position;
+  return r;
+}
+
+inline CacheSlice slice_from_c(const microattn_cache_slice& s) noexcept {
+  CacheSlice c;
+  c.first = s.first;
+  c.tokens = s.tokens;
+  c.kv_heads = s.kv_heads;
+  c.d_head = s.d_head;
+  c.rope = rope_from_c(s.rope);
+  return c;
+}
+
+inline microattn_cache_slice slice_to_c(const CacheSlice& c) noexcept {
+  microattn_cache_slice s;
+  s.first = c.first;
+  s.tokens = c.tokens;
+  s.kv_heads = c.kv_heads;
+  s.d_head = c.d_head;
+  s.rope = rope_to_c(c.rope);
+  return s;
+}
+
+// The operations behind the macros' functions: one template each.
+
+template <class Storage>
+void init(Storage* storage) noexcept {
+  if (storage != nullptr) std::memset(static_cast<void*>(storage), 0, sizeof(Storage));
+}
+
+template <class Object, class Storage>
+microattn_status set_scale(Storage* storage, float scale) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->set_scale(scale));
+}
+
+template <class Object, class Storage>
+float scale(const Storage* storage) noexcept {
+  const Object* o = nullptr;
+  return object_of(storage, &o) == Status::kOk ? o->scale() : 0.0f;
+}
+
+template <class Object, class Cfg, class Storage>
+microattn_status set_weights(Storage* storage, const microattn_weights* w) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (w == nullptr) return MICROATTN_NULL_POINTER;
+  return to_c(o->set_weights(weights_from_c<Cfg>(*w)));
+}
+
+template <class Object, class Storage>
+microattn_status forward(Storage* storage, const float* x, std::size_t T, float* y) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->forward(x, T, y));
+}
+
+template <class Object, class Storage>
+microattn_status core_forward(Storage* storage, const float* q, std::size_t ldq, const float* k,
+                              std::size_t ldk, const float* v, std::size_t ldv, std::size_t T,
+                              float* out, std::size_t ldo) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->forward(q, ldq, k, ldk, v, ldv, T, out, ldo));
+}
+
+template <class Object, class Storage>
+microattn_status prefill(Storage* storage, const float* x, std::size_t T, float* y) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->prefill(x, T, y));
+}
+
+template <class Object, class Storage>
+microattn_status decode(Storage* storage, const float* x, float* y) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->decode(x, y));
+}
+
+template <class Object, class Storage>
+microattn_status truncate(Storage* storage, std::size_t length) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->truncate(length));
+}
+
+template <class Object, class Storage>
+microattn_status reset(Storage* storage) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s == Status::kOk) o->reset();
+  return to_c(s);
+}
+
+template <class Object, class Storage>
+std::size_t length(const Storage* storage) noexcept {
+  const Object* o = nullptr;
+  return object_of(storage, &o) == Status::kOk ? o->length() : 0;
+}
+
+template <class Object, class Storage>
+microattn_status set_rope(Storage* storage, const microattn_rope* rope) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (rope == nullptr) return MICROATTN_NULL_POINTER;
+  return to_c(o->set_rope(rope_from_c(*rope)));
+}
+
+template <class Object, class Storage>
+microattn_rope rope(const Storage* storage) noexcept {
+  const Object* o = nullptr;
+  return rope_to_c(object_of(storage, &o) == Status::kOk ? o->rope() : RopeConfig{});
+}
+
+template <class Object, class Storage>
+microattn_status export_cache(const Storage* storage, std::size_t first, std::size_t n, float* k,
+                              float* v, microattn_cache_slice* info) noexcept {
+  const Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (info == nullptr) return MICROATTN_NULL_POINTER;
+  CacheSlice c;
+  const Status e = o->export_cache(first, n, k, v, &c);
+  if (e == Status::kOk) *info = slice_to_c(c);
+  return to_c(e);
+}
+
+template <class Object, class Storage>
+microattn_status import_cache(Storage* storage, const microattn_cache_slice* info, const float* k,
+                              const float* v) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (info == nullptr) return MICROATTN_NULL_POINTER;
+  return to_c(o->import_cache(slice_from_c(*info), k, v));
+}
+
+}  // namespace c_api
+}  // namespace microattn
+
+// ------------------------------------------------------------------------------ the macros
+// The configuration comes last and may contain commas (Config<64, 64, 4, 2, 16, ...>). Each
+// line ends with a semicolon: MICROATTN_C_LAYER(mylayer, Cfg);
+
+/// MultiHeadAttention<Config>: NAME_init, NAME_set_weights, NAME_set_scale, NAME_scale,
+/// NAME_set_rope, NAME_rope, NAME_forward.
+#define MICROATTN_C_LAYER(name, ...)                                                          \
+  MICROATTN_C_OBJECT_(name, kLayer, 0, __VA_ARGS__)                                           \
+  MICROATTN_C_WEIGHTS_ROPE_(name)                                                             \
+  extern "C" microattn_status name##_forward(name* obj, const float* x, size_t T, float* y) { \
+    return ::microattn::c_api::forward<microattn_c_##name::Object>(obj, x, T, y);             \
+  }                                                                                           \
+  static_assert(true, "")
+
+/// KvAttention<Config> (prefill chunk T_max): NAME_init, NAME_set_weights, NAME_set_scale,
+/// NAME_scale, NAME_set_rope, NAME_rope, NAME_prefill, NAME_decode, NAME_truncate, NAME_reset,
+/// NAME_length, NAME_export_cache, NAME_import_cache.
+#define MICROATTN_C_KV_LAYER(name, ...) MICROATTN_C_KV_LAYER_CHUNKED(name, Cfg::kTMax, __VA_ARGS__)
+
+/// KvAttention<Config> whose prefill runs `chunk` tokens at a time (1 .. T_max; less RAM for
+/// a smaller chunk, same results). `chunk` may name the configuration as Cfg (Cfg::kTMax / 4).
+#define MICROATTN_C_KV_LAYER_CHUNKED(name, chunk, ...)                                            \
+  MICROATTN_C_OBJECT_(name, kKv, chunk, __VA_ARGS__)                                              \
+  MICROATTN_C_WEIGHTS_ROPE_(name)                                                                 \
+  extern "C" microattn_status name##_prefill(name* obj, const float* x, size_t T, float* y) {     \
+    return ::microattn::c_api::prefill<microattn_c_##name::Object>(obj, x, T, y);                 \
+  }                                                                                               \
+  extern "C" microattn_status name##_decode(name* obj, const float* x, float* y) {                \
+    return ::microattn::c_api::decode<microattn_c_##name::Object>(obj, x, y);                     \
+  }                                                                                               \
+  extern "C" microattn_status name##_truncate(name* obj, size_t length) {                         \
+    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length);                 \
+  }                                                                                               \
+  extern "C" microattn_status name##_reset(name* obj) {                                           \
+    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);                            \
+  }                                                                                               \
+  extern "C" size_t name##_length(const name* obj) {                                              \
+    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                           \
+  }                                                                                               \
+  extern "C" microattn_status name##_export_cache(                                                \
+      const name* obj, size_t first, size_t n, float* k, float* v, microattn_cache_slice* info) { \
+    return ::microattn::c_api::export_cache<microattn_c_##name::Object>(obj, first, n, k, v,      \
+                                                                        info);                    \
+  }                                                                                               \
+  extern "C" microattn_status name##_import_cache(name* obj, const microattn_cache_slice* info,   \
+                                                  const float* k, const float* v) {               \
+    return ::microattn::c_api::import_cache<microattn_c_##name::Object>(obj, info, k, v);         \
+  }                                                                                               \
+  static_assert(true, "")
+
+/// ScaledDotProductAttention<Config>: NAME_init, NAME_set_scale, NAME_scale, NAME_forward
+/// (q, ldq, k, ldk, v, ldv, T, out, ldo).
+#define MICROATTN_C_CORE(name, ...)                                                             \
+  MICROATTN_C_OBJECT_(name, kCore, 0, __VA_ARGS__)                                              \
+  extern "C" microattn_status name##_forward(name* obj, const float* q, size_t ldq,             \
+                                             const float* k, size_t ldk, const float* v,        \
+                                             size_t ldv, size_t T, float* out, size_t ldo) {    \
+    return ::microattn::c_api::core_forward<microattn_c_##name::Object>(obj, q, ldq, k, ldk, v, \
+                                                                        ldv, T, out, ldo);      \
+  }                                                                                             \
+  static_assert(true, "")
+
+// Internal: the configuration and object type (microattn_c_NAME::Cfg and ::Object, usable from
+// the project's C++ code), the storage check, and the functions every kind has.
+#define MICROATTN_C_OBJECT_(name, kind, chunk, ...)                                           \
+  namespace microattn_c_##name {                                                              \
+    using Cfg = __VA_ARGS__;                                                                  \
+    using Object =                                                                            \
+        ::microattn::c_api::ObjectOf<::microattn::c_api::Kind::kind, Cfg, (chunk)>::type;     \
+    struct Layer;                                                                             \
+  }                                                                                           \
+  static_assert(::microattn::c_api::StorageCheck<                                             \
+                    microattn_c_##name::Layer, sizeof(microattn_c_##name::Object),            \
+                    alignof(microattn_c_##name::Object), sizeof(name), alignof(name)>::kFits, \
+                "microattn C API, layer '" #name                                              \
+                "': the storage struct of its C header "                                      \
+                "does not match this target's object (regenerate the header with "            \
+                "tools/microattn_c.py and this compiler and flags)");                         \
+  extern "C" void name##_init(name* obj) { ::microattn::c_api::init(obj); }                   \
+  extern "C" microattn_status name##_set_scale(name* obj, float scale) {                      \
+    return ::microattn::c_api::set_scale<microattn_c_##name::Object>(obj, scale);             \
+  }                                                                                           \
+  extern "C" float name##_scale(const name* obj) {                                            \
+    return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                        \
+  }
+
+#define MICROATTN_C_WEIGHTS_ROPE_(name)                                                          \
+  extern "C" microattn_status name##_set_weights(name* obj, const microattn_weights* w) {        \
+    return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>( \
+        obj, w);                                                                                 \
+  }                                                                                              \
+  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) {           \
+    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);                  \
+  }                                                                                              \
+  extern "C" microattn_rope name##_rope(const name* obj) {                                       \
+    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                            \
+  }

@@ -1,0 +1,131 @@
+/* microattn: the C interface (C11, or C99 with GNU attributes; also valid C++).
+ *
+ * Configurations are compile-time, so a C program gets one set of functions per layer, each
+ * defined by one macro line in a C++ file of the project and declared by a header generated
+ * for the target (tools/microattn_c.py; details in microattn/c_api.hpp):
+ *
+ *   python3 tools/microattn_c.py --name mylayer --kind layer --config "64, 64, 4, 2, 16"
+ *       --cxx arm-none-eabi-g++
+ *       --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+ *       --out mylayer.h --cpp-out mylayer.cpp             (one command line)
+ *
+ *   mylayer.cpp (C++17, the same compiler and flags):
+ *     #include "mylayer.h"
+ *     #include "microattn/c_api.hpp"
+ *     MICROATTN_C_LAYER(mylayer, microattn::Config<64, 64, 4, 2, 16>);
+ *
+ *   C:  static mylayer g_layer;   (all-zero bytes are a ready object: no init call needed)
+ *       microattn_status s = mylayer_forward(&g_layer, x, tokens, y);
+ *
+ * Every function that can fail returns a microattn_status; on anything but MICROATTN_OK
+ * nothing was written (outputs, cache and object are exactly as before). No function allocates, and the
+ * library keeps no state outside the objects.
+ */
+#ifndef MICROATTN_MICROATTN_H
+#define MICROATTN_MICROATTN_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Alignment of a layer's storage struct (used by the generated headers). */
+#if defined(__cplusplus)
+#define MICROATTN_ALIGNAS(a) alignas(a)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define MICROATTN_ALIGNAS(a) _Alignas(a)
+#elif defined(__GNUC__)
+#define MICROATTN_ALIGNAS(a) __attribute__((aligned(a)))
+#else
+#error "microattn.h: needs C11 (_Alignas) or a GNU-compatible compiler"
+#endif
+
+/* Result of every function. Same values as the C++ microattn::Status (lib/c_api.cpp checks). */
+typedef enum microattn_status {
+  MICROATTN_OK = 0,
+  MICROATTN_NULL_POINTER = 1,    /* a required pointer (object, input, output, weight) is NULL */
+  MICROATTN_BAD_TOKEN_COUNT = 2, /* token count is 0 or larger than T_max */
+  MICROATTN_OVERLAP = 3,         /* an output overlaps an input or a weight array it must not */
+  MICROATTN_BAD_SCALE = 4,       /* scale not finite, or |scale| > FLT_MAX / log2(e) */
+  MICROATTN_BAD_STRIDE = 5,      /* a row stride below the row width, or its span overflows */
+  MICROATTN_CACHE_FULL = 6,      /* appending would exceed the KV cache's T_max tokens */
+  MICROATTN_BAD_ARGUMENT = 7,    /* anything else out of range (also: a misaligned object) */
+  /* Never returned: makes the enum int-sized under -fshort-enums too, and every non-negative
+   * int a value of the type (microattn_status_string() answers "unknown status" for one). */
+  MICROATTN_STATUS_FORCE_INT_ = 0x7fffffff
+} microattn_status;
+
+/* Short, stable name of a status ("ok", "null pointer", ...): the C++ microattn::to_string.
+ * Never NULL; "unknown status" for a value that is not a status. */
+const char* microattn_status_string(microattn_status s);
+
+/* How the weight matrices are stored (microattn::WeightLayout). The layout has no default:
+ * a wrong one computes a wrong layer with no error to show for it.
+ *   IN_OUT   [in][out]: Q = x * W_q as the math is written
+ *   OUT_IN   [out][in]: PyTorch's nn.Linear.weight (export a state_dict as it is)
+ *   PANEL16  [out/16][in][16]: the fastest; needs d_head and W_O's width multiples of 16 */
+enum {
+  MICROATTN_LAYOUT_IN_OUT = 0,
+  MICROATTN_LAYOUT_OUT_IN = 1,
+  MICROATTN_LAYOUT_PANEL16 = 2
+};
+
+/* The weights of one layer: views over the caller's arrays (never copied; may be in flash).
+ * Shapes in floats, QD = H * d_head, KD = H_kv * d_head, OD = the layer's output width:
+ *   field  IN_OUT          OUT_IN          needed when
+ *   w_q    [d_model][QD]   [QD][d_model]   always
+ *   w_k    [d_model][KD]   [KD][d_model]   always
+ *   w_v    [d_model][KD]   [KD][d_model]   always
+ *   w_o    [QD][OD]        [OD][QD]        the layer has W_O (<NAME>_HAS_OUT_PROJ)
+ *   b_q, b_k, b_v, b_o: [QD], [KD], [KD], [OD], when the layer has that bias (<NAME>_BIAS_*).
+ * Pointers the layer does not use are ignored and may be NULL. Zero-initialise the struct and
+ * set the fields (designated initialisers do both). */
+typedef struct microattn_weights {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const float* w_q;
+  const float* w_k;
+  const float* w_v;
+  const float* w_o;
+  const float* b_q;
+  const float* b_k;
+  const float* b_v;
+  const float* b_o;
+} microattn_weights;
+
+/* RoPE pairing (microattn::RopePairing): which dimensions of a head rotate together.
+ *   ADJACENT    pair i = (2i, 2i + 1): the original LLaMA code, GPT-J
+ *   HALF_SPLIT  pair i = (i, i + rotary_dims / 2): Hugging Face rotate_half, GPT-NeoX */
+enum {
+  MICROATTN_ROPE_ADJACENT = 0,
+  MICROATTN_ROPE_HALF_SPLIT = 1
+};
+
+/* Rotary embeddings (microattn::RopeConfig), for a layer whose Config has
+ * microattn::Rope::kYes (<NAME>_HAS_ROPE; without it only a disabled RoPE is accepted).
+ * MICROATTN_ROPE_DEFAULTS are the C++ defaults: off; base 10000, HALF_SPLIT, all of d_head,
+ * start position 0 when enabled. */
+typedef struct microattn_rope {
+  int enabled;           /* 0: no RoPE */
+  float base;            /* frequency base, finite and > 0 (10000 in LLaMA 1/2, 500000 in 3) */
+  int pairing;           /* MICROATTN_ROPE_* */
+  size_t rotary_dims;    /* leading dimensions rotated, even and <= d_head; 0 = d_head */
+  size_t start_position; /* position of the first token (token i rotates at start + i) */
+} microattn_rope;
+#define MICROATTN_ROPE_DEFAULTS {0, 10000.0f, MICROATTN_ROPE_HALF_SPLIT, 0, 0}
+
+/* What a KV layer's export_cache wrote (microattn::CacheSlice): which cached tokens, of what
+ * shape, rotated how; import_cache accepts it only where it means the same thing. */
+typedef struct microattn_cache_slice {
+  size_t first;        /* cache position of the first token */
+  size_t tokens;       /* tokens in the slice */
+  size_t kv_heads;     /* H_kv of the layer it came from */
+  size_t d_head;       /* d_head of the layer it came from */
+  microattn_rope rope; /* the RoPE its keys were rotated with (enabled == 0: none) */
+} microattn_cache_slice;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MICROATTN_MICROATTN_H */

@@ -1,0 +1,51 @@
+// microattn: the C interface's compiled part (the per-layer functions are defined by the
+// macros of microattn/c_api.hpp in the user's C++ file). Proves here, at compile time, that
+// the C constants are the C++ enumerators' values.
+#include "microattn/kernels/f32_rope.hpp"
+#include "microattn/microattn.h"
+#include "microattn/status.hpp"
+#include "microattn/weights.hpp"
+
+namespace {
+
+using microattn::Status;
+constexpr bool same(int c, Status s) { return c == static_cast<int>(s); }
+static_assert(same(MICROATTN_OK, Status::kOk), "MICROATTN_OK != Status::kOk");
+static_assert(same(MICROATTN_NULL_POINTER, Status::kNullPointer),
+              "MICROATTN_NULL_POINTER != Status::kNullPointer");
+static_assert(same(MICROATTN_BAD_TOKEN_COUNT, Status::kBadTokenCount),
+              "MICROATTN_BAD_TOKEN_COUNT != Status::kBadTokenCount");
+static_assert(same(MICROATTN_OVERLAP, Status::kOverlap), "MICROATTN_OVERLAP != Status::kOverlap");
+static_assert(same(MICROATTN_BAD_SCALE, Status::kBadScale),
+              "MICROATTN_BAD_SCALE != Status::kBadScale");
+static_assert(same(MICROATTN_BAD_STRIDE, Status::kBadStride),
+              "MICROATTN_BAD_STRIDE != Status::kBadStride");
+static_assert(same(MICROATTN_CACHE_FULL, Status::kCacheFull),
+              "MICROATTN_CACHE_FULL != Status::kCacheFull");
+static_assert(same(MICROATTN_BAD_ARGUMENT, Status::kBadArgument),
+              "MICROATTN_BAD_ARGUMENT != Status::kBadArgument");
+// The last status: a new C++ status needs its C constant (and this line moved).
+static_assert(static_cast<int>(Status::kBadArgument) == 7, "a new Status needs a C constant");
+
+using microattn::WeightLayout;
+static_assert(MICROATTN_LAYOUT_IN_OUT == static_cast<int>(WeightLayout::kInOut),
+              "MICROATTN_LAYOUT_IN_OUT != WeightLayout::kInOut");
+static_assert(MICROATTN_LAYOUT_OUT_IN == static_cast<int>(WeightLayout::kOutIn),
+              "MICROATTN_LAYOUT_OUT_IN != WeightLayout::kOutIn");
+static_assert(MICROATTN_LAYOUT_PANEL16 == static_cast<int>(WeightLayout::kPanel16),
+              "MICROATTN_LAYOUT_PANEL16 != WeightLayout::kPanel16");
+
+using microattn::RopePairing;
+static_assert(MICROATTN_ROPE_ADJACENT == static_cast<int>(RopePairing::kAdjacent),
+              "MICROATTN_ROPE_ADJACENT != RopePairing::kAdjacent");
+static_assert(MICROATTN_ROPE_HALF_SPLIT == static_cast<int>(RopePairing::kHalfSplit),
+              "MICROATTN_ROPE_HALF_SPLIT != RopePairing::kHalfSplit");
+
+}  // namespace
+
+extern "C" const char* microattn_status_string(microattn_status s) {
+  // Range first: the C++ enum is 8 bits wide, and 256 must not read as kOk.
+  const int v = static_cast<int>(s);
+  if (v < MICROATTN_OK || v > MICROATTN_BAD_ARGUMENT) return "unknown status";
+  return microattn::to_string(static_cast<Status>(v));
+}

@@ -1,0 +1,176 @@
+// The C test's C++ side: the layers the C tests use, each defined by one MICROATTN_C_* line as a
+// user's project would (their headers are generated at build time by tools/microattn_c.py for
+// this build's compiler and flags), and the reference functions of c_api_reference.h, which run
+// the same operations through the C++ API on separate C++ objects. The references build their
+// C++ arguments directly from the raw values (not through microattn/c_api.hpp), so the C path's
+// conversions are checked against an independent one.
+#include <cstddef>
+#include <cstring>
+
+#include "c_api_reference.h"
+#include "ccore.h"
+#include "ckv.h"
+#include "ckv5.h"
+#include "cmha.h"
+#include "cmha_p.h"
+#include "microattn/c_api.hpp"
+#include "microattn/microattn.hpp"
+
+using MhaCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Bias::kYes>;
+using PanelCfg = microattn::Config<20, 32, 2, 1, 16, microattn::Rope::kYes>;
+using KvCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Rope::kYes>;
+using CoreCfg = microattn::Config<24, 32, 4, 2, 8>;
+
+MICROATTN_C_LAYER(cmha, MhaCfg);
+MICROATTN_C_LAYER(cmha_p, microattn::Config<20, 32, 2, 1, 16, microattn::Rope::kYes>);
+MICROATTN_C_KV_LAYER(ckv, KvCfg);
+MICROATTN_C_KV_LAYER_CHUNKED(ckv5, 5, KvCfg);
+MICROATTN_C_CORE(ccore, CoreCfg);
+
+static_assert(std::is_same<microattn_c_cmha::Object, microattn::MultiHeadAttention<MhaCfg>>::value,
+              "cmha is a MultiHeadAttention");
+static_assert(std::is_same<microattn_c_ckv5::Object,
+                           microattn::KvAttention<KvCfg, microattn::DefaultArch, 5>>::value,
+              "ckv5 is a KvAttention with prefill chunk 5");
+static_assert(std::is_same<microattn_c_ckv::Object,
+                           microattn::KvAttention<KvCfg, microattn::DefaultArch, 24>>::value,
+              "ckv's prefill chunk is T_max");
+
+namespace {
+
+using microattn::Status;
+using microattn::WeightLayout;
+
+template <class Cfg>
+microattn::Weights<Cfg> weights(int layout, const float* const w[8]) {
+  return microattn::Weights<Cfg>(static_cast<WeightLayout>(layout), w[0], w[1], w[2], w[3], w[4],
+                                 w[5], w[6], w[7]);
+}
+
+int code(Status s) { return static_cast<int>(s); }
+
+microattn::MultiHeadAttention<MhaCfg> g_mha;
+microattn::MultiHeadAttention<PanelCfg> g_mha_p;
+microattn::KvAttention<KvCfg> g_kv;
+microattn::KvAttention<KvCfg, microattn::DefaultArch, 5> g_kv5;
+microattn::ScaledDotProductAttention<CoreCfg> g_core;
+microattn::MultiHeadAttention<microattn::Config<64, 64, 4, 2, 16>> g_demo;
+
+microattn::RopeConfig rope(int enabled, float base, int pairing, size_t rotary_dims,
+                           size_t start_position) {
+  microattn::RopeConfig r;
+  r.enabled = enabled != 0;
+  r.base = base;
+  r.pairing = static_cast<microattn::RopePairing>(pairing);
+  r.rotary_dims = rotary_dims;
+  r.start_position = start_position;
+  return r;
+}
+
+template <class Layer, class Cfg>
+int layer_forward(Layer& layer, int layout, const float* const w[8], float scale, const float* x,
+                  size_t T, float* y, const microattn::RopeConfig& r = microattn::RopeConfig{}) {
+  layer = Layer{};  // fresh: default scale unless one is given
+  Status s = layer.set_weights(weights<Cfg>(layout, w));
+  if (s == Status::kOk && scale != 0.0f) s = layer.set_scale(scale);
+  if (s == Status::kOk) s = layer.set_rope(r);
+  if (s == Status::kOk) s = layer.forward(x, T, y);
+  return code(s);
+}
+
+template <class Fn>
+auto with_kv(int which, Fn fn) {
+  return which == 0 ? fn(g_kv) : fn(g_kv5);
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ref_to_string(int s) { return microattn::to_string(static_cast<Status>(s)); }
+
+void ref_object_size(const char* name, size_t* bytes, size_t* align) {
+  *bytes = *align = 0;
+  const auto set = [&](size_t b, size_t a) { *bytes = b, *align = a; };
+  if (!std::strcmp(name, "cmha")) set(sizeof(g_mha), alignof(decltype(g_mha)));
+  if (!std::strcmp(name, "cmha_p")) set(sizeof(g_mha_p), alignof(decltype(g_mha_p)));
+  if (!std::strcmp(name, "ckv")) set(sizeof(g_kv), alignof(decltype(g_kv)));
+  if (!std::strcmp(name, "ckv5")) set(sizeof(g_kv5), alignof(decltype(g_kv5)));
+  if (!std::strcmp(name, "ccore")) set(sizeof(g_core), alignof(decltype(g_core)));
+}
+
+float ref_default_scale(void) { return microattn::default_scale<MhaCfg>(); }
+
+int ref_mha_forward(int layout, const float* const w[8], float scale, const float* x, size_t T,
+                    float* y) {
+  return layer_forward<decltype(g_mha), MhaCfg>(g_mha, layout, w, scale, x, T, y);
+}
+
+int ref_mha_p_forward(int layout, const float* const w[8], float scale, const float* x, size_t T,
+                      float* y, int rope_enabled, float base, int pairing, size_t rotary_dims,
+                      size_t start_position) {
+  return layer_forward<decltype(g_mha_p), PanelCfg>(
+      g_mha_p, layout, w, scale, x, T, y,
+      rope(rope_enabled, base, pairing, rotary_dims, start_position));
+}
+
+int ref_demo_forward(const float* const w[8], const float* x, size_t T, float* y) {
+  return layer_forward<decltype(g_demo), microattn::Config<64, 64, 4, 2, 16>>(
+      g_demo, static_cast<int>(WeightLayout::kOutIn), w, 0.0f, x, T, y);
+}
+
+int ref_core_forward(float scale, const float* q, size_t ldq, const float* k, size_t ldk,
+                     const float* v, size_t ldv, size_t T, float* out, size_t ldo) {
+  g_core = decltype(g_core){};
+  Status s = scale != 0.0f ? g_core.set_scale(scale) : Status::kOk;
+  if (s == Status::kOk) s = g_core.forward(q, ldq, k, ldk, v, ldv, T, out, ldo);
+  return code(s);
+}
+
+void ref_kv_fresh(int which) {
+  // KvAttention is not assignable: zero bytes are its default state (the library's contract).
+  with_kv(which, [](auto& kv) {
+    std::memset(static_cast<void*>(&kv), 0, sizeof kv);
+    return 0;
+  });
+}
+int ref_kv_set_weights(int which, int layout, const float* const w[8]) {
+  return with_kv(which, [&](auto& kv) { return code(kv.set_weights(weights<KvCfg>(layout, w))); });
+}
+int ref_kv_set_scale(int which, float scale) {
+  return with_kv(which, [&](auto& kv) { return code(kv.set_scale(scale)); });
+}
+int ref_kv_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
+                    size_t start_position) {
+  const microattn::RopeConfig r = rope(enabled, base, pairing, rotary_dims, start_position);
+  return with_kv(which, [&](auto& kv) { return code(kv.set_rope(r)); });
+}
+int ref_kv_prefill(int which, const float* x, size_t T, float* y) {
+  return with_kv(which, [&](auto& kv) { return code(kv.prefill(x, T, y)); });
+}
+int ref_kv_decode(int which, const float* x, float* y) {
+  return with_kv(which, [&](auto& kv) { return code(kv.decode(x, y)); });
+}
+int ref_kv_truncate(int which, size_t length) {
+  return with_kv(which, [&](auto& kv) { return code(kv.truncate(length)); });
+}
+void ref_kv_reset(int which) {
+  with_kv(which, [](auto& kv) {
+    kv.reset();
+    return 0;
+  });
+}
+size_t ref_kv_length(int which) {
+  return with_kv(which, [](auto& kv) { return kv.length(); });
+}
+int ref_kv_export(int which, size_t first, size_t n, float* k, float* v, size_t* slice_first,
+                  size_t* slice_tokens) {
+  return with_kv(which, [&](auto& kv) {
+    microattn::CacheSlice info;
+    const Status s = kv.export_cache(first, n, k, v, &info);
+    if (s == Status::kOk) *slice_first = info.first, *slice_tokens = info.tokens;
+    return code(s);
+  });
+}
+
+}  // extern "C"

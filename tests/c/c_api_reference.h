@@ -1,0 +1,51 @@
+/* The C tests' reference: the same operations through the C++ API, on C++ objects of their own
+ * (c_api_layers.cpp). Statuses are returned as ints (the microattn::Status values). A scale of
+ * 0 means "the default". w[8] = w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o. */
+#ifndef MICROATTN_TESTS_C_API_REFERENCE_H
+#define MICROATTN_TESTS_C_API_REFERENCE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const char* ref_to_string(int s);
+/* sizeof / alignof of the C++ object behind the C layer `name` (0 for an unknown name). */
+void ref_object_size(const char* name, size_t* bytes, size_t* align);
+/* 1 / sqrt(8), as the library computes it. */
+float ref_default_scale(void);
+
+/* cmha: Config<24, 32, 4, 2, 8, Bias::kYes>; cmha_p: Config<20, 32, 2, 1, 16, Rope::kYes> with
+ * the RoPE given; a fresh object each time. */
+int ref_mha_forward(int layout, const float* const w[8], float scale, const float* x, size_t T,
+                    float* y);
+int ref_mha_p_forward(int layout, const float* const w[8], float scale, const float* x, size_t T,
+                      float* y, int rope_enabled, float base, int pairing, size_t rotary_dims,
+                      size_t start_position);
+/* The README example's layer: Config<64, 64, 4, 2, 16>, OUT_IN weights. */
+int ref_demo_forward(const float* const w[8], const float* x, size_t T, float* y);
+/* ccore: Config<24, 32, 4, 2, 8>. */
+int ref_core_forward(float scale, const float* q, size_t ldq, const float* k, size_t ldk,
+                     const float* v, size_t ldv, size_t T, float* out, size_t ldo);
+
+/* KV layers, which = 0: KvAttention<Config<24, 32, 4, 2, 8, Rope::kYes>>, 1: the same with
+ * prefill chunk 5. */
+void ref_kv_fresh(int which);
+int ref_kv_set_weights(int which, int layout, const float* const w[8]);
+int ref_kv_set_scale(int which, float scale);
+int ref_kv_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
+                    size_t start_position);
+int ref_kv_prefill(int which, const float* x, size_t T, float* y);
+int ref_kv_decode(int which, const float* x, float* y);
+int ref_kv_truncate(int which, size_t length);
+void ref_kv_reset(int which);
+size_t ref_kv_length(int which);
+int ref_kv_export(int which, size_t first, size_t n, float* k, float* v, size_t* slice_first,
+                  size_t* slice_tokens);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

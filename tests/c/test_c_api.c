@@ -1,0 +1,651 @@
+/* microattn's C interface from C11 (built with -std=c11 -Wall -Wextra -Werror -pedantic):
+ * statuses and their strings, the storage structs, every function of the three kinds of layer
+ * against the C++ API on the same inputs (bit for bit: c_api_reference.h runs the C++ objects),
+ * errors that leave outputs and objects untouched, the KV-cache sequence (prefill, decode,
+ * truncate, reset, length, RoPE, scale) and README.md's C example.
+ * The C objects are static (all-zero .bss, never initialised) unless a test says otherwise.
+ * Prints one line per test and each failed check; exits 0 when every check passed. */
+#include <float.h>
+#include <math.h>
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "c_api_reference.h"
+#include "ccore.h"
+#include "ckv.h"
+#include "ckv5.h"
+#include "cmha.h"
+#include "cmha_p.h"
+#include "demo_layer.h"
+#include "microattn/microattn.h"
+
+/* The C constants are the C++ values (lib/c_api.cpp static_asserts that; here: as C sees them). */
+_Static_assert(MICROATTN_OK == 0 && MICROATTN_NULL_POINTER == 1 && MICROATTN_BAD_TOKEN_COUNT == 2 &&
+                   MICROATTN_OVERLAP == 3 && MICROATTN_BAD_SCALE == 4 &&
+                   MICROATTN_BAD_STRIDE == 5 && MICROATTN_CACHE_FULL == 6 &&
+                   MICROATTN_BAD_ARGUMENT == 7,
+               "status values");
+_Static_assert(sizeof(microattn_status) == sizeof(int), "microattn_status is int-sized");
+_Static_assert(MICROATTN_LAYOUT_IN_OUT == 0 && MICROATTN_LAYOUT_OUT_IN == 1 &&
+                   MICROATTN_LAYOUT_PANEL16 == 2,
+               "layout values");
+_Static_assert(MICROATTN_ROPE_ADJACENT == 0 && MICROATTN_ROPE_HALF_SPLIT == 1, "pairing values");
+/* The storage structs are what their macros say, usable in constant expressions. */
+_Static_assert(sizeof(cmha) == CMHA_BYTES && alignof(cmha) == CMHA_ALIGN, "cmha storage");
+_Static_assert(sizeof(ckv5) == CKV5_BYTES && alignof(ckv5) == CKV5_ALIGN, "ckv5 storage");
+_Static_assert(CMHA_T_MAX == 24 && CMHA_D_MODEL == 32 && CMHA_HEADS == 4 && CMHA_KV_HEADS == 2 &&
+                   CMHA_D_HEAD == 8 && CMHA_Q_DIM == 32 && CMHA_KV_DIM == 16 &&
+                   CMHA_OUT_DIM == 32 && CMHA_HAS_OUT_PROJ == 1 && CMHA_BIAS_Q == 1 &&
+                   CMHA_BIAS_K == 1 && CMHA_BIAS_V == 1 && CMHA_BIAS_O == 1,
+               "cmha shape");
+_Static_assert(CKV_PREFILL_CHUNK == 24 && CKV5_PREFILL_CHUNK == 5 && CKV_BIAS_Q == 0 &&
+                   CKV_HAS_ROPE == 1 && CMHA_HAS_ROPE == 0 && CMHA_P_HAS_ROPE == 1,
+               "ckv shape");
+_Static_assert(CCORE_Q_DIM == 32 && CCORE_KV_DIM == 16, "ccore shape");
+
+/* README.md's example (readme_example.c). */
+int run_layer(const float* q_proj, const float* k_proj, const float* v_proj, const float* o_proj,
+              const float* x, size_t tokens, float* y);
+
+/* ------------------------------------------------------------------------ checks */
+
+static int g_failed_checks = 0;
+static const char* g_test = "";
+
+#define CHECK(cond)                                                                         \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      fprintf(stderr, "%s:%d: [%s] CHECK failed: %s\n", __FILE__, __LINE__, g_test, #cond); \
+      ++g_failed_checks;                                                                    \
+    }                                                                                       \
+  } while (0)
+
+#define CHECK_STATUS(expr, want)                                                                 \
+  do {                                                                                           \
+    const microattn_status got_ = (expr);                                                        \
+    if (got_ != (want)) {                                                                        \
+      fprintf(stderr, "%s:%d: [%s] %s returned %d (%s), expected %d (%s)\n", __FILE__, __LINE__, \
+              g_test, #expr, (int)got_, microattn_status_string(got_), (int)(want),              \
+              microattn_status_string(want));                                                    \
+      ++g_failed_checks;                                                                         \
+    }                                                                                            \
+  } while (0)
+
+/* n floats equal bit for bit. */
+#define CHECK_SAME(a, b, n) CHECK(memcmp((a), (b), (n) * sizeof(float)) == 0)
+
+/* A float pattern no computation produces: what an untouched output still holds. */
+static void poison(float* p, size_t n) { memset(p, 0xA5, n * sizeof(float)); }
+static int poisoned(const float* p, size_t n) {
+  const unsigned char* b = (const unsigned char*)p;
+  for (size_t i = 0; i < n * sizeof(float); ++i)
+    if (b[i] != 0xA5) return 0;
+  return 1;
+}
+
+/* Uniform values in [-amp, amp), fixed by salt. */
+static void fill(float* p, size_t n, uint32_t salt, float amp) {
+  uint32_t s = salt * 2654435761u + 12345u;
+  for (size_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    p[i] = amp * ((float)(s >> 8) / 16777216.0f * 2.0f - 1.0f);
+  }
+}
+
+static int run(const char* name, void (*test)(void)) {
+  const int before = g_failed_checks;
+  g_test = name;
+  test();
+  printf("%s %s\n", g_failed_checks == before ? "[  OK  ]" : "[ FAIL ]", name);
+  return g_failed_checks == before;
+}
+
+/* ------------------------------------------------------------------------ data */
+
+enum { kT = 24, kDM = 32, kQD = 32, kKD = 16 };
+
+/* Weights in RAM (filled at start), so that outputs overlapping them can be tried. */
+static float g_wq[kQD * kDM], g_wk[kKD * kDM], g_wv[kKD * kDM], g_wo[kDM * kQD];
+static float g_bq[kQD], g_bk[kKD], g_bv[kKD], g_bo[kDM];
+static float g_x[kT * kDM], g_x2[kT * kDM];
+static float g_y[kT * kDM], g_ref[kT * kDM];
+
+static void fill_data(void) {
+  fill(g_wq, kQD * kDM, 1, 0.18f);
+  fill(g_wk, kKD * kDM, 2, 0.18f);
+  fill(g_wv, kKD * kDM, 3, 0.18f);
+  fill(g_wo, kDM * kQD, 4, 0.18f);
+  fill(g_bq, kQD, 5, 0.1f);
+  fill(g_bk, kKD, 6, 0.1f);
+  fill(g_bv, kKD, 7, 0.1f);
+  fill(g_bo, kDM, 8, 0.1f);
+  fill(g_x, kT * kDM, 9, 1.0f);
+  fill(g_x2, kT * kDM, 10, 1.0f);
+}
+
+static microattn_weights all_weights(int layout) {
+  const microattn_weights w = {.layout = layout,
+                               .w_q = g_wq,
+                               .w_k = g_wk,
+                               .w_v = g_wv,
+                               .w_o = g_wo,
+                               .b_q = g_bq,
+                               .b_k = g_bk,
+                               .b_v = g_bv,
+                               .b_o = g_bo};
+  return w;
+}
+static void as_array(const microattn_weights* w, const float* a[8]) {
+  a[0] = w->w_q, a[1] = w->w_k, a[2] = w->w_v, a[3] = w->w_o;
+  a[4] = w->b_q, a[5] = w->b_k, a[6] = w->b_v, a[7] = w->b_o;
+}
+
+/* ------------------------------------------------------------------------ tests */
+
+static void test_status_strings(void) {
+  static const char* const kNames[] = {
+      "ok",         "null pointer", "bad token count", "overlapping buffers", "scale not finite",
+      "bad stride", "cache full",   "bad argument"};
+  for (int s = MICROATTN_OK; s <= MICROATTN_BAD_ARGUMENT; ++s) {
+    const char* c = microattn_status_string((microattn_status)s);
+    CHECK(c != NULL && strcmp(c, kNames[s]) == 0);
+    CHECK(c != NULL && strcmp(c, ref_to_string(s)) == 0); /* the C++ to_string */
+  }
+  CHECK(strcmp(microattn_status_string((microattn_status)8), "unknown status") == 0);
+  CHECK(strcmp(microattn_status_string((microattn_status)256), "unknown status") == 0);
+  CHECK(strcmp(microattn_status_string(MICROATTN_STATUS_FORCE_INT_), "unknown status") == 0);
+}
+
+static void test_storage_matches_cpp(void) {
+  static const struct {
+    const char* name;
+    size_t bytes, align;
+  } kLayers[] = {{"cmha", CMHA_BYTES, CMHA_ALIGN},
+                 {"cmha_p", CMHA_P_BYTES, CMHA_P_ALIGN},
+                 {"ckv", CKV_BYTES, CKV_ALIGN},
+                 {"ckv5", CKV5_BYTES, CKV5_ALIGN},
+                 {"ccore", CCORE_BYTES, CCORE_ALIGN}};
+  for (size_t i = 0; i < sizeof kLayers / sizeof kLayers[0]; ++i) {
+    size_t bytes = 0, align = 0;
+    ref_object_size(kLayers[i].name, &bytes, &align);
+    CHECK(bytes == kLayers[i].bytes && align == kLayers[i].align);
+  }
+  /* A smaller prefill chunk is a smaller object. */
+  CHECK(CKV5_BYTES < CKV_BYTES);
+}
+
+static cmha g_mha; /* static, never initialised: all-zero bytes */
+
+static void test_layer_errors_before_weights(void) {
+  CHECK(cmha_scale(&g_mha) == ref_default_scale());
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT, g_y), MICROATTN_NULL_POINTER); /* no weights yet */
+  CHECK(poisoned(g_y, kT * kDM));
+  CHECK_STATUS(cmha_forward(NULL, g_x, kT, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_set_scale(NULL, 1.0f), MICROATTN_NULL_POINTER);
+  CHECK(cmha_scale(NULL) == 0.0f);
+  cmha_init(NULL); /* nothing */
+}
+
+static void test_layer_set_weights_errors(void) {
+  microattn_weights w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  CHECK_STATUS(cmha_set_weights(NULL, &w), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_set_weights(&g_mha, NULL), MICROATTN_NULL_POINTER);
+  w.b_k = NULL; /* the layer has biases: all needed */
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_NULL_POINTER);
+  w = all_weights(3);
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_BAD_ARGUMENT);
+  w = all_weights(-1);
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_BAD_ARGUMENT);
+  w = all_weights(256); /* not read as IN_OUT (the C++ enum is 8 bits wide) */
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_BAD_ARGUMENT);
+  w = all_weights(MICROATTN_LAYOUT_PANEL16); /* d_head 8 is not a multiple of 16 */
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_BAD_ARGUMENT);
+  w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  w.w_q = NULL; /* NULL is checked before the layout, as in C++ */
+  w.layout = 9;
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_NULL_POINTER);
+  /* None of these set weights. */
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+}
+
+static void test_layer_forward_matches_cpp(void) {
+  static const size_t kTokens[] = {1, 2, 15, 16, 17, kT};
+  static const int kLayouts[] = {MICROATTN_LAYOUT_OUT_IN, MICROATTN_LAYOUT_IN_OUT};
+  for (size_t l = 0; l < 2; ++l) {
+    const microattn_weights w = all_weights(kLayouts[l]);
+    const float* wa[8];
+    as_array(&w, wa);
+    CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_OK);
+    for (size_t i = 0; i < sizeof kTokens / sizeof kTokens[0]; ++i) {
+      const size_t T = kTokens[i];
+      poison(g_y, kT * kDM);
+      CHECK_STATUS(cmha_forward(&g_mha, g_x, T, g_y), MICROATTN_OK);
+      CHECK(ref_mha_forward(kLayouts[l], wa, 0.0f, g_x, T, g_ref) == MICROATTN_OK);
+      CHECK_SAME(g_y, g_ref, T * kDM);
+      CHECK(poisoned(g_y + T * kDM, (kT - T) * kDM)); /* nothing past row T */
+    }
+  }
+  /* The layouts are passed through: the two give different outputs. */
+  const microattn_weights w_io = all_weights(MICROATTN_LAYOUT_IN_OUT);
+  const float* wa[8];
+  as_array(&w_io, wa);
+  CHECK(ref_mha_forward(MICROATTN_LAYOUT_OUT_IN, wa, 0.0f, g_x, kT, g_ref) == MICROATTN_OK);
+  CHECK(memcmp(g_y, g_ref, kT * kDM * sizeof(float)) != 0);
+}
+
+static void test_layer_scale(void) {
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  const float* wa[8];
+  as_array(&w, wa);
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_OK);
+  CHECK_STATUS(cmha_set_scale(&g_mha, INFINITY), MICROATTN_BAD_SCALE);
+  CHECK_STATUS(cmha_set_scale(&g_mha, NAN), MICROATTN_BAD_SCALE);
+  CHECK_STATUS(cmha_set_scale(&g_mha, 3.0e38f), MICROATTN_BAD_SCALE); /* * log2(e) overflows */
+  CHECK(cmha_scale(&g_mha) == ref_default_scale());                   /* unchanged */
+  CHECK_STATUS(cmha_set_scale(&g_mha, 0.7f), MICROATTN_OK);
+  CHECK(cmha_scale(&g_mha) == 0.7f);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT, g_y), MICROATTN_OK);
+  CHECK(ref_mha_forward(MICROATTN_LAYOUT_OUT_IN, wa, 0.7f, g_x, kT, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kT * kDM);
+  CHECK_STATUS(cmha_set_scale(&g_mha, 2.0e38f), MICROATTN_OK); /* finite * log2(e) */
+  CHECK(cmha_scale(&g_mha) == 2.0e38f);
+  CHECK_STATUS(cmha_set_scale(&g_mha, ref_default_scale()), MICROATTN_OK);
+}
+
+static void test_layer_rope_needs_tables(void) {
+  /* cmha's Config has no Rope::kYes: only a disabled RoPE is accepted. */
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  CHECK_STATUS(cmha_set_rope(&g_mha, &r), MICROATTN_OK);
+  r.enabled = 1;
+  CHECK_STATUS(cmha_set_rope(&g_mha, &r), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(cmha_set_rope(&g_mha, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_set_rope(NULL, &r), MICROATTN_NULL_POINTER);
+  CHECK(cmha_rope(&g_mha).enabled == 0);
+}
+
+static void test_layer_forward_errors_write_nothing(void) {
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  CHECK_STATUS(cmha_set_weights(&g_mha, &w), MICROATTN_OK);
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, 0, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT + 1, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(cmha_forward(&g_mha, NULL, kT, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT, NULL), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+  /* y over a weight array (weights in RAM): refused, the weights unchanged. */
+  float wo_copy[kDM * kQD];
+  memcpy(wo_copy, g_wo, sizeof wo_copy);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT, g_wo), MICROATTN_OVERLAP);
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, 1, g_bo), MICROATTN_OVERLAP);
+  CHECK(memcmp(wo_copy, g_wo, sizeof wo_copy) == 0);
+  /* With W_O, y may be x itself: the same result as a separate y. */
+  const float* wa[8];
+  as_array(&w, wa);
+  CHECK(ref_mha_forward(MICROATTN_LAYOUT_OUT_IN, wa, 0.0f, g_x2, kT, g_ref) == MICROATTN_OK);
+  memcpy(g_y, g_x2, sizeof g_y);
+  CHECK_STATUS(cmha_forward(&g_mha, g_y, kT, g_y), MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kT * kDM);
+}
+
+static void test_layer_object_placement(void) {
+  /* init zeroes an object (here a used one): it is as new, weights gone. */
+  cmha_init(&g_mha);
+  CHECK(cmha_scale(&g_mha) == ref_default_scale());
+  CHECK_STATUS(cmha_forward(&g_mha, g_x, kT, g_y), MICROATTN_NULL_POINTER);
+  /* A storage that is not aligned as the object needs: refused by every function. */
+  static alignas(CMHA_ALIGN) unsigned char raw[CMHA_BYTES + CMHA_ALIGN];
+  if (CMHA_ALIGN > 1) {
+    cmha* bad = (cmha*)(void*)(raw + 1);
+    const microattn_weights w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+    CHECK_STATUS(cmha_set_weights(bad, &w), MICROATTN_BAD_ARGUMENT);
+    CHECK_STATUS(cmha_set_scale(bad, 1.0f), MICROATTN_BAD_ARGUMENT);
+    CHECK_STATUS(cmha_forward(bad, g_x, kT, g_y), MICROATTN_BAD_ARGUMENT);
+    CHECK(cmha_scale(bad) == 0.0f);
+  }
+}
+
+static void test_layer_panel16_rope(void) {
+  /* Config<20, 32, 2, 1, 16, Rope::kYes>: d_head 16 allows PANEL16 (the arrays are read as
+   * panels); RoPE from a start position. */
+  static cmha_p layer;
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_PANEL16);
+  const float* wa[8];
+  as_array(&w, wa);
+  CHECK_STATUS(cmha_p_set_weights(&layer, &w), MICROATTN_OK);
+  CHECK_STATUS(cmha_p_forward(&layer, g_x, 20, g_y), MICROATTN_OK);
+  CHECK(ref_mha_p_forward(MICROATTN_LAYOUT_PANEL16, wa, 0.0f, g_x, 20, g_ref, 0, 0.0f, 0, 0, 0) ==
+        MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, 20 * CMHA_P_OUT_DIM);
+  CHECK_STATUS(cmha_p_forward(&layer, g_x, 21, g_y), MICROATTN_BAD_TOKEN_COUNT);
+
+  const microattn_rope r = {.enabled = 1,
+                            .base = 10000.0f,
+                            .pairing = MICROATTN_ROPE_HALF_SPLIT,
+                            .rotary_dims = 12,
+                            .start_position = 100};
+  CHECK_STATUS(cmha_p_set_rope(&layer, &r), MICROATTN_OK);
+  const microattn_rope back = cmha_p_rope(&layer);
+  CHECK(back.enabled == 1 && back.base == 10000.0f && back.pairing == MICROATTN_ROPE_HALF_SPLIT &&
+        back.rotary_dims == 12 && back.start_position == 100);
+  static float no_rope[20 * CMHA_P_OUT_DIM];
+  memcpy(no_rope, g_y, sizeof no_rope);
+  CHECK_STATUS(cmha_p_forward(&layer, g_x, 20, g_y), MICROATTN_OK);
+  CHECK(ref_mha_p_forward(MICROATTN_LAYOUT_PANEL16, wa, 0.0f, g_x, 20, g_ref, 1, 10000.0f,
+                          MICROATTN_ROPE_HALF_SPLIT, 12, 100) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, 20 * CMHA_P_OUT_DIM);
+  CHECK(memcmp(g_y, no_rope, sizeof no_rope) != 0); /* the rotation was applied */
+}
+
+static void test_core(void) {
+  /* q, k, v with strides wider than their rows, out too. */
+  enum { kLdq = kQD + 3, kLdk = kKD + 1, kLdv = kKD + 5, kLdo = kQD + 2 };
+  static float q[kT * kLdq], k[kT * kLdk], v[kT * kLdv], out[kT * kLdo], ref[kT * kLdo];
+  fill(q, kT * kLdq, 21, 1.0f);
+  fill(k, kT * kLdk, 22, 1.0f);
+  fill(v, kT * kLdv, 23, 1.0f);
+  /* On the stack, dirty, then initialised. */
+  ccore core;
+  memset(&core, 0xff, sizeof core);
+  ccore_init(&core);
+  CHECK(ccore_scale(&core) == ref_default_scale());
+  for (size_t T = 1; T <= kT; T += 7) {
+    poison(out, kT * kLdo);
+    poison(ref, kT * kLdo);
+    CHECK_STATUS(ccore_forward(&core, q, kLdq, k, kLdk, v, kLdv, T, out, kLdo), MICROATTN_OK);
+    CHECK(ref_core_forward(0.0f, q, kLdq, k, kLdk, v, kLdv, T, ref, kLdo) == MICROATTN_OK);
+    CHECK_SAME(out, ref, kT * kLdo); /* the padding columns untouched by both */
+  }
+  CHECK_STATUS(ccore_set_scale(&core, -0.25f), MICROATTN_OK);
+  CHECK_STATUS(ccore_forward(&core, q, kLdq, k, kLdk, v, kLdv, kT, out, kLdo), MICROATTN_OK);
+  CHECK(ref_core_forward(-0.25f, q, kLdq, k, kLdk, v, kLdv, kT, ref, kLdo) == MICROATTN_OK);
+  CHECK_SAME(out, ref, kT * kLdo);
+  /* Errors: nothing written. */
+  poison(out, kT * kLdo);
+  CHECK_STATUS(ccore_forward(&core, q, kQD - 1, k, kLdk, v, kLdv, kT, out, kLdo),
+               MICROATTN_BAD_STRIDE);
+  CHECK_STATUS(ccore_forward(&core, q, kLdq, k, kLdk, v, kKD - 1, kT, out, kLdo),
+               MICROATTN_BAD_STRIDE);
+  CHECK_STATUS(ccore_forward(&core, q, kLdq, k, kLdk, v, kLdv, 0, out, kLdo),
+               MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(ccore_forward(&core, q, kLdq, k, kLdk, v, kLdv, kT + 1, out, kLdo),
+               MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(ccore_forward(&core, q, kLdq, NULL, kLdk, v, kLdv, kT, out, kLdo),
+               MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ccore_forward(NULL, q, kLdq, k, kLdk, v, kLdv, kT, out, kLdo),
+               MICROATTN_NULL_POINTER);
+  CHECK(poisoned(out, kT * kLdo));
+  CHECK_STATUS(ccore_forward(&core, q, kLdq, k, kLdk, v, kLdv, kT, q + 5, kLdo), MICROATTN_OVERLAP);
+  CHECK_STATUS(ccore_set_scale(&core, NAN), MICROATTN_BAD_SCALE);
+  CHECK(ccore_scale(&core) == -0.25f);
+}
+
+/* The same step on the C object and on the C++ reference `which`, outputs compared. */
+static ckv g_kv;   /* static, never initialised */
+static ckv5 g_kv5; /* prefill in chunks of 5 */
+
+static microattn_status c_prefill(int which, const float* x, size_t T, float* y) {
+  return which == 0 ? ckv_prefill(&g_kv, x, T, y) : ckv5_prefill(&g_kv5, x, T, y);
+}
+static microattn_status c_decode(int which, const float* x, float* y) {
+  return which == 0 ? ckv_decode(&g_kv, x, y) : ckv5_decode(&g_kv5, x, y);
+}
+static microattn_status c_truncate(int which, size_t n) {
+  return which == 0 ? ckv_truncate(&g_kv, n) : ckv5_truncate(&g_kv5, n);
+}
+static microattn_status c_reset(int which) {
+  return which == 0 ? ckv_reset(&g_kv) : ckv5_reset(&g_kv5);
+}
+static size_t c_length(int which) { return which == 0 ? ckv_length(&g_kv) : ckv5_length(&g_kv5); }
+static microattn_status c_set_rope(int which, const microattn_rope* r) {
+  return which == 0 ? ckv_set_rope(&g_kv, r) : ckv5_set_rope(&g_kv5, r);
+}
+static microattn_rope c_rope(int which) { return which == 0 ? ckv_rope(&g_kv) : ckv5_rope(&g_kv5); }
+static microattn_status c_set_scale(int which, float s) {
+  return which == 0 ? ckv_set_scale(&g_kv, s) : ckv5_set_scale(&g_kv5, s);
+}
+static float c_scale(int which) { return which == 0 ? ckv_scale(&g_kv) : ckv5_scale(&g_kv5); }
+static microattn_status c_set_weights(int which, const microattn_weights* w) {
+  return which == 0 ? ckv_set_weights(&g_kv, w) : ckv5_set_weights(&g_kv5, w);
+}
+
+static void prefill_both(int which, const float* x, size_t T) {
+  poison(g_y, kT * kDM);
+  poison(g_ref, kT * kDM);
+  CHECK_STATUS(c_prefill(which, x, T, g_y), MICROATTN_OK);
+  CHECK(ref_kv_prefill(which, x, T, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, T * kDM);
+  CHECK(c_length(which) == ref_kv_length(which));
+}
+static void decode_both(int which, const float* x) {
+  poison(g_y, kDM);
+  poison(g_ref, kDM);
+  CHECK_STATUS(c_decode(which, x, g_y), MICROATTN_OK);
+  CHECK(ref_kv_decode(which, x, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kDM);
+  CHECK(c_length(which) == ref_kv_length(which));
+}
+
+static void kv_sequence(int which) {
+  ref_kv_fresh(which);
+  /* Fresh: empty, default scale, RoPE off, no weights. */
+  CHECK(c_length(which) == 0);
+  CHECK(c_scale(which) == ref_default_scale());
+  CHECK(c_rope(which).enabled == 0);
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(c_prefill(which, g_x, 4, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(c_decode(which, g_x, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM) && c_length(which) == 0);
+
+  /* Weights: no biases in this config; IN_OUT. */
+  microattn_weights w = {
+      .layout = MICROATTN_LAYOUT_IN_OUT, .w_q = g_wq, .w_k = g_wk, .w_v = g_wv, .w_o = g_wo};
+  const float* wa[8];
+  as_array(&w, wa);
+  CHECK_STATUS(c_set_weights(which, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(c_set_weights(which, &w), MICROATTN_OK);
+  CHECK(ref_kv_set_weights(which, MICROATTN_LAYOUT_IN_OUT, wa) == MICROATTN_OK);
+
+  /* RoPE: refused settings change nothing; a valid one is read back. */
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  r.enabled = 1;
+  r.rotary_dims = 3; /* odd */
+  CHECK_STATUS(c_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  r.rotary_dims = 10; /* > d_head */
+  CHECK_STATUS(c_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  r.rotary_dims = 0;
+  r.base = -1.0f;
+  CHECK_STATUS(c_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  r.base = 10000.0f;
+  r.pairing = 2;
+  CHECK_STATUS(c_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(c_set_rope(which, NULL), MICROATTN_NULL_POINTER);
+  CHECK(c_rope(which).enabled == 0);
+  r.pairing = MICROATTN_ROPE_ADJACENT;
+  r.base = 500000.0f;
+  r.rotary_dims = 6; /* partial rotation */
+  r.start_position = 4093;
+  CHECK_STATUS(c_set_rope(which, &r), MICROATTN_OK);
+  CHECK(ref_kv_set_rope(which, 1, 500000.0f, MICROATTN_ROPE_ADJACENT, 6, 4093) == MICROATTN_OK);
+  const microattn_rope back = c_rope(which);
+  CHECK(back.enabled == 1 && back.base == 500000.0f && back.pairing == MICROATTN_ROPE_ADJACENT &&
+        back.rotary_dims == 6 && back.start_position == 4093);
+
+  /* Scale. */
+  CHECK_STATUS(c_set_scale(which, -INFINITY), MICROATTN_BAD_SCALE);
+  CHECK_STATUS(c_set_scale(which, 0.3f), MICROATTN_OK);
+  CHECK(ref_kv_set_scale(which, 0.3f) == MICROATTN_OK);
+  CHECK(c_scale(which) == 0.3f);
+
+  /* prefill 7 (two chunks of 5 for ckv5), decode, prefill 3 more. */
+  prefill_both(which, g_x, 7);
+  CHECK(c_length(which) == 7);
+  decode_both(which, g_x + 7 * kDM);
+  CHECK(c_length(which) == 8);
+  prefill_both(which, g_x + 8 * kDM, 3);
+  CHECK(c_length(which) == 11);
+
+  /* RoPE is fixed while the cache holds tokens. */
+  CHECK_STATUS(c_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+
+  /* truncate: past the length refused; back to 5, then other tokens from there. */
+  CHECK_STATUS(c_truncate(which, 12), MICROATTN_BAD_ARGUMENT);
+  CHECK(c_length(which) == 11);
+  CHECK_STATUS(c_truncate(which, 5), MICROATTN_OK);
+  CHECK(ref_kv_truncate(which, 5) == MICROATTN_OK);
+  CHECK(c_length(which) == 5);
+  decode_both(which, g_x2);
+  prefill_both(which, g_x2 + kDM, 12);
+  CHECK(c_length(which) == 18);
+
+  /* Errors change nothing: cache full, bad counts, NULL, overlap with a weight. */
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(c_prefill(which, g_x, 7, g_y), MICROATTN_CACHE_FULL);
+  CHECK_STATUS(c_prefill(which, g_x, 0, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(c_prefill(which, g_x, kT + 1, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(c_prefill(which, NULL, 1, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(c_decode(which, g_x, NULL), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+  CHECK_STATUS(c_decode(which, g_x, g_wq + 3), MICROATTN_OVERLAP);
+  CHECK(c_length(which) == 18);
+  /* ... and the cache is intact: the next token is as the reference's. */
+  prefill_both(which, g_x, 6);
+  CHECK(c_length(which) == kT);
+  CHECK_STATUS(c_decode(which, g_x, g_y), MICROATTN_CACHE_FULL);
+
+  /* reset: empty, settings kept; the same tokens again give the same outputs as the first time
+   * (compared with a reference that was reset too). */
+  CHECK_STATUS(c_reset(which), MICROATTN_OK);
+  ref_kv_reset(which);
+  CHECK(c_length(which) == 0);
+  CHECK(c_scale(which) == 0.3f && c_rope(which).enabled == 1);
+  prefill_both(which, g_x, 7);
+  static float first[7 * kDM];
+  memcpy(first, g_y, sizeof first);
+  CHECK_STATUS(c_truncate(which, 0), MICROATTN_OK);
+  CHECK_STATUS(c_prefill(which, g_x, 7, g_y), MICROATTN_OK);
+  CHECK_SAME(g_y, first, 7 * kDM);
+  /* With W_O, y may be x: in place, the same outputs. */
+  CHECK_STATUS(c_truncate(which, 0), MICROATTN_OK);
+  static float inplace[7 * kDM];
+  memcpy(inplace, g_x, sizeof inplace);
+  CHECK_STATUS(c_prefill(which, inplace, 7, inplace), MICROATTN_OK);
+  CHECK_SAME(inplace, first, 7 * kDM);
+}
+
+static void test_kv_sequence(void) { kv_sequence(0); }
+static void test_kv_chunked_sequence(void) { kv_sequence(1); }
+
+static void test_kv_export_import(void) {
+  /* g_kv holds 7 tokens (the end of kv_sequence(0)); export 2 .. 6 like the C++ reference. */
+  enum { kN = 5 };
+  static float k[kN * kKD], v[kN * kKD], rk[kN * kKD], rv[kN * kKD];
+  microattn_cache_slice info;
+  size_t rfirst = 0, rtokens = 0;
+  CHECK(ckv_length(&g_kv) == 7 && ref_kv_length(0) == 7);
+  poison(k, kN * kKD);
+  CHECK_STATUS(ckv_export_cache(&g_kv, 2, 6, k, v, &info), MICROATTN_BAD_ARGUMENT); /* 2 + 6 > 7 */
+  CHECK_STATUS(ckv_export_cache(&g_kv, 0, 0, k, v, &info), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(ckv_export_cache(&g_kv, 0, 1, k, v, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_export_cache(&g_kv, 0, 1, NULL, v, &info), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(k, kN * kKD));
+  CHECK_STATUS(ckv_export_cache(&g_kv, 2, kN, k, v, &info), MICROATTN_OK);
+  CHECK(ref_kv_export(0, 2, kN, rk, rv, &rfirst, &rtokens) == MICROATTN_OK);
+  CHECK_SAME(k, rk, kN * kKD);
+  CHECK_SAME(v, rv, kN * kKD);
+  CHECK(info.first == 2 && info.tokens == kN && rfirst == 2 && rtokens == kN &&
+        info.kv_heads == CKV_KV_HEADS && info.d_head == CKV_D_HEAD);
+  CHECK(info.rope.enabled == 1 && info.rope.base == 500000.0f &&
+        info.rope.pairing == MICROATTN_ROPE_ADJACENT && info.rope.rotary_dims == 6 &&
+        info.rope.start_position == 4093);
+
+  /* Into another object (ckv5: the same shape) set up the same way: the whole prefix 0 .. 6,
+   * after which both continue with bit-identical decode outputs. */
+  static float k7[7 * kKD], v7[7 * kKD], y5[kDM];
+  static ckv5 other; /* zero */
+  CHECK_STATUS(ckv_export_cache(&g_kv, 0, 7, k7, v7, &info), MICROATTN_OK);
+  CHECK_STATUS(ckv5_import_cache(&other, &info, k7, v7), MICROATTN_BAD_ARGUMENT); /* RoPE off */
+  const microattn_weights w = {
+      .layout = MICROATTN_LAYOUT_IN_OUT, .w_q = g_wq, .w_k = g_wk, .w_v = g_wv, .w_o = g_wo};
+  CHECK_STATUS(ckv5_set_weights(&other, &w), MICROATTN_OK);
+  CHECK_STATUS(ckv5_set_rope(&other, &info.rope), MICROATTN_OK);
+  CHECK_STATUS(ckv5_set_scale(&other, ckv_scale(&g_kv)), MICROATTN_OK);
+  microattn_cache_slice wrong = info;
+  wrong.first = 1; /* does not continue an empty cache */
+  CHECK_STATUS(ckv5_import_cache(&other, &wrong, k7, v7), MICROATTN_BAD_ARGUMENT);
+  wrong = info;
+  wrong.rope.start_position = 0;
+  CHECK_STATUS(ckv5_import_cache(&other, &wrong, k7, v7), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(ckv5_import_cache(&other, &info, NULL, v7), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv5_import_cache(&other, NULL, k7, v7), MICROATTN_NULL_POINTER);
+  CHECK(ckv5_length(&other) == 0);
+  CHECK_STATUS(ckv5_import_cache(&other, &info, k7, v7), MICROATTN_OK);
+  CHECK(ckv5_length(&other) == 7);
+  CHECK_STATUS(ckv_decode(&g_kv, g_x2, g_y), MICROATTN_OK);
+  CHECK_STATUS(ckv5_decode(&other, g_x2, y5), MICROATTN_OK);
+  CHECK_SAME(g_y, y5, kDM);
+}
+
+static void test_kv_null_object(void) {
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  CHECK_STATUS(ckv_prefill(NULL, g_x, 1, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_decode(NULL, g_x, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_truncate(NULL, 0), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_reset(NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_set_rope(NULL, &r), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_set_weights(NULL, NULL), MICROATTN_NULL_POINTER);
+  CHECK(ckv_length(NULL) == 0);
+  CHECK(ckv_rope(NULL).enabled == 0);
+  CHECK(r.enabled == 0 && r.base == 10000.0f && r.pairing == MICROATTN_ROPE_HALF_SPLIT &&
+        r.rotary_dims == 0 && r.start_position == 0);
+  microattn_cache_slice info;
+  float k[kKD], v[kKD];
+  CHECK_STATUS(ckv_export_cache(NULL, 0, 1, k, v, &info), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_import_cache(NULL, &info, k, v), MICROATTN_NULL_POINTER);
+}
+
+static void test_readme_example(void) {
+  static float wq[64 * 64], wk[32 * 64], wv[32 * 64], wo[64 * 64], x[64 * 64], y[64 * 64],
+      ref[64 * 64];
+  fill(wq, 64 * 64, 31, 0.125f);
+  fill(wk, 32 * 64, 32, 0.125f);
+  fill(wv, 32 * 64, 33, 0.125f);
+  fill(wo, 64 * 64, 34, 0.125f);
+  fill(x, 64 * 64, 35, 1.0f);
+  const float* const wa[8] = {wq, wk, wv, wo, NULL, NULL, NULL, NULL};
+  CHECK(run_layer(wq, wk, wv, wo, x, 64, y) == 0);
+  CHECK(ref_demo_forward(wa, x, 64, ref) == MICROATTN_OK);
+  CHECK_SAME(y, ref, 64 * 64);
+  poison(y, 64 * 64);
+  CHECK(run_layer(wq, wk, wv, wo, x, 65, y) == 1); /* prints "microattn: bad token count" */
+  CHECK(poisoned(y, 64 * 64));
+}
+
+int main(void) {
+  fill_data();
+  int passed = 0, total = 0;
+#define RUN(t) (passed += run(#t, t), ++total)
+  RUN(test_status_strings);
+  RUN(test_storage_matches_cpp);
+  RUN(test_layer_errors_before_weights);
+  RUN(test_layer_set_weights_errors);
+  RUN(test_layer_forward_matches_cpp);
+  RUN(test_layer_scale);
+  RUN(test_layer_forward_errors_write_nothing);
+  RUN(test_layer_object_placement);
+  RUN(test_layer_rope_needs_tables);
+  RUN(test_layer_panel16_rope);
+  RUN(test_core);
+  RUN(test_kv_sequence);
+  RUN(test_kv_chunked_sequence);
+  RUN(test_kv_export_import);
+  RUN(test_kv_null_object);
+  RUN(test_readme_example);
+  printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
+  return g_failed_checks == 0 ? 0 : 1;
+}

@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Writes the C header of one microattn layer for C programs (and, optionally, the one-line
+C++ file that defines its functions).
+
+A C program cannot instantiate a C++ template, so each layer it uses is one macro line in a
+C++ file of the project (microattn/c_api.hpp):
+
+    #include "mylayer.h"
+    #include "microattn/c_api.hpp"
+    MICROATTN_C_LAYER(mylayer, microattn::Config<64, 64, 4, 2, 16>);
+
+and this tool writes mylayer.h: the object type `mylayer` (an aligned byte array that C code
+places where it likes: static, a RAM section, the stack), MYLAYER_BYTES and MYLAYER_ALIGN,
+the shape constants and the function prototypes. The object's size and alignment depend on
+the target (tile sizes of the kernels' arch, pointer width), so the tool compiles a probe with
+the TARGET's compiler and flags and reads them from the object file; nothing is run, so a cross
+compiler works. The C++ file must then be built with the same compiler and flags: if its
+object differs from the header's storage, it does not compile (a static_assert names the layer).
+
+    python3 tools/microattn_c.py --name mylayer --kind layer --config "64, 64, 4, 2, 16" \\
+        --cxx arm-none-eabi-g++ \\
+        --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16" \\
+        --out mylayer.h --cpp-out mylayer.cpp
+
+Kinds: layer (MultiHeadAttention: forward), kv (KvAttention: prefill, decode, truncate, reset,
+length, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAttention: forward on
+q, k, v). Pass every flag that selects the kernels' arch: -march=... / -mcpu=... / -mfpu=...,
+-DMICROATTN_FORCE_SCALAR=1, and the include folder of xsimd where it is not on the default
+path (host and Linux ARM builds; bare metal needs none).
+
+Exit status: 0 written, 2 refused (bad arguments, or the probe does not compile: the
+compiler's messages are printed, e.g. a Config's static_assert naming the parameter).
+Only the Python 3 standard library is needed.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+KINDS = {
+    # kind: (ObjectOf kind, C++ class, macro)
+    "layer": ("kLayer", "microattn::MultiHeadAttention", "MICROATTN_C_LAYER"),
+    "kv": ("kKv", "microattn::KvAttention", "MICROATTN_C_KV_LAYER"),
+    "core": ("kCore", "microattn::ScaledDotProductAttention", "MICROATTN_C_CORE"),
+}
+
+# The probe: the values the header needs as decimal text in a constant char array, which the
+# object file stores verbatim (CMake's CheckTypeSize reads type sizes the same way). Text, not a
+# compiler diagnostic, so nothing depends on the compiler's message format or locale.
+PROBE = r"""
+#include <cstddef>
+#include "microattn/c_api.hpp"
+namespace microattn_probe {
+using Cfg = @CONFIG@;
+using Object = ::microattn::c_api::ObjectOf<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>::type;
+constexpr std::size_t kValues[] = {
+    sizeof(Object), alignof(Object), Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads,
+    Cfg::kDHead, Cfg::kQDim, Cfg::kKvDim, Cfg::kOutDim, Cfg::kHasOutProj ? 1u : 0u,
+    Cfg::kBiasQ ? 1u : 0u, Cfg::kBiasK ? 1u : 0u, Cfg::kBiasV ? 1u : 0u, Cfg::kBiasO ? 1u : 0u,
+    Cfg::kHasRope ? 1u : 0u, (@CHUNK@)};
+struct Text {
+  char c[64 + sizeof(kValues) / sizeof(kValues[0]) * 21];
+};
+constexpr Text make() {
+  Text t{};
+  std::size_t n = 0;
+  for (const char* p = "MICROATTN_PROBE["; *p; ++p) t.c[n++] = *p;
+  for (std::size_t i = 0; i < sizeof(kValues) / sizeof(kValues[0]); ++i) {
+    char d[21] = {};
+    std::size_t k = 0, v = kValues[i];
+    do {
+      d[k++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    while (k > 0) t.c[n++] = d[--k];
+    t.c[n++] = i + 1 < sizeof(kValues) / sizeof(kValues[0]) ? ',' : ';';
+  }
+  const char* a = ::microattn::arch_name();
+  for (std::size_t i = 0; a[i] != '\0' && i < 32; ++i) t.c[n++] = a[i];
+  t.c[n++] = ']';
+  return t;
+}
+}  // namespace microattn_probe
+extern "C" const microattn_probe::Text microattn_probe_text = microattn_probe::make();
+"""
+
+FIELDS = ["bytes", "align", "t_max", "d_model", "heads", "kv_heads", "d_head", "q_dim",
+          "kv_dim", "out_dim", "has_out_proj", "bias_q", "bias_k", "bias_v", "bias_o", "has_rope",
+          "chunk"]
+
+
+class Refused(Exception):
+    pass
+
+
+def normalize_config(text):
+    """'64, 64, 4, 2, 16, Bias::kYes' or 'Config<...>' -> 'microattn::Config<...>'."""
+    c = " ".join(text.split())
+    if not c:
+        raise Refused("--config is empty")
+    if c[0].isdigit():
+        c = "microattn::Config<%s>" % c
+    # Bare option names, as a user writes them inside `using namespace microattn;`.
+    c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::)",
+               r"microattn::\1", c)
+    if not c.startswith("microattn::Config<") or not c.endswith(">"):
+        raise Refused("--config: give the Config's arguments ('64, 64, 4, 2, 16, "
+                      "microattn::Bias::kYes') or the type 'microattn::Config<...>', not %r" % text)
+    return c
+
+
+def default_include_dir():
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = os.path.normpath(os.path.join(here, "..", "include"))
+    return d if os.path.isfile(os.path.join(d, "microattn", "c_api.hpp")) else None
+
+
+def probe(args, config, chunk_expr):
+    """Compiles the probe for the target and returns its values as a dict (+ 'arch')."""
+    kind = KINDS[args.kind][0]
+    src = PROBE.replace("@CONFIG@", config).replace("@KIND@", kind).replace("@CHUNK@", chunk_expr)
+    includes = []
+    if args.microattn_include:
+        includes.append("-I" + args.microattn_include)
+    includes += ["-I" + d for d in args.include]
+    with tempfile.TemporaryDirectory(prefix="microattn_c_") as tmp:
+        cpp = os.path.join(tmp, "probe.cpp")
+        obj = os.path.join(tmp, "probe.o")
+        with open(cpp, "w") as f:
+            f.write(src)
+        # -std first so the user's flags may change it; -fno-lto last: an LTO object holds
+        # compiler IR (compressed), not the array's bytes. -w: the probe's own warnings are
+        # nobody's business (-Werror in the user's flags must not stop it).
+        cmd = ([args.cxx, "-std=c++17"] + shlex.split(args.cxxflags) + includes +
+               ["-fno-lto", "-w", "-c", cpp, "-o", obj])
+        env = dict(os.environ, LC_ALL="C")
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                               universal_newlines=True)
+        except OSError as e:
+            raise Refused("cannot run the compiler %r: %s" % (args.cxx, e))
+        if r.returncode != 0 or not os.path.isfile(obj):
+            raise Refused("the probe for %s does not compile with\n  %s\n%s" %
+                          (config, " ".join(shlex.quote(c) for c in cmd), r.stdout.rstrip()))
+        with open(obj, "rb") as f:
+            data = f.read()
+    m = re.search(rb"MICROATTN_PROBE\[([0-9,]+);([\x21-\x7e]{0,32})\]", data)
+    if not m:
+        raise Refused("compiled the probe with %s, but its object file holds no "
+                      "MICROATTN_PROBE text (an unusual object format?)" % args.cxx)
+    values = [int(v) for v in m.group(1).decode().split(",")]
+    if len(values) != len(FIELDS):
+        raise Refused("probe: %d values, expected %d" % (len(values), len(FIELDS)))
+    out = dict(zip(FIELDS, values))
+    out["arch"] = m.group(2).decode()
+    if out["bytes"] == 0 or out["align"] == 0 or out["bytes"] % out["align"] != 0:
+        raise Refused("probe: implausible size %d / alignment %d" % (out["bytes"], out["align"]))
+    return out
+
+
+def compiler_version(cxx):
+    try:
+        r = subprocess.run([cxx, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True, env=dict(os.environ, LC_ALL="C"))
+        lines = r.stdout.splitlines()
+        return lines[0].strip() if lines else ""
+    except OSError:
+        return ""
+
+
+def macro_line(args, config):
+    if args.kind == "kv" and args.chunk is not None:
+        return "MICROATTN_C_KV_LAYER_CHUNKED(%s, %d, %s);" % (args.name, args.chunk, config)
+    return "%s(%s, %s);" % (KINDS[args.kind][2], args.name, config)
+
+
+def c_comment_safe(s):
+    return s.replace("*/", "* /")
+
+
+def header_text(args, config, v, header_name):
+    n, N = args.name, args.name.upper()
+    flags = " ".join(shlex.split(args.cxxflags))
+    version = compiler_version(args.cxx)
+    cls = KINDS[args.kind][1]
+    L = []
+    w = L.append
+    w("/* %s: C interface of the microattn layer '%s'. Generated by tools/microattn_c.py;"
+      % (header_name, n))
+    w(" * do not edit: regenerate it when the configuration, the target or its flags change.")
+    w(" *   object:  %s<%s%s>" % (cls, config,
+                                 ", DefaultArch, %d" % v["chunk"] if args.kind == "kv" else ""))
+    w(" *   target:  %s%s (kernels: %s)" % (c_comment_safe(args.cxx),
+                                             (" " + c_comment_safe(flags)) if flags else "",
+                                             v["arch"]))
+    if version:
+        w(" *            %s" % c_comment_safe(version))
+    w(" * The functions are defined by this line in a C++ file built with that compiler and")
+    w(" * those flags, which does not compile if this header does not match its object:")
+    w(" *   #include \"%s\"" % header_name)
+    w(" *   #include \"microattn/c_api.hpp\"")
+    w(" *   %s" % c_comment_safe(macro_line(args, config)))
+    w(" * Statuses as the C++ methods (README: Status codes, Buffer overlap); on anything but")
+    w(" * MICROATTN_OK nothing was written. A NULL obj is MICROATTN_NULL_POINTER, one not aligned")
+    w(" * to %s_ALIGN MICROATTN_BAD_ARGUMENT. */" % N)
+    guard = "MICROATTN_C_%s_H" % N
+    w("#ifndef %s" % guard)
+    w("#define %s" % guard)
+    w("")
+    w("#include <stddef.h>")
+    w("")
+    w("#include \"microattn/microattn.h\"")
+    w("")
+    w("/* Bytes and alignment of the object: all the RAM the layer uses (weights are views). */")
+    w("#define %s_BYTES %d" % (N, v["bytes"]))
+    w("#define %s_ALIGN %d" % (N, v["align"]))
+    w("")
+    w("/* Shape. Token counts T are 1 .. %s_T_MAX%s. */" %
+      (N, " (for the KV cache: in total)" if args.kind == "kv" else ""))
+    w("#define %s_T_MAX %d" % (N, v["t_max"]))
+    if args.kind != "core":
+        w("#define %s_D_MODEL %d /* row length of x */" % (N, v["d_model"]))
+    w("#define %s_HEADS %d" % (N, v["heads"]))
+    w("#define %s_KV_HEADS %d" % (N, v["kv_heads"]))
+    w("#define %s_D_HEAD %d" % (N, v["d_head"]))
+    if args.kind == "core":
+        w("#define %s_Q_DIM %d /* H * d_head: width of q and out */" % (N, v["q_dim"]))
+        w("#define %s_KV_DIM %d /* H_kv * d_head: width of k and v */" % (N, v["kv_dim"]))
+    else:
+        w("#define %s_Q_DIM %d /* H * d_head: outputs of w_q, length of b_q */" % (N, v["q_dim"]))
+        w("#define %s_KV_DIM %d /* H_kv * d_head: outputs of w_k and w_v */" % (N, v["kv_dim"]))
+        w("#define %s_OUT_DIM %d /* row length of y */" % (N, v["out_dim"]))
+        w("#define %s_HAS_OUT_PROJ %d /* w_o needed */" % (N, v["has_out_proj"]))
+        w("#define %s_BIAS_Q %d /* b_q needed */" % (N, v["bias_q"]))
+        w("#define %s_BIAS_K %d" % (N, v["bias_k"]))
+        w("#define %s_BIAS_V %d" % (N, v["bias_v"]))
+        w("#define %s_BIAS_O %d" % (N, v["bias_o"]))
+        w("#define %s_HAS_ROPE %d /* set_rope can enable RoPE (Config option Rope::kYes) */"
+          % (N, v["has_rope"]))
+    if args.kind == "kv":
+        w("#define %s_PREFILL_CHUNK %d /* tokens prefill processes at a time */"
+          % (N, v["chunk"]))
+    w("")
+    w("/* The object. Place it anywhere (static, a RAM section, the stack) aligned to %s_ALIGN:"
+      % N)
+    w(" * all-zero bytes are a ready object (default scale 1/sqrt(d_head)%s), so a static" %
+      ("" if args.kind == "core" else
+       ", no weights, RoPE off, empty cache" if args.kind == "kv" else ", no weights, RoPE off"))
+    w(" * needs no init call. */")
+    w("typedef struct %s {" % n)
+    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
+    w("} %s;" % n)
+    w("")
+    w("#ifdef __cplusplus")
+    w("extern \"C\" {")
+    w("#endif")
+    w("")
+    w("/* Zeroes *obj (for an object on the stack or one to reuse; NULL: nothing). */")
+    w("void %s_init(%s* obj);" % (n, n))
+    w("")
+    w("/* Softmax scale for every later call (default 1/sqrt(d_head)): MICROATTN_OK or")
+    w(" * MICROATTN_BAD_SCALE (not finite, or |scale| > FLT_MAX / log2(e)). */")
+    w("microattn_status %s_set_scale(%s* obj, float scale);" % (n, n))
+    w("/* The scale in use (0 for a NULL obj). */")
+    w("float %s_scale(const %s* obj);" % (n, n))
+    w("")
+    if args.kind != "core":
+        w("/* Points the layer at weights (views: the arrays must outlive its use). MICROATTN_OK,")
+        w(" * MICROATTN_NULL_POINTER (w or a pointer the layer needs is NULL) or")
+        w(" * MICROATTN_BAD_ARGUMENT (an unknown layout, or PANEL16 where d_head or W_O's width")
+        w(" * is not a multiple of 16). */")
+        w("microattn_status %s_set_weights(%s* obj, const microattn_weights* w);" % (n, n))
+        w("")
+        if args.kind == "kv":
+            w("/* Rotary embeddings on Q and K, only while the cache is empty. MICROATTN_OK, or")
+        else:
+            w("/* Rotary embeddings on Q and K for every later forward. MICROATTN_OK, or")
+        w(" * MICROATTN_BAD_ARGUMENT: enabled without %s_HAS_ROPE, an odd or too large" % N)
+        w(" * rotary_dims, a base not finite or <= 0, an unknown pairing%s. */"
+          % (", a cache that is not empty" if args.kind == "kv" else ""))
+        w("microattn_status %s_set_rope(%s* obj, const microattn_rope* rope);" % (n, n))
+        w("/* The RoPE setting in use (off for a NULL obj). */")
+        w("microattn_rope %s_rope(const %s* obj);" % (n, n))
+        w("")
+    if args.kind == "layer":
+        w("/* y[T][%s_OUT_DIM] = causal attention of x[T][%s_D_MODEL], T = 1 .. %s_T_MAX."
+          % (N, N, N))
+        w(" * With W_O y may alias x; y must not overlap a weight array. */")
+        w("microattn_status %s_forward(%s* obj, const float* x, size_t T, float* y);" % (n, n))
+    elif args.kind == "kv":
+        w("/* Appends T tokens x[T][%s_D_MODEL] to the cache and writes their outputs" % N)
+        w(" * y[T][%s_OUT_DIM]: MICROATTN_CACHE_FULL past %s_T_MAX tokens in total. */" % (N, N))
+        w("microattn_status %s_prefill(%s* obj, const float* x, size_t T, float* y);" % (n, n))
+        w("/* Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM]. */" % (N, N))
+        w("microattn_status %s_decode(%s* obj, const float* x, float* y);" % (n, n))
+        w("/* Forgets the tokens at positions >= length (MICROATTN_BAD_ARGUMENT if length >")
+        w(" * the current length). */")
+        w("microattn_status %s_truncate(%s* obj, size_t length);" % (n, n))
+        w("/* Empties the cache (weights, RoPE and scale stay). */")
+        w("microattn_status %s_reset(%s* obj);" % (n, n))
+        w("/* Tokens in the cache: the position of the next one (0 for a NULL obj). */")
+        w("size_t %s_length(const %s* obj);" % (n, n))
+        w("/* Copies the cached keys and values of tokens first .. first + n - 1 out, k and v")
+        w(" * [n][%s_KV_DIM] each, and describes them in *info (MICROATTN_BAD_ARGUMENT: n == 0" % N)
+        w(" * or past length()). */")
+        w("microattn_status %s_export_cache(const %s* obj, size_t first, size_t n, float* k,"
+          % (n, n))
+        w("    float* v, microattn_cache_slice* info);")
+        w("/* Appends an exported slice as if it had been prefilled; only where it continues this")
+        w(" * cache (info->first == length()) with this shape and RoPE (MICROATTN_BAD_ARGUMENT),")
+        w(" * MICROATTN_CACHE_FULL past T_max. */")
+        w("microattn_status %s_import_cache(%s* obj, const microattn_cache_slice* info," % (n, n))
+        w("    const float* k, const float* v);")
+    else:
+        w("/* out = softmax(scale * Q_h K_g^T + causal mask) V_g for every query head h,")
+        w(" * g = h / (H / H_kv): q[T][ldq], k[T][ldk], v[T][ldv], out[T][ldo] floats, head h at")
+        w(" * columns h * %s_D_HEAD ..; ldq, ldo >= %s_Q_DIM, ldk, ldv >= %s_KV_DIM." % (N, N, N))
+        w(" * out must not overlap q, k or v. */")
+        w("microattn_status %s_forward(%s* obj, const float* q, size_t ldq, const float* k,"
+          % (n, n))
+        w("    size_t ldk, const float* v, size_t ldv, size_t T, float* out, size_t ldo);")
+    w("")
+    w("#ifdef __cplusplus")
+    w("} /* extern \"C\" */")
+    w("#endif")
+    w("")
+    w("#endif /* %s */" % guard)
+    return "\n".join(L) + "\n"
+
+
+def cpp_text(args, config, header_include):
+    return ("// The C functions of the microattn layer '%s': build this file with the compiler\n"
+            "// and flags its header was generated for, linked with microattn.\n"
+            "#include \"%s\"  // written by tools/microattn_c.py for this target\n"
+            "#include \"microattn/c_api.hpp\"\n\n"
+            "%s\n" % (args.name, header_include, macro_line(args, config)))
+
+
+def write_if_changed(path, text):
+    """Leaves an unchanged file alone (its timestamp too, so builds do not redo work)."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Example: %(prog)s --name mylayer --kind layer --config '64, 64, 4, 2, 16' "
+               "--cxx arm-none-eabi-g++ --cxxflags '-mcpu=cortex-m4 -mthumb -mfloat-abi=hard "
+               "-mfpu=fpv4-sp-d16' --out mylayer.h --cpp-out mylayer.cpp")
+    p.add_argument("--name", required=True,
+                   help="C name of the layer: its type, and the prefix of its functions "
+                        "(NAME_forward) and, in capitals, of its macros (NAME_BYTES)")
+    p.add_argument("--kind", choices=sorted(KINDS), default="layer",
+                   help="layer: MultiHeadAttention (default); kv: KvAttention; "
+                        "core: ScaledDotProductAttention")
+    p.add_argument("--config", required=True,
+                   help="the Config's arguments, e.g. '64, 64, 4, 2, 16, microattn::Bias::kYes', "
+                        "or the type microattn::Config<...>")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="kv only: tokens prefill processes at a time, 1 .. T_max (default T_max)")
+    p.add_argument("--cxx", default=os.environ.get("CXX", "c++"),
+                   help="the target's C++ compiler (default: $CXX, else c++)")
+    p.add_argument("--cxxflags", default="",
+                   help="the target's compiler flags, one string (e.g. '-mcpu=cortex-m4 -mthumb "
+                        "-mfloat-abi=hard -mfpu=fpv4-sp-d16', '-march=native')")
+    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                   help="another include folder for the probe (e.g. xsimd's); repeatable")
+    p.add_argument("--microattn-include", default=default_include_dir(), metavar="DIR",
+                   help="microattn's include folder (default: the one next to this tool)")
+    p.add_argument("--out", help="the C header to write (default: NAME.h)")
+    p.add_argument("--cpp-out", help="also write the C++ file with the MICROATTN_C_* line")
+    p.add_argument("--header-include", metavar="PATH",
+                   help="how --cpp-out includes the header (default: the header's file name)")
+    args = p.parse_args(argv)
+    try:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", args.name):
+            raise Refused("--name %r is not a C identifier" % args.name)
+        if args.chunk is not None and args.kind != "kv":
+            raise Refused("--chunk applies to --kind kv only")
+        if args.chunk is not None and args.chunk < 1:
+            raise Refused("--chunk must be at least 1")
+        if not args.microattn_include:
+            raise Refused("microattn's include folder not found: pass --microattn-include")
+        config = normalize_config(args.config)
+        chunk_expr = ("Cfg::kTMax" if args.chunk is None else str(args.chunk)) \
+            if args.kind == "kv" else "0"
+        values = probe(args, config, chunk_expr)
+        if args.kind == "kv" and args.chunk is not None and args.chunk > values["t_max"]:
+            raise Refused("--chunk %d is larger than T_max %d" % (args.chunk, values["t_max"]))
+        out = args.out or (args.name + ".h")
+        header_name = os.path.basename(out)
+        write_if_changed(out, header_text(args, config, values, header_name))
+        if args.cpp_out:
+            write_if_changed(args.cpp_out,
+                             cpp_text(args, config, args.header_include or header_name))
+    except Refused as e:
+        print("microattn_c.py: %s" % e, file=sys.stderr)
+        return 2
+    print("microattn_c.py: %s: %s %d bytes, align %d (kernels %s)" %
+          (out, args.name, values["bytes"], values["align"], values["arch"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
