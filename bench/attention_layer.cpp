@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The layer: microattn::MultiHeadAttention (projections, fused causal attention, W_O), prefill.
 //
 //   P1  T=64   d_model=256 H=4 d_head=64        P1_scalar     P1 on microattn::ScalarArch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn benchmarks: what every benchmark file shares — the machine figures measured at
 // start-up (FMA peak, read bandwidth), flop/byte counters, data generation.
 //

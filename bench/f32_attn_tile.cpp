@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel family: fused, tiled, causal attention with an online softmax
 // (include/microattn/kernels/f32_attn_tile.hpp), measured through the public attention core
 // microattn::ScaledDotProductAttention.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel family: the softmax's vector exponentials (include/microattn/kernels/f32_exp.hpp), in
 // elements per second over a tile-sized row of inputs in the softmax range: [-87.3, 0] for
 // f32_exp, the same range in base 2, [-126, 0], for f32_exp2 (what the attention kernels run).

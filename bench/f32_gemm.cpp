@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel family: register-blocked, cache-tiled fp32 GEMM (include/microattn/kernels/f32_gemm.hpp).
 //
 //   f32_gemm_ukernel_<MR>x<NR>__<arch>/kc:K   the micro-kernel alone on L1-resident operands: the

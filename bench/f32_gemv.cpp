@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decode step's matrix-vector products (include/microattn/kernels/f32_gemv.hpp) alone, in
 // each weight layout, on D1's weights: four 512 x 512 matrices (4 MB, the projections and W_O
 // of one token), x -> y through each.

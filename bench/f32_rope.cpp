@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel family: rotary positional embeddings (include/microattn/kernels/f32_rope.hpp), from
 // the precomputed cos/sin table, on the prefill shape of P3 (1024 tokens x 8 heads x 64) in both
 // pairings. gelem_per_s = 10^9 rotated floats per second; it is O(d_head) per head and token,

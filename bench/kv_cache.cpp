@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Autoregressive decode with the KV cache (include/microattn/kv_cache.hpp, issue 4).
 //
 //   D1  one token after 1023 cached tokens, d_model=512 H=8 d_head=64 (token's projections and

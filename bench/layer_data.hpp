@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn benchmarks: random weights and inputs for a layer configuration, shared by the
 // prefill (attention_layer.cpp) and decode (kv_cache.cpp) cases.
 #pragma once

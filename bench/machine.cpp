@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn benchmarks: the machine's own ceilings, measured in the same binary so every case
 // can say how close it gets — single-core fp32 FMA peak (GFLOP/s) and single-core read
 // bandwidth over a buffer of a given size (GB/s). Registered as benchmarks too (peak_fma,

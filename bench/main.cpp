@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn_bench: one binary for every case (P1..P4, A1, D1, D2), the competing paths
 // (reference, scalar, optional peers) and the machine ceilings they are measured against.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn benchmarks: the Eigen 3 peer (optional, only when Eigen is installed). A causal
 // attention layer written as a straightforward Eigen composition, the way a host programmer
 // would without a fused kernel: GEMMs for the projections, then per head and per block of 128

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn benchmarks: the OpenBLAS peer (optional, only when OpenBLAS is installed): causal
 // attention as cblas_sgemm calls per head and block of 128 query rows (S = Q K^T over the keys
 // the block can see, about the causal half; O = P V) with a vectorised softmax between them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn benchmarks: the plain path — the whole layer written the textbook way (triple-loop
 // projections, the full T x T score matrix per head, masked softmax with std::exp), in float.
 // It is what a first implementation looks like; P1_reference times it so the speed-up of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn demo: the worked example of the teaching notes, then one forward pass of a small
 // GQA layer with weights in PyTorch's layout. The part between the readme markers is the
 // usage example in README.md (a test checks that they match).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: the C interface's compiled part (the per-layer functions are defined by the
 // macros of microattn/c_api.hpp in the user's C++ file). Proves here, at compile time, that
 // the C constants are the C++ enumerators' values.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: set up (Debian packages), build for this machine, run the demo and the host
 # benchmark. Usage: bash scripts/run_main.sh [extra Google Benchmark flags]
 set -euo pipefail

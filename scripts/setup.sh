@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh           host build, tests and benchmark
 #   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU

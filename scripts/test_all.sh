@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every test: set up (Debian packages incl. cross compilers and QEMU), then build and test the
-# host four ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan, and -Ofast:
-# the numerics when a user builds with -ffast-math) and every cross target under emulation
+# host five ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan, -Ofast:
+# the numerics when a user builds with -ffast-math, and against xsimd 14) and every cross target under emulation
 # (scripts/test_targets.sh). Each step is a CMake workflow preset
 # (CMakePresets.json), so `cmake --workflow --preset NAME` repeats one of them.
 # Usage: bash scripts/test_all.sh [--host-only]
@@ -15,7 +16,15 @@ export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$(nproc)}
 export CTEST_OUTPUT_ON_FAILURE=1
 
 failed=()
-for preset in host host-scalar host-asan host-ofast; do
+presets=(host host-scalar host-asan host-ofast)
+# The newest xsimd release's headers (shared/ beside the clone; never downloaded): the whole
+# suite against them too, since users get xsimd 12-14 from newer distributions.
+if [ -f ../shared/third_party/xsimd-14.3.0/include/xsimd/xsimd.hpp ]; then
+  presets+=(host-xsimd14)
+else
+  echo "=== host-xsimd14 skipped: ../shared/third_party/xsimd-14.3.0 not found"
+fi
+for preset in "${presets[@]}"; do
   echo "=== $preset: cmake --workflow --preset $preset"
   start=$(date +%s)
   cmake --workflow --preset "$preset" || failed+=("$preset")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and tests every cross target through its CMake workflow preset (CMakePresets.json):
 # aarch64 and armv7 under qemu-user; x86-avx2 and x86-avx512 natively when this CPU has the
 # instruction set (x86-64-v3 / x86-64-v4 flags in /proc/cpuinfo), build only otherwise (QEMU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Must not compile: an exported weight header's shape used with a Config that differs from it.
 // tests/CMakeLists.txt compiles it once per MISMATCH value and checks the static_assert message.
 #include "microattn/weights.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Test sources that also run on Cortex-M under the tiny runner (paths relative to tests/).
 # They use static storage for big objects, no threads, files or exceptions.
 set(MICROATTN_PORTABLE_TEST_SOURCES

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The build really runs the kernels it was configured for: a target can never fall back to
 // scalar silently (MICROATTN_EXPECT_ARCH is set per preset/toolchain).
 #include <cstring>

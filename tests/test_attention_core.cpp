@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScaledDotProductAttention (the fused tiled causal core) against the worked example of the
 // teaching notes and the double-precision reference.
 #include <cmath>

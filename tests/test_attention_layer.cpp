@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MultiHeadAttention (projections + fused core + W_O) against the double reference, the
 // 11-token example of the teaching notes, and PyTorch's weight layout.
 #include <cmath>

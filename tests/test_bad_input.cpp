@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every bad input returns its status and leaves the sentinel-filled output untouched.
 #include <cmath>
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // f32_exp and f32_exp2: error budget over the whole softmax input range, special values.
 #include <cmath>
 #include <cstdint>

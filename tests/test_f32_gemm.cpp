@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // f32_gemm (the projection GEMM) and its micro-kernel against a double reference, around every
 // blocking boundary (kMR, kNR, kKC, kMC), every weight layout and bias; the decode step's
 // f32_gemv in every layout; pack_weight_panels.

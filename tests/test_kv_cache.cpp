@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // KvAttention (KV cache, prefill, chunked prefill, decode, RoPE, GQA/MQA) against the
 // double-precision reference, against itself (decode == prefill == chunked prefill), and its
 // statuses (nothing changes on error; reset and truncate give fresh-object results bit for bit).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The library never touches the heap: global operator new/delete and the malloc family are
 // replaced by counting versions, and every entry point runs with the count watched. The test
 // also proves its own trap fires on a deliberate allocation (as Eigen's nomalloc test does).

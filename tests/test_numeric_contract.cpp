@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The numeric contract for every input (README "Numeric contract"), on every arch:
 // - causality bit for bit: no output of token p depends on tokens after p, NaN and Inf included;
 // - a row that sees a NaN or infinite value (input, or a score that overflows) is NaN or Inf in

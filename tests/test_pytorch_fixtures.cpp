@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn against PyTorch itself: layers run by PyTorch (tools/export_pytorch.py --fixtures),
 // their weights used exactly as PyTorch stores them (WeightLayout::kOutIn, nothing transposed),
 // and one layer as the tool exports it with --layout panel16 (WeightLayout::kPanel16).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The usage example in README.md is the block of examples/demo.cpp between the readme markers.
 file(READ "${SRC}/examples/demo.cpp" demo)
 file(READ "${SRC}/README.md" readme)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rotary positional embeddings: the table + kernel (kernels/f32_rope.hpp) against the plain
 // double reference (reference/rope_ref.hpp) for both pairings, partial rotary widths and every
 // position up to T_max; and properties that pin the definition down.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A configuration that makes no sense must fail to compile with a message naming the parameter.
 # Run as: cmake -DCXX=... -DINC=... -DCASE=... -DEXPECT=... -P test_static_assert.cmake
 # Or, with -DSOURCE=file.cpp -DDEFS=..., a given source file (CASE then only names the case).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Firmware often places objects in .bss and starts without running C++ constructors (vendor
 // startup code that skips __init_array). Every public object must then work from all-zero
 // bytes exactly as a constructed one does. (ports/cortex-m's zero_init image proves the same on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # 64-bit ARM Linux (Raspberry Pi 4/5, Jetson, Graviton, ...) with Debian's g++-aarch64-linux-gnu.
 # NEON is part of ARMv8-A, so no flag is needed: xsimd picks its arm64 NEON arch.
 #   cmake -B build/aarch64 -DCMAKE_TOOLCHAIN_FILE=toolchains/aarch64-linux-gnu.cmake

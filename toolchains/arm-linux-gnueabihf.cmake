@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # 32-bit ARMv7-A Linux, hard-float, with NEON and VFPv4 (Raspberry Pi 2/3 in 32-bit mode,
 # Cortex-A7/A9/A15 boards) using Debian's g++-arm-linux-gnueabihf.
 #   cmake -B build/armv7 -DCMAKE_TOOLCHAIN_FILE=toolchains/arm-linux-gnueabihf.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Bare-metal Cortex-M with Debian's gcc-arm-none-eabi (GCC 12) and newlib.
 #   cmake -B build/cm7 -DCMAKE_TOOLCHAIN_FILE=toolchains/arm-none-eabi.cmake -DMICROATTN_CPU=cortex-m7
 # MICROATTN_CPU picks the core and its FPU (the convention of CMSIS-NN's and Arm's toolchain

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the Debian cross toolchains (aarch64-linux-gnu.cmake, arm-linux-gnueabihf.cmake),
 # which set MICROATTN_TRIPLE first. Three jobs:
 #  1. compilers <triple>-gcc/g++ (Debian g++-<triple>), libraries for CMAKE_LIBRARY_ARCHITECTURE;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # x86-64 with AVX2 + FMA (x86-64-v3: Haswell and later, Zen 1 and later), built and run on an
 # x86-64 Linux machine with the system g++. Not a cross build: ctest runs the tests natively,
 # so the machine must have AVX2 (on one without, `qemu-x86_64 -cpu max` runs AVX2 since QEMU 7.2).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # x86-64 with AVX-512 F/CD/BW/DQ/VL (x86-64-v4: Skylake-SP, Ice Lake, Sapphire Rapids, Zen 4).
 # xsimd 8.1 then picks its avx512bw arch.
 #   cmake -B build/x86-avx512 -DCMAKE_TOOLCHAIN_FILE=toolchains/x86_64-avx512.cmake

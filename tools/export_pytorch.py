@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Export PyTorch attention weights as a C/C++ header of const float arrays for microattn.
 
   python3 tools/export_pytorch.py --module model.pt [--path encoder.layers.0] \\

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the C header of one microattn layer for C programs (and, optionally, the one-line
 C++ file that defines its functions).
 

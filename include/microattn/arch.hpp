@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: the one place that translates compiler feature macros into a kernel architecture.
 //
 // Kernels are templates on an arch tag. Where xsimd 8.1 has an architecture for the target

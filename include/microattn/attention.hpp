@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: fixed-size causal multi-head attention (the layer) and scaled dot-product
 // attention (the core, for callers with their own projections).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: the C interface, C++ side. Configurations are compile-time, so a C program gets
 // one set of extern "C" functions per layer: one macro line in a C++ file of the project
 // defines them, and a C header generated for the target declares them with the layer's storage

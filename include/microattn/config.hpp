@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: the compile-time shape of an attention layer.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: causal multi-head attention for autoregressive inference: a fixed-capacity KV
 // cache, prefill (also chunked), single-token decode, rotary embeddings, GQA/MQA.
 #pragma once

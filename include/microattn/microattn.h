@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* microattn: the C interface (C11, or C99 with GNU attributes; also valid C++).
  *
  * Configurations are compile-time, so a C program gets one set of functions per layer, each

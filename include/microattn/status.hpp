@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: status codes returned by every public entry point.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn: views over caller-owned weights (which may live in flash).
 #pragma once
 

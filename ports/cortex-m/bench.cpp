@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn cycle-counter benchmark for Cortex-M, printed in Google Benchmark's JSON shape so
 // board results go through the same tools (compare.py, jq) as host results.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # microattn's C interface on the board (included by ports/cortex-m/CMakeLists.txt): a C11 main
 # (c_api_main.c) using layers defined by c_api_layers.cpp, whose C headers tools/microattn_c.py
 # generates at build time for this compiler and these flags. Built in Debug (-O0 -g,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Static checks of the Cortex-M C API image (c_api.cmake), a Debug build:
 #  1. no heap function (as check_no_heap.cmake) and none of what a C library's assert() or
 #     printf brings in on newlib: __assert_func (fiprintf, which allocates), abort, the stdio

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C image's layers (c_api_main.c): one MICROATTN_C_* line each, as a C project's one C++
 // file would hold them. Their headers (cm_mha.h, cm_kv.h, cm_core.h) are generated at build
 // time by tools/microattn_c.py with this image's compiler and flags (c_api.cmake).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* microattn's C interface on a Cortex-M: a C11 main (-Wall -Wextra -Werror -pedantic) using the
  * three kinds of layer as C firmware would: the objects are statics in .bss that nothing
  * initialises (the start-up runs no C++ constructors), weights and inputs in RAM arrays filled at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C image's helpers (c_api_support.h). No static object here needs a constructor: the image
 // runs with a start-up that runs none (microattn_cm_port_no_ctors), as C firmware's does.
 #include "c_api_support.h"

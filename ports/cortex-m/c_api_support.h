@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The C image's helpers from C++ (c_api_support.cpp): the port's console, the same operations
  * through the C++ API on C++ objects of their own (bit-for-bit references), the double-precision
  * oracle, and a deliberately failed kernel assertion. Statuses as ints (microattn::Status). */

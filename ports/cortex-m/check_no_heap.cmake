@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Fails when the linked image ELF contains any heap function (the no-heap rule of DESIGN.md
 # section 2, checked on the final image rather than on the sources).
 #   cmake -DNM=arm-none-eabi-nm -DELF=image.elf -P check_no_heap.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Static half of the zero-init proof (zero_init.cpp): fails unless the linked image
 #  1. has empty .preinit_array and .init_array, i.e. no dynamic initialiser at all (no
 #     constructor for the startup to run or skip: the objects cannot depend on one), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn Cortex-M port: DWT cycle counter and a 64-bit SysTick tick counter.
 #include <cstdint>
 

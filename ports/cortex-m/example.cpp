@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn on a Cortex-M: one causal self-attention layer (T_max = 64, d_model = 64, H = 4,
 // d_head = 16) with its weights as const arrays in flash, one forward pass over 64 tokens, and
 // a checksum of the output. All working memory is the static layer object (its size is printed);

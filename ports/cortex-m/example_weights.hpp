@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic pseudo-random weights for the Cortex-M example, computed by the compiler:
 // `constexpr` arrays at namespace scope are constant-initialised const objects, so they land in
 // .rodata (flash) with no start-up code and no RAM copy, as real exported weights would.

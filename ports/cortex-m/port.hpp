@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn Cortex-M port: what firmware (tests, example, benchmark) may call. Implemented in
 // startup.cpp (reset, faults), semihosting.cpp (console, exit, command line) and cycles.cpp
 // (DWT cycle counter, SysTick tick counter). No heap, no stdio: newlib's printf allocates.

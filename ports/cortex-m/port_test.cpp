@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tests of the Cortex-M port itself, run by the tiny test runner next to the library's portable
 // tests: the worked example on the target's (scalar) kernels, the selected arch, the FPU and
 // the exit-status plumbing.

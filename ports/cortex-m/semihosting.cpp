@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn Cortex-M port: console, exit status and command line through Arm semihosting
 // (`bkpt 0xab`). QEMU implements it with `-semihosting-config enable=on,target=native`; on a
 // board with a debug probe, the probe's GDB server does (pyOCD, OpenOCD `arm semihosting enable`).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Worst-case stack depth of firmware entry points, from GCC's -fcallgraph-info=su output.
 
 Each object compiled with `-fstack-usage -fcallgraph-info=su` gets a .ci file (VCG graph): one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn Cortex-M port: vector table, reset handler and fault reporting.
 //
 // Reset: enable the FPU (before the compiler may emit any FP instruction), set the v8-M stack

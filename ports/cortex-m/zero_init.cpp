@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn on a Cortex-M whose start-up code runs no C++ constructors (built with
 // MICROATTN_PORT_NO_CONSTRUCTORS: startup.cpp copies .data and clears .bss, then skips
 // .preinit_array and .init_array, as many vendor SDK start-ups do). Every public object is a

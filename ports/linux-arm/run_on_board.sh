@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the cross-built Google Benchmark suite on an ARM Linux board and fetches its JSON.
 #
 #   ports/linux-arm/run_on_board.sh user@host [binary] [-- benchmark flags...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C test's C++ side: the layers the C tests use, each defined by one MICROATTN_C_* line as a
 // user's project would (their headers are generated at build time by tools/microattn_c.py for
 // this build's compiler and flags), and the reference functions of c_api_reference.h, which run

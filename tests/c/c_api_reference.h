@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The C tests' reference: the same operations through the C++ API, on C++ objects of their own
  * (c_api_layers.cpp). Statuses are returned as ints (the microattn::Status values). A scale of
  * 0 means "the default". w[8] = w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* README.md's C example, built and run by the C API test (test_c_api.c calls run_layer). The
  * part between the readme markers is in README.md (a test checks that they match). */
 // [readme-begin]

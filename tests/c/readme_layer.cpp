@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ file of README.md's C example: the one line that defines demo_layer's C functions
 // (tools/microattn_c.py --cpp-out writes the same). The part between the readme markers is in
 // README.md (a test checks that they match).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* microattn's C interface from C11 (built with -std=c11 -Wall -Wextra -Werror -pedantic):
  * statuses and their strings, the storage structs, every function of the three kinds of layer
  * against the C++ API on the same inputs (bit for bit: c_api_reference.h runs the C++ objects),

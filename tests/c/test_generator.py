@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ctest c_api_generator: tools/microattn_c.py for the host compiler (every kind), clang++ and
 arm-none-eabi-g++ when installed. Each generated header must compile as C11 with -Wall -Wextra
 -Werror -pedantic (with the C compiler of that target) and its generated C++ file with the same

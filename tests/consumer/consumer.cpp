@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A user's program, as built by the consumer projects in this folder (find_package and
 // add_subdirectory): one forward pass of a tiny MultiHeadAttention layer on fixed data, checked
 // against a plain double-precision computation. Prints the kernels, the xsimd release it was

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Drives one consumer test (registered by tests/consumer/CMakeLists.txt): configures, builds,
 # installs and runs small CMake projects in a scratch folder, as a new user of microattn would.
 #   cmake -DMODE=<mode> -DSRC=<microattn source tree> -DWORK=<scratch folder> -DCXX=<c++>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Checks for a parent project that add_subdirectory()'s microattn (included by the
 # add_subdirectory and bare_metal consumer projects).
 

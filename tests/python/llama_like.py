@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Attention modules shaped like the ones users export, for the exporter tests.
 
 They live in their own importable file (not in the test script) because torch.save(module)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests of tools/export_pytorch.py (unittest; ctest runs it as `export_pytorch`).
 
 Exports real PyTorch modules (fresh ones, whose biases PyTorch initialises to zero, and ones with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain double-precision oracles: the whole layer and the attention core, written the obvious
 // way (full score matrix, masked softmax), with nothing shared with the library's kernels.
 #pragma once

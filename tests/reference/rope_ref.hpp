@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain double-precision oracle for rotary positional embeddings and for a whole attention
 // layer with RoPE (built from attention_ref.hpp's linear() and core()). Written from the
 // definitions, sharing nothing with the library's kernels or tables.

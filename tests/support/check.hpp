@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared test helpers: tolerances and the arches every kernel is checked on.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Random layer weights for the tests: static storage, deterministic, nn.Linear-like scale.
 #pragma once
 

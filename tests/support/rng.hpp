@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic test data: a fixed-seed generator, so every failure reproduces.
 #pragma once
 

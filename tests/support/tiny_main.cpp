@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn tiny test runner: main(). Runs every TEST registered through tiny_test.hpp, prints
 // each failure with file:line, and ends with exactly one line "N passed, N failed". Returns
 // the number of failed tests (capped at 255), so 0 means success; on Cortex-M the startup code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn tiny test runner: the GoogleTest subset the tests use, for targets without
 // GoogleTest (Cortex-M). No heap, no exceptions, no RTTI, no stdio: output goes through one
 // function, microattn_tiny_test_write(), that the platform provides (tiny_main.cpp does it with

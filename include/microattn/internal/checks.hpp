@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn internal: the argument checks of the public entry points. They look at bits and
 // integers only, so -ffast-math (-ffinite-math-only folds std::isfinite to true) cannot remove
 // them, and they do all their arithmetic without overflow.

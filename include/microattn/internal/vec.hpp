@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn internal: one small vector interface over xsimd batches and plain floats, and the
 // tile sizes each architecture's kernels use. Kernels are written once against Vec<Arch>.
 #pragma once

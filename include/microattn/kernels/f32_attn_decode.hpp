@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: attention of one new token over a KV cache (the decode step).
 //
 // One decode step has a single query position, so its score row is only n_keys floats: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: fused, tiled, causal attention with an online softmax
 // (flash-attention style). Never forms a T x T score matrix.
 #pragma once

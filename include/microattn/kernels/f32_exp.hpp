@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: vectorised exponentials for the softmax (exp, and the base-2 one the
 // attention kernels use).
 #pragma once

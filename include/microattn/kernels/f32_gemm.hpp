@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: register-blocked, cache-tiled fp32 GEMM (the projections) and its
 // micro-kernel (also used by the attention tile for Q·K^T and P·V).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: fp32 matrix-vector products for the single-token decode step.
 // A decode step reads every weight once and does two flops per weight, so these kernels are
 // bound by memory bandwidth: they stream each matrix once, front to back, in a few

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: rotary positional embeddings (RoPE), from precomputed tables.
 #pragma once
 

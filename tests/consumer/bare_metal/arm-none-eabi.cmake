@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A firmware project's own minimal toolchain file (not microattn's toolchains/): Cortex-M4F,
 # GCC arm-none-eabi with newlib. It sets no MICROATTN_* variable.
 set(CMAKE_SYSTEM_NAME Generic)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A firmware's use of microattn on a Cortex-M4F: the layer a static object in .bss, one forward
 // pass on fixed data; the result goes to a volatile so nothing is optimised away.
 #include "microattn/microattn.hpp"
