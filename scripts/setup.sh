@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh           host build, tests and benchmark
-#   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU
+#   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU,
+#                              and PyTorch for the exporter's tests (everything test_all.sh runs)
 #   scripts/setup.sh --peers   also Eigen and OpenBLAS, which the benchmark compares against
 set -euo pipefail
 
@@ -22,6 +23,8 @@ export DEBIAN_FRONTEND=noninteractive
 
 host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev
            libxsimd-dev libgtest-dev libbenchmark-dev)
+# The exporter's tests (tests/python) need PyTorch; they are skipped, saying so, without it.
+test_pkgs=(python3-torch python3-numpy)
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf
             gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi
             qemu-user qemu-system-arm
@@ -30,6 +33,7 @@ cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf
 pkgs=("${host_pkgs[@]}")
 if [ "$peers" -eq 1 ]; then pkgs+=(libeigen3-dev libopenblas-dev); fi
 if [ "$cross" -eq 1 ]; then
+  pkgs+=("${test_pkgs[@]}")
   for a in arm64 armhf; do
     dpkg --print-foreign-architectures | grep -qx "$a" || $SUDO dpkg --add-architecture "$a"
   done
