@@ -30,6 +30,12 @@ for preset in "${presets[@]}"; do
   cmake --workflow --preset "$preset" || failed+=("$preset")
   echo "=== $preset: $(( $(date +%s) - start )) s"
 done
+# libFuzzer smoke run (clang 14, SIMD and scalar builds): the layer, the core and KV-cache
+# operation sequences against the numeric contract and the status rules (tests/fuzz).
+echo "=== fuzz: scripts/fuzz_smoke.sh"
+start=$(date +%s)
+FUZZ_SKIP_SETUP=1 bash scripts/fuzz_smoke.sh || failed+=("fuzz")
+echo "=== fuzz: $(( $(date +%s) - start )) s"
 if [ "$host_only" -eq 0 ]; then
   bash scripts/test_targets.sh || failed+=("cross targets (see the summary above)")
 fi

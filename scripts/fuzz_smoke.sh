@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Fuzz smoke run (CI): builds the libFuzzer targets of tests/fuzz with clang 14 twice, SIMD
+# kernels for this CPU (build/host-fuzz) and the forced scalar Cortex-M path
+# (build/host-fuzz-scalar), then runs each target for a fixed time, one job, starting from the
+# seed and regression corpus tests/fuzz/corpus/<target>/. Any invariant violation, sanitizer
+# report or crash fails the run; its input is saved as build/<dir>/fuzz-artifacts/<target>-crash-*.
+# The last line is "N passed, N failed" (one per target and build); exit status 1 if any failed.
+#
+# Environment:
+#   FUZZ_SECONDS   seconds per target and build (default 20; 2 builds x 2 targets)
+#   FUZZ_RUNS      run this many inputs per target instead of a time budget
+#   FUZZ_BUILDS    which builds (default "simd scalar")
+#   FUZZ_TARGETS   which targets (default "fuzz_layer fuzz_kv_cache")
+#   FUZZ_SKIP_SETUP=1  do not run scripts/setup.sh (the packages are known to be there)
+#   CMAKE_BUILD_PARALLEL_LEVEL  build jobs (default 2)
+# Replaying only the corpus: ctest --test-dir build/host-fuzz -L fuzz
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-20}
+runs=${FUZZ_RUNS:-}
+builds=${FUZZ_BUILDS:-simd scalar}
+targets=${FUZZ_TARGETS:-fuzz_layer fuzz_kv_cache}
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+
+passed=0
+failed=0
+summary=()
+n_targets=$(wc -w <<<"$targets")
+
+if [ "${FUZZ_SKIP_SETUP:-0}" != 1 ]; then
+  if ! bash scripts/setup.sh; then
+    echo "fuzz_smoke: scripts/setup.sh failed"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+fi
+
+start_all=$(date +%s)
+for b in $builds; do
+  case "$b" in
+    simd) dir=build/host-fuzz; flags=(-DMICROATTN_NATIVE=ON -DMICROATTN_FORCE_SCALAR=OFF) ;;
+    scalar) dir=build/host-fuzz-scalar; flags=(-DMICROATTN_FORCE_SCALAR=ON) ;;
+    *) echo "fuzz_smoke: unknown build '$b' (simd, scalar)"; failed=$((failed + 1)); continue ;;
+  esac
+  echo "=== $b: configure and build $dir"
+  if ! CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DMICROATTN_BUILD_FUZZ=ON -DMICROATTN_BUILD_BENCH=OFF "${flags[@]}" >"$dir.configure.log" 2>&1 \
+     || ! cmake --build "$dir" --target $targets; then
+    [ -f "$dir.configure.log" ] && tail -20 "$dir.configure.log"
+    echo "=== $b: build FAILED"
+    failed=$((failed + n_targets))
+    summary+=("FAIL $b: build")
+    continue
+  fi
+  for t in $targets; do
+    work="$dir/fuzz-work/$t"        # new inputs go here, never into the repo's corpus
+    art="$dir/fuzz-artifacts"
+    log="$dir/fuzz-$t.log"
+    rm -rf "$work"
+    mkdir -p "$work" "$art"
+    if [ -n "$runs" ]; then budget=(-runs="$runs"); else budget=(-max_total_time="$seconds"); fi
+    echo "=== $b: $t (${budget[*]})"
+    t0=$(date +%s)
+    "$dir/tests/fuzz/$t" "${budget[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$art/$t-" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
+    rc=$?
+    secs=$(($(date +%s) - t0))
+    execs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
+    if [ "$rc" -eq 0 ]; then
+      passed=$((passed + 1))
+      summary+=("PASS $b $t: ${execs:-?} inputs in ${secs} s")
+    else
+      failed=$((failed + 1))
+      summary+=("FAIL $b $t (exit $rc after ${secs} s, log $log)")
+      # The invariant message (or the sanitizer's first lines) and the saved input.
+      grep -A3 -e '^==== microattn fuzz' "$log" | head -8
+      grep -m1 -A6 -e 'ERROR: AddressSanitizer' -e 'runtime error:' -e 'ERROR: libFuzzer: timeout' "$log"
+      grep -e 'Test unit written to' "$log" | tail -1
+    fi
+  done
+done
+
+echo "=== fuzz smoke: $(($(date +%s) - start_all)) s"
+for s in "${summary[@]}"; do echo "$s"; done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
