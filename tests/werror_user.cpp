@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// A user's translation unit: every public header and class, compiled by ctest with the user's
+// kind of flags (-Wall -Wextra -Wpedantic -Werror, several -march, -Ofast, no exceptions/RTTI,
+// g++ and clang++, the cross compilers): a warning in microattn's headers fails the build of a
+// project that treats warnings as errors.
+#include "microattn/c_api.hpp"
+#include "microattn/microattn.h"
+#include "microattn/microattn.hpp"
+
+using Cfg = microattn::Config<64, 64, 4, 2, 16, microattn::Bias::kQkv, microattn::Rope::kYes>;
+using Wide = microattn::Config<32, 32, 2, 1, 16, microattn::OutDim{48}>;
+static microattn::MultiHeadAttention<Cfg> g_mha;
+static microattn::MultiHeadAttention<Wide> g_wide;
+static microattn::ScaledDotProductAttention<Cfg> g_core;
+static microattn::KvAttention<Cfg, microattn::DefaultArch, 16> g_kv;
+
+int user_run(const float* w, const float* x, float* y, float* k, float* v) {
+  const microattn::Weights<Cfg> wt(microattn::WeightLayout::kPanel16, w, w, w, w, w, w, w);
+  if (g_mha.set_weights(wt) != microattn::Status::kOk) return 1;
+  if (g_kv.set_weights(wt) != microattn::Status::kOk) return 1;
+  if (g_wide.set_weights(microattn::Weights<Wide>(microattn::WeightLayout::kOutIn, w, w, w, w)) !=
+      microattn::Status::kOk)
+    return 1;
+  microattn::RopeConfig r;
+  r.enabled = true;
+  if (g_kv.set_rope(r) != microattn::Status::kOk || g_mha.set_rope(r) != microattn::Status::kOk)
+    return 1;
+  if (g_mha.forward(x, 33, y) != microattn::Status::kOk) return 1;
+  if (g_wide.forward(x, 3, y) != microattn::Status::kOk) return 1;
+  if (g_core.forward(x, x, x, 17, y) != microattn::Status::kOk) return 1;
+  if (g_kv.prefill(x, 40, y) != microattn::Status::kOk) return 1;
+  if (g_kv.decode(x, y) != microattn::Status::kOk) return 1;
+  microattn::CacheSlice s;
+  if (g_kv.export_cache(0, 4, k, v, &s) != microattn::Status::kOk) return 1;
+  return microattn_status_string(MICROATTN_OK)[0] == 'o' ? 0 : 1;
+}
