@@ -26,7 +26,7 @@ static_assert(same(MICROATTN_CACHE_FULL, Status::kCacheFull),
 static_assert(same(MICROATTN_BAD_ARGUMENT, Status::kBadArgument),
               "MICROATTN_BAD_ARGUMENT != Status::kBadArgument");
 // The last status: a new C++ status needs its C constant (and this line moved).
-static_assert(static_cast<int>(Status::kBadArgument) == 7, "a new Status needs a C constant");
+static_assert(static_cast<int>(Status::kBadArgument) == 7, "each Status value needs its C constant");
 
 using microattn::WeightLayout;
 static_assert(MICROATTN_LAYOUT_IN_OUT == static_cast<int>(WeightLayout::kInOut),

@@ -16,9 +16,9 @@ execute_process(COMMAND ${NM} --defined-only ${ELF} OUTPUT_VARIABLE _syms RESULT
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "${NM} ${ELF} failed (${_rc})")
 endif()
-set(_forbidden malloc free realloc calloc memalign posix_memalign aligned_alloc valloc pvalloc
-    _malloc_r _free_r _realloc_r _calloc_r _memalign_r _sbrk _sbrk_r sbrk
-    __assert_func __assert __assert_fail abort _exit exit
+include(${CMAKE_CURRENT_LIST_DIR}/heap_symbols.cmake)
+# Besides the heap: what assert() and printf bring in on newlib.
+set(_forbidden __assert_func __assert __assert_fail abort _exit exit
     printf fprintf fiprintf iprintf vfprintf _vfprintf_r _vfiprintf_r puts fputs fwrite
     _printf_r _fprintf_r _fiprintf_r __sfp __sinit _fflush_r)
 set(_bad "")
@@ -28,7 +28,8 @@ foreach(line IN LISTS _lines)
   if(line MATCHES "^[0-9a-fA-F]+ [A-Za-z] (.+)$")
     set(_name "${CMAKE_MATCH_1}")
     list(APPEND _defined "${_name}")
-    if(_name IN_LIST _forbidden OR _name MATCHES "^_Zn[wa][jmy]" OR _name MATCHES "^_Zd[la]Pv")
+    microattn_is_heap_symbol("${_name}" _heap)
+    if(_heap OR _name IN_LIST _forbidden)
       list(APPEND _bad "${_name}")
     endif()
   endif()

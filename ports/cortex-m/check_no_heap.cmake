@@ -10,16 +10,14 @@ execute_process(COMMAND ${NM} --defined-only ${ELF} OUTPUT_VARIABLE _syms RESULT
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "${NM} ${ELF} failed (${_rc})")
 endif()
-# C allocators, newlib's reentrant versions and break, and every operator new/delete
-# (_Znwj/_Znaj: new(size_t) on 32-bit; _ZdlPv...: delete; nothrow and aligned variants included).
-set(_forbidden malloc free realloc calloc memalign posix_memalign aligned_alloc valloc pvalloc
-    _malloc_r _free_r _realloc_r _calloc_r _memalign_r _sbrk _sbrk_r sbrk)
+include(${CMAKE_CURRENT_LIST_DIR}/heap_symbols.cmake)
 set(_bad "")
 string(REPLACE "\n" ";" _lines "${_syms}")
 foreach(line IN LISTS _lines)
   if(line MATCHES "^[0-9a-fA-F]+ [A-Za-z] (.+)$")
     set(_name "${CMAKE_MATCH_1}")
-    if(_name IN_LIST _forbidden OR _name MATCHES "^_Zn[wa][jmy]" OR _name MATCHES "^_Zd[la]Pv")
+    microattn_is_heap_symbol("${_name}" _heap)
+    if(_heap)
       list(APPEND _bad "${_name}")
     endif()
   endif()
