@@ -10,6 +10,8 @@
 # Environment:
 #   FUZZ_SECONDS   seconds per target and build (default 20; 2 builds x 2 targets)
 #   FUZZ_RUNS      run this many inputs per target instead of a time budget
+#   FUZZ_SEED      libFuzzer's seed (default 1: CI explores the same inputs every run, a slower
+#                  machine a prefix of them; 0 = random, for exploring further by hand)
 #   FUZZ_BUILDS    which builds (default "simd scalar")
 #   FUZZ_TARGETS   which targets (default "fuzz_layer fuzz_kv_cache")
 #   FUZZ_SKIP_SETUP=1  do not run scripts/setup.sh (the packages are known to be there)
@@ -63,7 +65,7 @@ for b in $builds; do
     if [ -n "$runs" ]; then budget=(-runs="$runs"); else budget=(-max_total_time="$seconds"); fi
     echo "=== $b: $t (${budget[*]})"
     t0=$(date +%s)
-    "$dir/tests/fuzz/$t" "${budget[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+    "$dir/tests/fuzz/$t" "${budget[@]}" -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$art/$t-" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
     rc=$?
     secs=$(($(date +%s) - t0))

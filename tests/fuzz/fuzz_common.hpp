@@ -358,6 +358,20 @@ inline void require_same(const float* a, const float* b, size_t rows, size_t wid
              static_cast<double>(b[k]), bits(b[k]));
 }
 
+/// require_same for two calls of different shapes (T tokens vs the first p+1 alone): bits
+/// equal, or both NaN. Which operand's NaN an instruction passes on is the hardware's choice
+/// (IEEE 754 leaves it open), and a 1-row micro-tile feeds operands in another order than a
+/// 12-row one, so a row that is NaN in both may differ in its NaN's sign or payload.
+inline void require_same_nan_as_nan(const float* a, const float* b, size_t rows, size_t width,
+                                    const char* what, const char* detail) {
+  for (size_t k = 0; k < rows * width; ++k) {
+    if (bits(a[k]) == bits(b[k]) || (a[k] != a[k] && b[k] != b[k])) continue;
+    FZ_REQUIRE(false, "[%s] %s: row %zu col %zu differs: %a (0x%08x) vs %a (0x%08x)", what,
+               detail, k / width, k % width, static_cast<double>(a[k]), bits(a[k]),
+               static_cast<double>(b[k]), bits(b[k]));
+  }
+}
+
 /// All of rows x width floats finite with |v| <= bound.
 inline bool all_within(const float* p, size_t n, float bound) {
   for (size_t i = 0; i < n; ++i)

@@ -109,7 +109,7 @@ void layer_invariants(WeightLayout lay, const Settings& set, const std::vector<f
     require_same(yp.data(), y.data(), p1, OD, "causality", what);
     const std::vector<float> ys = layer_fresh<Cfg>(lay, set, x.data(), p1, "T = p+1");
     std::snprintf(what, sizeof what, "rows 0..%zu of T %zu vs T %zu", p1 - 1, T, p1);
-    require_same(ys.data(), y.data(), p1, OD, "causality", what);
+    require_same_nan_as_nan(ys.data(), y.data(), p1, OD, "causality", what);
   }
   // Finite inputs: finite outputs near the reference; with |x| <= 1 finite for any accepted
   // scale unless the scores themselves overflow.
@@ -316,7 +316,7 @@ void core_invariants(const Settings& set, const CoreIn& in, size_t T, const std:
     require_same(yp.data(), y.data(), p1, QD, "causality", what);
     const std::vector<float> ys = core_fresh<Cfg>(set, in, p1, "T = p+1");
     std::snprintf(what, sizeof what, "rows 0..%zu of T %zu vs T %zu", p1 - 1, T, p1);
-    require_same(ys.data(), y.data(), p1, QD, "causality", what);
+    require_same_nan_as_nan(ys.data(), y.data(), p1, QD, "causality", what);
   }
   const bool fin4 = all_within(in.q.data(), T * QD, 4.0f) && all_within(in.k.data(), T * KD, 4.0f) &&
                     all_within(in.v.data(), T * KD, 4.0f);
