@@ -7,6 +7,8 @@
 // Nothing else in the library tests __ARM_NEON, __AVX2__ and friends.
 #pragma once
 
+#include <cstdint>
+
 #if !defined(MICROATTN_FORCE_SCALAR) &&                                                      \
     (defined(__SSE2__) || defined(_M_X64) || defined(__ARM_NEON) || defined(__ARM_NEON__) || \
      defined(__aarch64__))
@@ -88,7 +90,45 @@
 #define MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE
 #endif
 
+/// int8 -> fp32 widening loads (int8 weights and caches): the one operation the kernels need
+/// that xsimd 8.1 has no fast form of (its converting load goes through a scalar loop). Each
+/// loads exactly the bytes it converts. MICROATTN_I8_<ISA> says which are available.
+#if MICROATTN_HAS_XSIMD && defined(__AVX512F__)
+#define MICROATTN_I8_AVX512 1
+#endif
+#if MICROATTN_HAS_XSIMD && defined(__AVX2__)
+#define MICROATTN_I8_AVX2 1
+#endif
+#if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
+#define MICROATTN_I8_NEON 1
+#endif
+
 namespace microattn {
+namespace intrin {
+#if defined(MICROATTN_I8_AVX512)
+/// 16 int8 at p as 16 floats.
+inline __m512 i8x16_to_f32(const signed char* p) noexcept {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+#endif
+#if defined(MICROATTN_I8_AVX2)
+/// 8 int8 at p as 8 floats.
+inline __m256 i8x8_to_f32(const signed char* p) noexcept {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+#endif
+#if defined(MICROATTN_I8_NEON)
+/// 4 int8 at p as 4 floats (one 32-bit load, two widening moves, one convert).
+inline float32x4_t i8x4_to_f32(const signed char* p) noexcept {
+  std::int32_t u;
+  __builtin_memcpy(&u, p, sizeof u);
+  const int8x8_t b = vreinterpret_s8_s32(vdup_n_s32(u));
+  return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
+}
+#endif
+}  // namespace intrin
 
 /// Portable scalar kernels: what Cortex-M ships, and the float oracle SIMD kernels are
 /// tested against.

@@ -103,18 +103,38 @@ struct RopeState<Cfg, false> {
 };
 
 /// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
-/// GEMM's B operand.
+/// GEMM's B operand (with the int8 scales of those columns; null for fp32 weights).
+template <class E>
 struct WeightSlice {
-  const float* b;
+  const E* b;
   std::size_t ldb;
   WeightLayout layout;
+  const float* scale;
 };
-inline WeightSlice weight_slice(const float* w, WeightLayout layout, std::size_t in_dim,
-                                std::size_t out_dim, std::size_t col0) noexcept {
-  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, layout};
-  if (layout == WeightLayout::kOutIn) return {w + col0 * in_dim, in_dim, layout};
+template <class E>
+inline WeightSlice<E> weight_slice(const E* w, WeightLayout layout, std::size_t in_dim,
+                                   std::size_t out_dim, std::size_t col0,
+                                   const float* scale = nullptr) noexcept {
+  const float* sc = scale ? scale + col0 : nullptr;
+  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, layout, sc};
+  if (layout == WeightLayout::kOutIn) return {w + col0 * in_dim, in_dim, layout, sc};
   // kPanel16: col0 is a multiple of the panel width (Weights::check); ldb = panel stride.
-  return {w + col0 * in_dim, in_dim * kWeightPanel, layout};
+  return {w + col0 * in_dim, in_dim * kWeightPanel, layout, sc};
+}
+
+/// C[M][N] = A[M][K] · W (+ bias) for a weight slice of either element type: the projections
+/// of every layer go through here (f32_gemm or qc8w_f32_gemm).
+template <class Arch, class Store>
+inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                    const WeightSlice<float>& w, const float* bias, Store store,
+                    float* pack) noexcept {
+  kernels::f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, bias, store, pack);
+}
+template <class Arch, class Store>
+inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                    const WeightSlice<std::int8_t>& w, const float* bias, Store store,
+                    float* pack) noexcept {
+  kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
 /// Key/value staging of one key/value head plus the tile scratch: what the attention core
@@ -290,28 +310,25 @@ class MultiHeadAttention {
     const WeightLayout lay = w_.layout;
     float* ctx = Cfg::kHasOutProj ? ctx_ : y;
     for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
-      const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D);
-      const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D);
-      const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D);
+      const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D, w_.s_k);
+      const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D, w_.s_v);
+      const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D, w_.s_q);
       // K row-major into the Q buffer (free until Q is projected), then into key tiles.
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
-                              Cfg::kBiasK ? w_.b_k + g * D : nullptr, kernels::StoreRowMajor{q_, D},
-                              pack_);
+      internal::project<Arch>(T, D, DM, x, DM, wk, Cfg::kBiasK ? w_.b_k + g * D : nullptr,
+                              kernels::StoreRowMajor{q_, D}, pack_);
       rope_.apply(q_, D, D, T, 1, 0);
       kernels::store_key_tiles<D>(q_, D, T, 0, Tl::kBK, core_.kt);
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
-                              Cfg::kBiasV ? w_.b_v + g * D : nullptr,
+      internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
                               kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);
-      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
-                              Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
+      internal::project<Arch>(T, G * D, DM, x, DM, wq, Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{q_, G * D}, pack_);
       rope_.apply(q_, G * D, D, T, G, 0);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
       kernels::f32_attn_rows<Arch, D>(rows, T, core_.kt, core_.v, scale, core_.tile);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0);
-      kernels::f32_gemm<Arch>(T, OD, Cfg::kQDim, ctx_, Cfg::kQDim, wo.b, wo.ldb, wo.layout,
+      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);
+      internal::project<Arch>(T, OD, Cfg::kQDim, ctx_, Cfg::kQDim, wo,
                               Cfg::kBiasO ? w_.b_o : nullptr, kernels::StoreRowMajor{y, OD}, pack_);
     }
   }

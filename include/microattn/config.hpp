@@ -38,6 +38,20 @@ enum class Rope : bool { kNo = false, kYes = true };
 /// out_proj = Linear(d_out, d_out): Config<T, d_in, H, H, d_out / H, OutDim{d_out}>.
 enum class OutDim : std::size_t {};
 
+/// Element type of the weight matrices W_Q, W_K, W_V, W_O (biases are always fp32).
+///   WeightType::kF32   fp32 (the default)
+///   WeightType::kInt8  int8, symmetric, one fp32 scale per output column of each matrix
+///                      (w(i, o) = scale[o] * q(i, o), q in [-127, 127]; "qc8w" in kernel
+///                      names): a quarter of the flash, read in place like fp32 weights.
+enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
+
+/// Element type of KvAttention's key/value cache.
+///   CacheType::kF32   fp32 (the default)
+///   CacheType::kInt8  int8, symmetric, one fp32 scale per cached token per key/value head for
+///                     K and one for V, computed when the token is appended ("qs8" in kernel
+///                     names): about a quarter of the cache RAM and of a decode step's reads.
+enum class CacheType : unsigned char { kF32 = 0, kInt8 = 1 };
+
 namespace internal {
 
 /// a * b, or `limit + 1` when the product exceeds limit (never wraps).
@@ -92,7 +106,8 @@ constexpr std::size_t option_count(Ts...) noexcept {
 template <class T>
 constexpr bool is_config_option() noexcept {
   return std::is_same<T, Bias>::value || std::is_same<T, OutProj>::value ||
-         std::is_same<T, OutDim>::value || std::is_same<T, Rope>::value;
+         std::is_same<T, OutDim>::value || std::is_same<T, Rope>::value ||
+         std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value;
 }
 
 }  // namespace internal
@@ -106,18 +121,23 @@ constexpr bool is_config_option() noexcept {
 /// @tparam kDHead_   head width d_head (need not equal d_model / H)
 /// @tparam kOptions  any of, in any order, each at most once (defaults in brackets):
 ///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model),
-///                   Rope (Rope::kNo: no RoPE tables).
+///                   Rope (Rope::kNo: no RoPE tables), WeightType (WeightType::kF32),
+///                   CacheType (CacheType::kF32; used by KvAttention only).
 ///                   `Config<T, D, H, Hkv, dh, Bias::kYes, OutProj::kNo>` reads as before.
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kKvHeads_,
           std::size_t kDHead_, auto... kOptions>
 struct Config {
   static_assert((internal::is_config_option<decltype(kOptions)>() && ...),
-                "microattn::Config: an option is not a Bias, OutProj, OutDim or Rope value");
+                "microattn::Config: an option is not a Bias, OutProj, OutDim, Rope, WeightType or "
+                "CacheType value");
   static_assert(internal::option_count<Bias>(kOptions...) <= 1 &&
                     internal::option_count<OutProj>(kOptions...) <= 1 &&
                     internal::option_count<OutDim>(kOptions...) <= 1 &&
-                    internal::option_count<Rope>(kOptions...) <= 1,
-                "microattn::Config: each option (Bias, OutProj, OutDim, Rope) may be given once");
+                    internal::option_count<Rope>(kOptions...) <= 1 &&
+                    internal::option_count<WeightType>(kOptions...) <= 1 &&
+                    internal::option_count<CacheType>(kOptions...) <= 1,
+                "microattn::Config: each option (Bias, OutProj, OutDim, Rope, WeightType, "
+                "CacheType) may be given once");
   static_assert(kTMax_ > 0, "microattn::Config: T_max (max tokens) must be at least 1");
   static_assert(kDModel_ > 0, "microattn::Config: d_model must be at least 1");
   static_assert(kHeads_ > 0, "microattn::Config: H (query heads) must be at least 1");
@@ -142,6 +162,17 @@ struct Config {
   static constexpr bool kBiasV = has(kBias, Bias::kV);
   static constexpr bool kBiasO = has(kBias, Bias::kO) && kHasOutProj;
 
+  /// Element type of the weight matrices, and the C++ type of their arrays (float or int8_t).
+  static constexpr WeightType kWeightType =
+      internal::option_or<WeightType>(WeightType::kF32, kOptions...);
+  static constexpr bool kInt8Weights = kWeightType == WeightType::kInt8;
+  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  /// Element type of KvAttention's cache.
+  static constexpr CacheType kCacheType =
+      internal::option_or<CacheType>(CacheType::kF32, kOptions...);
+  static constexpr bool kInt8Cache = kCacheType == CacheType::kInt8;
+  using CacheElem = std::conditional_t<kInt8Cache, std::int8_t, float>;
+
   /// Query heads per key/value head; query head h reads key/value head h / kGroup.
   static constexpr std::size_t kGroup = kHeads_ / kKvHeads_;
   /// Width of Q and of the concatenated heads: H * d_head.
@@ -155,6 +186,10 @@ struct Config {
           ? static_cast<std::size_t>(internal::option_or<OutDim>(OutDim{kDModel_}, kOptions...))
           : kQDim;
 
+  static_assert(kWeightType == WeightType::kF32 || kWeightType == WeightType::kInt8,
+                "microattn::Config: WeightType must be kF32 or kInt8");
+  static_assert(kCacheType == CacheType::kF32 || kCacheType == CacheType::kInt8,
+                "microattn::Config: CacheType must be kF32 or kInt8");
   static_assert(internal::option_count<OutDim>(kOptions...) == 0 || kHasOutProj,
                 "microattn::Config: OutDim sets W_O's width, but OutProj::kNo has no W_O");
   static_assert(kOutDim > 0, "microattn::Config: OutDim must be at least 1");

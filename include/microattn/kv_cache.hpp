@@ -23,6 +23,21 @@
 
 namespace microattn {
 
+namespace internal {
+/// y[N] = x[K] · W (+ bias) for a weight slice of either element type (the decode step's
+/// projections: f32_gemv or qc8w_f32_gemv).
+template <class Arch>
+inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<float>& w,
+                        const float* bias, float* y) noexcept {
+  kernels::f32_gemv<Arch>(N, K, x, w.b, w.ldb, w.layout, bias, y);
+}
+template <class Arch>
+inline void project_vec(std::size_t N, std::size_t K, const float* x,
+                        const WeightSlice<std::int8_t>& w, const float* bias, float* y) noexcept {
+  kernels::qc8w_f32_gemv<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y);
+}
+}  // namespace internal
+
 /// What export_cache() wrote: which cached tokens, of what shape, rotated how. import_cache()
 /// checks it, so a cache computed elsewhere (offline on a host and kept in flash, or handed
 /// over from another process) is only accepted where it means the same thing.
@@ -321,32 +336,28 @@ class KvAttention {
     PrefillWork& pw = pw_;
     float* ctx = Cfg::kHasOutProj ? pw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
-      const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, g * D);
-      const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D);
-      const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D);
+      const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, g * D, w_.s_k);
+      const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D, w_.s_v);
+      const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D, w_.s_q);
       float* kt = kt_head(g);
       // K: projected row-major into the Q buffer, rotated, then transposed into the cache's
       // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wk.b, wk.ldb, wk.layout,
-                              Cfg::kBiasK ? w_.b_k + g * D : nullptr,
+      internal::project<Arch>(T, D, DM, x, DM, wk, Cfg::kBiasK ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
       rope_.apply(pw.q, D, D, T, 1, L);
       kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
-      kernels::f32_gemm<Arch>(T, D, DM, x, DM, wv.b, wv.ldb, wv.layout,
-                              Cfg::kBiasV ? w_.b_v + g * D : nullptr,
+      internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
                               kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
-      kernels::f32_gemm<Arch>(T, G * D, DM, x, DM, wq.b, wq.ldb, wq.layout,
-                              Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
+      internal::project<Arch>(T, G * D, DM, x, DM, wq, Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       rope_.apply(pw.q, G * D, D, T, G, L);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
       kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale(), pw.tile);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0);
-      kernels::f32_gemm<Arch>(T, OD, QD, pw.ctx, QD, wo.b, wo.ldb, wo.layout,
-                              Cfg::kBiasO ? w_.b_o : nullptr, kernels::StoreRowMajor{y, OD},
-                              pw.pack);
+      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
+      internal::project<Arch>(T, OD, QD, pw.ctx, QD, wo, Cfg::kBiasO ? w_.b_o : nullptr,
+                              kernels::StoreRowMajor{y, OD}, pw.pack);
     }
   }
 
@@ -355,15 +366,12 @@ class KvAttention {
     const std::size_t L = length_;
     DecodeWork& dw = dw_;
     // Projections of the token: every weight read once.
-    const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0);
-    const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0);
-    const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0);
-    kernels::f32_gemv<Arch>(QD, DM, x, wq.b, wq.ldb, wq.layout, Cfg::kBiasQ ? w_.b_q : nullptr,
-                            dw.q);
-    kernels::f32_gemv<Arch>(KD, DM, x, wk.b, wk.ldb, wk.layout, Cfg::kBiasK ? w_.b_k : nullptr,
-                            dw.k);
-    kernels::f32_gemv<Arch>(KD, DM, x, wv.b, wv.ldb, wv.layout, Cfg::kBiasV ? w_.b_v : nullptr,
-                            dw.v);
+    const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0, w_.s_q);
+    const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0, w_.s_k);
+    const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0, w_.s_v);
+    internal::project_vec<Arch>(QD, DM, x, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q);
+    internal::project_vec<Arch>(KD, DM, x, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k);
+    internal::project_vec<Arch>(KD, DM, x, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v);
     rope_.apply(dw.q, QD, D, 1, Cfg::kHeads, L);
     rope_.apply(dw.k, KD, D, 1, HKV, L);
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
@@ -375,9 +383,8 @@ class KvAttention {
                                                   kt_head(g), v_head(g), scale(), dw.att);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0);
-      kernels::f32_gemv<Arch>(OD, QD, dw.ctx, wo.b, wo.ldb, wo.layout,
-                              Cfg::kBiasO ? w_.b_o : nullptr, y);
+      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
+      internal::project_vec<Arch>(OD, QD, dw.ctx, wo, Cfg::kBiasO ? w_.b_o : nullptr, y);
     }
   }
 

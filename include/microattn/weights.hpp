@@ -2,8 +2,11 @@
 // microattn: views over caller-owned weights (which may live in flash).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "microattn/config.hpp"
 #include "microattn/status.hpp"
@@ -47,6 +50,32 @@ constexpr std::size_t weight_floats(WeightLayout layout, std::size_t in_dim,
              : in_dim * out_dim;
 }
 
+namespace internal {
+template <class E>
+inline Status pack_panels(const E* src, WeightLayout from, std::size_t in_dim, std::size_t out_dim,
+                          E* dst) noexcept {
+  if (!src || !dst) return Status::kNullPointer;
+  if (in_dim == 0 || out_dim == 0 || (from != WeightLayout::kInOut && from != WeightLayout::kOutIn))
+    return Status::kBadArgument;
+  const std::size_t n_dst = weight_floats(WeightLayout::kPanel16, in_dim, out_dim);
+  const auto s0 = reinterpret_cast<std::uintptr_t>(src), d0 = reinterpret_cast<std::uintptr_t>(dst);
+  if (s0 < d0 + n_dst * sizeof(E) && d0 < s0 + in_dim * out_dim * sizeof(E))
+    return Status::kOverlap;
+  for (std::size_t p0 = 0; p0 < out_dim; p0 += kWeightPanel) {
+    E* panel = dst + p0 * in_dim;
+    for (std::size_t i = 0; i < in_dim; ++i)
+      for (std::size_t j = 0; j < kWeightPanel; ++j) {
+        const std::size_t o = p0 + j;
+        E v = 0;
+        if (o < out_dim)
+          v = from == WeightLayout::kInOut ? src[i * out_dim + o] : src[o * in_dim + i];
+        panel[i * kWeightPanel + j] = v;
+      }
+  }
+  return Status::kOk;
+}
+}  // namespace internal
+
 /// Rewrites one weight matrix (in_dim inputs, out_dim outputs) stored in `from` (kInOut or
 /// kOutIn) as kPanel16 into dst, which holds weight_floats(kPanel16, in_dim, out_dim) floats
 /// (columns past out_dim in the last panel are set to zero). For start-up packing into RAM;
@@ -55,30 +84,116 @@ constexpr std::size_t weight_floats(WeightLayout layout, std::size_t in_dim,
 ///         kInOut or kOutIn); kOverlap (dst overlaps src). Nothing is written on error.
 inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_t in_dim,
                                  std::size_t out_dim, float* dst) noexcept {
-  if (!src || !dst) return Status::kNullPointer;
-  if (in_dim == 0 || out_dim == 0 || (from != WeightLayout::kInOut && from != WeightLayout::kOutIn))
+  return internal::pack_panels(src, from, in_dim, out_dim, dst);
+}
+/// The same for int8 weights (WeightType::kInt8): dst holds weight_floats(kPanel16, in_dim,
+/// out_dim) bytes; the scales (one per output column) do not change.
+inline Status pack_weight_panels(const std::int8_t* src, WeightLayout from, std::size_t in_dim,
+                                 std::size_t out_dim, std::int8_t* dst) noexcept {
+  return internal::pack_panels(src, from, in_dim, out_dim, dst);
+}
+
+/// What quantize_int8() measured: the error its rounding introduced into one matrix.
+struct QuantError {
+  float max_abs = 0.0f;  ///< largest |w - scale[o] * q| over the matrix
+  float rms = 0.0f;      ///< root mean square of w - scale[o] * q
+  float rel = 0.0f;      ///< ||W - W_q||_F / ||W||_F (0 for an all-zero matrix)
+};
+
+/// int8 value of w / scale, rounded to nearest (ties away from zero) and clamped to [-127, 127],
+/// computed in float exactly as tools/export_pytorch.py --quant int8 does (the two agree bit
+/// for bit). 0 when scale is 0.
+inline std::int8_t quantize_value(float w, float scale) noexcept {
+  if (!(scale > 0.0f)) return 0;
+  const float r = w / scale;
+  float a = r < 0.0f ? -r : r;
+  const float f = static_cast<float>(static_cast<std::int32_t>(a < 127.0f ? a : 127.0f));
+  a = (a - f >= 0.5f && f < 127.0f) ? f + 1.0f : f;
+  const auto q = static_cast<std::int32_t>(a);
+  return static_cast<std::int8_t>(r < 0.0f ? -q : q);
+}
+
+/// Quantises one fp32 weight matrix (in_dim inputs, out_dim outputs, stored in `from`: kInOut
+/// or kOutIn) to int8, symmetric, per output column: scale[o] = max_i |W(i, o)| / 127 (float
+/// arithmetic), q(i, o) = quantize_value(W(i, o), scale[o]), so W(i, o) ~ scale[o] * q(i, o)
+/// with |error| <= scale[o] / 2. An all-zero column gets scale 0 and q 0 (no NaN).
+/// dst holds weight_floats(to, in_dim, out_dim) int8 values in layout `to` (any layout;
+/// kPanel16 pads the last panel with zeros), scales out_dim floats. err (may be null) receives
+/// the error the rounding introduced. No heap; runs on the host (the exporter's twin) or on a
+/// device at start-up.
+/// @return kOk; kNullPointer (src, dst or scales null); kBadArgument (a dimension is 0, a layout
+///         that is not a WeightLayout value or `from` kPanel16, a weight that is not finite);
+///         kOverlap (dst, scales and src overlap). Nothing is written on error.
+inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_dim,
+                            std::size_t out_dim, WeightLayout to, std::int8_t* dst, float* scales,
+                            QuantError* err = nullptr) noexcept {
+  if (!src || !dst || !scales) return Status::kNullPointer;
+  if (in_dim == 0 || out_dim == 0 ||
+      (from != WeightLayout::kInOut && from != WeightLayout::kOutIn) ||
+      (to != WeightLayout::kInOut && to != WeightLayout::kOutIn && to != WeightLayout::kPanel16))
     return Status::kBadArgument;
-  const std::size_t n_dst = weight_floats(WeightLayout::kPanel16, in_dim, out_dim);
-  const auto s0 = reinterpret_cast<std::uintptr_t>(src), d0 = reinterpret_cast<std::uintptr_t>(dst);
-  if (s0 < d0 + n_dst * sizeof(float) && d0 < s0 + in_dim * out_dim * sizeof(float))
+  if (in_dim > SIZE_MAX / sizeof(float) / out_dim) return Status::kBadArgument;
+  const std::size_t n_src = in_dim * out_dim * sizeof(float);
+  const std::size_t n_dst = weight_floats(to, in_dim, out_dim);
+  const auto ov = [](const void* a, std::size_t na, const void* b, std::size_t nb) {
+    const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+    return pa < pb + nb && pb < pa + na;
+  };
+  if (ov(dst, n_dst, src, n_src) || ov(scales, out_dim * sizeof(float), src, n_src) ||
+      ov(dst, n_dst, scales, out_dim * sizeof(float)))
     return Status::kOverlap;
-  for (std::size_t p0 = 0; p0 < out_dim; p0 += kWeightPanel) {
-    float* panel = dst + p0 * in_dim;
-    for (std::size_t i = 0; i < in_dim; ++i)
-      for (std::size_t j = 0; j < kWeightPanel; ++j) {
-        const std::size_t o = p0 + j;
-        float v = 0.0f;
-        if (o < out_dim)
-          v = from == WeightLayout::kInOut ? src[i * out_dim + o] : src[o * in_dim + i];
-        panel[i * kWeightPanel + j] = v;
-      }
+  const auto at = [&](std::size_t i, std::size_t o) {
+    return from == WeightLayout::kInOut ? src[i * out_dim + o] : src[o * in_dim + i];
+  };
+  for (std::size_t k = 0; k < in_dim * out_dim; ++k) {
+    std::uint32_t u;
+    std::memcpy(&u, src + k, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u) return Status::kBadArgument;
+  }
+  double e2 = 0.0, w2 = 0.0;
+  float emax = 0.0f;
+  for (std::size_t o = 0; o < out_dim; ++o) {
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < in_dim; ++i) {
+      const float a = at(i, o) < 0.0f ? -at(i, o) : at(i, o);
+      amax = a > amax ? a : amax;
+    }
+    const float s = amax / 127.0f;
+    scales[o] = s;
+    for (std::size_t i = 0; i < in_dim; ++i) {
+      const float w = at(i, o);
+      const std::int8_t q = quantize_value(w, s);
+      std::size_t idx = 0;
+      if (to == WeightLayout::kInOut)
+        idx = i * out_dim + o;
+      else if (to == WeightLayout::kOutIn)
+        idx = o * in_dim + i;
+      else
+        idx = (o / kWeightPanel) * in_dim * kWeightPanel + i * kWeightPanel + o % kWeightPanel;
+      dst[idx] = q;
+      const float e = w - s * static_cast<float>(q);
+      const float ae = e < 0.0f ? -e : e;
+      emax = ae > emax ? ae : emax;
+      e2 += static_cast<double>(e) * e;
+      w2 += static_cast<double>(w) * w;
+    }
+  }
+  if (to == WeightLayout::kPanel16)  // zero the padding columns of the last panel
+    for (std::size_t o = out_dim; o % kWeightPanel != 0; ++o)
+      for (std::size_t i = 0; i < in_dim; ++i)
+        dst[(o / kWeightPanel) * in_dim * kWeightPanel + i * kWeightPanel + o % kWeightPanel] = 0;
+  if (err) {
+    err->max_abs = emax;
+    err->rms = static_cast<float>(std::sqrt(e2 / static_cast<double>(in_dim * out_dim)));
+    err->rel = w2 > 0.0 ? static_cast<float>(std::sqrt(e2 / w2)) : 0.0f;
   }
   return Status::kOk;
 }
 
 // clang-format off
-/// Pointers to the weights of one attention layer with configuration Cfg. Shapes (floats),
-/// with QD = H*d_head, KD = H_kv*d_head, OD = Cfg::kOutDim (W_O's width, default d_model):
+/// Pointers to the weights of one attention layer with configuration Cfg. Shapes (elements:
+/// floats, or int8_t with WeightType::kInt8), with QD = H*d_head, KD = H_kv*d_head,
+/// OD = Cfg::kOutDim (W_O's width, default d_model):
 ///
 /// | field | kInOut         | kOutIn (PyTorch) | kPanel16              | needed when    |
 /// |-------|----------------|------------------|-----------------------|----------------|
@@ -90,12 +205,22 @@ inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_
 /// | b_k   | [KD]           | same             | same                  | Cfg::kBiasK    |
 /// | b_v   | [KD]           | same             | same                  | Cfg::kBiasV    |
 /// | b_o   | [OD]           | same             | same                  | Cfg::kBiasO    |
+/// | s_q   | [QD] floats    | same             | same                  | int8 weights   |
+/// | s_k   | [KD] floats    | same             | same                  | int8 weights   |
+/// | s_v   | [KD] floats    | same             | same                  | int8 weights   |
+/// | s_o   | [OD] floats    | same             | same                  | int8 W_O       |
 ///
 // clang-format on
 /// Head h owns columns (kInOut) or rows (kOutIn) h*d_head .. h*d_head + d_head - 1 of w_q
 /// (panels h*d_head/16 .. for kPanel16); key/value head g likewise of w_k and w_v; query head
 /// h reads key/value head h / (H/H_kv).
 /// Pointers that the configuration does not need are ignored and may be null.
+///
+/// int8 weights (Config option WeightType::kInt8): the matrices are `const int8_t` arrays in
+/// the same layouts (kPanel16 included: a panel row is 16 bytes), and s_x[o] is the fp32 scale
+/// of output column o: W(i, o) = s_x[o] * w_x(i, o). Make them with quantize_int8() or
+/// `tools/export_pytorch.py --quant int8`. The layer computes what fp32 weights equal to the
+/// dequantised values would give (up to float rounding); biases stay fp32.
 ///
 /// The layout has no default: it is the first constructor argument, because a wrong layout
 /// computes a wrong layer without any error to show for it. Headers written by
@@ -110,24 +235,54 @@ inline Status pack_weight_panels(const float* src, WeightLayout from, std::size_
 ///   w_v = v_proj.weight, w_o = o_proj.weight, no biases.
 template <class Cfg>
 struct Weights {
+  /// Element type of the matrices: float, or int8_t with WeightType::kInt8.
+  using Elem = typename Cfg::WeightElem;
+  static constexpr bool kInt8 = Cfg::kInt8Weights;
+
   /// Weights stored in `layout`, pointers to be set field by field.
   constexpr explicit Weights(WeightLayout layout_) noexcept : layout(layout_) {}
-  /// Weights stored in `layout` with their pointers (biases and w_o may be null when Cfg does
-  /// not use them).
+  /// fp32 weights stored in `layout` with their pointers (biases and w_o may be null when Cfg
+  /// does not use them).
+  template <class E = Elem, std::enable_if_t<std::is_same<E, float>::value, int> = 0>
   constexpr Weights(WeightLayout layout_, const float* q, const float* k, const float* v,
                     const float* o, const float* bq = nullptr, const float* bk = nullptr,
                     const float* bv = nullptr, const float* bo = nullptr) noexcept
       : layout(layout_), w_q(q), w_k(k), w_v(v), w_o(o), b_q(bq), b_k(bk), b_v(bv), b_o(bo) {}
+  /// int8 weights stored in `layout`, each matrix followed by its per-output-column scales.
+  template <class E = Elem, std::enable_if_t<std::is_same<E, std::int8_t>::value, int> = 0>
+  constexpr Weights(WeightLayout layout_, const std::int8_t* q, const float* sq,
+                    const std::int8_t* k, const float* sk, const std::int8_t* v, const float* sv,
+                    const std::int8_t* o, const float* so, const float* bq = nullptr,
+                    const float* bk = nullptr, const float* bv = nullptr,
+                    const float* bo = nullptr) noexcept
+      : layout(layout_),
+        w_q(q),
+        w_k(k),
+        w_v(v),
+        w_o(o),
+        b_q(bq),
+        b_k(bk),
+        b_v(bv),
+        b_o(bo),
+        s_q(sq),
+        s_k(sk),
+        s_v(sv),
+        s_o(so) {}
 
   WeightLayout layout;
-  const float* w_q = nullptr;
-  const float* w_k = nullptr;
-  const float* w_v = nullptr;
-  const float* w_o = nullptr;
+  const Elem* w_q = nullptr;
+  const Elem* w_k = nullptr;
+  const Elem* w_v = nullptr;
+  const Elem* w_o = nullptr;
   const float* b_q = nullptr;
   const float* b_k = nullptr;
   const float* b_v = nullptr;
   const float* b_o = nullptr;
+  /// Per-output-column scales of int8 matrices (ignored for fp32 weights).
+  const float* s_q = nullptr;
+  const float* s_k = nullptr;
+  const float* s_v = nullptr;
+  const float* s_o = nullptr;
 
   /// True when every pointer the configuration needs is set.
   constexpr bool complete() const noexcept {
@@ -135,11 +290,13 @@ struct Weights {
     if (Cfg::kHasOutProj && !w_o) return false;
     if ((Cfg::kBiasQ && !b_q) || (Cfg::kBiasK && !b_k) || (Cfg::kBiasV && !b_v)) return false;
     if (Cfg::kBiasO && !b_o) return false;
+    if (kInt8 && (!s_q || !s_k || !s_v || (Cfg::kHasOutProj && !s_o))) return false;
     return true;
   }
 
-  /// kOk; kNullPointer when a pointer the configuration needs is null; kBadArgument when
-  /// layout is not a WeightLayout value, or is kPanel16 and !panel_layout_fits<Cfg>().
+  /// kOk; kNullPointer when a pointer the configuration needs is null (a scale array of int8
+  /// weights included); kBadArgument when layout is not a WeightLayout value, or is kPanel16
+  /// and !panel_layout_fits<Cfg>().
   constexpr Status check() const noexcept {
     if (!complete()) return Status::kNullPointer;
     if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
@@ -149,7 +306,7 @@ struct Weights {
     return Status::kOk;
   }
 
-  /// Floats of each matrix in this layout (what the arrays must hold), for overlap checks.
+  /// Elements of each matrix in this layout (what the arrays must hold), for overlap checks.
   static constexpr std::size_t q_floats(WeightLayout l) noexcept {
     return weight_floats(l, Cfg::kDModel, Cfg::kQDim);
   }
@@ -167,14 +324,21 @@ struct Weights {
 ///   static constexpr std::size_t kDModel, kHeads, kKvHeads, kDHead, kOutDim;
 ///   static constexpr bool kBiasQ, kBiasK, kBiasV, kBiasO, kHasOutProj;
 ///   static constexpr WeightLayout kLayout;
+///   static constexpr WeightType kWeightType;   (headers from before int8 support: kF32)
 /// Builds the Weights view of an exported header's arrays after checking its Shape against Cfg
 /// (each mismatch is a compile error that names the parameter). Biases the header does not
 /// have are null.
+namespace internal {
+template <class Shape, class = void>
+struct ShapeWeightType {
+  static constexpr WeightType value = WeightType::kF32;
+};
+template <class Shape>
+struct ShapeWeightType<Shape, std::void_t<decltype(Shape::kWeightType)>> {
+  static constexpr WeightType value = Shape::kWeightType;
+};
 template <class Cfg, class Shape>
-constexpr Weights<Cfg> exported_weights(const float* w_q, const float* w_k, const float* w_v,
-                                        const float* w_o, const float* b_q = nullptr,
-                                        const float* b_k = nullptr, const float* b_v = nullptr,
-                                        const float* b_o = nullptr) noexcept {
+constexpr void check_exported_shape() noexcept {
   static_assert(Shape::kDModel == Cfg::kDModel,
                 "microattn: the exported weights' d_model differs from the Config's d_model");
   static_assert(Shape::kHeads == Cfg::kHeads,
@@ -194,7 +358,31 @@ constexpr Weights<Cfg> exported_weights(const float* w_q, const float* w_k, cons
                 "microattn: the exported weights' W_O width differs from the Config's OutDim");
   static_assert(Shape::kLayout != WeightLayout::kPanel16 || panel_layout_fits<Cfg>(),
                 "microattn: kPanel16 weights need d_head (and W_O's width) multiples of 16");
+  static_assert(ShapeWeightType<Shape>::value == Cfg::kWeightType,
+                "microattn: the exported weights' WeightType (fp32 / int8) differs from the "
+                "Config's WeightType");
+}
+}  // namespace internal
+
+template <class Cfg, class Shape>
+constexpr Weights<Cfg> exported_weights(const float* w_q, const float* w_k, const float* w_v,
+                                        const float* w_o, const float* b_q = nullptr,
+                                        const float* b_k = nullptr, const float* b_v = nullptr,
+                                        const float* b_o = nullptr) noexcept {
+  internal::check_exported_shape<Cfg, Shape>();
   return Weights<Cfg>(Shape::kLayout, w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o);
+}
+/// The same for an int8 header (each matrix followed by its scales).
+template <class Cfg, class Shape>
+constexpr Weights<Cfg> exported_weights(const std::int8_t* w_q, const float* s_q,
+                                        const std::int8_t* w_k, const float* s_k,
+                                        const std::int8_t* w_v, const float* s_v,
+                                        const std::int8_t* w_o, const float* s_o,
+                                        const float* b_q = nullptr, const float* b_k = nullptr,
+                                        const float* b_v = nullptr,
+                                        const float* b_o = nullptr) noexcept {
+  internal::check_exported_shape<Cfg, Shape>();
+  return Weights<Cfg>(Shape::kLayout, w_q, s_q, w_k, s_k, w_v, s_v, w_o, s_o, b_q, b_k, b_v, b_o);
 }
 
 }  // namespace microattn

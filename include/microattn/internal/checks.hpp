@@ -45,13 +45,18 @@ inline bool overlaps(const void* a, std::size_t a_bytes, const void* b,
 /// (sized by w.layout). Writing y there would change the weights in the middle of the call.
 template <class Cfg>
 bool overlaps_weights(const Weights<Cfg>& w, const void* y, std::size_t y_bytes) noexcept {
-  constexpr std::size_t F = sizeof(float);
+  constexpr std::size_t F = sizeof(float), E = sizeof(typename Cfg::WeightElem);
   const WeightLayout l = w.layout;
-  if (overlaps(y, y_bytes, w.w_q, Weights<Cfg>::q_floats(l) * F) ||
-      overlaps(y, y_bytes, w.w_k, Weights<Cfg>::kv_floats(l) * F) ||
-      overlaps(y, y_bytes, w.w_v, Weights<Cfg>::kv_floats(l) * F))
+  if (overlaps(y, y_bytes, w.w_q, Weights<Cfg>::q_floats(l) * E) ||
+      overlaps(y, y_bytes, w.w_k, Weights<Cfg>::kv_floats(l) * E) ||
+      overlaps(y, y_bytes, w.w_v, Weights<Cfg>::kv_floats(l) * E))
     return true;
-  if (Cfg::kHasOutProj && overlaps(y, y_bytes, w.w_o, Weights<Cfg>::o_floats(l) * F)) return true;
+  if (Cfg::kHasOutProj && overlaps(y, y_bytes, w.w_o, Weights<Cfg>::o_floats(l) * E)) return true;
+  if (Cfg::kInt8Weights && (overlaps(y, y_bytes, w.s_q, Cfg::kQDim * F) ||
+                            overlaps(y, y_bytes, w.s_k, Cfg::kKvDim * F) ||
+                            overlaps(y, y_bytes, w.s_v, Cfg::kKvDim * F) ||
+                            (Cfg::kHasOutProj && overlaps(y, y_bytes, w.s_o, Cfg::kOutDim * F))))
+    return true;
   return (Cfg::kBiasQ && overlaps(y, y_bytes, w.b_q, Cfg::kQDim * F)) ||
          (Cfg::kBiasK && overlaps(y, y_bytes, w.b_k, Cfg::kKvDim * F)) ||
          (Cfg::kBiasV && overlaps(y, y_bytes, w.b_v, Cfg::kKvDim * F)) ||

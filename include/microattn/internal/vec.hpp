@@ -21,8 +21,7 @@
 #if !defined(MICROATTN_ASSERT)
 #if defined(MICROATTN_ENABLE_ASSERTS) || !defined(NDEBUG)
 #if (defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M') || \
-    (defined(__STDC_HOSTED__) && !__STDC_HOSTED__) || \
-    defined(MICROATTN_ASSERT_TRAP)
+    (defined(__STDC_HOSTED__) && !__STDC_HOSTED__) || defined(MICROATTN_ASSERT_TRAP)
 #define MICROATTN_ASSERT(cond) ((cond) ? (void)0 : __builtin_trap())
 #else
 #include <cstdio>
@@ -75,6 +74,9 @@ struct Vec<ScalarArch> {
 
   static type load(const float* p) noexcept { return *p; }
   static type loadu(const float* p) noexcept { return *p; }
+  /// kWidth elements at p (floats, or int8 widened to floats), unaligned.
+  static type load_elem(const float* p) noexcept { return *p; }
+  static type load_elem(const std::int8_t* p) noexcept { return static_cast<float>(*p); }
   static void store(float* p, type v) noexcept { *p = v; }
   static void storeu(float* p, type v) noexcept { *p = v; }
   static type set1(float v) noexcept { return v; }
@@ -120,6 +122,31 @@ struct Vec {
 
   static type load(const float* p) noexcept { return type::load_aligned(p); }
   static type loadu(const float* p) noexcept { return type::load_unaligned(p); }
+  /// kWidth elements at p (floats, or int8 widened to floats), unaligned; reads only those.
+  static type load_elem(const float* p) noexcept { return type::load_unaligned(p); }
+  static type load_elem(const std::int8_t* p) noexcept {
+    const auto* b = reinterpret_cast<const signed char*>(p);
+#if defined(MICROATTN_I8_AVX512)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
+      return type(intrin::i8x16_to_f32(b));
+    } else
+#endif
+#if defined(MICROATTN_I8_AVX2)
+        if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8) {
+      return type(intrin::i8x8_to_f32(b));
+    } else
+#endif
+#if defined(MICROATTN_I8_NEON)
+        if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4) {
+      return type(intrin::i8x4_to_f32(b));
+    } else
+#endif
+    {
+      alignas(Arch::alignment()) float lanes[kWidth];
+      for (std::size_t i = 0; i < kWidth; ++i) lanes[i] = static_cast<float>(b[i]);
+      return type::load_aligned(lanes);
+    }
+  }
   static void store(float* p, type v) noexcept { v.store_aligned(p); }
   static void storeu(float* p, type v) noexcept { v.store_unaligned(p); }
   static type set1(float v) noexcept { return type(v); }

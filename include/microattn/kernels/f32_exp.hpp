@@ -40,7 +40,7 @@ inline typename internal::Vec<Arch>::type f32_exp(typename internal::Vec<Arch>::
   // Opaque too: -ffast-math would fold the two-constant (Cody-Waite) reduction below into one
   // multiply by ln2_hi + ln2_lo, losing the low part (4.5 ulp near x = -86.6 under -Ofast).
   T r = V::opaque(V::fnma(n, V::set1(0.693145751953125f), xc));  // ln2_hi = 0x3F317200
-  r = V::fnma(n, V::set1(1.42860682030941723212e-6f), r);  // ln2_lo = ln 2 - ln2_hi
+  r = V::fnma(n, V::set1(1.42860682030941723212e-6f), r);        // ln2_lo = ln 2 - ln2_hi
   // exp(r) = 1 + r + r^2 (1/2! + r (1/3! + r (1/4! + r (1/5! + r (1/6! + r / 7!)))))
   T p = V::fma(V::set1(1.0f / 5040.0f), r, V::set1(1.0f / 720.0f));
   p = V::fma(p, r, V::set1(1.0f / 120.0f));

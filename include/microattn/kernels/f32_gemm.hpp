@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "microattn/internal/vec.hpp"
 #include "microattn/weights.hpp"
@@ -14,11 +16,13 @@ namespace kernels {
 /// Micro-kernel f32_gemm_<MR>x<NR>__<arch>: C[MR][NR] (=, or += when accumulate)
 /// A[MR][kc] · B[kc][NR] (+ add_row broadcast down the rows when add_row is not null).
 /// NR = NRV vector widths.
-/// A is read one float at a time (row stride lda), B one row of NR floats per k (row stride
-/// ldb: a packed panel, or any row-major matrix whose rows hold NR readable floats), C is a
-/// full MR x NR tile with row stride ldc.
-template <class Arch, std::size_t MR, std::size_t NRV>
-inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const float* b,
+/// A is read one float at a time (row stride lda), B one row of NR elements per k (row stride
+/// ldb: a packed panel, or any row-major matrix whose rows hold NR readable elements), C is a
+/// full MR x NR tile with row stride ldc. B's elements are floats, or int8 (BE = int8_t: the
+/// qs8 attention kernels' cached K/V, widened to float in registers; their scales are applied
+/// by the caller).
+template <class Arch, std::size_t MR, std::size_t NRV, class BE = float>
+inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const BE* b,
                              std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
                              bool accumulate) noexcept {
   using V = internal::Vec<Arch>;
@@ -34,7 +38,7 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
   for (std::size_t k = 0; k < kc; ++k, b += ldb) {
     T bv[NRV];
     for (std::size_t j = 0; j < NRV; ++j) {
-      bv[j] = V::loadu(b + j * W);
+      bv[j] = V::load_elem(b + j * W);
       // One load per B vector, not one per use (see Vec::pin). With one row each vector has
       // one use, and pinning 2 x NRV + 1 live vectors could run out of registers.
       if (MR > 1) V::pin(bv[j]);
@@ -57,28 +61,62 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
 namespace detail {
 // Calls the micro-kernel with MR = mr (1 <= mr <= MR), so tails keep their accumulators in
 // registers too.
-template <class Arch, std::size_t MR, std::size_t NRV>
+template <class Arch, std::size_t MR, std::size_t NRV, class BE>
 struct UkernelRows {
-  static void call(std::size_t mr, std::size_t kc, const float* a, std::size_t lda, const float* b,
+  static void call(std::size_t mr, std::size_t kc, const float* a, std::size_t lda, const BE* b,
                    std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
                    bool accumulate) noexcept {
     if (mr == MR)
       f32_gemm_ukernel<Arch, MR, NRV>(kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
     else
-      UkernelRows<Arch, MR - 1, NRV>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
+      UkernelRows<Arch, MR - 1, NRV, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
   }
 };
-template <class Arch, std::size_t NRV>
-struct UkernelRows<Arch, 0, NRV> {
-  static void call(std::size_t, std::size_t, const float*, std::size_t, const float*, std::size_t,
+template <class Arch, std::size_t NRV, class BE>
+struct UkernelRows<Arch, 0, NRV, BE> {
+  static void call(std::size_t, std::size_t, const float*, std::size_t, const BE*, std::size_t,
                    float*, std::size_t, const float*, bool) noexcept {}
 };
 /// B(k, n) of a weight operand in `layout` (see f32_gemm).
-inline float b_at(const float* b, std::size_t ldb, WeightLayout layout, std::size_t k,
+template <class BE>
+inline float b_at(const BE* b, std::size_t ldb, WeightLayout layout, std::size_t k,
                   std::size_t n) noexcept {
-  if (layout == WeightLayout::kInOut) return b[k * ldb + n];
-  if (layout == WeightLayout::kOutIn) return b[n * ldb + k];
-  return b[(n / kWeightPanel) * ldb + k * kWeightPanel + n % kWeightPanel];
+  if (layout == WeightLayout::kInOut) return static_cast<float>(b[k * ldb + n]);
+  if (layout == WeightLayout::kOutIn) return static_cast<float>(b[n * ldb + k]);
+  return static_cast<float>(b[(n / kWeightPanel) * ldb + k * kWeightPanel + n % kWeightPanel]);
+}
+
+/// The int8 form of pack_b_panel: the kc x NR panel of an int8 weight operand dequantised into
+/// pack[k * NR + j] = scale[jc + j] * B(pc + k, jc + j) (zero past nr), once per panel and row
+/// block, so the micro-kernel runs at its fp32 speed and the result equals fp32 math on the
+/// dequantised weights. Rows contiguous in j (kInOut, kPanel16) are widened a vector at a time.
+template <class Arch, std::size_t NR>
+inline void pack_b_panel_q8(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
+                            const float* scale, std::size_t pc, std::size_t kc, std::size_t jc,
+                            std::size_t nr, float* pack) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth, NV = NR / W, P = kWeightPanel;
+  alignas(internal::Tiles<Arch>::kAlign) float sc[NR];
+  for (std::size_t j = 0; j < NR; ++j) sc[j] = j < nr ? scale[jc + j] : 0.0f;
+  const std::int8_t* src = nullptr;
+  std::size_t step = 0;
+  if (nr == NR && layout == WeightLayout::kInOut) {
+    src = b + pc * ldb + jc, step = ldb;
+  } else if (nr == NR && layout == WeightLayout::kPanel16 && NR <= P && P % NR == 0) {
+    src = b + (jc / P) * ldb + pc * P + jc % P, step = P;
+  }
+  if (src) {
+    T sv[NV];
+    for (std::size_t v = 0; v < NV; ++v) sv[v] = V::loadu(sc + v * W);
+    for (std::size_t k = 0; k < kc; ++k, src += step)
+      for (std::size_t v = 0; v < NV; ++v)
+        V::storeu(pack + k * NR + v * W, V::load_elem(src + v * W) * sv[v]);
+    return;
+  }
+  for (std::size_t k = 0; k < kc; ++k)
+    for (std::size_t j = 0; j < NR; ++j)
+      pack[k * NR + j] = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) * sc[j] : 0.0f;
 }
 
 /// Packs the kc x NR panel of B at depth pc, column jc (nr <= NR valid columns, the rest
@@ -121,14 +159,14 @@ inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, s
 }  // namespace detail
 
 /// The micro-kernel for any mr in 1..kMR rows: C[mr][kNR] (ldc) = or += A · B.
-template <class Arch>
+template <class Arch, class BE = float>
 inline void f32_gemm_ukernel_rows(std::size_t mr, std::size_t kc, const float* a, std::size_t lda,
-                                  const float* b, std::size_t ldb, float* c, std::size_t ldc,
+                                  const BE* b, std::size_t ldb, float* c, std::size_t ldc,
                                   const float* add_row, bool accumulate) noexcept {
   using Tl = internal::Tiles<Arch>;
   MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR);
-  detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
-                                                       accumulate);
+  detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
+                                                           accumulate);
 }
 
 /// Where the GEMM writes C(m, n): plain row-major with row stride ldc.
@@ -147,21 +185,11 @@ constexpr std::size_t gemm_pack_floats() noexcept {
   return internal::Tiles<Arch>::kKC * internal::Tiles<Arch>::kNR;
 }
 
-/// C = A · B (+ bias), C[M][N] written through store, A[M][K] row-major (row stride lda).
-/// B is a weight matrix (K inputs, N outputs) as stored in `layout`:
-///   kInOut   B(k, n) = b[k * ldb + n]                       (weights [in][out])
-///   kOutIn   B(k, n) = b[n * ldb + k]                       (weights [out][in], PyTorch)
-///   kPanel16 B(k, n) = b[(n / 16) * ldb + k * 16 + n % 16]  (ldb = floats between panels)
-/// bias: N floats or null. pack: gemm_pack_floats<Arch>() floats.
-///
-/// Blocking: rows in blocks of kMC (A block stays in L2), columns in panels of kNR, depth in
-/// blocks of kKC; each kKC x kNR panel of B is packed once (zero-padded past N) and reused by
-/// every kMR-row micro-tile of the row block. kPanel16 weights on an arch with kNR == 16 are
-/// already in that form and are used in place (no packing).
-template <class Arch, class Store>
-void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-              const float* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
-              Store store, float* pack) noexcept {
+namespace detail {
+template <class Arch, class Store, class BE>
+void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                  const BE* b, std::size_t ldb, WeightLayout b_layout, const float* b_scale,
+                  const float* bias, Store store, float* pack) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, KC = Tl::kKC, MC = Tl::kMC;
   alignas(Tl::kAlign) float tile[MR * NR];
@@ -177,10 +205,14 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
         // B's kc x NR panel (row stride NR): in place when the weights are stored that way,
         // else packed.
         const float* bp = pack;
-        if (NR == kWeightPanel && b_layout == WeightLayout::kPanel16 && nr == NR) {
-          bp = b + (jc / NR) * ldb + pc * NR;
+        if constexpr (std::is_same<BE, float>::value) {
+          if (NR == kWeightPanel && b_layout == WeightLayout::kPanel16 && nr == NR) {
+            bp = b + (jc / NR) * ldb + pc * NR;
+          } else {
+            detail::pack_b_panel<NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
+          }
         } else {
-          detail::pack_b_panel<NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
+          detail::pack_b_panel_q8<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
         }
         for (std::size_t ir = 0; ir < mc; ir += MR) {
           const std::size_t mr = internal::min_size(MR, mc - ir);
@@ -204,6 +236,38 @@ void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::
       }
     }
   }
+}
+
+}  // namespace detail
+
+/// C = A · B (+ bias), C[M][N] written through store, A[M][K] row-major (row stride lda).
+/// B is a weight matrix (K inputs, N outputs) as stored in `layout`:
+///   kInOut   B(k, n) = b[k * ldb + n]                       (weights [in][out])
+///   kOutIn   B(k, n) = b[n * ldb + k]                       (weights [out][in], PyTorch)
+///   kPanel16 B(k, n) = b[(n / 16) * ldb + k * 16 + n % 16]  (ldb = floats between panels)
+/// bias: N floats or null. pack: gemm_pack_floats<Arch>() floats.
+///
+/// Blocking: rows in blocks of kMC (A block stays in L2), columns in panels of kNR, depth in
+/// blocks of kKC; each kKC x kNR panel of B is packed once (zero-padded past N) and reused by
+/// every kMR-row micro-tile of the row block. kPanel16 weights on an arch with kNR == 16 are
+/// already in that form and are used in place (no packing).
+template <class Arch, class Store>
+void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+              const float* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
+              Store store, float* pack) noexcept {
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, nullptr, bias, store, pack);
+}
+
+/// qc8w_f32_gemm: f32_gemm with int8 weights, B(k, n) = b_scale[n] * q(k, n) (q stored in
+/// b_layout like fp32 B; b_scale: N floats, the per-output-column scales). Each kKC x kNR
+/// panel is dequantised into the packing buffer once per row block (kPanel16 included), so
+/// the micro-kernel and its speed are the fp32 ones: the result is fp32 math on the
+/// dequantised weights.
+template <class Arch, class Store>
+void qc8w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                   const std::int8_t* b, std::size_t ldb, WeightLayout b_layout,
+                   const float* b_scale, const float* bias, Store store, float* pack) noexcept {
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, b_scale, bias, store, pack);
 }
 
 }  // namespace kernels

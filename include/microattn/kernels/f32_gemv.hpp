@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "microattn/internal/vec.hpp"
 #include "microattn/weights.hpp"
@@ -17,108 +19,120 @@ namespace kernels {
 /// kInOut layout. Four rows of W at a time: y[n..n+W) += x[k] w[k] + ... + x[k+3] w[k+3], so
 /// y (N floats, in L1) is loaded and stored once per four rows and W is read as four
 /// sequential streams. bias: N floats or null. y must not overlap x or W.
-template <class Arch>
-void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldw,
-                   const float* bias, float* y) noexcept {
+/// For every kernel of this family, WE = int8_t gives its qc8w form: W(k, n) = scale[n] *
+/// q(k, n), int8 q widened in registers, the per-column scale applied once to each sum
+/// (y[n] = scale[n] * sum_k x[k] q(k, n) + bias[n]), so a decode step reads a quarter of the
+/// weight bytes. scale is ignored (may be null) for fp32 weights.
+template <class Arch, class WE = float>
+void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldw,
+                   const float* bias, float* y, const float* scale = nullptr) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
-  for (std::size_t n = 0; n < N; ++n) y[n] = bias ? bias[n] : 0.0f;
+  constexpr bool kQ = !std::is_same<WE, float>::value;
+  for (std::size_t n = 0; n < N; ++n) y[n] = (bias && !kQ) ? bias[n] : 0.0f;
   const std::size_t n_vec = N - N % W;  // columns in whole vectors
   const std::size_t k4 = K - K % 4;
   for (std::size_t k = 0; k < k4; k += 4) {
-    const float* w0 = w + k * ldw;
-    const float* w1 = w0 + ldw;
-    const float* w2 = w1 + ldw;
-    const float* w3 = w2 + ldw;
+    const WE* w0 = w + k * ldw;
+    const WE* w1 = w0 + ldw;
+    const WE* w2 = w1 + ldw;
+    const WE* w3 = w2 + ldw;
     const T x0 = V::set1(x[k]), x1 = V::set1(x[k + 1]), x2 = V::set1(x[k + 2]),
             x3 = V::set1(x[k + 3]);
     for (std::size_t n = 0; n < n_vec; n += W) {
       // Two short chains instead of one of four: the FMA latency overlaps across n anyway,
       // this halves it within one n.
-      T a = V::fma(x0, V::loadu(w0 + n), V::loadu(y + n));
-      T b = x1 * V::loadu(w1 + n);
-      a = V::fma(x2, V::loadu(w2 + n), a);
-      b = V::fma(x3, V::loadu(w3 + n), b);
+      T a = V::fma(x0, V::load_elem(w0 + n), V::loadu(y + n));
+      T b = x1 * V::load_elem(w1 + n);
+      a = V::fma(x2, V::load_elem(w2 + n), a);
+      b = V::fma(x3, V::load_elem(w3 + n), b);
       V::storeu(y + n, a + b);
     }
     for (std::size_t n = n_vec; n < N; ++n)
-      y[n] += (x[k] * w0[n] + x[k + 1] * w1[n]) + (x[k + 2] * w2[n] + x[k + 3] * w3[n]);
+      y[n] += (x[k] * static_cast<float>(w0[n]) + x[k + 1] * static_cast<float>(w1[n])) +
+              (x[k + 2] * static_cast<float>(w2[n]) + x[k + 3] * static_cast<float>(w3[n]));
   }
   for (std::size_t k = k4; k < K; ++k) {
-    const float* w0 = w + k * ldw;
+    const WE* w0 = w + k * ldw;
     const T x0 = V::set1(x[k]);
     for (std::size_t n = 0; n < n_vec; n += W)
-      V::storeu(y + n, V::fma(x0, V::loadu(w0 + n), V::loadu(y + n)));
-    for (std::size_t n = n_vec; n < N; ++n) y[n] += x[k] * w0[n];
+      V::storeu(y + n, V::fma(x0, V::load_elem(w0 + n), V::loadu(y + n)));
+    for (std::size_t n = n_vec; n < N; ++n) y[n] += x[k] * static_cast<float>(w0[n]);
   }
+  if constexpr (kQ)
+    for (std::size_t n = 0; n < N; ++n) y[n] = bias ? y[n] * scale[n] + bias[n] : y[n] * scale[n];
 }
 
 /// f32_gemv_dot4x2: y[N] = x[K] · W^T + bias, W stored [N][K] (row stride ldw >= K), i.e. the
 /// kOutIn (PyTorch nn.Linear) layout: each y[n] is the dot product of row n with x. Four rows at
 /// a time with two vector accumulators each (8 independent FMA chains, x loaded once for the
 /// four rows); four sequential streams. bias: N floats or null. y must not overlap x or W.
-template <class Arch>
+template <class Arch, class WE = float>
 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size_t K,
-                                                        const float* x, const float* w,
+                                                        const float* x, const WE* w,
                                                         std::size_t ldw, const float* bias,
-                                                        float* y) noexcept {
+                                                        float* y,
+                                                        const float* scale = nullptr) noexcept {
+  constexpr bool kQ = !std::is_same<WE, float>::value;
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
   const std::size_t n4 = N - N % 4;
   for (std::size_t n = 0; n < n4; n += 4) {
-    const float* r0 = w + n * ldw;
-    const float* r1 = r0 + ldw;
-    const float* r2 = r1 + ldw;
-    const float* r3 = r2 + ldw;
+    const WE* r0 = w + n * ldw;
+    const WE* r1 = r0 + ldw;
+    const WE* r2 = r1 + ldw;
+    const WE* r3 = r2 + ldw;
     T a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
     T b0 = V::zero(), b1 = V::zero(), b2 = V::zero(), b3 = V::zero();
     std::size_t k = 0;
     for (; k + 2 * W <= K; k += 2 * W) {
       const T xa = V::loadu(x + k), xb = V::loadu(x + k + W);
-      a0 = V::fma(V::loadu(r0 + k), xa, a0);
-      b0 = V::fma(V::loadu(r0 + k + W), xb, b0);
-      a1 = V::fma(V::loadu(r1 + k), xa, a1);
-      b1 = V::fma(V::loadu(r1 + k + W), xb, b1);
-      a2 = V::fma(V::loadu(r2 + k), xa, a2);
-      b2 = V::fma(V::loadu(r2 + k + W), xb, b2);
-      a3 = V::fma(V::loadu(r3 + k), xa, a3);
-      b3 = V::fma(V::loadu(r3 + k + W), xb, b3);
+      a0 = V::fma(V::load_elem(r0 + k), xa, a0);
+      b0 = V::fma(V::load_elem(r0 + k + W), xb, b0);
+      a1 = V::fma(V::load_elem(r1 + k), xa, a1);
+      b1 = V::fma(V::load_elem(r1 + k + W), xb, b1);
+      a2 = V::fma(V::load_elem(r2 + k), xa, a2);
+      b2 = V::fma(V::load_elem(r2 + k + W), xb, b2);
+      a3 = V::fma(V::load_elem(r3 + k), xa, a3);
+      b3 = V::fma(V::load_elem(r3 + k + W), xb, b3);
     }
     if (k + W <= K) {
       const T xa = V::loadu(x + k);
-      a0 = V::fma(V::loadu(r0 + k), xa, a0);
-      a1 = V::fma(V::loadu(r1 + k), xa, a1);
-      a2 = V::fma(V::loadu(r2 + k), xa, a2);
-      a3 = V::fma(V::loadu(r3 + k), xa, a3);
+      a0 = V::fma(V::load_elem(r0 + k), xa, a0);
+      a1 = V::fma(V::load_elem(r1 + k), xa, a1);
+      a2 = V::fma(V::load_elem(r2 + k), xa, a2);
+      a3 = V::fma(V::load_elem(r3 + k), xa, a3);
       k += W;
     }
     float s0 = V::hsum(a0 + b0), s1 = V::hsum(a1 + b1), s2 = V::hsum(a2 + b2),
           s3 = V::hsum(a3 + b3);
     for (; k < K; ++k) {
-      s0 += r0[k] * x[k];
-      s1 += r1[k] * x[k];
-      s2 += r2[k] * x[k];
-      s3 += r3[k] * x[k];
+      s0 += static_cast<float>(r0[k]) * x[k];
+      s1 += static_cast<float>(r1[k]) * x[k];
+      s2 += static_cast<float>(r2[k]) * x[k];
+      s3 += static_cast<float>(r3[k]) * x[k];
     }
+    if constexpr (kQ) s0 *= scale[n], s1 *= scale[n + 1], s2 *= scale[n + 2], s3 *= scale[n + 3];
     if (bias) s0 += bias[n], s1 += bias[n + 1], s2 += bias[n + 2], s3 += bias[n + 3];
     y[n] = s0, y[n + 1] = s1, y[n + 2] = s2, y[n + 3] = s3;
   }
   for (std::size_t n = n4; n < N; ++n) {
-    const float* r0 = w + n * ldw;
+    const WE* r0 = w + n * ldw;
     T a0 = V::zero(), b0 = V::zero();
     std::size_t k = 0;
     for (; k + 2 * W <= K; k += 2 * W) {
-      a0 = V::fma(V::loadu(r0 + k), V::loadu(x + k), a0);
-      b0 = V::fma(V::loadu(r0 + k + W), V::loadu(x + k + W), b0);
+      a0 = V::fma(V::load_elem(r0 + k), V::loadu(x + k), a0);
+      b0 = V::fma(V::load_elem(r0 + k + W), V::loadu(x + k + W), b0);
     }
     if (k + W <= K) {
-      a0 = V::fma(V::loadu(r0 + k), V::loadu(x + k), a0);
+      a0 = V::fma(V::load_elem(r0 + k), V::loadu(x + k), a0);
       k += W;
     }
     float s0 = V::hsum(a0 + b0);
-    for (; k < K; ++k) s0 += r0[k] * x[k];
+    for (; k < K; ++k) s0 += static_cast<float>(r0[k]) * x[k];
+    if constexpr (kQ) s0 *= scale[n];
     y[n] = bias ? s0 + bias[n] : s0;
   }
 }
@@ -128,9 +142,10 @@ namespace detail {
 /// y for kNP whole panels at once (panel i at pw[i], its 16 outputs at y[i]): every panel is
 /// its own sequential stream, kU rows of the panels per step so kNP * kU * (16 / width)
 /// accumulators are in flight (8 vectors on the SIMD arches).
-template <class Arch, std::size_t kNP>
-inline void gemv_panels(std::size_t K, const float* x, const float* const (&pw)[kNP],
-                        const float* const (&bias)[kNP], float* const (&y)[kNP]) noexcept {
+template <class Arch, std::size_t kNP, class WE>
+inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP],
+                        const float* const (&bias)[kNP], float* const (&y)[kNP],
+                        const float* const (&scale)[kNP]) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t P = kWeightPanel, W = V::kWidth, PV = P / W;
@@ -146,18 +161,19 @@ inline void gemv_panels(std::size_t K, const float* x, const float* const (&pw)[
       const T xk = V::set1(x[k + u]);
       for (std::size_t i = 0; i < kNP; ++i)
         for (std::size_t v = 0; v < PV; ++v)
-          acc[i][u][v] = V::fma(xk, V::loadu(pw[i] + (k + u) * P + v * W), acc[i][u][v]);
+          acc[i][u][v] = V::fma(xk, V::load_elem(pw[i] + (k + u) * P + v * W), acc[i][u][v]);
     }
   for (; k < K; ++k) {
     const T xk = V::set1(x[k]);
     for (std::size_t i = 0; i < kNP; ++i)
       for (std::size_t v = 0; v < PV; ++v)
-        acc[i][0][v] = V::fma(xk, V::loadu(pw[i] + k * P + v * W), acc[i][0][v]);
+        acc[i][0][v] = V::fma(xk, V::load_elem(pw[i] + k * P + v * W), acc[i][0][v]);
   }
   for (std::size_t i = 0; i < kNP; ++i)
     for (std::size_t v = 0; v < PV; ++v) {
       T s = acc[i][0][v];
       for (std::size_t u = 1; u < kU; ++u) s = s + acc[i][u][v];
+      if (scale[i]) s = s * V::loadu(scale[i] + v * W);
       if (bias[i]) s = s + V::loadu(bias[i] + v * W);
       V::storeu(y[i] + v * W, s);
     }
@@ -174,9 +190,10 @@ inline void gemv_panels(std::size_t K, const float* x, const float* const (&pw)[
 /// (Cortex-M: no prefetcher streams to feed, 16 scalar sums already fill the register file)
 /// takes one panel at a time. A last panel of N % 16 columns reads only its valid columns.
 /// bias: N floats or null. y must not overlap x or W.
-template <class Arch>
-void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const float* w, std::size_t ldp,
-                      const float* bias, float* y) noexcept {
+template <class Arch, class WE = float>
+void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldp,
+                      const float* bias, float* y, const float* scale = nullptr) noexcept {
+  constexpr bool kQ = !std::is_same<WE, float>::value;
   constexpr std::size_t P = kWeightPanel;
   static_assert(P % internal::Vec<Arch>::kWidth == 0,
                 "f32_gemv_panel16: the vector width must divide the panel width");
@@ -185,23 +202,26 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const float*
   const std::size_t half = kPairs ? n_panels / 2 : 0;
   for (std::size_t p = 0; p < half; ++p) {
     const std::size_t q = p + half;
-    const float* const pw[2] = {w + p * ldp, w + q * ldp};
+    const WE* const pw[2] = {w + p * ldp, w + q * ldp};
     const float* const b[2] = {bias ? bias + p * P : nullptr, bias ? bias + q * P : nullptr};
     float* const yy[2] = {y + p * P, y + q * P};
-    detail::gemv_panels<Arch, 2>(K, x, pw, b, yy);
+    const float* const sc[2] = {kQ ? scale + p * P : nullptr, kQ ? scale + q * P : nullptr};
+    detail::gemv_panels<Arch, 2>(K, x, pw, b, yy, sc);
   }
   for (std::size_t p = 2 * half; p < n_panels; ++p) {
-    const float* const pw[1] = {w + p * ldp};
+    const WE* const pw[1] = {w + p * ldp};
     const float* const b[1] = {bias ? bias + p * P : nullptr};
     float* const yy[1] = {y + p * P};
-    detail::gemv_panels<Arch, 1>(K, x, pw, b, yy);
+    const float* const sc[1] = {kQ ? scale + p * P : nullptr};
+    detail::gemv_panels<Arch, 1>(K, x, pw, b, yy, sc);
   }
   const std::size_t n_full = n_panels * P;
   if (n_full < N) {  // the last, partial panel
-    const float* pw = w + n_panels * ldp;
+    const WE* pw = w + n_panels * ldp;
     for (std::size_t n = n_full; n < N; ++n) {
       float s = 0.0f;
-      for (std::size_t k = 0; k < K; ++k) s += x[k] * pw[k * P + (n - n_full)];
+      for (std::size_t k = 0; k < K; ++k) s += x[k] * static_cast<float>(pw[k * P + (n - n_full)]);
+      if constexpr (kQ) s *= scale[n];
       y[n] = bias ? s + bias[n] : s;
     }
   }
@@ -219,6 +239,21 @@ void f32_gemv(std::size_t N, std::size_t K, const float* x, const float* w, std:
     f32_gemv_panel16<Arch>(N, K, x, w, ldw, bias, y);
   else
     f32_gemv_axpy<Arch>(N, K, x, w, ldw, bias, y);
+}
+
+/// qc8w_f32_gemv: f32_gemv with int8 weights, W(k, n) = scale[n] * q(k, n) (scale: N floats),
+/// q in `layout` like fp32 weights. The int8 values are widened in registers and each sum is
+/// scaled once; every kernel reads a quarter of the fp32 weight bytes, in the same streams.
+template <class Arch>
+void qc8w_f32_gemv(std::size_t N, std::size_t K, const float* x, const std::int8_t* w,
+                   std::size_t ldw, WeightLayout layout, const float* scale, const float* bias,
+                   float* y) noexcept {
+  if (layout == WeightLayout::kOutIn)
+    f32_gemv_dot<Arch>(N, K, x, w, ldw, bias, y, scale);
+  else if (layout == WeightLayout::kPanel16)
+    f32_gemv_panel16<Arch>(N, K, x, w, ldw, bias, y, scale);
+  else
+    f32_gemv_axpy<Arch>(N, K, x, w, ldw, bias, y, scale);
 }
 
 }  // namespace kernels
