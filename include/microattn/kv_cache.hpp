@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <type_traits>
 
 #include "microattn/arch.hpp"
 #include "microattn/attention.hpp"
@@ -96,11 +97,22 @@ class KvAttention {
   static_assert(DecScratch::kDPad == kDPad,
                 "decode and prefill kernels must agree on V's row stride");
 
-  /// K^T tiles and V rows of each key/value head (H_kv of them, not H: GQA/MQA save memory).
-  struct Cache {
+  /// Element type of the cache: float, or int8_t with CacheType::kInt8.
+  using CE = typename Cfg::CacheElem;
+  static constexpr bool kQCache = Cfg::kInt8Cache;
+  /// K^T tiles and V rows of each key/value head (H_kv of them, not H: GQA/MQA save memory);
+  /// with an int8 cache also one K scale and one V scale per cached token and head.
+  struct CacheF32 {
     alignas(Tl::kAlign) float kt[HKV * kTPad * D];
     alignas(Tl::kAlign) float v[HKV * kTPad * kDPad];
   };
+  struct CacheI8 {
+    alignas(Tl::kAlign) std::int8_t kt[HKV * kTPad * D];
+    alignas(Tl::kAlign) std::int8_t v[HKV * kTPad * kDPad];
+    alignas(Tl::kAlign) float ks[HKV * kTPad];
+    alignas(Tl::kAlign) float vs[HKV * kTPad];
+  };
+  using Cache = std::conditional_t<kQCache, CacheI8, CacheF32>;
   /// Prefill working memory: Q of one group for a chunk of tokens (also the staging of
   /// unrotated keys), the concatenated heads (when W_O follows), the GEMM's B panel
   /// and the tile scratch.
@@ -121,8 +133,10 @@ class KvAttention {
   };
 
  public:
-  /// Bytes of the KV cache: K and V of H_kv heads x kTPad tokens
-  /// (= 4 * H_kv * kTPad * (d_head + kDPad), about 8 * H_kv * T_max * d_head).
+  /// Bytes of the KV cache: K and V of H_kv heads x kTPad tokens. fp32:
+  /// 4 * H_kv * kTPad * (d_head + kDPad), about 8 * H_kv * T_max * d_head. int8
+  /// (CacheType::kInt8): H_kv * kTPad * (d_head + kDPad + 8) (the 8: a K and a V scale per token
+  /// and head), about 2 * H_kv * T_max * (d_head + 4): a quarter of fp32 plus the scales.
   static constexpr std::size_t kCacheBytes = sizeof(Cache);
   /// Bytes of the RoPE state: with Rope::kYes the cos/sin tables, 8 * T_max * (d_head / 2) (the
   /// price of no transcendental call per token), present whether or not set_rope enabled them;
@@ -228,7 +242,8 @@ class KvAttention {
   }
 
   /// Copies the cached keys and values of tokens first .. first + n - 1 out, as the layer holds
-  /// them (keys rotated when RoPE is on), and describes them in *info.
+  /// them (keys rotated when RoPE is on; an int8 cache's values dequantised, scale * q), and
+  /// describes them in *info.
   /// @param k, v  [n][H_kv * d_head] floats each (head g at columns g*d_head ..), written only
   ///              on kOk
   /// @param info  written only on kOk: first, n, the shape and the RoPE settings
@@ -243,11 +258,13 @@ class KvAttention {
     for (std::size_t t = 0; t < n; ++t) {
       const std::size_t p = first + t;
       for (std::size_t g = 0; g < HKV; ++g) {
-        const float* kt = cache_.kt + g * (kTPad * D) + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
-        const float* vr = cache_.v + g * (kTPad * kDPad) + p * kDPad;
+        const CE* kt = cache_.kt + g * (kTPad * D) + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
+        const CE* vr = cache_.v + g * (kTPad * kDPad) + p * kDPad;
+        float ks = 1.0f, vs = 1.0f;
+        if constexpr (kQCache) ks = cache_.ks[g * kTPad + p], vs = cache_.vs[g * kTPad + p];
         for (std::size_t d = 0; d < D; ++d) {
-          k[t * KD + g * D + d] = kt[d * Tl::kBK];
-          v[t * KD + g * D + d] = vr[d];
+          k[t * KD + g * D + d] = kQCache ? ks * static_cast<float>(kt[d * Tl::kBK]) : kt[d * Tl::kBK];
+          v[t * KD + g * D + d] = kQCache ? vs * static_cast<float>(vr[d]) : vr[d];
         }
       }
     }
@@ -261,7 +278,9 @@ class KvAttention {
   /// Their keys were rotated where they were computed, so the slice must continue this cache
   /// (info.first == length()) under the same RoPE (enabled, base, pairing, rotary dims, start
   /// position), and its shape must be this layer's; the weights are not checked (a cache is
-  /// only meaningful with the weights that computed it).
+  /// only meaningful with the weights that computed it). An int8 cache quantises the rows as
+  /// it does new tokens: an exported int8 slice comes back with the same int8 values (its
+  /// scales within a rounding of the originals).
   /// @param k, v  [info.tokens][H_kv * d_head] floats each, as export_cache() wrote them
   /// @return kOk; kNullPointer (k or v null); kBadArgument (tokens == 0, another shape, another
   ///         position or another RoPE); kCacheFull (length() + tokens > T_max). Nothing changes
@@ -274,11 +293,8 @@ class KvAttention {
       return Status::kBadArgument;
     if (info.tokens > Cfg::kTMax - length_) return Status::kCacheFull;
     for (std::size_t g = 0; g < HKV; ++g) {
-      kernels::store_key_tiles<D>(k + g * D, KD, info.tokens, length_, Tl::kBK, kt_head(g));
-      for (std::size_t t = 0; t < info.tokens; ++t) {
-        float* vr = v_head(g) + (length_ + t) * kDPad;
-        for (std::size_t d = 0; d < D; ++d) vr[d] = v[t * KD + g * D + d];
-      }
+      store_keys(g, k + g * D, KD, info.tokens, length_);
+      store_values(g, v + g * D, KD, info.tokens, length_);
     }
     length_ += info.tokens;
     return Status::kOk;
@@ -326,8 +342,65 @@ class KvAttention {
            a.start_position == b.start_position;
   }
 
-  float* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }
-  float* v_head(std::size_t g) noexcept { return cache_.v + g * (kTPad * kDPad); }
+  CE* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }
+  CE* v_head(std::size_t g) noexcept { return cache_.v + g * (kTPad * kDPad); }
+  const float* ks_head(std::size_t g) const noexcept {
+    if constexpr (kQCache)
+      return cache_.ks + g * kTPad;
+    else
+      return (void)g, nullptr;
+  }
+  const float* vs_head(std::size_t g) const noexcept {
+    if constexpr (kQCache)
+      return cache_.vs + g * kTPad;
+    else
+      return (void)g, nullptr;
+  }
+
+  /// Scale of one int8 cache row: max |r[d]| / 127, or NaN when the row holds a NaN or an
+  /// infinity (its scores or outputs then become NaN, as with an fp32 cache).
+  static float row_scale(const float* r) noexcept {
+    float amax = 0.0f;
+    for (std::size_t d = 0; d < D; ++d) {
+      if (!internal::finite_bits(r[d])) return __builtin_nanf("");
+      const float a = r[d] < 0.0f ? -r[d] : r[d];
+      amax = a > amax ? a : amax;
+    }
+    return amax / 127.0f;
+  }
+  /// Writes n keys (rows of k, stride ldk) of key/value head g at cache rows row0 ..: fp32 into
+  /// the key tiles, or quantised per row (int8 + scale).
+  void store_keys(std::size_t g, const float* k, std::size_t ldk, std::size_t n,
+                  std::size_t row0) noexcept {
+    if constexpr (!kQCache) {
+      kernels::store_key_tiles<D>(k, ldk, n, row0, Tl::kBK, kt_head(g));
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t r = row0 + i;
+        const float* src = k + i * ldk;
+        const float sc = row_scale(src);
+        cache_.ks[g * kTPad + r] = sc;
+        std::int8_t* dst = kt_head(g) + (r / Tl::kBK) * (D * Tl::kBK) + r % Tl::kBK;
+        for (std::size_t d = 0; d < D; ++d) dst[d * Tl::kBK] = quantize_value(src[d], sc);
+      }
+    }
+  }
+  /// Writes n value rows (stride ldv) of head g at cache rows row0 .. (padding columns zero).
+  void store_values(std::size_t g, const float* v, std::size_t ldv, std::size_t n,
+                    std::size_t row0) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* src = v + i * ldv;
+      CE* dst = v_head(g) + (row0 + i) * kDPad;
+      if constexpr (!kQCache) {
+        for (std::size_t d = 0; d < D; ++d) dst[d] = src[d];
+      } else {
+        const float sc = row_scale(src);
+        cache_.vs[g * kTPad + row0 + i] = sc;
+        for (std::size_t d = 0; d < D; ++d) dst[d] = quantize_value(src[d], sc);
+        for (std::size_t d = D; d < kDPad; ++d) dst[d] = 0;
+      }
+    }
+  }
 
   // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1.
   void run_prefill(const float* x, std::size_t T, float* y) noexcept {
@@ -339,20 +412,27 @@ class KvAttention {
       const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, g * D, w_.s_k);
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D, w_.s_v);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D, w_.s_q);
-      float* kt = kt_head(g);
       // K: projected row-major into the Q buffer, rotated, then transposed into the cache's
       // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
       internal::project<Arch>(T, D, DM, x, DM, wk, Cfg::kBiasK ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
       rope_.apply(pw.q, D, D, T, 1, L);
-      kernels::store_key_tiles<D>(pw.q, D, T, L, Tl::kBK, kt);
-      internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
-                              kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
+      store_keys(g, pw.q, D, T, L);
+      // V: straight into the fp32 cache's rows, or through the Q buffer into the int8 cache.
+      if constexpr (!kQCache) {
+        internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
+                                kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
+      } else {
+        internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
+                                kernels::StoreRowMajor{pw.q, D}, pw.pack);
+        store_values(g, pw.q, D, T, L);
+      }
       internal::project<Arch>(T, G * D, DM, x, DM, wq, Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       rope_.apply(pw.q, G * D, D, T, G, L);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
-      kernels::f32_attn_rows<Arch, D>(rows, L + T, kt, v_head(g), scale(), pw.tile);
+      kernels::f32_attn_rows<Arch, D>(rows, L + T, kt_head(g), v_head(g), scale(), pw.tile,
+                                      ks_head(g), vs_head(g));
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
@@ -376,11 +456,11 @@ class KvAttention {
     rope_.apply(dw.k, KD, D, 1, HKV, L);
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
-      kernels::store_key_tiles<D>(dw.k + g * D, D, 1, L, Tl::kBK, kt_head(g));
-      float* vr = v_head(g) + L * kDPad;
-      for (std::size_t d = 0; d < D; ++d) vr[d] = dw.v[g * D + d];
+      store_keys(g, dw.k + g * D, D, 1, L);
+      store_values(g, dw.v + g * D, D, 1, L);
       kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D, L + 1,
-                                                  kt_head(g), v_head(g), scale(), dw.att);
+                                                  kt_head(g), v_head(g), scale(), dw.att,
+                                                  ks_head(g), vs_head(g));
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
@@ -44,8 +45,8 @@ constexpr std::size_t decode_cols(std::size_t budget, std::size_t rows, std::siz
 
 /// C[kRows][CV*W] (=, or += when accumulate) A[kRows][kc] · B[kc][CV*W] in register blocks of
 /// R rows, the last block holding kRows % R rows: all sizes compile-time.
-template <class Arch, std::size_t kRows, std::size_t R, std::size_t CV>
-inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, const float* b,
+template <class Arch, std::size_t kRows, std::size_t R, std::size_t CV, class BE>
+inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, const BE* b,
                             std::size_t ldb, float* c, std::size_t ldc,
                             bool accumulate = false) noexcept {
   std::size_t r = 0;
@@ -69,10 +70,17 @@ inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, con
 ///        and ignored
 ///   v:   values [n_keys][kDPad] row-major; only the first n_keys rows are read
 /// 1 <= n_keys <= kKeys. out may alias q (q is copied before out is written).
-template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys>
+///
+/// qs8 form (CE = int8_t, an int8 cache): key j is k_scale[j] * kt(j), value j is
+/// v_scale[j] * v(j); int8 rows are widened in registers, each score scaled once after its dot
+/// product and each probability once after the row sum (see f32_attn_rows), so the step reads a
+/// quarter of the fp32 cache bytes and computes fp32 attention over the dequantised cache.
+template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys, class CE = float>
 void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
-                     std::size_t o_head_stride, std::size_t n_keys, const float* kt, const float* v,
-                     float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc) noexcept {
+                     std::size_t o_head_stride, std::size_t n_keys, const CE* kt, const CE* v,
+                     float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc,
+                     const float* k_scale = nullptr, const float* v_scale = nullptr) noexcept {
+  constexpr bool kQ = !std::is_same<CE, float>::value;
   using V = internal::Vec<Arch>;
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = V::kWidth, BK = Tl::kBK;
@@ -93,7 +101,7 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
 
   // Pass 1: S = (scale Q) K^T, one key tile after the other (each tile read once).
   for (std::size_t j0 = 0; j0 < n_keys; j0 += BK) {
-    const float* ktile = kt + (j0 / BK) * (kDHead * BK);
+    const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
     const std::size_t kvalid = internal::min_size(BK, n_keys - j0);
     for (std::size_t c0 = 0; c0 < kvalid; c0 += CS * W)
       detail::gemm_row_blocks<Arch, kRows, R, CS>(kDHead, sc.q, kDHead, ktile + c0, BK,
@@ -104,7 +112,9 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   float l[kRows];
   for (std::size_t e = 0; e < kRows; ++e) {
     float* s = sc.s + e * kKeys;
+    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, k_scale);
     l[e] = detail::exp2_row<Arch>(s, n_keys, detail::row_max<Arch>(s, n_keys));
+    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, v_scale);
   }
 
   // Pass 2: O = P V, V streamed from memory once. When one register block holds every output

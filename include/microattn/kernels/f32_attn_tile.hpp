@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_exp.hpp"
@@ -77,6 +78,16 @@ inline float row_max(const float* a, std::size_t n) noexcept {
   return m;
 }
 
+/// a[j] *= s[j] for j < n (the per-key scales of an int8 cache).
+template <class Arch>
+inline void scale_row(float* a, std::size_t n, const float* s) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth;
+  const std::size_t nv = n - n % W;
+  for (std::size_t j = 0; j < nv; j += W) V::storeu(a + j, V::loadu(a + j) * V::loadu(s + j));
+  for (std::size_t j = nv; j < n; ++j) a[j] *= s[j];
+}
+
 /// a[j] = f32_softmax_exp2(a[j] - m) for j < n; returns their sum. Reads and writes nothing
 /// past a[n - 1].
 template <class Arch>
@@ -112,9 +123,17 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 /// Key tiles wholly above the diagonal are skipped; in a tile crossing it, a row's softmax and
 /// P·V use exactly the keys it sees (decided by index, never by a -inf score), so no value of
 /// a later key, NaN included, reaches an earlier row: outputs are causal bit for bit.
-template <class Arch, std::size_t kDHead>
-void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, const float* v,
-                   float scale, AttnScratch<Arch, kDHead>& sc) noexcept {
+///
+/// qs8 form (CE = int8_t: an int8 KV cache): kt and v hold int8 values, key j's K row is
+/// k_scale[j] * kt(j) and its V row v_scale[j] * v(j) (k_scale, v_scale: n_keys floats). The
+/// int8 tiles are widened in the micro-kernel's registers; a score is scaled once
+/// (s_j = k_scale[j] * q·kt(j)) and a probability once (p_j v_scale[j], after the row sum), so
+/// the result is fp32 attention over the dequantised cache.
+template <class Arch, std::size_t kDHead, class CE = float>
+void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
+                   float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
+                   const float* v_scale = nullptr) noexcept {
+  constexpr bool kQ = !std::is_same<CE, float>::value;
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
   constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
@@ -137,7 +156,7 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
     const std::size_t n_vis = internal::min_size(pos_last + 1, n_keys);  // keys any row sees
     for (std::size_t j0 = 0; j0 < n_vis; j0 += BK) {
       const std::size_t kvalid = internal::min_size(BK, n_vis - j0);
-      const float* ktile = kt + (j0 / BK) * (kDHead * BK);
+      const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
       // Keys of this tile that the row at position pos sees: 0 .. visible(pos) - 1.
       auto visible = [&](std::size_t pos) {
         return pos + 1 > j0 ? internal::min_size(pos + 1 - j0, kvalid) : std::size_t{0};
@@ -158,15 +177,18 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
         const std::size_t n = visible(rows.pos0 + (r0 + i) / G);
         if (n == 0) continue;
         float* srow = sc.s + i * BK;
+        if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0);
         const float tile_max = detail::row_max<Arch>(srow, n);
         if (j0 == 0) {
           sc.m[i] = tile_max;
           sc.l[i] = detail::exp2_row<Arch>(srow, n, tile_max);
+          if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0);
           continue;
         }
         const float m_old = sc.m[i];
         const float m_new = tile_max > m_old ? tile_max : m_old;
         const float row_sum = detail::exp2_row<Arch>(srow, n, m_new);
+        if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0);
         if (m_new != m_old) {
           const float alpha = f32_exp2_scalar(m_old - m_new);
           sc.l[i] = sc.l[i] * alpha + row_sum;
@@ -183,7 +205,7 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const float* kt, c
       // O += P V for this tile: each group over the keys its first row sees (all its rows see
       // them), then each later row alone over the few more keys it sees. A group never
       // multiplies a row's P by a V row that row does not see (0 * NaN would be NaN).
-      const float* vtile = v + j0 * DPad;
+      const CE* vtile = v + j0 * DPad;
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
         const std::size_t common = visible(rows.pos0 + (r0 + i) / G);
