@@ -9,6 +9,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_f32_exp.cpp
   test_f32_gemm.cpp
   test_pytorch_fixtures.cpp
+  test_quant.cpp
   test_kv_cache.cpp
   test_numeric_contract.cpp
   test_rope.cpp

@@ -56,4 +56,21 @@ inline void layer_rope(const LayerRef& L, const RopeRef& r, const float* x, std:
   });
 }
 
+/// The layer over given keys and values (as a KV cache holds them: keys already rotated, e.g. an
+/// int8 cache's dequantised rows from export_cache): Q = x W_q (+ b_q), rotated at positions
+/// start .., attends causally to k, v ([T][Hkv*D] floats); y as layer(). scratch: layer_scratch().
+inline void layer_given_kv(const LayerRef& L, const RopeRef& r, const float* x, std::size_t T,
+                           const float* k, const float* v, double scale, double* y,
+                           double* scratch) {
+  layer(L, x, T, scale, y, scratch, [&](double* q, double* kk, std::size_t n) {
+    const std::size_t QD = L.H * L.D, KD = L.Hkv * L.D;
+    double* vv = kk + n * KD;  // layer()'s scratch: q, k, v, ctx, s
+    for (std::size_t i = 0; i < n * KD; ++i) kk[i] = k[i], vv[i] = v[i];
+    if (!r.rot) return;
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t h = 0; h < L.H; ++h)
+        rope(q + t * QD + h * L.D, r.rot, r.start + double(t), r.base, r.adjacent);
+  });
+}
+
 }  // namespace microattn_ref

@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: Apache-2.0
+// int8 weights (WeightType::kInt8) and the int8 KV cache (CacheType::kInt8): the quantiser, the
+// qc8w kernels, and the layers, each against the double-precision reference run on the
+// dequantised values (tight fp32 tolerance: the int8 paths dequantise and compute in fp32), plus
+// the quantisation error itself, measured against the fp32 layer and bounded.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "microattn/microattn.hpp"
+#include "reference/attention_ref.hpp"
+#include "reference/rope_ref.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::CacheType;
+using microattn::Config;
+using microattn::KvAttention;
+using microattn::MultiHeadAttention;
+using microattn::QuantError;
+using microattn::RopeConfig;
+using microattn::RopePairing;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::Weights;
+using microattn::WeightType;
+using microattn_test::for_each_arch;
+
+#if defined(MICROATTN_TEST_QUICK)
+constexpr bool kQuick = true;
+#else
+constexpr bool kQuick = false;
+#endif
+
+/// Prints a measured quantity on hosted runs (the tiny Cortex-M runner has no stdout to spare).
+template <class... A>
+void report(const char* fmt, A... a) {
+#if !defined(MICROATTN_TINY_TEST)
+  std::printf(fmt, a...);
+#else
+  (void)fmt;
+  (void)sizeof...(a);
+#endif
+}
+
+/// ||a - ref|| / ||ref|| (2-norms).
+double rel_err(const float* a, const double* ref, std::size_t n) {
+  double e = 0, r = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    e += (a[i] - ref[i]) * (a[i] - ref[i]);
+    r += ref[i] * ref[i];
+  }
+  return r > 0 ? std::sqrt(e / r) : std::sqrt(e);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The quantiser
+
+constexpr std::size_t kQIn = 37, kQOut = 29;  // odd on purpose: partial panels, vector tails
+float g_src[kQIn * kQOut];
+std::int8_t g_q[3][microattn::weight_floats(WeightLayout::kPanel16, kQIn, kQOut)];
+float g_s[3][kQOut];
+
+/// W(i, o) of a [in][out] (kInOut) array.
+float in_out(const float* w, std::size_t i, std::size_t o) { return w[i * kQOut + o]; }
+std::int8_t q_at(const std::int8_t* q, WeightLayout l, std::size_t i, std::size_t o) {
+  if (l == WeightLayout::kInOut) return q[i * kQOut + o];
+  if (l == WeightLayout::kOutIn) return q[o * kQIn + i];
+  return q[(o / 16) * kQIn * 16 + i * 16 + o % 16];
+}
+
+TEST(Quantize, RoundTripEveryLayout) {
+  microattn_test::Rng rng(11);
+  rng.fill(g_src, kQIn * kQOut, -0.3f, 0.3f);
+  for (std::size_t i = 0; i < kQIn; ++i) g_src[i * kQOut + 3] = 0.0f;  // an all-zero column
+  g_src[5 * kQOut + 7] = 1.0e30f;                                      // one huge weight
+  g_src[9 * kQOut + 8] = -2.0f;                                        // a negative maximum
+  const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16};
+  for (int li = 0; li < 3; ++li) {
+    std::memset(g_q[li], 0x55, sizeof g_q[li]);
+    QuantError err;
+    ASSERT_EQ(microattn::quantize_int8(g_src, WeightLayout::kInOut, kQIn, kQOut, lays[li], g_q[li],
+                                       g_s[li], &err),
+              Status::kOk);
+    double e2 = 0, w2 = 0, emax = 0;
+    for (std::size_t o = 0; o < kQOut; ++o) {
+      float amax = 0;
+      for (std::size_t i = 0; i < kQIn; ++i) amax = std::fmax(amax, std::fabs(in_out(g_src, i, o)));
+      EXPECT_EQ(g_s[li][o], amax / 127.0f) << "column " << o;
+      int qmax = 0;
+      for (std::size_t i = 0; i < kQIn; ++i) {
+        const int q = q_at(g_q[li], lays[li], i, o);
+        const float w = in_out(g_src, i, o);
+        EXPECT_TRUE(q >= -127 && q <= 127);
+        qmax = q < 0 ? (-q > qmax ? -q : qmax) : (q > qmax ? q : qmax);
+        // Round to nearest: the error is at most half a step (plus the rounding of s * q).
+        const double e = std::fabs(static_cast<double>(w) - double(g_s[li][o]) * q);
+        EXPECT_LE(e, 0.5 * g_s[li][o] * (1 + 1e-6)) << "i " << i << " o " << o;
+        // The same int8 value in every layout.
+        EXPECT_EQ(q, q_at(g_q[0], WeightLayout::kInOut, i, o));
+        const double ef = static_cast<double>(w - g_s[li][o] * static_cast<float>(q));
+        e2 += ef * ef, w2 += double(w) * w, emax = std::fmax(emax, std::fabs(ef));
+      }
+      // A nonzero column's largest weight is exactly +-127 steps; a zero column is all zero.
+      EXPECT_EQ(qmax, amax > 0 ? 127 : 0) << "column " << o;
+    }
+    EXPECT_EQ(g_s[li][3], 0.0f);  // all-zero column: scale 0, no NaN
+    EXPECT_EQ(q_at(g_q[li], lays[li], 5, 7), 127);
+    EXPECT_EQ(q_at(g_q[li], lays[li], 9, 8), -127);
+    EXPECT_EQ(q_at(g_q[li], lays[li], 0, 7), 0);  // 0.3 / (1e30 / 127) rounds to 0
+    EXPECT_NEAR(err.max_abs, emax, 1e-6 * (emax + 1e-30));
+    EXPECT_NEAR(err.rel, std::sqrt(e2 / w2), 1e-6);
+    if (lays[li] == WeightLayout::kPanel16) {  // padding columns 29 .. 31 of the last panel: zero
+      for (std::size_t i = 0; i < kQIn; ++i)
+        for (std::size_t o = kQOut; o < 32; ++o)
+          EXPECT_EQ(g_q[li][(o / 16) * kQIn * 16 + i * 16 + o % 16], 0);
+    }
+  }
+  // From the PyTorch layout: the same values.
+  static float t[kQIn * kQOut];
+  for (std::size_t i = 0; i < kQIn; ++i)
+    for (std::size_t o = 0; o < kQOut; ++o) t[o * kQIn + i] = g_src[i * kQOut + o];
+  static std::int8_t q2[kQIn * kQOut];
+  static float s2[kQOut];
+  ASSERT_EQ(microattn::quantize_int8(t, WeightLayout::kOutIn, kQIn, kQOut, WeightLayout::kInOut, q2,
+                                     s2, nullptr),
+            Status::kOk);
+  EXPECT_EQ(std::memcmp(q2, g_q[0], sizeof q2), 0);
+  EXPECT_EQ(std::memcmp(s2, g_s[0], sizeof s2), 0);
+}
+
+TEST(Quantize, RoundsHalfAwayFromZeroAndSaturates) {
+  // scale 0.5: w / s is exact, so the ties are real ties.
+  EXPECT_EQ(microattn::quantize_value(1.25f, 0.5f), 3);    // 2.5 -> 3
+  EXPECT_EQ(microattn::quantize_value(-1.25f, 0.5f), -3);  // -2.5 -> -3
+  EXPECT_EQ(microattn::quantize_value(1.2f, 0.5f), 2);     // 2.4 -> 2
+  EXPECT_EQ(microattn::quantize_value(0.2f, 0.5f), 0);
+  EXPECT_EQ(microattn::quantize_value(-0.0f, 0.5f), 0);
+  EXPECT_EQ(microattn::quantize_value(0.49999997f, 1.0f), 0);  // not rounded up by r + 0.5
+  EXPECT_EQ(microattn::quantize_value(63.75f, 0.5f), 127);     // 127.5 saturates at 127
+  EXPECT_EQ(microattn::quantize_value(1.0e6f, 0.5f), 127);
+  EXPECT_EQ(microattn::quantize_value(-1.0e6f, 0.5f), -127);  // never -128
+  EXPECT_EQ(microattn::quantize_value(5.0f, 0.0f), 0);        // zero scale: zero, no NaN
+}
+
+TEST(Quantize, BadInputWritesNothing) {
+  static float src[4 * 3] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  static std::int8_t dst[16 * 4];
+  static float sc[4];
+  std::memset(dst, 0x5a, sizeof dst);
+  for (float& v : sc) v = -7.0f;
+  const auto unchanged = [&] {
+    for (std::int8_t v : dst)
+      if (v != 0x5a) return false;
+    for (float v : sc)
+      if (v != -7.0f) return false;
+    return true;
+  };
+  using microattn::quantize_int8;
+  EXPECT_EQ(quantize_int8(nullptr, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut, dst, sc),
+            Status::kNullPointer);
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut, nullptr, sc),
+            Status::kNullPointer);
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut, dst, nullptr),
+            Status::kNullPointer);
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 0, 3, WeightLayout::kInOut, dst, sc),
+            Status::kBadArgument);
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kPanel16, 4, 3, WeightLayout::kInOut, dst, sc),
+            Status::kBadArgument);
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, static_cast<WeightLayout>(9), dst, sc),
+            Status::kBadArgument);
+  src[5] = INFINITY;
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut, dst, sc),
+            Status::kBadArgument);
+  src[5] = 6.0f;
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut,
+                          reinterpret_cast<std::int8_t*>(src), sc),
+            Status::kOverlap);
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut, dst,
+                          reinterpret_cast<float*>(dst)),
+            Status::kOverlap);
+  EXPECT_TRUE(unchanged());
+  EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kPanel16, dst, sc),
+            Status::kOk);
+  EXPECT_EQ(sc[2], 12.0f / 127.0f);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The qc8w kernels
+
+constexpr std::size_t kKMax = 70, kNMax = 53, kMMax = 15;
+float g_a[kMMax * kKMax];
+float g_w[kKMax * kNMax];
+std::int8_t g_wq[microattn::weight_floats(WeightLayout::kPanel16, kKMax, kNMax)];
+float g_ws[kNMax], g_bias[kNMax];
+float g_c[kMMax * kNMax];
+double g_cref[kMMax * kNMax];
+float g_pack[16384];
+
+/// C = A · deq(W) + bias in double, deq(W)(k, n) = float(s[n] * q(k, n)) as the GEMM forms it.
+void ref_gemm(std::size_t M, std::size_t N, std::size_t K, WeightLayout l) {
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t n = 0; n < N; ++n) {
+      double acc = g_bias[n];
+      for (std::size_t k = 0; k < K; ++k) {
+        std::int8_t q;
+        if (l == WeightLayout::kInOut)
+          q = g_wq[k * N + n];
+        else if (l == WeightLayout::kOutIn)
+          q = g_wq[n * K + k];
+        else
+          q = g_wq[(n / 16) * K * 16 + k * 16 + n % 16];
+        acc += double(g_a[m * K + k]) * double(g_ws[n] * static_cast<float>(q));
+      }
+      g_cref[m * N + n] = acc;
+    }
+}
+
+TEST(Qc8wKernels, GemmAndGemvEveryLayoutOddSizes) {
+  static_assert(microattn::kernels::gemm_pack_floats<microattn::DefaultArch>() <= 16384 &&
+                    microattn::kernels::gemm_pack_floats<microattn::ScalarArch>() <= 16384,
+                "pack buffer too small");
+  const std::size_t shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {7, 53, 70}, {15, 32, 64}, {2, 48, 33}};
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    std::uint64_t seed = 21;
+    for (const auto& sh : shapes) {
+      const std::size_t M = sh[0], N = sh[1], K = sh[2];
+      microattn_test::Rng rng(seed++);
+      rng.fill(g_a, M * K, -1.0f, 1.0f);
+      rng.fill(g_w, K * N, -0.5f, 0.5f);
+      rng.fill(g_bias, N, -1.0f, 1.0f);
+      const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                   WeightLayout::kPanel16};
+      for (WeightLayout l : lays) {
+        ASSERT_EQ(microattn::quantize_int8(g_w, WeightLayout::kInOut, K, N, l, g_wq, g_ws),
+                  Status::kOk);
+        ref_gemm(M, N, K, l);
+        const std::size_t ld = l == WeightLayout::kInOut   ? N
+                               : l == WeightLayout::kOutIn ? K
+                                                           : K * 16;
+        const double tol =
+            microattn_test::tolerance(double(K) + 2, microattn_test::max_abs(g_cref, M * N));
+        for (std::size_t i = 0; i < M * N; ++i) g_c[i] = NAN;
+        microattn::kernels::qc8w_f32_gemm<A>(M, N, K, g_a, K, g_wq, ld, l, g_ws, g_bias,
+                                             microattn::kernels::StoreRowMajor{g_c, N}, g_pack);
+        EXPECT_LE(microattn_test::max_diff(g_c, g_cref, M * N), tol)
+            << "gemm " << A::name() << " " << M << "x" << N << "x" << K << " layout "
+            << static_cast<int>(l);
+        for (std::size_t i = 0; i < N; ++i) g_c[i] = NAN;
+        microattn::kernels::qc8w_f32_gemv<A>(N, K, g_a, g_wq, ld, l, g_ws, g_bias, g_c);
+        EXPECT_LE(microattn_test::max_diff(g_c, g_cref, N), tol)
+            << "gemv " << A::name() << " " << N << "x" << K << " layout " << static_cast<int>(l);
+        microattn::kernels::qc8w_f32_gemv<A>(N, K, g_a, g_wq, ld, l, g_ws, nullptr, g_c);
+        for (std::size_t n = 0; n < N; ++n) g_cref[n] -= g_bias[n];
+        EXPECT_LE(microattn_test::max_diff(g_c, g_cref, N), tol)
+            << "gemv no bias " << A::name() << " layout " << static_cast<int>(l);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers
+
+/// Random fp32 weights (kInOut, U(+-1/sqrt(fan_in))), their int8 forms in every layout, and the
+/// dequantised fp32 matrices (kInOut) the reference runs on.
+template <class Cfg>
+struct QWeights {
+  static constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim,
+                               OD = Cfg::kOutDim;
+  static constexpr std::size_t pf(std::size_t in, std::size_t out) {
+    return microattn::weight_floats(WeightLayout::kPanel16, in, out);
+  }
+  float wq[DM * QD], wk[DM * KD], wv[DM * KD], wo[QD * OD], bq[QD], bk[KD], bv[KD], bo[OD];
+  float dq[DM * QD], dk[DM * KD], dv[DM * KD], dwo[QD * OD];  // dequantised, kInOut
+  std::int8_t qq[3][pf(DM, QD)], qk[3][pf(DM, KD)], qv[3][pf(DM, KD)], qo[3][pf(QD, OD)];
+  float sq[QD], sk[KD], sv[KD], so[OD];
+  QuantError err[4];
+
+  static void deq(const float* w, std::size_t in, std::size_t out, std::int8_t* q, float* s,
+                  float* d, QuantError* e) {
+    const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                 WeightLayout::kPanel16};
+    for (int l = 0; l < 3; ++l)
+      (void)microattn::quantize_int8(w, WeightLayout::kInOut, in, out, lays[l], q + l * pf(in, out),
+                                     s, e);
+    for (std::size_t i = 0; i < in; ++i)
+      for (std::size_t o = 0; o < out; ++o)
+        d[i * out + o] = s[o] * static_cast<float>(q[i * out + o]);
+  }
+  void fill(std::uint64_t seed) {
+    microattn_test::Rng rng(seed);
+    const float a = 1.0f / std::sqrt(float(DM)), b = 1.0f / std::sqrt(float(QD));
+    rng.fill(wq, DM * QD, -a, a);
+    rng.fill(wk, DM * KD, -a, a);
+    rng.fill(wv, DM * KD, -a, a);
+    rng.fill(wo, QD * OD, -b, b);
+    rng.fill(bq, QD, -a, a);
+    rng.fill(bk, KD, -a, a);
+    rng.fill(bv, KD, -a, a);
+    rng.fill(bo, OD, -b, b);
+    deq(wq, DM, QD, qq[0], sq, dq, &err[0]);
+    deq(wk, DM, KD, qk[0], sk, dk, &err[1]);
+    deq(wv, DM, KD, qv[0], sv, dv, &err[2]);
+    deq(wo, QD, OD, qo[0], so, dwo, &err[3]);
+  }
+  /// int8 view in layout l (0 kInOut, 1 kOutIn, 2 kPanel16).
+  template <class C>
+  Weights<C> view8(int l) const {
+    const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                 WeightLayout::kPanel16};
+    return Weights<C>(lays[l], qq[l], sq, qk[l], sk, qv[l], sv, qo[l], so, bq, bk, bv, bo);
+  }
+  /// fp32 view of the original weights (kInOut).
+  template <class C>
+  Weights<C> view32() const {
+    return Weights<C>(WeightLayout::kInOut, wq, wk, wv, wo, bq, bk, bv, bo);
+  }
+  microattn_ref::LayerRef ref(bool dequantised) const {
+    return {DM,
+            Cfg::kHeads,
+            Cfg::kKvHeads,
+            Cfg::kDHead,
+            false,
+            dequantised ? dq : wq,
+            dequantised ? dk : wk,
+            dequantised ? dv : wv,
+            Cfg::kHasOutProj ? (dequantised ? dwo : wo) : nullptr,
+            Cfg::kBiasQ ? bq : nullptr,
+            Cfg::kBiasK ? bk : nullptr,
+            Cfg::kBiasV ? bv : nullptr,
+            Cfg::kBiasO ? bo : nullptr,
+            Cfg::kHasOutProj ? OD : 0};
+  }
+};
+
+constexpr std::size_t cap(std::size_t t) { return kQuick && t > 24 ? 24 : t; }
+
+// d_head 16 (kPanel16 fits), GQA, every bias, OutDim != d_model; T_max past one key tile.
+using Q8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8, microattn::OutDim{48},
+                     microattn::Rope::kYes>;
+using Q8CfgF32 =
+    Config<cap(70), 40, 4, 2, 16, Bias::kYes, microattn::OutDim{48}, microattn::Rope::kYes>;
+using KV8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, CacheType::kInt8, microattn::OutDim{48},
+                      microattn::Rope::kYes>;
+using Q8KV8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8, CacheType::kInt8,
+                        microattn::OutDim{48}, microattn::Rope::kYes>;
+// Odd head width and no W_O (the tails of every kernel), MQA.
+using Q8OddCfg = Config<cap(30), 21, 3, 1, 7, Bias::kQkv, WeightType::kInt8, CacheType::kInt8,
+                        microattn::OutProj::kNo, microattn::Rope::kYes>;
+
+QWeights<Q8CfgF32> g_qw;
+QWeights<Q8OddCfg> g_qw_odd;
+constexpr std::size_t kT = cap(70), kDM = 40, kOD = 48;
+float g_x[kT * kDM], g_y[kT * kOD], g_y2[kT * kOD], g_y3[kT * kOD];
+double g_ref[kT * kOD], g_ref32[kT * kOD];
+double g_scratch[microattn_ref::layer_scratch(kT, 4, 2, 16)];
+float g_kc[kT * 32], g_vc[kT * 32], g_kc2[kT * 32], g_vc2[kT * 32];
+
+microattn_ref::RopeRef rope_ref(const RopeConfig& r, std::size_t d_head) {
+  if (!r.enabled) return {0, 0.0, false};
+  return {r.rotary_dims ? r.rotary_dims : d_head, double(r.base),
+          r.pairing == RopePairing::kAdjacent};
+}
+RopeConfig rope_on(std::size_t d_head) {
+  RopeConfig r;
+  r.rotary_dims = d_head % 2 ? d_head - 1 : 0;
+  r.enabled = true;
+  r.pairing = RopePairing::kHalfSplit;
+  r.base = 10000.0f;
+  return r;
+}
+
+TEST(Int8Weights, LayerEqualsFp32OnDequantisedWeights) {
+  g_qw.fill(5);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static MultiHeadAttention<Q8Cfg, A> mha;
+    const std::size_t Ts[] = {1, 13, kT};
+    for (std::size_t T : Ts) {
+      microattn_test::Rng rng(T);
+      rng.fill(g_x, T * kDM, -1.0f, 1.0f);
+      microattn_ref::layer(g_qw.ref(true), g_x, T, microattn::default_scale<Q8Cfg>(), g_ref,
+                           g_scratch);
+      microattn_ref::layer(g_qw.ref(false), g_x, T, microattn::default_scale<Q8Cfg>(), g_ref32,
+                           g_scratch);
+      // The fp32 layer test's chain: d_model per projection, d_head per score, T per P·V row,
+      // H * d_head per W_O term.
+      const double chain = kDM + 2.0 * 16 + double(T) + 64 + 4;
+      const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * kOD));
+      for (int l = 0; l < 3; ++l) {
+        ASSERT_EQ(mha.set_weights(g_qw.view8<Q8Cfg>(l)), Status::kOk);
+        ASSERT_EQ(mha.forward(g_x, T, g_y), Status::kOk);
+        EXPECT_LE(microattn_test::max_diff(g_y, g_ref, T * kOD), tol)
+            << A::name() << " T " << T << " layout " << l;
+        // The quantisation error itself, against the fp32 layer: int8 per-channel weights on
+        // U(+-1/sqrt(fan_in)) matrices (step ~ 1/127 of the largest weight, relative error
+        // ~0.5% per matrix) move the output by about 1%: bounded at 3%.
+        const double rel = rel_err(g_y, g_ref32, T * kOD);
+        EXPECT_LE(rel, 0.03) << A::name() << " T " << T;
+        if (l == 0 && T == kT)
+          report(
+              "[ int8 ] weights W_Q/W_K/W_V/W_O rel err %.4f %.4f %.4f %.4f; layer output vs "
+              "fp32: rel %.4f (%s)\n",
+              double(g_qw.err[0].rel), double(g_qw.err[1].rel), double(g_qw.err[2].rel),
+              double(g_qw.err[3].rel), rel, A::name());
+      }
+    }
+  });
+}
+
+/// The KV layer over T tokens three ways (prefill, token by token, three chunks), each compared
+/// with the reference: on the dequantised weights, and, with an int8 cache, over the keys and
+/// values the cache holds (export_cache: the dequantised rows), so the comparison is tight.
+template <class Cfg, class A, class QW>
+void check_kv(const QW& qw, int layout, std::size_t T, bool rope) {
+  constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim, KD = Cfg::kKvDim;
+  static KvAttention<Cfg, A, kQuick ? 8 : Cfg::kTMax> kv;
+  float* outs[3] = {g_y, g_y2, g_y3};
+  const RopeConfig rc = rope ? rope_on(Cfg::kDHead) : RopeConfig{};
+  microattn_test::Rng rng(T * 7 + layout);
+  rng.fill(g_x, T * DM, -1.0f, 1.0f);
+  if constexpr (Cfg::kInt8Weights) {
+    ASSERT_EQ(kv.set_weights(qw.template view8<Cfg>(layout)), Status::kOk);
+  } else {
+    ASSERT_EQ(kv.set_weights(qw.template view32<Cfg>()), Status::kOk);
+  }
+  for (int way = 0; way < 3; ++way) {
+    kv.reset();
+    ASSERT_EQ(kv.set_rope(rc), Status::kOk);
+    if (way == 0) {
+      ASSERT_EQ(kv.prefill(g_x, T, outs[0]), Status::kOk);
+    }
+    if (way == 1) {
+      for (std::size_t t = 0; t < T; ++t) {
+        ASSERT_EQ(kv.decode(g_x + t * DM, outs[1] + t * OD), Status::kOk);
+      }
+    }
+    if (way == 2) {
+      const std::size_t c1 = T / 3, c2 = T / 3 + 1 < T - c1 ? T / 3 + 1 : 0;
+      std::size_t done = 0;
+      for (std::size_t c : {c1, c2, T - c1 - c2}) {
+        if (c == 0) continue;
+        ASSERT_EQ(kv.prefill(g_x + done * DM, c, outs[2] + done * OD), Status::kOk);
+        done += c;
+      }
+    }
+    ASSERT_EQ(kv.length(), T);
+    microattn::CacheSlice info;
+    float* kc = way == 0 ? g_kc : g_kc2;
+    float* vc = way == 0 ? g_vc : g_vc2;
+    ASSERT_EQ(kv.export_cache(0, T, kc, vc, &info), Status::kOk);
+    const auto ref = qw.ref(Cfg::kInt8Weights);
+    const auto rr = rope_ref(rc, Cfg::kDHead);
+    if (Cfg::kInt8Cache) {
+      microattn_ref::layer_given_kv(ref, rr, g_x, T, kc, vc, microattn::default_scale<Cfg>(), g_ref,
+                                    g_scratch);
+    } else {
+      microattn_ref::layer_rope(ref, rr, g_x, T, microattn::default_scale<Cfg>(), g_ref, g_scratch);
+    }
+    const double chain = DM + 2.0 * Cfg::kDHead + double(T) + Cfg::kQDim + 8;
+    const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * OD));
+    EXPECT_LE(microattn_test::max_diff(outs[way], g_ref, T * OD), tol)
+        << A::name() << " way " << way << " T " << T << " layout " << layout << " rope " << rope;
+    if (Cfg::kInt8Cache && way > 0) {
+      // The cache of this run against the prefill's: the same int8 rows, except where K or V
+      // differed by a rounding between the GEMV / chunked GEMM and the one-shot GEMM and that
+      // moved a value across a rounding boundary: one step (scale) at most, on a few values.
+      std::size_t moved = 0;
+      for (std::size_t i = 0; i < T * KD; ++i) {
+        const double dk = std::fabs(double(g_kc2[i]) - g_kc[i]);
+        const double dv = std::fabs(double(g_vc2[i]) - g_vc[i]);
+        moved +=
+            (dk > 1e-6 * (std::fabs(g_kc[i]) + 1e-3)) + (dv > 1e-6 * (std::fabs(g_vc[i]) + 1e-3));
+      }
+      EXPECT_LE(moved, 2 * T * KD / 100 + 2) << A::name() << " way " << way << " T " << T;
+    }
+  }
+}
+
+TEST(Int8Weights, KvCacheFp32EqualsReference) {
+  g_qw.fill(6);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    for (int l = 0; l < 3; ++l)
+      check_kv<Q8Cfg, A>(g_qw, l, l == 0 ? 1 : (l == 1 ? 17 : kT), l != 1);
+  });
+}
+
+TEST(Int8Cache, Fp32WeightsEqualReferenceOverCachedValues) {
+  g_qw.fill(7);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    const std::size_t Ts[] = {1, 9, kT};
+    for (std::size_t T : Ts) check_kv<KV8Cfg, A>(g_qw, 0, T, T != 9);
+  });
+}
+
+TEST(Int8Cache, Int8WeightsEveryLayoutAndOddShape) {
+  g_qw.fill(8);
+  g_qw_odd.fill(9);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    for (int l = 0; l < 3; ++l) check_kv<Q8KV8Cfg, A>(g_qw, l, l == 2 ? kT : 33 % kT, l != 0);
+    for (int l = 0; l < 2; ++l) check_kv<Q8OddCfg, A>(g_qw_odd, l, cap(30) - l * 7, true);
+  });
+}
+
+TEST(Int8Cache, QuantisationErrorAgainstFp32Cache) {
+  // The same fp32 weights with an fp32 and an int8 cache: the int8 cache's rounding (half a
+  // step of max|row| / 127 per value) moves the outputs by well under 2%.
+  g_qw.fill(10);
+  static KvAttention<Q8CfgF32> f32;
+  static KvAttention<KV8Cfg> i8;
+  ASSERT_EQ(f32.set_weights(g_qw.view32<Q8CfgF32>()), Status::kOk);
+  ASSERT_EQ(i8.set_weights(g_qw.view32<KV8Cfg>()), Status::kOk);
+  microattn_test::Rng rng(3);
+  rng.fill(g_x, kT * kDM, -1.0f, 1.0f);
+  ASSERT_EQ(f32.prefill(g_x, kT, g_y), Status::kOk);
+  ASSERT_EQ(i8.prefill(g_x, kT, g_y2), Status::kOk);
+  for (std::size_t i = 0; i < kT * kOD; ++i) g_ref[i] = g_y[i];
+  const double rel = rel_err(g_y2, g_ref, kT * kOD);
+  EXPECT_LE(rel, 0.02);
+  EXPECT_GT(rel, 0.0);  // it is quantised
+  report(
+      "[ int8 ] int8 KV cache vs fp32 cache, layer output rel err %.4f (T %zu); cache bytes "
+      "%zu vs %zu\n",
+      rel, kT, std::size_t(KvAttention<KV8Cfg>::kCacheBytes),
+      std::size_t(KvAttention<Q8CfgF32>::kCacheBytes));
+}
+
+TEST(Int8Cache, CacheIsAboutAQuarter) {
+  using Big = Config<256, 64, 4, 4, 64, CacheType::kInt8>;
+  using BigF = Config<256, 64, 4, 4, 64>;
+  using K8 = KvAttention<Big, microattn::ScalarArch>;
+  using KF = KvAttention<BigF, microattn::ScalarArch>;
+  // int8 values + two fp32 scales per token and head: (64 + 64 + 8) / (4 * 128).
+  EXPECT_EQ(K8::kCacheBytes, 4u * 256u * (64 + 64 + 8));
+  EXPECT_EQ(KF::kCacheBytes, 4u * 256u * (64 + 64) * 4);
+}
+
+TEST(Int8Cache, ResetAndTruncateEqualFreshObject) {
+  g_qw.fill(12);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static KvAttention<Q8KV8Cfg, A> a, fresh;
+    const std::size_t T = kQuick ? 12 : 40;
+    microattn_test::Rng rng(4);
+    rng.fill(g_x, T * kDM, -1.0f, 1.0f);
+    ASSERT_EQ(a.set_weights(g_qw.view8<Q8KV8Cfg>(2)), Status::kOk);
+    ASSERT_EQ(fresh.set_weights(g_qw.view8<Q8KV8Cfg>(2)), Status::kOk);
+    // Fill with other tokens, reset, run: bit-identical to a fresh object.
+    ASSERT_EQ(a.prefill(g_x + kDM, T - 1, g_y), Status::kOk);
+    a.reset();
+    fresh.reset();
+    ASSERT_EQ(a.prefill(g_x, T, g_y), Status::kOk);
+    ASSERT_EQ(fresh.prefill(g_x, T, g_y2), Status::kOk);
+    EXPECT_EQ(std::memcmp(g_y, g_y2, T * kOD * sizeof(float)), 0);
+    // Truncate to T / 2 and decode the rest: the same as a fresh prefill of T / 2 + decodes.
+    ASSERT_EQ(a.truncate(T / 2), Status::kOk);
+    fresh.reset();
+    ASSERT_EQ(fresh.prefill(g_x, T / 2, g_y2), Status::kOk);
+    for (std::size_t t = T / 2; t < T; ++t) {
+      ASSERT_EQ(a.decode(g_x + t * kDM, g_y + t * kOD), Status::kOk);
+      ASSERT_EQ(fresh.decode(g_x + t * kDM, g_y2 + t * kOD), Status::kOk);
+    }
+    EXPECT_EQ(std::memcmp(g_y + T / 2 * kOD, g_y2 + T / 2 * kOD, (T - T / 2) * kOD * sizeof(float)),
+              0);
+  });
+}
+
+TEST(Int8, BadInputChangesNothing) {
+  g_qw.fill(13);
+  static KvAttention<Q8KV8Cfg> kv;
+  static MultiHeadAttention<Q8Cfg> mha;
+  // A missing scale array is a missing weight.
+  auto w = g_qw.view8<Q8KV8Cfg>(0);
+  w.s_v = nullptr;
+  EXPECT_EQ(kv.set_weights(w), Status::kNullPointer);
+  auto wm = g_qw.view8<Q8Cfg>(1);
+  wm.s_o = nullptr;
+  EXPECT_EQ(mha.set_weights(wm), Status::kNullPointer);
+  EXPECT_EQ(
+      Weights<Q8Cfg>(WeightLayout::kInOut, g_qw.qq[0], g_qw.sq, g_qw.qk[0], g_qw.sk, g_qw.qv[0],
+                     nullptr, g_qw.qo[0], g_qw.so, g_qw.bq, g_qw.bk, g_qw.bv, g_qw.bo)
+          .check(),
+      Status::kNullPointer);
+  // Never-set weights: kNullPointer, y untouched.
+  for (std::size_t i = 0; i < kOD; ++i) g_y[i] = -3.0f;
+  EXPECT_EQ(kv.decode(g_x, g_y), Status::kNullPointer);
+  ASSERT_EQ(kv.set_weights(g_qw.view8<Q8KV8Cfg>(0)), Status::kOk);
+  // y over a scale array: kOverlap.
+  EXPECT_EQ(kv.decode(g_x, const_cast<float*>(g_qw.sq)), Status::kOverlap);
+  // Cache full: kCacheFull, nothing changed.
+  microattn_test::Rng rng(5);
+  rng.fill(g_x, kT * kDM, -1.0f, 1.0f);
+  ASSERT_EQ(kv.prefill(g_x, kT, g_y2), Status::kOk);
+  for (std::size_t i = 0; i < kOD; ++i) g_y[i] = -3.0f;
+  EXPECT_EQ(kv.decode(g_x, g_y), Status::kCacheFull);
+  EXPECT_EQ(kv.prefill(g_x, 1, g_y), Status::kCacheFull);
+  EXPECT_EQ(kv.length(), kT);
+  for (std::size_t i = 0; i < kOD; ++i) EXPECT_EQ(g_y[i], -3.0f);
+  // A non-finite key makes the rows that see it NaN (as with an fp32 cache), not garbage.
+  kv.reset();
+  g_x[3] = NAN;
+  ASSERT_EQ(kv.prefill(g_x, 4, g_y), Status::kOk);
+  for (std::size_t i = 0; i < 4 * kOD; ++i) EXPECT_TRUE(g_y[i] != g_y[i]);
+}
+
+}  // namespace
