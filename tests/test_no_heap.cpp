@@ -218,4 +218,41 @@ TEST(NoHeap, PanelLayout) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
 }
 
+// int8 weights and the int8 cache: quantising at start-up and every entry point.
+TEST(NoHeap, Int8WeightsAndCache) {
+  using QCfg = Config<40, 32, 4, 2, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+  using microattn::WeightLayout;
+  static float src[4][32 * 64], sc[4][64];
+  static std::int8_t q[4][32 * 64];
+  microattn_test::Rng rng(8);
+  for (auto& m : src) rng.fill(m, 32 * 64, -0.2f, 0.2f);
+  Status st[10];
+  for (Status& s : st) s = Status::kBadArgument;
+  EXPECT_EQ(allocations_during([&] {
+              static microattn::KvAttention<QCfg> kv;
+              static microattn::MultiHeadAttention<QCfg> layer;
+              microattn::QuantError err;
+              st[0] = microattn::quantize_int8(src[0], WeightLayout::kInOut, 32, 64,
+                                               WeightLayout::kPanel16, q[0], sc[0], &err);
+              st[1] = microattn::quantize_int8(src[1], WeightLayout::kInOut, 32, 32,
+                                               WeightLayout::kPanel16, q[1], sc[1], &err);
+              st[2] = microattn::quantize_int8(src[2], WeightLayout::kInOut, 32, 32,
+                                               WeightLayout::kPanel16, q[2], sc[2], &err);
+              st[3] = microattn::quantize_int8(src[3], WeightLayout::kInOut, 64, 32,
+                                               WeightLayout::kPanel16, q[3], sc[3], &err);
+              const microattn::Weights<QCfg> w(WeightLayout::kPanel16, q[0], sc[0], q[1], sc[1],
+                                               q[2], sc[2], q[3], sc[3]);
+              st[4] = kv.set_weights(w);
+              st[5] = kv.prefill(g_x, 20, g_y);
+              st[6] = kv.decode(g_x, g_y);
+              st[7] = kv.truncate(3);
+              st[8] = kv.prefill(g_x, 30, g_y);
+              (void)kv.prefill(g_x, 30, g_y);  // kCacheFull
+              st[9] = layer.set_weights(w) == Status::kOk ? layer.forward(g_x, 40, g_y)
+                                                          : Status::kBadArgument;
+            }),
+            0u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
+}
+
 }  // namespace

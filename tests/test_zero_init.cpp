@@ -107,4 +107,43 @@ TEST(ZeroInit, LayerAndCoreFromZeroBytes) {
   EXPECT_EQ(std::memcmp(oa, ob, sizeof oa), 0);
 }
 
+// The int8 cache and int8 weights from zero bytes: the scales' arrays are zero too.
+TEST(ZeroInit, Int8KvAttentionFromZeroBytes) {
+  using QCfg = Config<24, 16, 4, 2, 8, microattn::Bias::kYes, microattn::WeightType::kInt8,
+                      microattn::CacheType::kInt8>;
+  static float wf[4][16 * 32], sc[4][32], b[32];
+  static std::int8_t q[4][16 * 32];
+  microattn_test::Rng rng(66);
+  for (auto& m : wf) rng.fill(m, 16 * 32, -0.3f, 0.3f);
+  rng.fill(b, 32, -0.3f, 0.3f);
+  const std::size_t in[4] = {16, 16, 16, 32}, out[4] = {32, 16, 16, 16};
+  for (int m = 0; m < 4; ++m)
+    ASSERT_EQ(microattn::quantize_int8(wf[m], WeightLayout::kInOut, in[m], out[m],
+                                       WeightLayout::kOutIn, q[m], sc[m]),
+              Status::kOk);
+  const microattn::Weights<QCfg> w(WeightLayout::kOutIn, q[0], sc[0], q[1], sc[1], q[2], sc[2],
+                                   q[3], sc[3], b, b, b, b);
+  static float x[kT * kDM], ya[kT * kOD], yb[kT * kOD];
+  microattn_test::Rng(67).fill(x, kT * kDM, -1, 1);
+  KvAttention<QCfg>& z = never_constructed<KvAttention<QCfg>>();
+  static KvAttention<QCfg> c;
+  EXPECT_EQ(z.decode(x, ya), Status::kNullPointer) << "no weights yet";
+  ASSERT_EQ(z.set_weights(w), Status::kOk);
+  ASSERT_EQ(c.set_weights(w), Status::kOk);
+  ASSERT_EQ(z.prefill(x, 9, ya), Status::kOk);
+  ASSERT_EQ(c.prefill(x, 9, yb), Status::kOk);
+  for (std::size_t t = 9; t < 13; ++t) {
+    ASSERT_EQ(z.decode(x + t * kDM, ya + t * kOD), Status::kOk);
+    ASSERT_EQ(c.decode(x + t * kDM, yb + t * kOD), Status::kOk);
+  }
+  EXPECT_EQ(std::memcmp(ya, yb, 13 * kOD * sizeof(float)), 0);
+  MultiHeadAttention<QCfg>& zm = never_constructed<MultiHeadAttention<QCfg>>();
+  static MultiHeadAttention<QCfg> cm;
+  ASSERT_EQ(zm.set_weights(w), Status::kOk);
+  ASSERT_EQ(cm.set_weights(w), Status::kOk);
+  ASSERT_EQ(zm.forward(x, kT, ya), Status::kOk);
+  ASSERT_EQ(cm.forward(x, kT, yb), Status::kOk);
+  EXPECT_EQ(std::memcmp(ya, yb, sizeof ya), 0);
+}
+
 }  // namespace
