@@ -6,6 +6,8 @@
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
 //   P2_panel16  P2 with the weights stored as kPanel16 (the GEMM uses them without packing)
+//   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
+//               GEMM's packed panels)
 //   P1_eigen .. P4_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
 // fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)), stored
 // kInOut ([in][out]) unless the name says otherwise.
@@ -25,6 +27,8 @@ using P1Cfg = microattn::Config<64, 256, 4, 4, 64>;
 using P2Cfg = microattn::Config<256, 512, 8, 8, 64>;
 using P3Cfg = microattn::Config<1024, 512, 8, 8, 64>;
 using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
+using P2q8 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8>;
+using P3q8 = microattn::Config<1024, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 
 template <class Cfg>
 constexpr double flops() {
@@ -49,7 +53,8 @@ void bm_layer(benchmark::State& state) {
   }
   set_flop_counters(state, flops<Cfg>());
   state.SetLabel(arch_label<Arch>() +
-                 (kLayout == microattn::WeightLayout::kInOut ? "" : ", kPanel16"));
+                 (kLayout == microattn::WeightLayout::kInOut ? "" : ", kPanel16") +
+                 (Cfg::kInt8Weights ? ", int8 weights" : ""));
 }
 
 template <class Cfg>
@@ -69,8 +74,19 @@ void bm_reference(benchmark::State& state) {
 template <class Cfg>
 void bm_eigen(benchmark::State& state) {
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
-  eigen_peer::Layer layer{Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, d.wq.data(), d.wk.data(),
-                          d.wv.data(), d.wo.data(), {}, {}, {}, {}, {}};
+  eigen_peer::Layer layer{Cfg::kDModel,
+                          Cfg::kHeads,
+                          Cfg::kKvHeads,
+                          Cfg::kDHead,
+                          d.wq.data(),
+                          d.wk.data(),
+                          d.wv.data(),
+                          d.wo.data(),
+                          {},
+                          {},
+                          {},
+                          {},
+                          {}};
   for (auto _ : state) {
     layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
@@ -86,13 +102,16 @@ void register_layer_benchmarks() {
   using microattn::DefaultArch;
   using microattn::ScalarArch;
   benchmark::RegisterBenchmark("P1", bm_layer<P1Cfg, DefaultArch>)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("P1_scalar", bm_layer<P1Cfg, ScalarArch>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P1_scalar", bm_layer<P1Cfg, ScalarArch>)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P1_reference", bm_reference<P1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2", bm_layer<P2Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_panel16",
                                bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P2_q8", bm_layer<P2q8, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P3_q8", bm_layer<P3q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("P1_eigen", bm_eigen<P1Cfg>)->Unit(benchmark::kMicrosecond);

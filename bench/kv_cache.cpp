@@ -6,6 +6,8 @@
 //   D2  the same with GQA, H_kv=2
 //   D1_inout, D1_outin  D1 with the weights stored [in][out] and [out][in] (PyTorch)
 //   D1_rope  D1 with RoPE on Q and K (half-split pairs, base 10000), when KvAttention has set_rope
+//   D1_q8, D2_q8  D1, D2 with int8 weights (WeightType::kInt8, kPanel16): a quarter of the
+//             weight bytes; D1_q8_kv8, D2_q8_kv8 also with the int8 cache (CacheType::kInt8)
 //   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
 //             softmax, V_g^T P), when Eigen is installed
 //   D1_openblas, D2_openblas  optional peer: the same with cblas_sgemv / cblas_sgemm (1 thread)
@@ -43,17 +45,29 @@ namespace microattn_bench {
 namespace {
 
 constexpr std::size_t kCtx = 1024;  // cache length after the step
-using D1Cfg = microattn::Config<kCtx, 512, 8, 8, 64, microattn::Rope::kYes>;  // D1_rope uses the tables
+using D1Cfg =
+    microattn::Config<kCtx, 512, 8, 8, 64, microattn::Rope::kYes>;  // D1_rope uses the tables
 using D2Cfg = microattn::Config<kCtx, 512, 8, 2, 64, microattn::Rope::kYes>;
+// int8 weights (per-column scales, kPanel16), with the fp32 and with the int8 cache.
+using D1q8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8>;
+using D1q8kv8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
+                                  microattn::CacheType::kInt8>;
+using D2q8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8>;
+using D2q8kv8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8,
+                                  microattn::CacheType::kInt8>;
 
+/// Bytes one step reads: every weight (and int8 scale) and the cached K and V (int8 caches: one
+/// byte per value plus a K and a V scale per token and key/value head).
 template <class Cfg>
 constexpr std::size_t step_bytes() {
-  return LayerData<Cfg>::kWeightBytes + 2 * kCtx * Cfg::kKvDim * sizeof(float);
+  return LayerData<Cfg>::kWeightBytes + 2 * kCtx * Cfg::kKvDim * sizeof(typename Cfg::CacheElem) +
+         (Cfg::kInt8Cache ? 2 * kCtx * Cfg::kKvHeads * sizeof(float) : 0);
 }
 template <class Cfg>
 constexpr double step_flops() {
   return proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
-         4.0 * Cfg::kHeads * Cfg::kDHead * kCtx + out_proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kDHead);
+         4.0 * Cfg::kHeads * Cfg::kDHead * kCtx +
+         out_proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kDHead);
 }
 
 template <class Cfg>
@@ -66,12 +80,14 @@ void set_decode_counters(benchmark::State& state) {
 template <class K, class = void>
 struct HasTruncate : std::false_type {};
 template <class K>
-struct HasTruncate<K, std::void_t<decltype(std::declval<K&>().truncate(std::size_t{}))>> : std::true_type {};
+struct HasTruncate<K, std::void_t<decltype(std::declval<K&>().truncate(std::size_t{}))>>
+    : std::true_type {};
 
 template <class K, class = void>
 struct HasRope : std::false_type {};
 template <class K>
-struct HasRope<K, std::void_t<decltype(std::declval<K&>().set_rope(microattn::RopeConfig{}))>> : std::true_type {};
+struct HasRope<K, std::void_t<decltype(std::declval<K&>().set_rope(microattn::RopeConfig{}))>>
+    : std::true_type {};
 
 /// kRope: also rotate Q and K (LLaMA-style, half-split pairs, base 10000, all of d_head).
 /// kLayout: how the weights are stored (the same values in every layout).
@@ -142,7 +158,9 @@ void bm_decode(benchmark::State& state) {
   }
   set_decode_counters<Cfg>(state);
   state.SetLabel(arch_label<Arch>() + ", " + LayerData<Cfg>::layout_name(kLayout) +
-                 (kRope ? ", rope" : "") + ", rollback: " + rollback);
+                 (Cfg::kInt8Weights ? ", int8 weights" : "") +
+                 (Cfg::kInt8Cache ? ", int8 cache" : "") + (kRope ? ", rope" : "") +
+                 ", rollback: " + rollback);
 }
 #endif
 
@@ -158,8 +176,8 @@ void bm_decode_eigen(benchmark::State& state) {
   constexpr Eigen::Index DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, D = Cfg::kDHead,
                          G = Cfg::kGroup, T = kCtx;
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
-  const Eigen::Map<const RowMat> wq(d.wq.data(), DM, QD), wk(d.wk.data(), DM, KD), wv(d.wv.data(), DM, KD),
-      wo(d.wo.data(), QD, DM);
+  const Eigen::Map<const RowMat> wq(d.wq.data(), DM, QD), wk(d.wk.data(), DM, KD),
+      wv(d.wv.data(), DM, KD), wo(d.wo.data(), QD, DM);
   RowMat kc = RowMat::Random(T, KD), vc = RowMat::Random(T, KD);  // the cached tokens
   const Eigen::Map<const RowVec> x(d.x.data(), DM);
   RowVec q(QD), ctx(QD), y(DM);
@@ -185,21 +203,21 @@ void bm_decode_eigen(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_decode_counters<Cfg>(state);
-  state.SetLabel("eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
-                 std::to_string(EIGEN_MINOR_VERSION));
+  state.SetLabel("eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+                 std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION));
 }
 #endif
 
 #if defined(MICROATTN_BENCH_OPENBLAS)
 /// One decode step with OpenBLAS (1 thread): cblas_sgemv for the token's projections and W_O,
 /// the new K/V row appended to [T][H_kv*d_head] caches, per key/value group S = Q_g K_g^T with
-/// cblas_sgemm (each K row read once per group; cblas_sgemv when the group is one head), a column softmax with microattn's vector exp,
-/// O_g = P^T V_g with cblas_sgemm.
+/// cblas_sgemm (each K row read once per group; cblas_sgemv when the group is one head), a column
+/// softmax with microattn's vector exp, O_g = P^T V_g with cblas_sgemm.
 template <class Cfg>
 void bm_decode_openblas(benchmark::State& state) {
   using V = microattn::internal::Vec<microattn::DefaultArch>;
-  constexpr int DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, D = Cfg::kDHead, G = Cfg::kGroup,
-                T = kCtx;
+  constexpr int DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim, D = Cfg::kDHead,
+                G = Cfg::kGroup, T = kCtx;
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
   AlignedFloats kc = uniform_floats(std::size_t{T} * KD, -1.0f, 1.0f, 31);
   AlignedFloats vc = uniform_floats(std::size_t{T} * KD, -1.0f, 1.0f, 32);
@@ -208,39 +226,45 @@ void bm_decode_openblas(benchmark::State& state) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (auto _ : state) {
     cblas_sgemv(CblasRowMajor, CblasTrans, DM, QD, scale, d.wq.data(), QD, x, 1, 0.0f, q.data(), 1);
-    cblas_sgemv(CblasRowMajor, CblasTrans, DM, KD, 1.0f, d.wk.data(), KD, x, 1, 0.0f, kc.data() + (T - 1) * KD, 1);
-    cblas_sgemv(CblasRowMajor, CblasTrans, DM, KD, 1.0f, d.wv.data(), KD, x, 1, 0.0f, vc.data() + (T - 1) * KD, 1);
+    cblas_sgemv(CblasRowMajor, CblasTrans, DM, KD, 1.0f, d.wk.data(), KD, x, 1, 0.0f,
+                kc.data() + (T - 1) * KD, 1);
+    cblas_sgemv(CblasRowMajor, CblasTrans, DM, KD, 1.0f, d.wv.data(), KD, x, 1, 0.0f,
+                vc.data() + (T - 1) * KD, 1);
     for (int g = 0; g < static_cast<int>(Cfg::kKvHeads); ++g) {
       // S[G][T] = Q_g[G][D] K_g^T (a GEMV when G = 1: OpenBLAS's sgemm is slow at M = 1)
       if (G == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, T, D, 1.0f, kc.data() + g * D, KD, q.data() + g * D, 1, 0.0f,
-                    s.data(), 1);
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, T, D, 1.0f, kc.data() + g * D, KD,
+                    q.data() + g * D, 1, 0.0f, s.data(), 1);
       else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, G, T, D, 1.0f, q.data() + g * G * D, D,
                     kc.data() + g * D, KD, 0.0f, s.data(), T);
       for (int e = 0; e < G; ++e) {
         float* row = s.data() + static_cast<std::size_t>(e) * T;
         auto vmax = V::loadu(row);
-        for (int j = V::kWidth; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth) vmax = V::max(vmax, V::loadu(row + j));
+        for (int j = V::kWidth; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth)
+          vmax = V::max(vmax, V::loadu(row + j));
         const auto vm = V::set1(V::hmax(vmax));
         auto vsum = V::zero();
         for (int j = 0; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth) {
-          const auto p = microattn::kernels::f32_exp<microattn::DefaultArch>(V::loadu(row + j) - vm);
+          const auto p =
+              microattn::kernels::f32_exp<microattn::DefaultArch>(V::loadu(row + j) - vm);
           V::storeu(row + j, p);
           vsum = vsum + p;
         }
         const auto inv = V::set1(1.0f / V::hsum(vsum));
-        for (int j = 0; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth) V::storeu(row + j, V::loadu(row + j) * inv);
+        for (int j = 0; j + static_cast<int>(V::kWidth) <= T; j += V::kWidth)
+          V::storeu(row + j, V::loadu(row + j) * inv);
       }
       // O_g[G][D] = P[G][T] V_g
       if (G == 1)
         cblas_sgemv(CblasRowMajor, CblasTrans, T, D, 1.0f, vc.data() + g * D, KD, s.data(), 1, 0.0f,
                     ctx.data() + g * D, 1);
       else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, G, D, T, 1.0f, s.data(), T, vc.data() + g * D, KD,
-                    0.0f, ctx.data() + g * G * D, D);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, G, D, T, 1.0f, s.data(), T,
+                    vc.data() + g * D, KD, 0.0f, ctx.data() + g * G * D, D);
     }
-    cblas_sgemv(CblasRowMajor, CblasTrans, QD, DM, 1.0f, d.wo.data(), DM, ctx.data(), 1, 0.0f, y.data(), 1);
+    cblas_sgemv(CblasRowMajor, CblasTrans, QD, DM, 1.0f, d.wo.data(), DM, ctx.data(), 1, 0.0f,
+                y.data(), 1);
     benchmark::ClobberMemory();
   }
   set_decode_counters<Cfg>(state);
@@ -257,6 +281,18 @@ void register_decode_benchmarks() {
   benchmark::RegisterBenchmark("D1", bm_decode<D1Cfg, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2", bm_decode<D2Cfg, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  register_read_bw(step_bytes<D1q8>());
+  register_read_bw(step_bytes<D1q8kv8>());
+  register_read_bw(step_bytes<D2q8>());
+  register_read_bw(step_bytes<D2q8kv8>());
+  benchmark::RegisterBenchmark("D1_q8", bm_decode<D1q8, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_q8_kv8", bm_decode<D1q8kv8, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2_q8", bm_decode<D2q8, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2_q8_kv8", bm_decode<D2q8kv8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   // D1 with the weights in the two dense layouts ([in][out]; PyTorch's [out][in]).
   benchmark::RegisterBenchmark(
@@ -277,8 +313,10 @@ void register_decode_benchmarks() {
 #endif
 #if defined(MICROATTN_BENCH_OPENBLAS)
   openblas_peer::single_thread();
-  benchmark::RegisterBenchmark("D1_openblas", bm_decode_openblas<D1Cfg>)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("D2_openblas", bm_decode_openblas<D2Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_openblas", bm_decode_openblas<D1Cfg>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D2_openblas", bm_decode_openblas<D2Cfg>)
+      ->Unit(benchmark::kMicrosecond);
 #endif
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "bench_util.hpp"
 #include "microattn/config.hpp"
@@ -19,8 +20,11 @@ struct LayerData {
   static constexpr std::size_t kWqFloats = Cfg::kDModel * Cfg::kQDim;
   static constexpr std::size_t kWkvFloats = Cfg::kDModel * Cfg::kKvDim;
   static constexpr std::size_t kWoFloats = Cfg::kQDim * Cfg::kDModel;
-  /// Bytes of every weight matrix: what a decode step must read besides the cache.
-  static constexpr std::size_t kWeightBytes = (kWqFloats + 2 * kWkvFloats + kWoFloats) * sizeof(float);
+  /// Bytes of every weight matrix (and, for int8 weights, their scales): what a decode step must
+  /// read besides the cache.
+  static constexpr std::size_t kWeightBytes =
+      (kWqFloats + 2 * kWkvFloats + kWoFloats) * sizeof(typename Cfg::WeightElem) +
+      (Cfg::kInt8Weights ? (Cfg::kQDim + 2 * Cfg::kKvDim + Cfg::kDModel) * sizeof(float) : 0);
 
   explicit LayerData(std::uint32_t seed)
       : wq(uniform_floats(kWqFloats, -bound(Cfg::kDModel), bound(Cfg::kDModel), seed + 1)),
@@ -43,6 +47,20 @@ struct LayerData {
       (void)microattn::pack_weight_panels(wv.data(), WeightLayout::kInOut, DM, KD, pv.data());
       (void)microattn::pack_weight_panels(wo.data(), WeightLayout::kInOut, QD, DM, po.data());
     }
+    if constexpr (Cfg::kInt8Weights) {  // int8 copies (per-column scales) in every layout
+      const WeightLayout lays[3] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                    WeightLayout::kPanel16};
+      const AlignedFloats* src[4] = {&wq, &wk, &wv, &wo};
+      const std::size_t in[4] = {DM, DM, DM, QD}, out[4] = {QD, KD, KD, DM};
+      for (int m = 0; m < 4; ++m) {
+        scales[m].resize(out[m]);
+        for (int l = 0; l < 3; ++l) {
+          q8[l][m].resize(microattn::weight_floats(lays[l], in[m], out[m]));
+          (void)microattn::quantize_int8(src[m]->data(), WeightLayout::kInOut, in[m], out[m],
+                                         lays[l], q8[l][m].data(), scales[m].data());
+        }
+      }
+    }
   }
 
   /// The same weights in `layout` (kPanel16 only when panel_layout_fits<Cfg>()).
@@ -50,13 +68,23 @@ struct LayerData {
       microattn::WeightLayout layout = microattn::WeightLayout::kInOut) const {
     using microattn::WeightLayout;
     microattn::Weights<Cfg> w(layout);
+    if constexpr (Cfg::kInt8Weights) {
+      const int l = layout == WeightLayout::kInOut ? 0 : layout == WeightLayout::kOutIn ? 1 : 2;
+      w.w_q = q8[l][0].data(), w.w_k = q8[l][1].data(), w.w_v = q8[l][2].data();
+      w.w_o = q8[l][3].data();
+      w.s_q = scales[0].data(), w.s_k = scales[1].data(), w.s_v = scales[2].data();
+      w.s_o = scales[3].data();
+      return w;
+    }
     const AlignedFloats* m[4] = {&wq, &wk, &wv, &wo};
     if (layout == WeightLayout::kOutIn) m[0] = &tq, m[1] = &tk, m[2] = &tv, m[3] = &to;
     if (layout == WeightLayout::kPanel16) m[0] = &pq, m[1] = &pk, m[2] = &pv, m[3] = &po;
-    w.w_q = m[0]->data();
-    w.w_k = m[1]->data();
-    w.w_v = m[2]->data();
-    w.w_o = m[3]->data();
+    if constexpr (!Cfg::kInt8Weights) {
+      w.w_q = m[0]->data();
+      w.w_k = m[1]->data();
+      w.w_v = m[2]->data();
+      w.w_o = m[3]->data();
+    }
     return w;
   }
 
@@ -76,6 +104,8 @@ struct LayerData {
 
   AlignedFloats wq, wk, wv, wo, x, y;
   AlignedFloats tq, tk, tv, to, pq, pk, pv, po;
+  std::vector<std::int8_t> q8[3][4];  ///< int8 W_Q, W_K, W_V, W_O in kInOut, kOutIn, kPanel16
+  std::vector<float> scales[4];       ///< their per-output-column scales
 };
 
 }  // namespace microattn_bench
