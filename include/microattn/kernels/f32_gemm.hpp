@@ -1,6 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // microattn kernel family: register-blocked, cache-tiled fp32 GEMM (the projections) and its
 // micro-kernel (also used by the attention tile for Q·K^T and P·V).
+//
+// Kernel naming grammar (every family): <types>_<op>[_<MR>x<NR>][__<arch>]
+//   types  the activations' type, then the weights' or cache's where it differs:
+//          f32        fp32 activations, fp32 weights and cache
+//          qc8w_f32   fp32 activations, int8 weights with one fp32 scale per output channel
+//                     (XNNPACK's qc8w): qc8w_f32_gemm, qc8w_f32_gemv
+//          qs8        an int8 KV cache with one fp32 scale per token and head: the attention
+//                     kernels f32_attn_rows / f32_attn_decode with CE = int8_t
+//          (qd8_f32_qc8w_...: dynamically quantised int8 activations; not implemented)
+//   op     gemm, gemm_ukernel, gemv_axpy / gemv_dot / gemv_panel16, attn_rows, attn_decode,
+//          exp, exp2, rope
+//   MRxNR  register tile of a micro-kernel; arch: the xsimd arch (fma3+avx2, avx512bw, neon64)
+//          or scalar. In code, tile and arch are template parameters and the int8 element type
+//          of an operand is one too (BE / WE / CE = std::int8_t), so one source serves every
+//          (type, arch) pair; benches and tests use these names.
 #pragma once
 
 #include <cstddef>
