@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Export PyTorch attention weights as a C/C++ header of const float arrays for microattn.
+"""Export PyTorch attention weights as a C/C++ header of const float arrays for microattn
+(or int8 arrays with fp32 scales: --quant int8).
 
   python3 tools/export_pytorch.py --module model.pt [--path encoder.layers.0] \\
-      --name layer0 --out layer0_weights.h [--layout panel16]
+      --name layer0 --out layer0_weights.h [--layout panel16] [--quant int8]
 
 reads a whole pickled module (torch.save(module)) and takes every shape from it: heads,
 key/value heads, head width, which projections have a bias, W_O's output width. It accepts
@@ -35,9 +36,10 @@ The header is valid C11 and C++17 and can be included by several translation uni
 are static). It defines NAME_D_MODEL, NAME_HEADS, NAME_KV_HEADS, NAME_D_HEAD, NAME_OUT_DIM
 (W_O's output width: the row length of y), NAME_BIAS_Q, NAME_BIAS_K, NAME_BIAS_V, NAME_BIAS_O
 (0/1), NAME_HAS_OUT_PROJ, NAME_LAYOUT (the microattn::WeightLayout value: 0 kInOut, 1 kOutIn,
-2 kPanel16), NAME_LAYOUT_NAME and NAME_SCALE (the module's softmax scale) for C users, the arrays
-name_wq, name_wk, name_wv, name_wo (and name_bq, name_bk, name_bv, name_bo for the biases the
-module has), and in C++ the shape struct name_shape and name_weights<Cfg>(), so that
+2 kPanel16), NAME_LAYOUT_NAME, NAME_WEIGHT_TYPE (the microattn::WeightType value: 0 kF32,
+1 kInt8) and NAME_SCALE (the module's softmax scale) for C users, the arrays name_wq, name_wk,
+name_wv, name_wo (and name_bq, name_bk, name_bv, name_bo for the biases the module has), and in
+C++ the shape struct name_shape and name_weights<Cfg>(), so that
 
   attn.set_weights(layer0_weights<Cfg>());
 
@@ -53,6 +55,16 @@ so nothing is transposed: a microcontroller uses them straight from flash. --lay
 writes microattn::WeightLayout::kPanel16 instead (panels of 16 output columns, each [in][16]):
 the fastest layout for the decode step and for prefill on AVX2/AArch64; it needs d_head and
 W_O's output width (d_model unless the module says otherwise) to be multiples of 16.
+
+--quant int8 writes the four matrices as `static const int8_t` arrays (in the chosen layout)
+and, for each, `static const float` scales name_sq, name_sk, name_sv, name_so, one per output
+column: W(i, o) = s[o] * q(i, o), symmetric, s[o] = max_i |W(i, o)| / 127, q rounded half away
+from zero (nn.MultiheadAttention's packed in_proj_weight is quantised as three matrices, Q, K
+and V). The arrays are bit for bit what microattn::quantize_int8() makes of the same weights;
+biases stay fp32. Use the header with a Config that says microattn::WeightType::kInt8 (its
+first lines name it; an fp32 Config is a compile error, and an int8 Config with an fp32
+header too). The quantisation error of each matrix (max |w - s*q|, rms, ||W - Wq||_F / ||W||_F)
+goes to stderr and into the header's comment. The default, --quant none, writes fp32 arrays.
 
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
 export_module(module, name=...) and export_state_dict(sd, heads=..., name=...) return the text.
@@ -87,6 +99,11 @@ ROPE_NOTE = ("LLaMA-style layers usually apply RoPE to Q and K in their forward,
 PROJ_NAMES = {"q": ("q_proj", "W_query"), "k": ("k_proj", "W_key"), "v": ("v_proj", "W_value"),
               "o": ("o_proj", "out_proj")}
 BIAS_ROLES = ("bq", "bk", "bv", "bo")
+MATRIX_ROLES = ("wq", "wk", "wv", "wo")
+MATRIX_NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O"}
+# --quant: the microattn::WeightType enumerator and value of each (the C++ part of every header
+# static_asserts the value, like the layout's).
+QUANTS = {"none": ("kF32", 0), "int8": ("kInt8", 1)}
 
 
 class Refusal(Exception):
@@ -128,11 +145,61 @@ def c_literals(values):
 
 def c_array(name, values, per_line=8):
     """`MICROATTN_EXPORT_ALIGN16 static const float name[n] = {...};` (static: every
-    translation unit that includes the header gets its own copy, as C requires)."""
-    lits = c_literals(values)
+    translation unit that includes the header gets its own copy, as C requires). An int8
+    numpy array gives `static const int8_t name[n]` of plain decimal integers."""
+    import numpy as np
+    if values.dtype == np.int8:
+        ctype, per_line = "int8_t", 16
+        lits = [str(int(v)) for v in values]
+    else:
+        ctype, lits = "float", c_literals(values)
     rows = [", ".join(lits[i:i + per_line]) for i in range(0, len(lits), per_line)]
     body = ",\n  ".join(rows)
-    return f"MICROATTN_EXPORT_ALIGN16 static const float {name}[{len(lits)}] = {{\n  {body}\n}};\n"
+    return (f"MICROATTN_EXPORT_ALIGN16 static const {ctype} {name}[{len(lits)}] = "
+            f"{{\n  {body}\n}};\n")
+
+
+# --- int8 quantisation ------------------------------------------------------------------------
+
+def quantize_int8(w):
+    """Symmetric per-output-column int8 quantisation of one weight matrix in PyTorch's [out][in]
+    layout (one scale per row here = per output column o of W(i, o)), bit for bit what
+    microattn::quantize_int8() computes in C++ (include/microattn/weights.hpp), in float32
+    throughout (no float64 intermediate):
+      scale[o] = max_i |W(i, o)| / 127;  scale 0 (an all-zero column, or one whose scale
+        underflows): q = 0;
+      r = w / scale;  a = |r|;  f = trunc(min(a, 127));  a = f + 1 if a - f >= 0.5 and f < 127
+        else f;  q = -a if r < 0 else a  (round half away from zero, clamped to [-127, 127]).
+    w: finite float32 [out][in]. Returns (q int8 [out][in], scale float32 [out])."""
+    import numpy as np
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    f32 = np.float32
+    amax = np.abs(w).max(axis=1) if w.shape[1] else np.zeros(w.shape[0], dtype=f32)
+    scale = (amax / f32(127.0)).astype(f32)
+    zero = scale == f32(0.0)
+    div = np.where(zero, f32(1.0), scale).astype(f32)[:, None]
+    r = w / div
+    a = np.abs(r)
+    f = np.trunc(np.minimum(a, f32(127.0)))
+    a = np.where((a - f >= f32(0.5)) & (f < f32(127.0)), f + f32(1.0), f)
+    q = np.where(r < f32(0.0), -a, a).astype(np.int8)
+    q[zero, :] = 0
+    assert r.dtype == a.dtype == f.dtype == np.float32
+    return q, scale
+
+
+def quant_error(w, q, scale):
+    """(max |w - s q|, rms of w - s q, ||W - Wq||_F / ||W||_F) of one quantised matrix, as
+    microattn::QuantError reports them, computed in float64, where s * q is exact (a report,
+    not part of the bit-exact quantisation; microattn's float version agrees to rounding)."""
+    import numpy as np
+    w64 = np.asarray(w, dtype=np.float64)
+    e = w64 - scale.astype(np.float64)[:, None] * q.astype(np.float64)
+    if not e.size:
+        return 0.0, 0.0, 0.0
+    e2, w2 = float((e * e).sum()), float((w64 * w64).sum())
+    return float(np.abs(e).max()), math.sqrt(e2 / e.size), (math.sqrt(e2 / w2) if w2 > 0
+                                                            else 0.0)
 
 
 ALIGN_MACRO = """\
@@ -616,22 +683,36 @@ def bias_words(biases):
     return f"biases on {listed(letters)} (none on {listed(missing)})"
 
 
-def render(L, name, layout="outin"):
+def render(L, name, layout="outin", quant="none", report=None):
+    """The header text. quant "int8": the four matrices quantised per output column
+    (quantize_int8), with their scales; report (a list) receives one line per matrix with the
+    quantisation error, for stderr."""
     import numpy as np
     import torch
     check_name(name)
     check_shapes(L, layout)
+    if quant not in QUANTS:
+        raise Refusal(f"--quant {quant!r}: not one of {', '.join(QUANTS)}")
     lay, lay_num = LAYOUTS[layout]
+    wtype, wtype_num = QUANTS[quant]
+    int8 = quant == "int8"
     N = name.upper()
     H, K, dh, D, OD = L.heads, L.kv_heads, L.d_head, L.d_model, L.out_dim
     scale = L.scale if L.scale is not None else 1.0 / math.sqrt(dh)
     default_scale = abs(scale * math.sqrt(dh) - 1.0) < 1e-6
     arrays = dict(L.t)
+    qerr = {}
+    if int8:  # each [out][in] matrix -> int8 [out][in] + one scale per row (output column)
+        for r in MATRIX_ROLES:
+            q, s = quantize_int8(L.t[r])
+            qerr[r] = quant_error(L.t[r], q, s)
+            arrays[r], arrays["s" + r[1]] = q, s
     if layout == "panel16":
         arrays = {r: (to_panel16(a).numpy() if r.startswith("w") else a)
                   for r, a in arrays.items()}
     cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, {bias_expr(L.biases)}, "
-           "microattn::OutProj::kYes" + (f", microattn::OutDim{{{OD}}}>" if OD != D else ">"))
+           "microattn::OutProj::kYes" + (f", microattn::OutDim{{{OD}}}" if OD != D else "")
+           + (", microattn::WeightType::kInt8>" if int8 else ">"))
     od = "d_model" if OD == D else "out_dim"
     shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", f"[{od}][H*d_head]"),
               "panel16": ("[H*d_head/16][d_model][16]", "[H_kv*d_head/16][d_model][16]",
@@ -643,16 +724,33 @@ def render(L, name, layout="outin"):
         f"// d_model {D}, {H} query head{'s' * (H > 1)}, {K} key/value head{'s' * (K > 1)}, "
         f"d_head {dh}, {bias_words(L.biases)}, output projection"
         + (f" to out_dim {OD} (microattn::OutDim; not d_model)" if OD != D else "")
-        + f"; layout microattn::WeightLayout::{lay}.",
+        + f"; layout microattn::WeightLayout::{lay}"
+        + ("; int8 weights (--quant int8)." if int8 else "."),
         f"// Use with {cfg}",
         f"//   (T_max: your largest token count). In C++ `attn.set_weights({name}_weights<Cfg>())`",
         "//   sets the layout and every pointer, and a Cfg that differs from this shape is a",
         "//   compile error that names the parameter.",
         f"// C: {N}_LAYOUT is the microattn::WeightLayout value (0 kInOut, 1 kOutIn, 2 kPanel16);",
-        f"//   {name}_wq {shapes[0]}, {name}_wk and {name}_wv {shapes[1]}, {name}_wo {shapes[2]}"
-        + (";\n//   " + ", ".join(f"{name}_{r} {bshape[r]}" for r in L.biases) + "."
-           if L.biases else "."),
     ]
+    if int8:
+        lines += [
+            f"//   {N}_WEIGHT_TYPE 1 (microattn::WeightType::kInt8): int8_t matrices {name}_wq "
+            f"{shapes[0]},",
+            f"//   {name}_wk and {name}_wv {shapes[1]}, {name}_wo {shapes[2]}; float scales, one "
+            "per output column,",
+            f"//   {name}_sq [H*d_head], {name}_sk and {name}_sv [H_kv*d_head], {name}_so [{od}]: "
+            "W(i, o) = s[o] * q(i, o)"
+            + (";\n//   " + ", ".join(f"{name}_{r} {bshape[r]}" for r in L.biases)
+               + " (fp32)." if L.biases else "."),
+            "// int8 quantisation error (max |w - s*q|, rms, ||W - Wq||_F / ||W||_F):"]
+        for r in MATRIX_ROLES:
+            lines.append(f"//   {MATRIX_NAMES[r]} " + ", ".join(f"{v:.3e}" for v in qerr[r]))
+    else:
+        lines.append(
+            f"//   {name}_wq {shapes[0]}, {name}_wk and {name}_wv {shapes[1]}, {name}_wo "
+            f"{shapes[2]}"
+            + (";\n//   " + ", ".join(f"{name}_{r} {bshape[r]}" for r in L.biases) + "."
+               if L.biases else "."))
     if OD != D:
         lines.append(f"//   y has rows of {N}_OUT_DIM = {OD} floats, x of {N}_D_MODEL = {D}.")
     if not default_scale:
@@ -670,31 +768,47 @@ def render(L, name, layout="outin"):
               f"#define {N}_HAS_OUT_PROJ 1",
               f"#define {N}_LAYOUT {lay_num} /* microattn::WeightLayout::{lay} */",
               f'#define {N}_LAYOUT_NAME "{lay}"',
+              f"#define {N}_WEIGHT_TYPE {wtype_num} /* microattn::WeightType::{wtype} */",
               f"#define {N}_SCALE {c_literals(np.array([scale], dtype=np.float32))[0]}",
-              "", ALIGN_MACRO]
-    roles = [r for r in ROLES if r in arrays]
+              "", *(["#include <stdint.h>", ""] if int8 else []), ALIGN_MACRO]
+    order = [x for r in MATRIX_ROLES for x in (r, "s" + r[1])] + list(BIAS_ROLES)
+    roles = [r for r in order if r in arrays]
     for r in roles:
-        lines.append(c_array(f"{name}_{r}", np.ascontiguousarray(arrays[r],
-                                                                 dtype=np.float32).reshape(-1)))
+        a = arrays[r]
+        dtype = np.int8 if a.dtype == np.int8 else np.float32
+        lines.append(c_array(f"{name}_{r}", np.ascontiguousarray(a, dtype=dtype).reshape(-1)))
     dims = {"wq": (f"{N}_D_MODEL", f"{N}_HEADS * {N}_D_HEAD"),
             "wk": (f"{N}_D_MODEL", f"{N}_KV_HEADS * {N}_D_HEAD"),
             "wv": (f"{N}_D_MODEL", f"{N}_KV_HEADS * {N}_D_HEAD"),
             "wo": (f"{N}_HEADS * {N}_D_HEAD", f"{N}_OUT_DIM")}
+    elem = "int8_t" if int8 else "float"
     size_checks = []
-    for r in ("wq", "wk", "wv", "wo"):
+    for r in MATRIX_ROLES:
         in_dim, out_dim = dims[r]
         size_checks.append(
-            f"static_assert(sizeof({name}_{r}) == sizeof(float) * microattn::weight_floats("
+            f"static_assert(sizeof({name}_{r}) == sizeof({elem}) * microattn::weight_floats("
             f"{name}_shape::kLayout, {in_dim}, {out_dim}),\n"
             f"              \"{name}_{r}: array size and shape differ\");")
+    if int8:
+        for r in MATRIX_ROLES:
+            size_checks.append(
+                f"static_assert(sizeof({name}_s{r[1]}) == sizeof(float) * {dims[r][1]},\n"
+                f"              \"{name}_s{r[1]}: array size and shape differ\");")
     blen = {"bq": f"{N}_HEADS * {N}_D_HEAD", "bk": f"{N}_KV_HEADS * {N}_D_HEAD",
             "bv": f"{N}_KV_HEADS * {N}_D_HEAD", "bo": f"{N}_OUT_DIM"}
     for r in L.biases:
         size_checks.append(f"static_assert(sizeof({name}_{r}) == sizeof(float) * {blen[r]},\n"
                            f"              \"{name}_{r}: array size and shape differ\");")
     # exported_weights(w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o): positional, so a bias the
-    # module does not have is an explicit nullptr (Qwen2's missing b_o, Whisper's b_k).
-    ptrs = ", ".join(f"{name}_{r}" if r in arrays else "nullptr" for r in ROLES)
+    # module does not have is an explicit nullptr (Qwen2's missing b_o, Whisper's b_k). The
+    # int8 overload takes each matrix followed by its scales: (w_q, s_q, ..., w_o, s_o, b_q ...).
+    call_roles = ([x for r in MATRIX_ROLES for x in (r, "s" + r[1])] if int8
+                  else list(MATRIX_ROLES)) + list(BIAS_ROLES)
+    ptrs = ", ".join(f"{name}_{r}" if r in arrays else "nullptr" for r in call_roles)
+    call = [f"      {ptrs});"]
+    if len(call[0]) > 100:  # int8: two lines
+        cut = ptrs.index(f"{name}_wv")
+        call = [f"      {ptrs[:cut].rstrip()}", f"      {ptrs[cut:]});"]
     lines += [
         "#ifdef __cplusplus",
         "#include <cstddef>",
@@ -715,6 +829,7 @@ def render(L, name, layout="outin"):
         f"  static constexpr bool kBiasO = {N}_BIAS_O != 0;",
         "  static constexpr bool kHasOutProj = true;",
         f"  static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::{lay};",
+        f"  static constexpr microattn::WeightType kWeightType = microattn::WeightType::{wtype};",
         "  /// The module's softmax scale"
         + (" (1/sqrt(d_head), the layers' default)." if default_scale else
            ": not the layers' default 1/sqrt(d_head), so"),
@@ -723,6 +838,8 @@ def render(L, name, layout="outin"):
         "};",
         f"static_assert(static_cast<int>({name}_shape::kLayout) == {N}_LAYOUT,",
         f"              \"{N}_LAYOUT no longer matches microattn::WeightLayout\");",
+        f"static_assert(static_cast<int>({name}_shape::kWeightType) == {N}_WEIGHT_TYPE,",
+        f"              \"{N}_WEIGHT_TYPE no longer matches microattn::WeightType\");",
         *size_checks,
         "",
         f"/// Weights view of {name}'s arrays for Cfg (a compile error when Cfg differs from",
@@ -732,26 +849,35 @@ def render(L, name, layout="outin"):
         "template <class Cfg>",
         f"static inline microattn::Weights<Cfg> {name}_weights() noexcept {{",
         f"  return microattn::exported_weights<Cfg, {name}_shape>(",
-        f"      {ptrs});",
+        *call,
         "}",
         "#endif  // __cplusplus",
         "",
         f"#endif  // {g}",
         ""]
+    if report is not None:
+        for r in MATRIX_ROLES if int8 else ():
+            m, rms, rel = qerr[r]
+            rows, cols = L.t[r].shape
+            report.append(f"int8 {MATRIX_NAMES[r]} (out {rows}, in {cols}): max |w - s*q| {m:.3e}, "
+                          f"rms {rms:.3e}, ||W - Wq||_F/||W||_F {rel:.3e}")
     return "\n".join(lines)
 
 
 def export_module(module, name="attn", layout="outin", path=None, heads=None, kv_heads=None,
-                  origin="the module"):
-    """The header text for an nn.Module (see the module docstring); raises Refusal."""
-    return render(layer_from_module(module, path, heads, kv_heads, origin), name, layout)
+                  origin="the module", quant="none", report=None):
+    """The header text for an nn.Module (see the module docstring); raises Refusal. quant:
+    "none" (fp32) or "int8"; report: an optional list that receives the int8 error lines."""
+    return render(layer_from_module(module, path, heads, kv_heads, origin), name, layout, quant,
+                  report)
 
 
 def export_state_dict(sd, heads, kv_heads=None, prefix="", name="attn", layout="outin",
-                      origin="the state dict"):
+                      origin="the state dict", quant="none", report=None):
     """The header text for a state dict with --heads (see the module docstring); raises
-    Refusal."""
-    return render(layer_from_state_dict(sd, heads, kv_heads, prefix, origin), name, layout)
+    Refusal. quant, report: as export_module."""
+    return render(layer_from_state_dict(sd, heads, kv_heads, prefix, origin), name, layout,
+                  quant, report)
 
 
 # --- test fixtures ----------------------------------------------------------------------------
@@ -864,7 +990,13 @@ def run(argv):
     ap.add_argument("--out", default="-", help="output header (default stdout)")
     ap.add_argument("--layout", choices=("outin", "panel16"), default="outin",
                     help="outin: PyTorch's [out][in] as it is (default); panel16: kPanel16")
+    ap.add_argument("--quant", metavar="{none,int8}", default="none",
+                    help="none: fp32 weights (default); int8: int8 matrices with one fp32 scale "
+                    "per output column (microattn::WeightType::kInt8), the error on stderr")
     a = ap.parse_args(argv)
+    if a.quant not in QUANTS:  # checked here, not by argparse: one line and exit 2, like the rest
+        raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(QUANTS)}")
+    report = []
     if a.fixtures:
         text, dest = fixtures(), a.fixtures
     else:
@@ -876,7 +1008,8 @@ def run(argv):
             if a.prefix:
                 raise Refusal("--prefix goes with --state-dict; with --module use --path")
             root = load(a.module, weights_only=False)
-            text = export_module(root, a.name, a.layout, a.path, a.heads, a.kv_heads, a.module)
+            text = export_module(root, a.name, a.layout, a.path, a.heads, a.kv_heads, a.module,
+                                 a.quant, report)
         elif a.state_dict:
             if a.path:
                 raise Refusal("--path goes with --module; with --state-dict use --prefix")
@@ -885,7 +1018,7 @@ def run(argv):
                               "record the number of heads (or use --module, which reads it)")
             sd = load(a.state_dict, weights_only=True)
             text = export_state_dict(sd, a.heads, a.kv_heads, a.prefix, a.name, a.layout,
-                                     a.state_dict)
+                                     a.state_dict, a.quant, report)
         else:
             raise Refusal("give --module FILE, --state-dict FILE --heads H, or --fixtures HEADER")
         dest = a.out
@@ -894,6 +1027,8 @@ def run(argv):
     else:
         with open(dest, "w") as f:
             f.write(text)
+    for line in report:  # --quant int8: the quantisation error of each matrix
+        print(f"export_pytorch.py: {line}", file=sys.stderr)
     return 0
 
 

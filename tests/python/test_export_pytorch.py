@@ -14,6 +14,15 @@ chosen values), then checks, for every header:
   - a Config that differs from the header's shape fails to compile, naming the parameter;
 and that everything the exporter cannot represent is refused with exit status 2 and one line.
 
+--quant int8 (class Int8 and the q_* cases, which also go through every check above): the
+exporter's quantiser agrees bit for bit with microattn::quantize_int8() (random matrices, an
+all-zero column, a huge weight, exact .5 steps, saturation, denormal and FLT_MAX columns), every
+int8 header holds exactly what quantize_int8() makes of the module's weights, its error report
+(stderr, header comment) matches QuantError, MultiHeadAttention<Config<..., WeightType::kInt8>>
+computes what the module with the dequantised weights s*q computes (the fp32 tolerance), and
+the error against the original fp32 module is printed; an int8 header with an fp32 Config (and
+the reverse) fails to compile with the WeightType static_assert.
+
 Without python3-torch it prints the reason and exits 77 (ctest SKIP_RETURN_CODE).
 
   /usr/bin/python3 tests/python/test_export_pytorch.py [--cc gcc] [--cxx g++]
@@ -24,6 +33,7 @@ import collections
 import contextlib
 import copy
 import io
+import math
 import os
 import re
 import shlex
@@ -114,11 +124,14 @@ def literal_bits(lit):
     return bits | (0x80000000 if neg else 0)
 
 
-ARRAY = re.compile(r"MICROATTN_EXPORT_ALIGN16 static const float (\w+)\[(\d+)\] = \{([^}]*)\};")
+ARRAY = re.compile(r"MICROATTN_EXPORT_ALIGN16 static const (?:float|int8_t) (\w+)\[(\d+)\] = "
+                   r"\{([^}]*)\};")
+INT8_LITERAL = re.compile(r"-?(?:0|[1-9]\d*)")
 
 
 def parse_arrays(text):
-    """{name: [literal, ...]} from a generated header, checking each declared length."""
+    """{name: [literal, ...]} from a generated header (float and int8_t arrays), checking each
+    declared length."""
     out = {}
     for name, n, body in ARRAY.findall(text):
         lits = [s.strip() for s in body.split(",")]
@@ -195,9 +208,10 @@ def pytorch_arrays(m):
 
 
 def panel16(w):
-    """[out][in] -> kPanel16 by weights.hpp's formula: W(i, o) at (o/16)*in*16 + i*16 + o%16."""
+    """[out][in] -> kPanel16 by weights.hpp's formula: W(i, o) at (o/16)*in*16 + i*16 + o%16,
+    the last panel padded with zeros (same dtype as w: float32 or int8)."""
     out_dim, in_dim = w.shape
-    dst = np.zeros(out_dim * in_dim, dtype=np.float32)
+    dst = np.zeros((out_dim + 15) // 16 * 16 * in_dim, dtype=w.dtype)
     o = np.arange(out_dim)[:, None]
     i = np.arange(in_dim)[None, :]
     dst[(o // 16) * in_dim * 16 + i * 16 + o % 16] = w
@@ -246,15 +260,45 @@ def run_batched(module, x):
     return module(x.unsqueeze(0))[0]
 
 
+def dequantised(module):
+    """A copy of the module whose four weight matrices are replaced by their int8
+    dequantisation s[o] * q(i, o) (float32), what an int8 header's layer must compute with."""
+    m = copy.deepcopy(module)
+    att = attention_of(m)
+
+    def deq(w):
+        q, s = ex.quantize_int8(w.detach().float().numpy())
+        return torch.from_numpy(s[:, None] * q.astype(np.float32))
+
+    with torch.no_grad():
+        if isinstance(att, torch.nn.MultiheadAttention):
+            E = att.embed_dim
+            w = att.in_proj_weight
+            att.in_proj_weight.copy_(torch.cat([deq(w[:E]), deq(w[E:2 * E]), deq(w[2 * E:])]))
+            att.out_proj.weight.copy_(deq(att.out_proj.weight))
+        else:
+            for cands in (("q_proj", "W_query"), ("k_proj", "W_key"), ("v_proj", "W_value"),
+                          ("o_proj", "out_proj")):
+                lin = next(getattr(att, n) for n in cands if hasattr(att, n))
+                lin.weight.copy_(deq(lin.weight))
+    return m
+
+
 class Case:
     """One module exported through the command line: argv (without --name/--out), the Shape
     the header must state, and for the forward run T and run(module, x) -> y (the module's own
-    causal forward)."""
+    causal forward). With `--quant int8` in argv, an int8 header (self.int8)."""
 
     def __init__(self, name, module, argv, shape, T=None, run=None):
         self.name, self.module, self.argv, self.shape, self.T = name, module, argv, shape, T
         self.run = run
-        self.header = self.text = None
+        self.header = self.text = self.err = None
+        self.int8 = "--quant" in argv and argv[argv.index("--quant") + 1] == "int8"
+        self._expected = None
+
+    def wtype(self):
+        """The Config option an int8 header needs (nothing for fp32)."""
+        return ", microattn::WeightType::kInt8" if self.int8 else ""
 
     def cfg(self, t_max=None, out_dim=False):
         """The matching Config with the Bias flags spelled one by one (the header suggests
@@ -263,21 +307,31 @@ class Case:
         s = self.shape
         od = f", microattn::OutDim{{{s.out_dim}}}" if out_dim or s.out_dim != s.d_model else ""
         return (f"microattn::Config<{t_max or self.T or 1}, {s.d_model}, {s.heads}, "
-                f"{s.kv_heads}, {s.d_head}, {flags_expr(s.bias)}{od}>")
+                f"{s.kv_heads}, {s.d_head}, {flags_expr(s.bias)}{od}{self.wtype()}>")
 
     def suggested_cfg(self):
         """The Config line the header must suggest, with T_max left as a name."""
         s = self.shape
         od = f", microattn::OutDim{{{s.out_dim}}}" if s.out_dim != s.d_model else ""
         return (f"microattn::Config<T_max, {s.d_model}, {s.heads}, {s.kv_heads}, {s.d_head}, "
-                f"{suggested_bias(s.bias)}, microattn::OutProj::kYes{od}>")
+                f"{suggested_bias(s.bias)}, microattn::OutProj::kYes{od}{self.wtype()}>")
 
     def expected(self):
-        """role -> the float32 array the header must hold (layout applied)."""
-        d = pytorch_arrays(attention_of(self.module))
-        if self.shape.layout == "kPanel16":
-            d = {r: panel16(a) if r.startswith("w") else a for r, a in d.items()}
-        return {r: np.ascontiguousarray(a, dtype=np.float32).reshape(-1) for r, a in d.items()}
+        """role -> the array the header must hold (layout applied): float32, or for an int8
+        header int8 matrices wq ... wo and float32 scales sq ... so (the exporter's quantiser,
+        which class Int8 checks against microattn::quantize_int8)."""
+        if self._expected is None:
+            d = pytorch_arrays(attention_of(self.module))
+            if self.int8:
+                for r in ("wq", "wk", "wv", "wo"):
+                    d[r], d["s" + r[1]] = ex.quantize_int8(d[r])
+            if self.shape.layout == "kPanel16":
+                d = {r: panel16(a) if r.startswith("w") else a for r, a in d.items()}
+            order = ["wq", "sq", "wk", "sk", "wv", "sv", "wo", "so", "bq", "bk", "bv", "bo"]
+            self._expected = {r: np.ascontiguousarray(d[r], dtype=np.int8 if d[r].dtype == np.int8
+                                                      else np.float32).reshape(-1)
+                              for r in order if r in d}
+        return self._expected
 
 
 def save(obj, name):
@@ -402,6 +456,31 @@ def make_cases():
     half = llama_like.LlamaStyleAttention(16, 2, 1, 8, attrs="module").half()
     cases.append(Case("l_half", half, ["--module", save(half, "half.pt")],
                       Shape(16, 2, 1, 8, "", "kOutIn")))
+    # --quant int8: fresh nn.MultiheadAttention (zero biases) as kOutIn, one with biases as
+    # kPanel16, the LLaMA-style GQA layer above as kOutIn and one with d_head 16 as kPanel16,
+    # a Qwen2-style state dict (biases on Q, K, V only); each run forward against the module
+    # with the dequantised weights.
+    q_mha = torch.nn.MultiheadAttention(64, 4)
+    cases.append(Case("q_mha", q_mha, ["--module", save(q_mha, "q_mha.pt"), "--quant", "int8"],
+                      Shape(64, 4, 4, 16, "qkvo", "kOutIn"), T=9, run=run_mha))
+    q_p16 = randomise_biases(torch.nn.MultiheadAttention(32, 2))
+    cases.append(Case("q_mha_p16", q_p16, ["--module", save(q_p16, "q_mha_p16.pt"), "--layout",
+                                           "panel16", "--quant", "int8"],
+                      Shape(32, 2, 2, 16, "qkvo", "kPanel16"), T=5, run=run_mha))
+    cases.append(Case("q_gqa", gqa, ["--module", save(gqa, "gqa.pt"), "--quant", "int8"],
+                      Shape(48, 6, 2, 10, "", "kOutIn"), T=11, run=run_plain))
+    q_gqa16 = llama_like.LlamaStyleAttention(64, 4, 2, 16, attrs="config")
+    cases.append(Case("q_gqa_p16", q_gqa16, ["--module", save(q_gqa16, "q_gqa_p16.pt"),
+                                             "--layout", "panel16", "--quant", "int8"],
+                      Shape(64, 4, 2, 16, "", "kPanel16"), T=7, run=run_plain))
+    cases.append(Case("q_qwen2_sd", qwen,
+                      ["--state-dict", save(qwen.state_dict(), "q_qwen2_sd.pt"), "--heads", "4",
+                       "--quant", "int8"],
+                      Shape(32, 4, 2, 8, "qkv", "kOutIn"), T=10, run=run_plain))
+    # The literal-edge values (zeros, FLT_MAX, denormals) quantised: compiled and compared with
+    # quantize_int8, not run.
+    cases.append(Case("q_special", sp, ["--module", save(sp, "special.pt"), "--quant", "int8"],
+                      Shape(16, 2, 2, 8, "qkvo", "kOutIn")))
     return cases
 
 
@@ -453,21 +532,22 @@ def write(name, text):
 
 def c_programs(cases, fixture_header):
     """Two C translation units including every header; the program writes every array's bytes
-    (compared with the module's float32 bits) and checks 16-byte alignment."""
+    (compared with the module's float32 bits, or the int8 values and scales) and checks 16-byte
+    alignment."""
     incs = "".join(f'#include "{c.header}"\n' for c in cases) + f'#include "{fixture_header}"\n'
-    arrays = [(c, f"{c.name}_{r}") for c in cases for r in ex.ROLES if r in c.expected()]
+    arrays = [(c, f"{c.name}_{r}") for c in cases for r in c.expected()]
     a = ["#include <stdint.h>", "#include <stdio.h>", incs,
          "const float* tu_b_first(void);",
-         "static int dump(FILE* f, const float* p, size_t n, const char* name) {",
+         "static int dump(FILE* f, const void* p, size_t bytes, const char* name) {",
          "  if ((uintptr_t)p % 16) { printf(\"%s not 16-byte aligned\\n\", name); return 1; }",
-         "  return fwrite(p, sizeof(float), n, f) != n;",
+         "  return fwrite(p, 1, bytes, f) != bytes;",
          "}",
          "int main(int argc, char** argv) {",
          "  FILE* f;",
          "  int bad = 0;",
          "  if (argc < 2 || !(f = fopen(argv[1], \"wb\"))) return 2;"]
     for _, n in arrays:
-        a.append(f"  bad |= dump(f, {n}, sizeof {n} / sizeof {n}[0], \"{n}\");")
+        a.append(f"  bad |= dump(f, {n}, sizeof {n}, \"{n}\");")
     a += ["  bad |= fclose(f) != 0;",
           f"  bad |= tu_b_first() == 0 || tu_b_first()[0] != {arrays[0][1]}[0];",
           "  return bad;", "}", ""]
@@ -491,6 +571,9 @@ def cxx_programs(cases, fixture_header):
                       f"    bad |= w.layout != microattn::WeightLayout::{c.shape.layout};",
                       f"    bad |= w.w_q != {c.name}_wq || w.w_k != {c.name}_wk;",
                       f"    bad |= w.w_v != {c.name}_wv || w.w_o != {c.name}_wo;"]
+            if c.int8:
+                lines += [f"    bad |= w.s_q != {c.name}_sq || w.s_k != {c.name}_sk;",
+                          f"    bad |= w.s_v != {c.name}_sv || w.s_o != {c.name}_so;"]
             for r in "qkvo":  # each bias the module has, and null for the others
                 want = f"{c.name}_b{r}" if r in c.shape.bias else "nullptr"
                 lines.append(f"    bad |= w.b_{r} != {want};")
@@ -554,6 +637,106 @@ def forward_program(cases):
     return write("forward.cpp", "\n".join(lines))
 
 
+QUANT_CHECK = r"""// microattn::quantize_int8 on the matrices of a file, for the exporter's quantiser.
+// quant_check IN OUT. IN: uint32 count, then per matrix uint32 out, uint32 in, float [out][in].
+// OUT: per matrix, for from = kOutIn, kInOut and to = kInOut, kOutIn, kPanel16: int32 status,
+// int8 q[weight_floats(to, in, out)], float scales[out], float max_abs, rms, rel.
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "microattn/weights.hpp"
+
+int main(int argc, char** argv) {
+  using microattn::WeightLayout;
+  if (argc < 3) return 2;
+  std::FILE* f = std::fopen(argv[1], "rb");
+  std::FILE* g = std::fopen(argv[2], "wb");
+  std::uint32_t count = 0;
+  if (!f || !g || std::fread(&count, 4, 1, f) != 1) return 2;
+  for (std::uint32_t m = 0; m < count; ++m) {
+    std::uint32_t dims[2];
+    if (std::fread(dims, 4, 2, f) != 2) return 2;
+    const std::size_t out = dims[0], in = dims[1];
+    std::vector<float> w(out * in), t(out * in);
+    if (std::fread(w.data(), sizeof(float), w.size(), f) != w.size()) return 2;
+    for (std::size_t o = 0; o < out; ++o)
+      for (std::size_t i = 0; i < in; ++i) t[i * out + o] = w[o * in + i];
+    for (const WeightLayout from : {WeightLayout::kOutIn, WeightLayout::kInOut})
+      for (const WeightLayout to :
+           {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16}) {
+        std::vector<std::int8_t> q(microattn::weight_floats(to, in, out), 0x55);  // poisoned
+        std::vector<float> s(out, -1.0f);
+        microattn::QuantError e;
+        const auto st = static_cast<std::int32_t>(microattn::quantize_int8(
+            from == WeightLayout::kOutIn ? w.data() : t.data(), from, in, out, to, q.data(),
+            s.data(), &e));
+        const float err[3] = {e.max_abs, e.rms, e.rel};
+        std::fwrite(&st, 4, 1, g);
+        std::fwrite(q.data(), 1, q.size(), g);
+        std::fwrite(s.data(), sizeof(float), s.size(), g);
+        std::fwrite(err, sizeof(float), 3, g);
+      }
+  }
+  std::fclose(f);
+  return std::fclose(g) != 0;
+}
+"""
+
+
+def int8_check_program(cases):
+    """A C++ program that quantises each int8 case's original matrices (<dir>/<name>_<role>.f32,
+    [out][in]) with microattn::quantize_int8 into the header's layout and compares the result
+    with the header's int8 arrays and scales byte for byte; it prints
+    `name role same|DIFFERENT max_abs rms rel` (QuantError) per matrix."""
+    lines = ["#include <cstdint>", "#include <cstdio>", "#include <cstring>", "#include <vector>",
+             "", '#include "microattn/weights.hpp"']
+    lines += [f'#include "{c.header}"' for c in cases]
+    lines += [
+        "",
+        "static int check(const char* dir, const char* name, const char* role, std::size_t in,",
+        "                 std::size_t out, microattn::WeightLayout layout, const std::int8_t* q,",
+        "                 std::size_t q_bytes, const float* s, std::size_t s_bytes) {",
+        "  char path[4096];",
+        '  std::snprintf(path, sizeof path, "%s/%s_%s.f32", dir, name, role);',
+        "  std::vector<float> w(in * out);",
+        '  std::FILE* f = std::fopen(path, "rb");',
+        "  if (!f || std::fread(w.data(), sizeof(float), w.size(), f) != w.size()) {",
+        '    std::printf("%s %s: cannot read %s\\n", name, role, path);',
+        "    return 1;",
+        "  }",
+        "  std::fclose(f);",
+        "  std::vector<std::int8_t> dq(microattn::weight_floats(layout, in, out), 0x55);",
+        "  std::vector<float> ds(out, -1.0f);",
+        "  microattn::QuantError e;",
+        "  const microattn::Status st = microattn::quantize_int8(",
+        "      w.data(), microattn::WeightLayout::kOutIn, in, out, layout, dq.data(), ds.data(), &e);",
+        "  const bool same = st == microattn::Status::kOk && dq.size() == q_bytes &&",
+        "                    ds.size() * sizeof(float) == s_bytes &&",
+        "                    std::memcmp(dq.data(), q, q_bytes) == 0 &&",
+        "                    std::memcmp(ds.data(), s, s_bytes) == 0;",
+        '  std::printf("%s %s %s %.9g %.9g %.9g\\n", name, role, same ? "same" : "DIFFERENT",',
+        "              static_cast<double>(e.max_abs), static_cast<double>(e.rms),",
+        "              static_cast<double>(e.rel));",
+        "  return !same;",
+        "}",
+        "",
+        "int main(int argc, char** argv) {",
+        "  if (argc < 2) return 2;",
+        "  int bad = 0;"]
+    for c in cases:
+        n, N = c.name, c.name.upper()
+        dims = {"q": (f"{N}_D_MODEL", f"{N}_HEADS * {N}_D_HEAD"),
+                "k": (f"{N}_D_MODEL", f"{N}_KV_HEADS * {N}_D_HEAD"),
+                "v": (f"{N}_D_MODEL", f"{N}_KV_HEADS * {N}_D_HEAD"),
+                "o": (f"{N}_HEADS * {N}_D_HEAD", f"{N}_OUT_DIM")}
+        for r, (i, o) in dims.items():
+            lines.append(f'  bad |= check(argv[1], "{n}", "w{r}", {i}, {o}, {n}_shape::kLayout,')
+            lines.append(f"               {n}_w{r}, sizeof {n}_w{r}, {n}_s{r}, sizeof {n}_s{r});")
+    lines += ["  return bad;", "}", ""]
+    return write("int8_check.cpp", "\n".join(lines))
+
+
 def header_cfg(text):
     """The Config a header's `// Use with` line suggests."""
     m = re.search(r"^// Use with (microattn::Config<.*>)$", text, re.M)
@@ -563,6 +746,8 @@ def header_cfg(text):
 
 BIASES = "the exported weights' biases differ from the Config's Bias flags"
 OUT_DIM = "the exported weights' W_O width differs from the Config's OutDim"
+WEIGHT_TYPE = ("the exported weights' WeightType (fp32 / int8) differs from the Config's "
+               "WeightType")
 MISMATCHES = [
     # (what, header, Config, expected static_assert text)
     ("query heads", "l_mha", "Config<9, 64, 8, 4, 16, microattn::Bias::kYes>",
@@ -598,6 +783,14 @@ MISMATCHES = [
     ("output projection", "l_gqa",
      "Config<11, 48, 6, 2, 10, microattn::Bias::kNo, microattn::OutProj::kNo>",
      "the exported weights' output projection (OutProj) differs from the Config's"),
+    ("WeightType (int8 header, fp32 Config)", "q_mha",
+     "Config<9, 64, 4, 4, 16, microattn::Bias::kYes>", WEIGHT_TYPE),
+    ("WeightType (int8 kPanel16 header, Config WeightType::kF32)", "q_gqa_p16",
+     "Config<7, 64, 4, 2, 16, microattn::WeightType::kF32>", WEIGHT_TYPE),
+    ("WeightType (fp32 header, int8 Config)", "l_mha",
+     "Config<9, 64, 4, 4, 16, microattn::Bias::kYes, microattn::WeightType::kInt8>", WEIGHT_TYPE),
+    ("WeightType (fp32 GQA header, int8 Config)", "l_gqa",
+     "Config<11, 48, 6, 2, 10, microattn::WeightType::kInt8>", WEIGHT_TYPE),
 ]
 
 
@@ -617,6 +810,7 @@ def setUpModule():
                                               os.path.join(WORK, c.header)])
         if rc != 0:
             raise AssertionError(f"{c.name}: exporter failed ({rc}): {err}")
+        c.err = err
         with open(os.path.join(WORK, c.header)) as f:
             c.text = f.read()
     with open(os.path.join(WORK, "fixtures.h"), "w") as f:
@@ -627,9 +821,18 @@ def setUpModule():
         c.module.eval()  # Transformer layers' self_attn has dropout 0.1 while training
         x = torch.rand(c.T, c.shape.d_model) * 2 - 1
         x.numpy().astype("<f4").tofile(os.path.join(WORK, f"{c.name}.x"))
+        # An int8 header's layer is the module with the dequantised weights s * q.
+        ref = dequantised(c.module) if c.int8 else c.module
         with torch.no_grad():
-            c.y32 = c.run(c.module, x).numpy().astype(np.float64)
-            c.y64 = c.run(copy.deepcopy(c.module).double(), x.double()).numpy()
+            c.y32 = c.run(ref, x).numpy().astype(np.float64)
+            c.y64 = c.run(copy.deepcopy(ref).double(), x.double()).numpy()
+            if c.int8:  # the original fp32 module, for the error int8 introduces
+                c.y_fp32 = c.run(copy.deepcopy(c.module).double(), x.double()).numpy()
+    q8 = [c for c in cases if c.int8]
+    for c in q8:  # the module's own [out][in] matrices, for int8_check.cpp
+        for r, w in pytorch_arrays(attention_of(c.module)).items():
+            if r.startswith("w"):
+                np.ascontiguousarray(w, dtype="<f4").tofile(os.path.join(WORK, f"{c.name}_{r}.f32"))
 
     # Every compile below, two at a time (the machine is shared).
     ccs = compilers(OPT.cc, ["gcc", "clang"])
@@ -637,6 +840,7 @@ def setUpModule():
     ca, cb, arrays = c_programs(cases, "fixtures.h")
     pa, pb, pc = cxx_programs(cases, "fixtures.h")
     fw = forward_program(fwd)
+    qc, ic = write("quant_check.cpp", QUANT_CHECK), int8_check_program(q8)
     jobs = {}
     for i, cc in enumerate(ccs):
         jobs[("c", cc)] = [cc, "-std=c11", *WARN, "-O0", ca, cb, "-o", f"c_prog{i}"]
@@ -649,6 +853,11 @@ def setUpModule():
                                   "-O1", fw,
                                   os.path.join(OPT.source_dir, "lib", "status.cpp"), "-o",
                                   "forward"]
+    # The quantiser programs with the forward program's flags (-march=native in the project's
+    # build: what a user's host build would quantise with).
+    for key, src in (("quant_check", qc), ("int8_check", ic)):
+        jobs[(key, OPT.cxx)] = [OPT.cxx, *cxx_base(), *shlex.split(OPT.cxx_flags), "-O2", src,
+                                "-o", key]
     for i, (what, hdr, cfg, _) in enumerate(MISMATCHES):
         src = write(f"mismatch{i}.cpp", f'#include "microattn/config.hpp"\n#include "{hdr}.h"\n\n'
                     f"int main() {{ return {hdr}_weights<microattn::{cfg}>().w_q != nullptr; }}\n")
@@ -664,9 +873,18 @@ def setUpModule():
             RESULTS[("cxx_run", cxx)] = sh([f"./cxx_prog{i}"])
     if done[("forward", OPT.cxx)][0] == 0:
         RESULTS["forward_run"] = sh(["./forward", WORK])
+    if done[("int8_check", OPT.cxx)][0] == 0:
+        RESULTS["int8_check_run"] = sh(["./int8_check", WORK])
+    RESULTS["int8_cases"] = q8
     print(f"\n[setup: {len(cases)} headers exported, {len(jobs)} compiles "
           f"(C: {', '.join(ccs)}; C++: {', '.join(cxxs)}) in {time.time() - t0:.1f} s; "
           f"work dir {WORK}]", file=sys.stderr)
+
+
+def byte_image(a):
+    """An expected array's bytes as the compiled header holds them (little-endian float32, or
+    int8)."""
+    return a.tobytes() if a.dtype == np.int8 else a.astype("<f4").tobytes()
 
 
 def compile_ok(key):
@@ -694,6 +912,13 @@ class HeaderShape(unittest.TestCase):
                 self.assertEqual(m[f"{N}_HAS_OUT_PROJ"], "1")
                 self.assertEqual(m[f"{N}_LAYOUT"], {"kOutIn": "1", "kPanel16": "2"}[s.layout])
                 self.assertEqual(m[f"{N}_LAYOUT_NAME"], f'"{s.layout}"')
+                self.assertEqual(m[f"{N}_WEIGHT_TYPE"], "1" if c.int8 else "0")
+                wt = "kInt8" if c.int8 else "kF32"
+                self.assertIn(f"#define {N}_WEIGHT_TYPE {int(c.int8)} /* microattn::WeightType::"
+                              f"{wt} */", c.text)
+                self.assertIn("  static constexpr microattn::WeightType kWeightType = "
+                              f"microattn::WeightType::{wt};", c.text)
+                self.assertEqual("#include <stdint.h>" in c.text, c.int8)
                 self.assertEqual(header_cfg(c.text), c.suggested_cfg())
                 self.assertIn(f"static inline microattn::Weights<Cfg> {c.name}_weights()", c.text)
                 self.assertNotIn("kHasBias", c.text)
@@ -768,6 +993,13 @@ class Literals(unittest.TestCase):
                 lits = arrays[f"{c.name}_{r}"]
                 with self.subTest(array=f"{c.name}_{r}"):
                     self.assertEqual(len(lits), want.size)
+                    if want.dtype == np.int8:  # plain decimal integers in [-127, 127]
+                        self.assertIn(f"static const int8_t {c.name}_{r}[", c.text)
+                        for lit in lits:
+                            self.assertRegex(lit, INT8_LITERAL)
+                        self.assertEqual([int(v) for v in lits], want.tolist())
+                        self.assertGreaterEqual(min(want), -127)
+                        continue
                     for i, (lit, v) in enumerate(zip(lits, want)):
                         self.assertRegex(lit, LITERAL)
                         want_bits = struct.unpack("<I", struct.pack("<f", v))[0]
@@ -820,7 +1052,7 @@ class Compiles(unittest.TestCase):
                 self.assertEqual(rc, 0, out)
                 with open(os.path.join(WORK, f"c_dump{i}.bin"), "rb") as f:
                     dump = f.read()
-                want = b"".join(c.expected()[n[len(c.name) + 1:]].astype("<f4").tobytes()
+                want = b"".join(byte_image(c.expected()[n[len(c.name) + 1:]])
                                 for c, n in RESULTS["arrays"])
                 self.assertEqual(len(dump), len(want))
                 self.assertTrue(dump == want, "compiled arrays differ from the module's bits")
@@ -864,11 +1096,253 @@ class Forward(unittest.TestCase):
                 e64 = float(np.abs(y - c.y64).max())
                 e32 = float(np.abs(y - c.y32).max())
                 print(f"  {c.name}: T {c.T}, max|y| {np.abs(c.y64).max():.3g}, "
-                      f"|y - y64| {e64:.2e}, |y - y32| {e32:.2e}, tolerance {tol:.2e}",
-                      file=sys.stderr)
+                      f"|y - y64| {e64:.2e}, |y - y32| {e32:.2e}, tolerance {tol:.2e}"
+                      + (" (int8: against the module with the dequantised weights)"
+                         if c.int8 else ""), file=sys.stderr)
                 self.assertLessEqual(e64, tol)
                 self.assertLessEqual(e32, 2 * tol)
                 self.assertGreater(float(np.abs(y).max()), 0.0)
+                if c.int8:  # what int8 costs: against the original fp32 module (float64)
+                    d = y - c.y_fp32
+                    rel = float(np.linalg.norm(d) / np.linalg.norm(c.y_fp32))
+                    mx = float(np.abs(d).max())
+                    print(f"  {c.name}: int8 vs the fp32 layer: ||y - y_fp32||_F/||y_fp32||_F "
+                          f"{rel:.2e}, max|y - y_fp32| {mx:.2e} (max|y_fp32| "
+                          f"{np.abs(c.y_fp32).max():.3g})", file=sys.stderr)
+                    self.assertLess(rel, 0.05)  # a sanity bound: 8-bit weights, not garbage
+
+
+# --- int8 ------------------------------------------------------------------------------------
+
+TINY = 2.0 ** -149  # the smallest denormal
+
+
+def saturating_amax(rng, n):
+    """float32 values c > 0 for which c / float32(c / 127) > 127 in float32: the largest weight
+    of such a column divides to more than 127 and must be clamped."""
+    found = []
+    while len(found) < n:
+        c = rng.uniform(1.0, 2.0, 4096).astype(np.float32)
+        r = c / (c / np.float32(127.0))
+        found += [float(v) for v in c[r > np.float32(127.0)]]
+    return found[:n]
+
+
+def quant_matrices():
+    """[out][in] float32 matrices on which the exporter's quantiser and
+    microattn::quantize_int8 must agree bit for bit; rows are W's output columns."""
+    rng = np.random.default_rng(2024)
+    f32 = np.float32
+    mats = []
+    w = rng.standard_normal((37, 29)).astype(f32)  # 37 outputs: kPanel16 pads the last panel
+    w[3] = 0.0                                     # an all-zero column: scale 0, q 0
+    w[4] = -0.0                                    # all -0.0: scale +0
+    w[5, 11] = 1e30                                # one huge weight: the rest round to 0
+    w[6] = rng.uniform(-1e-3, 1e-3, 29)
+    w[6, 2] = -3e4                                 # a huge negative one
+    # Exact .5 steps: amax 127 gives scale 1 (r = w), 254 scale 2, 381 scale 3.
+    halves = [127.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 126.5, -126.5, 63.5, -63.5, 100.5,
+              -99.5, 0.49999997, -0.49999997, float(np.nextafter(f32(2.5), f32(0))),
+              float(np.nextafter(f32(2.5), f32(9))), float(np.nextafter(f32(-126.5), f32(0))),
+              -127.0, 0.0, -0.0, 3.0, 1.0, -1.0, 126.49999, 125.5, -125.5, 7.5, -7.5]
+    w[7] = halves
+    w[8] = [254.0] + [float(2 * k + 1) for k in range(-14, 14)]
+    w[9] = [381.0] + [3.0 * (k + 0.5) for k in range(-14, 14)]
+    # Saturation: columns whose largest weight divides to just above 127.
+    sat = saturating_amax(rng, 6)
+    for j, c in enumerate(sat[:4]):
+        w[10 + j] = rng.uniform(-c, c, 29)
+        w[10 + j, j] = c if j % 2 else -c
+        w[10 + j, j + 5] = float(np.nextafter(f32(c), f32(0)))
+    # Denormal scales: 200 tiny -> scale 2 tiny (r = k / 2: ties); 190 tiny -> scale 1 tiny
+    # (r up to 190: clamped); 64 tiny -> scale 1 tiny; 63 tiny and 1 tiny -> scale 0 (q 0
+    # although the weights are not).
+    for j, top in enumerate((200, 190, 64, 63, 1)):
+        k = rng.integers(-top, top + 1, 29)
+        k[0] = top
+        w[14 + j] = k.astype(np.float64) * TINY
+    w[19] = rng.uniform(-1.0, 1.0, 29) * 1.2e-38  # around the smallest normal
+    w[19, 4] = 1.17549435e-38
+    fmax = float(np.finfo(f32).max)
+    w[20] = rng.uniform(-1.0, 1.0, 29) * 1e38
+    w[20, 0], w[20, 1] = fmax, -fmax             # FLT_MAX / 127 as the scale
+    w[21] = -w[7]
+    mats.append(w)
+    mats.append(rng.uniform(-0.2, 0.2, (16, 64)).astype(f32))  # whole panels
+    for shape in ((1, 1), (1, 5), (5, 1), (33, 17)):
+        mats.append(rng.standard_normal(shape).astype(f32))
+    mats.append(np.array([[2.5], [-0.0], [sat[4]], [-sat[5]]], dtype=f32))
+    # Random bit patterns (every finite float32, a fifth of them denormal) ...
+    bits = rng.integers(0, 2 ** 32, 48 * 33, dtype=np.uint64).astype(np.uint32)
+    bits[::5] &= 0x807FFFFF
+    v = bits.view(f32)
+    v[~np.isfinite(v)] = 1.0
+    mats.append(v.reshape(48, 33).copy())
+    # ... and magnitudes spread over 2^-20 .. 2^20 (most q neither 0 nor saturated).
+    mag = np.exp2(rng.uniform(-20, 20, (20, 40))) * rng.choice([-1.0, 1.0], (20, 40))
+    mats.append(mag.astype(f32))
+    return mats
+
+
+def expected_layout(q, layout):
+    """An int8 [out][in] matrix in layout kInOut, kOutIn or kPanel16, flattened."""
+    if layout == "kInOut":
+        return np.ascontiguousarray(q.T).reshape(-1)
+    if layout == "kOutIn":
+        return q.reshape(-1)
+    return panel16(q)
+
+
+class Int8(unittest.TestCase):
+    """--quant int8: the quantiser against microattn::quantize_int8, the headers against the
+    module's weights, the error report, refusals. (The forward runs are in Forward, the
+    WeightType compile errors in Compiles, the literals in Literals.)"""
+
+    def test_python_quantiser_matches_cpp_quantize_int8_bit_for_bit(self):
+        compile_ok(("quant_check", OPT.cxx))
+        mats = quant_matrices()
+        src, dst = os.path.join(WORK, "quant_in.bin"), os.path.join(WORK, "quant_out.bin")
+        with open(src, "wb") as f:
+            f.write(struct.pack("<I", len(mats)))
+            for m in mats:
+                f.write(struct.pack("<II", *m.shape))
+                f.write(np.ascontiguousarray(m, dtype="<f4").tobytes())
+        rc, out = sh(["./quant_check", src, dst])
+        self.assertEqual(rc, 0, out)
+        with open(dst, "rb") as f:
+            data = f.read()
+        pos, compared = 0, 0
+        for mi, m in enumerate(mats):
+            q, s = ex.quantize_int8(m)
+            self.assertEqual((q.dtype, s.dtype), (np.int8, np.float32))
+            err = ex.quant_error(m, q, s)
+            out_dim, in_dim = m.shape
+            for frm in ("kOutIn", "kInOut"):
+                for to in ("kInOut", "kOutIn", "kPanel16"):
+                    want_q = expected_layout(q, to)
+                    st, = struct.unpack_from("<i", data, pos)
+                    pos += 4
+                    got_q = np.frombuffer(data, np.int8, want_q.size, pos)
+                    pos += want_q.size
+                    got_s = np.frombuffer(data, "<f4", out_dim, pos)
+                    pos += 4 * out_dim
+                    got_e = struct.unpack_from("<3f", data, pos)
+                    pos += 12
+                    with self.subTest(matrix=mi, shape=m.shape, frm=frm, to=to):
+                        self.assertEqual(st, 0)
+                        np.testing.assert_array_equal(got_q, want_q)
+                        np.testing.assert_array_equal(got_s.view("<u4"), s.view(np.uint32))
+                        # The error is a report, not bit-exact: the exporter computes it in
+                        # float64, quantize_int8 in float (w - s*q rounded, or fused).
+                        self.assert_error_close(got_e, err, float(np.abs(m).max()))
+                    compared += want_q.size
+        self.assertEqual(pos, len(data))
+        print(f"  quantize_int8: {len(mats)} matrices x 6 layout pairs, {compared} int8 values "
+              "and their scales identical", file=sys.stderr)
+
+    def assert_error_close(self, cpp, py, wmax):
+        """QuantError (float, from C++) against the exporter's float64 figures: within 1e-4
+        relative plus a rounding of the largest weight (2^-23 wmax; 1e-6 for the relative
+        norm); a C++ figure that overflowed (s * 127 > FLT_MAX for a weight at FLT_MAX, when
+        w - s*q is not fused) is not compared."""
+        for i, (got, want) in enumerate(zip(cpp, py)):
+            if not math.isfinite(got):
+                continue
+            atol = 1e-6 if i == 2 else 2.0 ** -23 * wmax
+            self.assertAlmostEqual(got, want, delta=1e-4 * want + atol, msg=f"{cpp} vs {py}")
+
+    def test_quantiser_semantics(self):
+        """What the cases of quant_matrices() must give, stated independently of the C++."""
+        w = quant_matrices()[0]
+        q, s = ex.quantize_int8(w)
+        self.assertEqual(s[3], 0.0)
+        self.assertEqual(q[3].tolist(), [0] * 29)
+        self.assertEqual(s[4].view(np.uint32), 0)  # +0.0 for a column of -0.0
+        self.assertEqual(q[5, 11], 127)
+        self.assertEqual(np.count_nonzero(q[5]), 1)
+        self.assertEqual(q[6, 2], -127)
+        self.assertEqual(s[7], 1.0)
+        self.assertEqual(q[7].tolist(), [127, 1, -1, 2, -2, 3, -3, 127, -127, 64, -64, 101, -100,
+                                         0, 0, 2, 3, -126, -127, 0, 0, 3, 1, -1, 126, 126, -126,
+                                         8, -8])
+        self.assertEqual(q[21].tolist(), (-q[7]).tolist())
+        self.assertEqual((s[8], s[9]), (2.0, 3.0))
+        self.assertEqual(q[8].tolist(), [127] + [k + 1 if k >= 0 else k for k in range(-14, 14)])
+        self.assertEqual(q[9].tolist(), [127] + [k + 1 if k >= 0 else k for k in range(-14, 14)])
+        for j in range(4):  # saturation: the largest weight is clamped to +-127
+            self.assertGreater(np.float32(abs(w[10 + j, j])) / s[10 + j], 127.0)
+            self.assertEqual(abs(int(q[10 + j, j])), 127)
+            self.assertLessEqual(int(np.abs(q[10 + j]).max()), 127)
+        self.assertEqual((s[14], s[15], s[16]), (np.float32(2 * TINY), np.float32(TINY),
+                                                 np.float32(TINY)))
+        self.assertEqual(q[15, 0], 127)  # 190 tiny / 1 tiny, clamped
+        self.assertEqual((s[17], s[18]), (0.0, 0.0))
+        self.assertEqual((np.count_nonzero(q[17]), np.count_nonzero(q[18])), (0, 0))
+        self.assertEqual(q[20, 0], 127)
+        self.assertEqual(q[20, 1], -127)
+        self.assertTrue(np.isfinite(s).all())
+        self.assertLessEqual(int(np.abs(q.astype(np.int32)).max()), 127)  # never -128
+        # |w - s q| <= s / 2 wherever the rounding did not clamp (and no scale underflowed).
+        with np.errstate(over="ignore", invalid="ignore"):  # row 20: s * 127 overflows
+            e = np.abs(w.astype(np.float64) - s[:, None] * q.astype(np.float64))
+        ok = (np.abs(q) < 127) & (s[:, None] > 1e-37)  # not clamped, scale not denormal
+        bound = 0.5 * s[:, None].astype(np.float64) + np.abs(w) * 2.0 ** -22
+        self.assertTrue(np.all(e[ok] <= np.broadcast_to(bound, e.shape)[ok]))
+
+    def test_headers_hold_what_quantize_int8_makes_of_the_module(self):
+        """int8_check.cpp quantises each case's original matrices with
+        microattn::quantize_int8 into the header's layout: the header's int8 arrays and scales
+        are byte for byte the same; the errors it reports are the ones in the header comment
+        and on the exporter's stderr."""
+        compile_ok(("int8_check", OPT.cxx))
+        rc, out = RESULTS["int8_check_run"]
+        self.assertEqual(rc, 0, out)
+        rows = [ln.split() for ln in out.splitlines()]
+        cases = RESULTS["int8_cases"]
+        self.assertEqual(len(rows), 4 * len(cases), out)
+        names = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O"}
+        for c in cases:
+            comment = {m[0]: m[1:] for m in re.findall(
+                r"^//   (W_[QKVO]) (\S+), (\S+), (\S+)$", c.text, re.M)}
+            report = {m[0]: m[1:] for m in re.findall(
+                r"^export_pytorch\.py: int8 (W_[QKVO]) \(out \d+, in \d+\): max \|w - s\*q\| "
+                r"(\S+), rms (\S+), \|\|W - Wq\|\|_F/\|\|W\|\|_F (\S+)$", c.err, re.M)}
+            self.assertEqual(len(c.err.splitlines()), 4, c.err)
+            for r, nm in names.items():
+                row = next(x for x in rows if x[:2] == [c.name, r])
+                with self.subTest(case=c.name, matrix=nm):
+                    self.assertEqual(row[2], "same", out)
+                    cpp = [float(v) for v in row[3:6]]
+                    self.assertEqual([float(v) for v in comment[nm]],
+                                     [float(v) for v in report[nm]])
+                    w = pytorch_arrays(attention_of(c.module))[r]
+                    want = ex.quant_error(w, *ex.quantize_int8(w))
+                    for got, v in zip((float(x) for x in comment[nm]), want):  # 4 digits
+                        self.assertAlmostEqual(got, v, delta=5e-4 * v)
+                    self.assert_error_close(cpp, want, float(np.abs(w).max()))
+                    if c.name != "q_special":  # FLT_MAX weights: s * 127 overflows, error inf
+                        self.assertLess(cpp[2], 0.01)
+
+    def test_report_and_fp32_headers(self):
+        """Only --quant int8 writes to stderr; an fp32 header states WeightType kF32."""
+        for c in RESULTS["cases"]:
+            if not c.int8:
+                self.assertEqual(c.err, "", c.name)
+                self.assertNotIn("int8", c.text.split("#ifndef")[0], c.name)
+
+    def test_default_is_quant_none(self):
+        """--quant none is the default: the same text as without the option."""
+        c = next(c for c in RESULTS["cases"] if c.name == "l_gqa")
+        rc, out, err = run_exporter(c.argv + ["--name", c.name, "--quant", "none"])
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, c.text)
+        m = llama_like.LlamaStyleAttention(32, 2, 2, 16)
+        self.assertEqual(ex.export_module(m, name="a"), ex.export_module(m, name="a",
+                                                                         quant="none"))
+        report = []
+        text = ex.export_module(m, name="a", quant="int8", report=report)
+        self.assertIn("static const int8_t a_wq[1024]", text)
+        self.assertEqual([ln.split(" ")[1] for ln in report], ["W_Q", "W_K", "W_V", "W_O"])
 
 
 class Fixtures(unittest.TestCase):
@@ -988,6 +1462,27 @@ class Refusals(unittest.TestCase):
             d.q_proj.weight[1, 2] = 1e39  # finite in float64, not in float32
         self.refused(["--module", self.file(d, "f64.pt")], "q_proj.weight[1, 2]",
                      "beyond float32's range")
+
+    def test_invalid_quant(self):
+        m = self.file(torch.nn.MultiheadAttention(32, 2), "quant.pt")
+        for bad in ("int4", "INT8", "fp16", "", "int8 "):
+            self.refused(["--module", m, "--quant", bad], f"--quant {bad!r}", "none, int8")
+        sd = self.file(torch.nn.MultiheadAttention(32, 2).state_dict(), "quant_sd.pt")
+        self.refused(["--state-dict", sd, "--heads", "2", "--quant", "uint8"], "--quant 'uint8'")
+        # Checked before anything is loaded: a missing file is not what is reported.
+        self.refused(["--module", os.path.join(self.d, "missing.pt"), "--quant", "q4"],
+                     "--quant 'q4'")
+        # And the refusals of the fp32 export hold for int8 too.
+        self.refused(["--module", self.file(llama_like.LlamaStyleAttention(48, 6, 2, 10),
+                                            "gqa_q8_p16.pt"),
+                      "--layout", "panel16", "--quant", "int8"], "d_head 10", "panel16")
+        nan = torch.nn.MultiheadAttention(32, 2)
+        with torch.no_grad():
+            nan.out_proj.weight[1, 2] = float("nan")
+        self.refused(["--module", self.file(nan, "nan_q8.pt"), "--quant", "int8"],
+                     "out_proj.weight[1, 2] is nan")
+        with self.assertRaises(ex.Refusal):
+            ex.export_module(torch.nn.MultiheadAttention(32, 2), quant="int4")
 
     def test_panel16_needs_multiples_of_16(self):
         gqa = self.file(llama_like.LlamaStyleAttention(48, 6, 2, 10), "gqa_p16.pt")
@@ -1136,6 +1631,21 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(len(err.splitlines()), 1, err)
         self.assertNotIn("Traceback", err)
         self.assertIn("add_bias_kv", err)
+
+    def test_int8_export_and_bad_quant_as_processes(self):
+        c = next(c for c in RESULTS["cases"] if c.name == "q_gqa_p16")
+        rc, out, err = self.cli(*c.argv, "--name", c.name)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, c.text)
+        self.assertEqual(err, c.err)  # the error report, one line per matrix
+        self.assertEqual(len(err.splitlines()), 4)
+        rc, out, err = self.cli(*c.argv[:-1], "int4", "--name", c.name)
+        self.assertEqual((rc, out), (2, ""))
+        self.assertEqual(err, "export_pytorch.py: error: --quant 'int4': not one of none, int8\n")
+        rc, out, _ = self.cli("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("--quant {none,int8}", out)
+        self.assertIn("WeightType::kInt8", out)
 
 
 if __name__ == "__main__":
