@@ -2,6 +2,9 @@
 // microattn: the C interface's compiled part (the per-layer functions are defined by the
 // macros of microattn/c_api.hpp in the user's C++ file). Proves here, at compile time, that
 // the C constants are the C++ enumerators' values.
+#include <cstdint>
+#include <type_traits>
+
 #include "microattn/kernels/f32_rope.hpp"
 #include "microattn/microattn.h"
 #include "microattn/status.hpp"
@@ -42,7 +45,40 @@ static_assert(MICROATTN_ROPE_ADJACENT == static_cast<int>(RopePairing::kAdjacent
 static_assert(MICROATTN_ROPE_HALF_SPLIT == static_cast<int>(RopePairing::kHalfSplit),
               "MICROATTN_ROPE_HALF_SPLIT != RopePairing::kHalfSplit");
 
+// The C quantiser's error struct is the C++ one's fields (copied one by one, so only the
+// types must agree).
+static_assert(std::is_same<decltype(microattn_quant_error::max_abs),
+                           decltype(microattn::QuantError::max_abs)>::value &&
+                  std::is_same<decltype(microattn_quant_error::rms),
+                               decltype(microattn::QuantError::rms)>::value &&
+                  std::is_same<decltype(microattn_quant_error::rel),
+                               decltype(microattn::QuantError::rel)>::value,
+              "microattn_quant_error != microattn::QuantError");
+
+// A C layout as the C++ one; a value that is not a MICROATTN_LAYOUT_* becomes one that
+// quantize_int8() refuses (kBadArgument, after its null-pointer check, as in C++). 256 must
+// not read as kInOut (the C++ enum is 8 bits wide).
+WeightLayout layout_from_c(int layout) {
+  return (layout >= MICROATTN_LAYOUT_IN_OUT && layout <= MICROATTN_LAYOUT_PANEL16)
+             ? static_cast<WeightLayout>(layout)
+             : static_cast<WeightLayout>(0xff);
+}
+
 }  // namespace
+
+extern "C" microattn_status microattn_quantize_int8(const float* src, int from, size_t in_dim,
+                                                    size_t out_dim, int to, int8_t* dst,
+                                                    float* scales, microattn_quant_error* err) {
+  microattn::QuantError e;
+  const Status s = microattn::quantize_int8(src, layout_from_c(from), in_dim, out_dim,
+                                            layout_from_c(to), dst, scales, &e);
+  if (s == Status::kOk && err != nullptr) {
+    err->max_abs = e.max_abs;
+    err->rms = e.rms;
+    err->rel = e.rel;
+  }
+  return static_cast<microattn_status>(static_cast<int>(s));
+}
 
 extern "C" const char* microattn_status_string(microattn_status s) {
   // Range first: the C++ enum is 8 bits wide, and 256 must not read as kOk.

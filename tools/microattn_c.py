@@ -25,7 +25,9 @@ object differs from the header's storage, it does not compile (a static_assert n
 
 Kinds: layer (MultiHeadAttention: forward), kv (KvAttention: prefill, decode, truncate, reset,
 length, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAttention: forward on
-q, k, v). Pass every flag that selects the kernels' arch: -march=... / -mcpu=... / -mfpu=...,
+q, k, v). The Config may hold any option: with microattn::WeightType::kInt8 set_weights takes
+a microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1), and a kv layer with
+microattn::CacheType::kInt8 caches int8 (NAME_INT8_CACHE 1; NAME_BYTES is its smaller RAM). Pass every flag that selects the kernels' arch: -march=... / -mcpu=... / -mfpu=...,
 -DMICROATTN_FORCE_SCALAR=1, and the include folder of xsimd where it is not on the default
 path (host and Linux ARM builds; bare metal needs none).
 
@@ -62,7 +64,8 @@ constexpr std::size_t kValues[] = {
     sizeof(Object), alignof(Object), Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads,
     Cfg::kDHead, Cfg::kQDim, Cfg::kKvDim, Cfg::kOutDim, Cfg::kHasOutProj ? 1u : 0u,
     Cfg::kBiasQ ? 1u : 0u, Cfg::kBiasK ? 1u : 0u, Cfg::kBiasV ? 1u : 0u, Cfg::kBiasO ? 1u : 0u,
-    Cfg::kHasRope ? 1u : 0u, (@CHUNK@)};
+    Cfg::kHasRope ? 1u : 0u, (@CHUNK@), Cfg::kInt8Weights ? 1u : 0u, Cfg::kInt8Cache ? 1u : 0u,
+    @CACHE_BYTES@};
 struct Text {
   char c[64 + sizeof(kValues) / sizeof(kValues[0]) * 21];
 };
@@ -91,7 +94,7 @@ extern "C" const microattn_probe::Text microattn_probe_text = microattn_probe::m
 
 FIELDS = ["bytes", "align", "t_max", "d_model", "heads", "kv_heads", "d_head", "q_dim",
           "kv_dim", "out_dim", "has_out_proj", "bias_q", "bias_k", "bias_v", "bias_o", "has_rope",
-          "chunk"]
+          "chunk", "int8_weights", "int8_cache", "cache_bytes"]
 
 
 class Refused(Exception):
@@ -106,8 +109,8 @@ def normalize_config(text):
     if c[0].isdigit():
         c = "microattn::Config<%s>" % c
     # Bare option names, as a user writes them inside `using namespace microattn;`.
-    c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::)",
-               r"microattn::\1", c)
+    c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|"
+               r"WeightType\s*::|CacheType\s*::)", r"microattn::\1", c)
     if not c.startswith("microattn::Config<") or not c.endswith(">"):
         raise Refused("--config: give the Config's arguments ('64, 64, 4, 2, 16, "
                       "microattn::Bias::kYes') or the type 'microattn::Config<...>', not %r" % text)
@@ -123,7 +126,9 @@ def default_include_dir():
 def probe(args, config, chunk_expr):
     """Compiles the probe for the target and returns its values as a dict (+ 'arch')."""
     kind = KINDS[args.kind][0]
-    src = PROBE.replace("@CONFIG@", config).replace("@KIND@", kind).replace("@CHUNK@", chunk_expr)
+    src = (PROBE.replace("@CONFIG@", config).replace("@KIND@", kind)
+           .replace("@CHUNK@", chunk_expr)
+           .replace("@CACHE_BYTES@", "Object::kCacheBytes" if args.kind == "kv" else "0"))
     includes = []
     if args.microattn_include:
         includes.append("-I" + args.microattn_include)
@@ -219,6 +224,9 @@ def header_text(args, config, v, header_name):
     w("/* Bytes and alignment of the object: all the RAM the layer uses (weights are views). */")
     w("#define %s_BYTES %d" % (N, v["bytes"]))
     w("#define %s_ALIGN %d" % (N, v["align"]))
+    if args.kind == "kv":
+        w("#define %s_CACHE_BYTES %d /* of which the K/V cache%s */"
+          % (N, v["cache_bytes"], " (int8 values + scales)" if v["int8_cache"] else ""))
     w("")
     w("/* Shape. Token counts T are 1 .. %s_T_MAX%s. */" %
       (N, " (for the KV cache: in total)" if args.kind == "kv" else ""))
@@ -242,6 +250,11 @@ def header_text(args, config, v, header_name):
         w("#define %s_BIAS_O %d" % (N, v["bias_o"]))
         w("#define %s_HAS_ROPE %d /* set_rope can enable RoPE (Config option Rope::kYes) */"
           % (N, v["has_rope"]))
+        w("#define %s_INT8_WEIGHTS %d /* WeightType::kInt8: set_weights takes "
+          "microattn_weights_q8 */" % (N, v["int8_weights"]))
+    if args.kind == "kv":
+        w("#define %s_INT8_CACHE %d /* CacheType::kInt8: K and V cached as int8 + scales */"
+          % (N, v["int8_cache"]))
     if args.kind == "kv":
         w("#define %s_PREFILL_CHUNK %d /* tokens prefill processes at a time */"
           % (N, v["chunk"]))
@@ -270,11 +283,22 @@ def header_text(args, config, v, header_name):
     w("float %s_scale(const %s* obj);" % (n, n))
     w("")
     if args.kind != "core":
-        w("/* Points the layer at weights (views: the arrays must outlive its use). MICROATTN_OK,")
-        w(" * MICROATTN_NULL_POINTER (w or a pointer the layer needs is NULL) or")
-        w(" * MICROATTN_BAD_ARGUMENT (an unknown layout, or PANEL16 where d_head or W_O's width")
-        w(" * is not a multiple of 16). */")
-        w("microattn_status %s_set_weights(%s* obj, const microattn_weights* w);" % (n, n))
+        if v["int8_weights"]:
+            w("/* Points the layer at int8 weights and their scales (views: the arrays must")
+            w(" * outlive its use; microattn_quantize_int8() makes them). MICROATTN_OK,")
+            w(" * MICROATTN_NULL_POINTER (w or a pointer the layer needs is NULL, a scale array")
+            w(" * included) or MICROATTN_BAD_ARGUMENT (an unknown layout, or PANEL16 where d_head")
+            w(" * or W_O's width is not a multiple of 16). */")
+            w("microattn_status %s_set_weights(%s* obj, const microattn_weights_q8* w);"
+              % (n, n))
+        else:
+            w("/* Points the layer at weights (views: the arrays must outlive its use). "
+              "MICROATTN_OK,")
+            w(" * MICROATTN_NULL_POINTER (w or a pointer the layer needs is NULL) or")
+            w(" * MICROATTN_BAD_ARGUMENT (an unknown layout, or PANEL16 where d_head or W_O's "
+              "width")
+            w(" * is not a multiple of 16). */")
+            w("microattn_status %s_set_weights(%s* obj, const microattn_weights* w);" % (n, n))
         w("")
         if args.kind == "kv":
             w("/* Rotary embeddings on Q and K, only while the cache is empty. MICROATTN_OK, or")
@@ -307,13 +331,15 @@ def header_text(args, config, v, header_name):
         w("size_t %s_length(const %s* obj);" % (n, n))
         w("/* Copies the cached keys and values of tokens first .. first + n - 1 out, k and v")
         w(" * [n][%s_KV_DIM] each, and describes them in *info (MICROATTN_BAD_ARGUMENT: n == 0" % N)
-        w(" * or past length()). */")
+        w(" * or past length())%s. */" % (": an int8 cache's values dequantised (scale * q)"
+                                        if v["int8_cache"] else ""))
         w("microattn_status %s_export_cache(const %s* obj, size_t first, size_t n, float* k,"
           % (n, n))
         w("    float* v, microattn_cache_slice* info);")
         w("/* Appends an exported slice as if it had been prefilled; only where it continues this")
         w(" * cache (info->first == length()) with this shape and RoPE (MICROATTN_BAD_ARGUMENT),")
-        w(" * MICROATTN_CACHE_FULL past T_max. */")
+        w(" * MICROATTN_CACHE_FULL past T_max.%s */" % (" An int8 cache quantises the rows as it"
+                                                   " does new tokens." if v["int8_cache"] else ""))
         w("microattn_status %s_import_cache(%s* obj, const microattn_cache_slice* info," % (n, n))
         w("    const float* k, const float* v);")
     else:
@@ -370,7 +396,8 @@ def main(argv=None):
                         "core: ScaledDotProductAttention")
     p.add_argument("--config", required=True,
                    help="the Config's arguments, e.g. '64, 64, 4, 2, 16, microattn::Bias::kYes', "
-                        "or the type microattn::Config<...>")
+                        "'64, 64, 4, 2, 16, WeightType::kInt8, CacheType::kInt8', or the type "
+                        "microattn::Config<...>")
     p.add_argument("--chunk", type=int, default=None,
                    help="kv only: tokens prefill processes at a time, 1 .. T_max (default T_max)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"),

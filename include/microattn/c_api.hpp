@@ -13,8 +13,11 @@
 //            --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
 //            --out mylayer.h --cpp-out mylayer.cpp          (one command line)
 //      --kind layer | kv | core (MultiHeadAttention, KvAttention, ScaledDotProductAttention);
-//      --chunk N sets a KV layer's prefill chunk. Pass every flag that changes the kernels'
-//      arch (-march, -mcpu, -mfpu, -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest.
+//      --chunk N sets a KV layer's prefill chunk. The Config may hold every option, also
+//      microattn::WeightType::kInt8 (set_weights then takes microattn_weights_q8) and, for kv,
+//      microattn::CacheType::kInt8 (an int8 cache: the header's NAME_CACHE_BYTES). Pass
+//      every flag that changes the kernels' arch (-march, -mcpu, -mfpu,
+//      -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest.
 //   2. Compile the C++ file with that compiler and those flags, linked with microattn:
 //        #include "mylayer.h"
 //        #include "microattn/c_api.hpp"
@@ -45,6 +48,8 @@
 //                microattn_status NAME_set_scale(NAME* obj, float scale);
 //                float NAME_scale(const NAME* obj);                  (0 for a NULL obj)
 //   layer, kv    microattn_status NAME_set_weights(NAME* obj, const microattn_weights* w);
+//                    (const microattn_weights_q8* w when the Config has WeightType::kInt8:
+//                    int8 matrices + fp32 scales, made by microattn_quantize_int8())
 //                microattn_status NAME_set_rope(NAME* obj, const microattn_rope* rope);
 //                microattn_rope NAME_rope(const NAME* obj);          (off for a NULL obj)
 //   layer        microattn_status NAME_forward(NAME* obj, const float* x, size_t T, float* y);
@@ -124,6 +129,19 @@ struct StorageCheck {
       "and this compiler and flags");
 };
 
+/// Compile-time comparison of the set_weights prototype of a layer's C header (HeaderFn, as
+/// declared there) with the C weight struct of its Config (WeightsC): a header made for fp32
+/// weights used with a WeightType::kInt8 Config (or the reverse) names the layer.
+template <class LayerTag, class HeaderFn, class WeightsC, class Storage>
+struct SetWeightsCheck {
+  static constexpr bool kFits =
+      std::is_same<HeaderFn, microattn_status(Storage*, const WeightsC*)>::value;
+  static_assert(kFits,
+                "microattn C API: a layer's C header declares NAME_set_weights with another "
+                "weight struct (SetWeightsCheck<layer, header's prototype, the Config's "
+                "struct, ...>) than its Config needs: regenerate it with tools/microattn_c.py");
+};
+
 constexpr microattn_status to_c(Status s) noexcept {
   return static_cast<microattn_status>(static_cast<int>(s));
 }
@@ -147,15 +165,43 @@ Status object_of(Storage* storage, Object** out) noexcept {
   return Status::kOk;
 }
 
-/// A C weight view as the C++ one. A layout that is not a MICROATTN_LAYOUT_* value becomes
-/// one that Weights::check() refuses (kBadArgument), after its null-pointer check, as in C++.
+/// The C weight struct of a configuration: microattn_weights (fp32 matrices), or
+/// microattn_weights_q8 (int8 matrices + scales) with WeightType::kInt8. NAME_set_weights
+/// takes a pointer to it, and tools/microattn_c.py declares it so in the generated header.
+template <class Cfg>
+struct CWeightsOf {
+  using type = std::conditional_t<Cfg::kInt8Weights, microattn_weights_q8, microattn_weights>;
+};
+template <class Cfg>
+using CWeights = typename CWeightsOf<Cfg>::type;
+
+/// A C layout as the C++ one: a value that is not a MICROATTN_LAYOUT_* becomes one that
+/// Weights::check() refuses (kBadArgument), after its null-pointer check, as in C++ (256 must
+/// not read as kInOut: the C++ enum is 8 bits wide).
+constexpr WeightLayout layout_from_c(int layout) noexcept {
+  return (layout >= MICROATTN_LAYOUT_IN_OUT && layout <= MICROATTN_LAYOUT_PANEL16)
+             ? static_cast<WeightLayout>(layout)
+             : static_cast<WeightLayout>(0xff);
+}
+
+/// A C weight view as the C++ one (fp32 weights).
 template <class Cfg>
 Weights<Cfg> weights_from_c(const microattn_weights& w) noexcept {
-  const WeightLayout layout =
-      (w.layout >= MICROATTN_LAYOUT_IN_OUT && w.layout <= MICROATTN_LAYOUT_PANEL16)
-          ? static_cast<WeightLayout>(w.layout)
-          : static_cast<WeightLayout>(0xff);
-  return Weights<Cfg>(layout, w.w_q, w.w_k, w.w_v, w.w_o, w.b_q, w.b_k, w.b_v, w.b_o);
+  static_assert(!Cfg::kInt8Weights, "microattn C API: int8 weights come as microattn_weights_q8");
+  return Weights<Cfg>(layout_from_c(w.layout), w.w_q, w.w_k, w.w_v, w.w_o, w.b_q, w.b_k, w.b_v,
+                      w.b_o);
+}
+
+/// The same for int8 weights (WeightType::kInt8).
+template <class Cfg>
+Weights<Cfg> weights_from_c(const microattn_weights_q8& w) noexcept {
+  static_assert(Cfg::kInt8Weights, "microattn C API: fp32 weights come as microattn_weights");
+  static_assert(std::is_same<typename Cfg::WeightElem, std::int8_t>::value &&
+                    std::is_same<std::remove_cv_t<std::remove_pointer_t<decltype(w.w_q)>>,
+                                 std::int8_t>::value,
+                "microattn C API: int8_t of C is std::int8_t");
+  return Weights<Cfg>(layout_from_c(w.layout), w.w_q, w.s_q, w.w_k, w.s_k, w.w_v, w.s_v, w.w_o,
+                      w.s_o, w.b_q, w.b_k, w.b_v, w.b_o);
 }
 
 /// A C RoPE setting as the C++ one (an unknown pairing becomes one set_rope() refuses).
@@ -223,7 +269,7 @@ float scale(const Storage* storage) noexcept {
 }
 
 template <class Object, class Cfg, class Storage>
-microattn_status set_weights(Storage* storage, const microattn_weights* w) noexcept {
+microattn_status set_weights(Storage* storage, const CWeights<Cfg>* w) noexcept {
   Object* o = nullptr;
   const Status s = object_of(storage, &o);
   if (s != Status::kOk) return to_c(s);
@@ -409,14 +455,23 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
     return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                        \
   }
 
-#define MICROATTN_C_WEIGHTS_ROPE_(name)                                                          \
-  extern "C" microattn_status name##_set_weights(name* obj, const microattn_weights* w) {        \
-    return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>( \
-        obj, w);                                                                                 \
-  }                                                                                              \
-  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) {           \
-    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);                  \
-  }                                                                                              \
-  extern "C" microattn_rope name##_rope(const name* obj) {                                       \
-    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                            \
+#define MICROATTN_C_WEIGHTS_ROPE_(name)                                                            \
+  static_assert(                                                                                   \
+      ::microattn::c_api::SetWeightsCheck<microattn_c_##name::Layer, decltype(name##_set_weights), \
+                                          ::microattn::c_api::CWeights<microattn_c_##name::Cfg>,   \
+                                          name>::kFits,                                            \
+      "microattn C API, layer '" #name                                                             \
+      "': its C header declares set_weights for another weight type (fp32: "                       \
+      "microattn_weights, WeightType::kInt8: microattn_weights_q8) than this "                     \
+      "Config's (regenerate the header with tools/microattn_c.py)");                               \
+  extern "C" microattn_status name##_set_weights(                                                  \
+      name* obj, const ::microattn::c_api::CWeights<microattn_c_##name::Cfg>* w) {                 \
+    return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>(   \
+        obj, w);                                                                                   \
+  }                                                                                                \
+  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) {             \
+    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);                    \
+  }                                                                                                \
+  extern "C" microattn_rope name##_rope(const name* obj) {                                         \
+    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                              \
   }

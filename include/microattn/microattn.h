@@ -26,6 +26,7 @@
 #define MICROATTN_MICROATTN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -81,7 +82,7 @@ enum {
  *   w_o    [QD][OD]        [OD][QD]        the layer has W_O (<NAME>_HAS_OUT_PROJ)
  *   b_q, b_k, b_v, b_o: [QD], [KD], [KD], [OD], when the layer has that bias (<NAME>_BIAS_*).
  * Pointers the layer does not use are ignored and may be NULL. Zero-initialise the struct and
- * set the fields (designated initialisers do both). */
+ * set the fields (designated initialisers do both). For int8 weights: microattn_weights_q8. */
 typedef struct microattn_weights {
   int layout; /* MICROATTN_LAYOUT_* */
   const float* w_q;
@@ -93,6 +94,55 @@ typedef struct microattn_weights {
   const float* b_v;
   const float* b_o;
 } microattn_weights;
+
+/* The weights of a layer whose Config has microattn::WeightType::kInt8 (<NAME>_INT8_WEIGHTS;
+ * its <NAME>_set_weights takes this struct): int8 matrices in the shapes and layouts of
+ * microattn_weights (PANEL16 included: a panel row is 16 bytes), each with its fp32 scales,
+ * one per output column: W(i, o) = s_x[o] * w_x(i, o).
+ *   field  length  needed when
+ *   s_q    [QD]    always
+ *   s_k    [KD]    always
+ *   s_v    [KD]    always
+ *   s_o    [OD]    the layer has W_O
+ * Biases stay fp32 (as in microattn_weights). A missing scale is MICROATTN_NULL_POINTER like a
+ * missing matrix. microattn_quantize_int8() makes a matrix and its scales from fp32 weights at
+ * start-up; tools/export_pytorch.py --quant int8 does the same offline (bit for bit). */
+typedef struct microattn_weights_q8 {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const int8_t* w_q;
+  const float* s_q;
+  const int8_t* w_k;
+  const float* s_k;
+  const int8_t* w_v;
+  const float* s_v;
+  const int8_t* w_o;
+  const float* s_o;
+  const float* b_q;
+  const float* b_k;
+  const float* b_v;
+  const float* b_o;
+} microattn_weights_q8;
+
+/* What microattn_quantize_int8() measured (microattn::QuantError): the error its rounding
+ * introduced into one matrix. */
+typedef struct microattn_quant_error {
+  float max_abs; /* largest |w - scale[o] * q| */
+  float rms;     /* root mean square of w - scale[o] * q */
+  float rel;     /* ||W - W_q|| / ||W|| (Frobenius; 0 for an all-zero matrix) */
+} microattn_quant_error;
+
+/* Quantises one fp32 matrix (in_dim inputs, out_dim outputs, stored in layout `from`: IN_OUT
+ * or OUT_IN) to int8, symmetric, per output column (microattn::quantize_int8):
+ * scales[o] = max_i |W(i, o)| / 127, dst = W / scales rounded to nearest (ties away from zero),
+ * in layout `to` (any MICROATTN_LAYOUT_*). dst holds in_dim * out_dim bytes (PANEL16: out_dim
+ * rounded up to a multiple of 16, the padding zeroed), scales out_dim floats; err may be NULL.
+ * For w_q: in_dim = d_model, out_dim = QD; w_k, w_v: d_model, KD; w_o: QD, OD.
+ * MICROATTN_OK; MICROATTN_NULL_POINTER (src, dst or scales NULL); MICROATTN_BAD_ARGUMENT (a
+ * dimension 0, an unknown layout, `from` PANEL16, a weight not finite); MICROATTN_OVERLAP (dst,
+ * scales and src overlap). Nothing is written on error (err neither). No heap. */
+microattn_status microattn_quantize_int8(const float* src, int from, size_t in_dim, size_t out_dim,
+                                         int to, int8_t* dst, float* scales,
+                                         microattn_quant_error* err);
 
 /* RoPE pairing (microattn::RopePairing): which dimensions of a head rotate together.
  *   ADJACENT    pair i = (2i, 2i + 1): the original LLaMA code, GPT-J

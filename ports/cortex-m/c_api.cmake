@@ -5,7 +5,8 @@
 # MICROATTN_ASSERT active) whatever the build type, with the start-up that runs no C++
 # constructors (as C firmware's does). Tests:
 #   cortex_m.<board>.c_api               runs it: the C API equals the C++ API bit for bit, the
-#                                        layer is within 1e-5 of the double oracle
+#                                        layer is within 1e-5 of the double oracle; an int8-weight
+#                                        layer (cm_mha_q8, weights from microattn_quantize_int8)
 #   cortex_m.<board>.c_api_assert_traps  a failed kernel assertion traps into the fault handler
 #   cortex_m.<board>.c_api_static        no heap function, no __assert_func / abort / stdio in
 #                                        the image (newlib's assert prints with fiprintf, which
@@ -30,7 +31,8 @@ string(APPEND _cm_c_flags "$<$<BOOL:${_cm_c_defs}>: -D$<JOIN:${_cm_c_defs}, -D>>
 set(_cm_c_headers "")
 foreach(spec "cm_mha|layer|24, 32, 4, 2, 8, microattn::Bias::kYes|"
              "cm_kv|kv|24, 32, 4, 2, 8, microattn::Rope::kYes|5"
-             "cm_core|core|24, 32, 4, 2, 8|")
+             "cm_core|core|24, 32, 4, 2, 8|"
+             "cm_mha_q8|layer|24, 32, 4, 2, 8, microattn::Bias::kYes, microattn::WeightType::kInt8|")
   string(REPLACE "|" ";" spec "${spec}")
   list(GET spec 0 name)
   list(GET spec 1 kind)
@@ -71,12 +73,12 @@ set_tests_properties(cortex_m.${MICROATTN_BOARD}.c_api_assert_traps PROPERTIES
 add_test(NAME cortex_m.${MICROATTN_BOARD}.c_api_static
          COMMAND ${CMAKE_COMMAND} -DNM=${MICROATTN_ARM_NM} -DOBJDUMP=${MICROATTN_ARM_OBJDUMP}
                  -DELF=$<TARGET_FILE:microattn_cm_c_api>
-                 "-DREQUIRED=main;cm_mha_forward;cm_kv_prefill;cm_kv_decode;cm_core_forward;microattn_status_string"
+                 "-DREQUIRED=main;cm_mha_forward;cm_kv_prefill;cm_kv_decode;cm_core_forward;cm_mha_q8_forward;microattn_quantize_int8;microattn_status_string"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/c_api_check_image.cmake)
 set_tests_properties(cortex_m.${MICROATTN_BOARD}.c_api_static PROPERTIES LABELS "cortex-m;static")
 add_test(NAME cortex_m.${MICROATTN_BOARD}.c_api_zero_init
          COMMAND ${CMAKE_COMMAND} -DNM=${MICROATTN_ARM_NM} -DELF=$<TARGET_FILE:microattn_cm_c_api>
-                 "-DSYMBOLS=g_mha;g_kv;g_core"
+                 "-DSYMBOLS=g_mha;g_kv;g_core;g_mha_q8"
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_zero_init.cmake)
 set_tests_properties(cortex_m.${MICROATTN_BOARD}.c_api_zero_init PROPERTIES LABELS "cortex-m;static")
 if(Python3_Interpreter_FOUND)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /* microattn's C interface on a Cortex-M: a C11 main (-Wall -Wextra -Werror -pedantic) using the
- * three kinds of layer as C firmware would: the objects are statics in .bss that nothing
- * initialises (the start-up runs no C++ constructors), weights and inputs in RAM arrays filled at
- * run time. The image is a Debug build (-O0 -g, MICROATTN_ASSERT active) and must link no heap
- * and no __assert_func (c_api_check_image.cmake); its layers are defined by c_api_layers.cpp.
+ * three kinds of layer (and a layer with int8 weights) as C firmware would: the objects are statics
+ * in .bss that nothing initialises (the start-up runs no C++ constructors), weights and inputs in
+ * RAM arrays filled at run time. The image is a Debug build (-O0 -g, MICROATTN_ASSERT active) and
+ * must link no heap and no __assert_func (c_api_check_image.cmake); its layers are defined by
+ * c_api_layers.cpp.
  *
  * Each result is compared bit for bit with the same operation through the C++ API
  * (c_api_support.cpp), the layer's also with the double-precision oracle (relative error
@@ -13,13 +14,25 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "c_api_support.h"
 #include "cm_core.h"
 #include "cm_kv.h"
 #include "cm_mha.h"
+#include "cm_mha_q8.h"
 #include "microattn/microattn.h"
+
+/* 1 when the library is compiled with -ffast-math / -Ofast (c_api.cmake). */
+
+/* The int8 layer's C++ references (c_api_layers.cpp): microattn::quantize_int8 (OUT_IN to
+ * OUT_IN), and cm_mha_q8's layer through the C++ API on an object of its own (w, s, b: the four
+ * int8 matrices, their scales, the biases). Statuses as ints. */
+int cm_ref_quantize_int8(const float* src, size_t in_dim, size_t out_dim, int8_t* dst,
+                         float* scales);
+int cm_ref_mha_q8_forward(const int8_t* const w[4], const float* const s[4],
+                          const float* const b[4], const float* x, size_t T, float* y);
 
 enum { kT = 24, kDM = 32, kQD = 32, kKD = 16 };
 
@@ -28,6 +41,11 @@ enum { kT = 24, kDM = 32, kQD = 32, kKD = 16 };
 static cm_mha g_mha __attribute__((section(".bss.microattn_layers")));
 static cm_kv g_kv;
 static cm_core g_core;
+static cm_mha_q8 g_mha_q8;
+
+/* int8 weights, quantised at start-up from g_wq.. (as firmware would from fp32 in flash). */
+static int8_t g_q8[2][kQD * kDM + 2 * kKD * kDM + kDM * kQD];
+static float g_s8[2][kQD + 2 * kKD + kDM];
 
 static float g_wq[kQD * kDM], g_wk[kKD * kDM], g_wv[kKD * kDM], g_wo[kDM * kQD];
 static float g_bq[kQD], g_bk[kKD], g_bv[kKD], g_bo[kDM];
@@ -153,6 +171,64 @@ static void test_kv(void) {
          "kv: empty after reset, RoPE kept");
 }
 
+static void test_layer_q8(void) {
+  /* Quantise each matrix with the C function and with the C++ one: the same bytes. */
+  const float* const src[4] = {g_wq, g_wk, g_wv, g_wo};
+  static const size_t kIn[4] = {kDM, kDM, kDM, kQD}, kOut[4] = {kQD, kKD, kKD, kDM};
+  const int8_t* w[4];
+  const float* s[4];
+  size_t wo = 0, so = 0;
+  int quant_ok = 1;
+  for (size_t i = 0; i < 4; ++i) {
+    microattn_quant_error e;
+    quant_ok &= microattn_quantize_int8(src[i], MICROATTN_LAYOUT_OUT_IN, kIn[i], kOut[i],
+                                        MICROATTN_LAYOUT_OUT_IN, g_q8[0] + wo, g_s8[0] + so,
+                                        &e) == MICROATTN_OK &&
+                e.rel > 0.0f && e.rel < 0.01f;
+    quant_ok &= cm_ref_quantize_int8(src[i], kIn[i], kOut[i], g_q8[1] + wo, g_s8[1] + so) == 0;
+    w[i] = g_q8[0] + wo;
+    s[i] = g_s8[0] + so;
+    wo += kIn[i] * kOut[i];
+    so += kOut[i];
+  }
+  result(quant_ok, "q8: microattn_quantize_int8 of the four matrices (rel error < 1%)");
+  /* Bit for bit also when the library is built with -Ofast: the quantiser divides by values
+   * the optimiser cannot see, so no division becomes a multiplication by a reciprocal. */
+  result(memcmp(g_q8[0], g_q8[1], sizeof g_q8[0]) == 0 &&
+             memcmp(g_s8[0], g_s8[1], sizeof g_s8[0]) == 0,
+         "q8: ... == C++ microattn::quantize_int8, bit for bit");
+  microattn_weights_q8 q = {.layout = MICROATTN_LAYOUT_OUT_IN,
+                            .w_q = w[0],
+                            .s_q = s[0],
+                            .w_k = w[1],
+                            .s_k = s[1],
+                            .w_v = w[2],
+                            .s_v = s[2],
+                            .w_o = w[3],
+                            .s_o = s[3],
+                            .b_q = g_bq,
+                            .b_k = g_bk,
+                            .b_v = g_bv,
+                            .b_o = g_bo};
+  const float* const b[4] = {g_bq, g_bk, g_bv, g_bo};
+  const float* const wa[8] = {g_wq, g_wk, g_wv, g_wo, g_bq, g_bk, g_bv, g_bo};
+  q.s_k = NULL;
+  expect(cm_mha_q8_set_weights(&g_mha_q8, &q), MICROATTN_NULL_POINTER, "q8: set_weights, s_k NULL");
+  q.s_k = s[1];
+  expect(cm_mha_q8_set_weights(&g_mha_q8, &q), MICROATTN_OK, "q8: set_weights (int8 OUT_IN)");
+  expect(cm_mha_q8_forward(&g_mha_q8, g_x, kT, g_y), MICROATTN_OK, "q8: forward");
+  cm_ref_mha_q8_forward(w, s, b, g_x, kT, g_ref);
+  same(g_y, g_ref, kT * kDM, "q8: forward == C++ MultiHeadAttention (int8 weights), bit for bit");
+  /* The quantisation error, against the double oracle on the fp32 weights. */
+  const double rel = cm_oracle_mha_rel_error(wa, g_x, kT, g_y);
+  cm_write(rel <= 2e-2 ? "PASS " : "FAIL ");
+  cm_write("q8: forward vs the double oracle on the fp32 weights: max rel error ");
+  cm_write_g(rel);
+  cm_write(" (tol 2e-2)\n");
+  ++*(rel <= 2e-2 ? &g_passed : &g_failed);
+  expect(cm_mha_q8_forward(&g_mha_q8, g_x, 1, g_s8[0]), MICROATTN_OVERLAP, "q8: y over s_q");
+}
+
 static void test_core(void) {
   fill(g_q, kT * kQD, 21, 1.0f);
   fill(g_k, kT * kKD, 22, 1.0f);
@@ -184,6 +260,8 @@ int main(int argc, char** argv) {
   cm_write_u(CM_KV_BYTES);
   cm_write(" B, cm_core ");
   cm_write_u(CM_CORE_BYTES);
+  cm_write(" B, cm_mha_q8 ");
+  cm_write_u(CM_MHA_Q8_BYTES);
   cm_write(" B\n");
 
   fill(g_wq, kQD * kDM, 1, 0.18f);
@@ -199,6 +277,7 @@ int main(int argc, char** argv) {
   test_layer();
   test_kv();
   test_core();
+  test_layer_q8();
   result(strcmp(microattn_status_string(MICROATTN_CACHE_FULL), "cache full") == 0,
          "microattn_status_string");
 

@@ -7,13 +7,16 @@
 // conversions are checked against an independent one.
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "c_api_reference.h"
 #include "ccore.h"
 #include "ckv.h"
 #include "ckv5.h"
+#include "ckv_q8.h"
 #include "cmha.h"
 #include "cmha_p.h"
+#include "cmha_q8.h"
 #include "microattn/c_api.hpp"
 #include "microattn/microattn.hpp"
 
@@ -21,18 +24,36 @@ using MhaCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Bias::kYes>;
 using PanelCfg = microattn::Config<20, 32, 2, 1, 16, microattn::Rope::kYes>;
 using KvCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Rope::kYes>;
 using CoreCfg = microattn::Config<24, 32, 4, 2, 8>;
+// int8 weights; the KV layer also caches int8 (d_head 16: PANEL16 fits).
+using MhaQ8Cfg =
+    microattn::Config<24, 32, 4, 2, 8, microattn::Bias::kYes, microattn::WeightType::kInt8>;
+using KvQ8Cfg = microattn::Config<24, 32, 2, 1, 16, microattn::Rope::kYes,
+                                  microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
 
 MICROATTN_C_LAYER(cmha, MhaCfg);
 MICROATTN_C_LAYER(cmha_p, microattn::Config<20, 32, 2, 1, 16, microattn::Rope::kYes>);
 MICROATTN_C_KV_LAYER(ckv, KvCfg);
 MICROATTN_C_KV_LAYER_CHUNKED(ckv5, 5, KvCfg);
 MICROATTN_C_CORE(ccore, CoreCfg);
+MICROATTN_C_LAYER(cmha_q8, MhaQ8Cfg);
+MICROATTN_C_KV_LAYER_CHUNKED(ckv_q8, 5, KvQ8Cfg);
 
 static_assert(std::is_same<microattn_c_cmha::Object, microattn::MultiHeadAttention<MhaCfg>>::value,
               "cmha is a MultiHeadAttention");
 static_assert(std::is_same<microattn_c_ckv5::Object,
                            microattn::KvAttention<KvCfg, microattn::DefaultArch, 5>>::value,
               "ckv5 is a KvAttention with prefill chunk 5");
+static_assert(
+    std::is_same<microattn_c_cmha_q8::Object, microattn::MultiHeadAttention<MhaQ8Cfg>>::value,
+    "cmha_q8 is a MultiHeadAttention with int8 weights");
+static_assert(std::is_same<microattn_c_ckv_q8::Object,
+                           microattn::KvAttention<KvQ8Cfg, microattn::DefaultArch, 5>>::value,
+              "ckv_q8 is an int8-cache KvAttention with prefill chunk 5");
+static_assert(std::is_same<microattn::c_api::CWeights<MhaQ8Cfg>, microattn_weights_q8>::value &&
+                  std::is_same<microattn::c_api::CWeights<MhaCfg>, microattn_weights>::value &&
+                  std::is_same<decltype(&cmha_q8_set_weights),
+                               microattn_status (*)(cmha_q8*, const microattn_weights_q8*)>::value,
+              "int8 layers take microattn_weights_q8");
 static_assert(std::is_same<microattn_c_ckv::Object,
                            microattn::KvAttention<KvCfg, microattn::DefaultArch, 24>>::value,
               "ckv's prefill chunk is T_max");
@@ -56,6 +77,16 @@ microattn::KvAttention<KvCfg> g_kv;
 microattn::KvAttention<KvCfg, microattn::DefaultArch, 5> g_kv5;
 microattn::ScaledDotProductAttention<CoreCfg> g_core;
 microattn::MultiHeadAttention<microattn::Config<64, 64, 4, 2, 16>> g_demo;
+microattn::MultiHeadAttention<MhaQ8Cfg> g_mha_q8;
+microattn::KvAttention<KvQ8Cfg, microattn::DefaultArch, 5> g_kv_q8;
+
+// The int8 configurations' weights, from the reference's raw arrays.
+template <class Cfg>
+microattn::Weights<Cfg> weights_q8(int layout, const int8_t* const w[4], const float* const s[4],
+                                   const float* const b[4]) {
+  return microattn::Weights<Cfg>(static_cast<WeightLayout>(layout), w[0], s[0], w[1], s[1], w[2],
+                                 s[2], w[3], s[3], b[0], b[1], b[2], b[3]);
+}
 
 microattn::RopeConfig rope(int enabled, float base, int pairing, size_t rotary_dims,
                            size_t start_position) {
@@ -81,7 +112,7 @@ int layer_forward(Layer& layer, int layout, const float* const w[8], float scale
 
 template <class Fn>
 auto with_kv(int which, Fn fn) {
-  return which == 0 ? fn(g_kv) : fn(g_kv5);
+  return which == 0 ? fn(g_kv) : which == 1 ? fn(g_kv5) : fn(g_kv_q8);
 }
 
 }  // namespace
@@ -98,6 +129,38 @@ void ref_object_size(const char* name, size_t* bytes, size_t* align) {
   if (!std::strcmp(name, "ckv")) set(sizeof(g_kv), alignof(decltype(g_kv)));
   if (!std::strcmp(name, "ckv5")) set(sizeof(g_kv5), alignof(decltype(g_kv5)));
   if (!std::strcmp(name, "ccore")) set(sizeof(g_core), alignof(decltype(g_core)));
+  if (!std::strcmp(name, "cmha_q8")) set(sizeof(g_mha_q8), alignof(decltype(g_mha_q8)));
+  if (!std::strcmp(name, "ckv_q8")) set(sizeof(g_kv_q8), alignof(decltype(g_kv_q8)));
+}
+
+void ref_kv_q8_cache_bytes(size_t* int8_cache, size_t* f32_cache) {
+  // The same layer with an fp32 cache (sizes only: nothing of it is compiled).
+  using F32Cache =
+      microattn::Config<24, 32, 2, 1, 16, microattn::Rope::kYes, microattn::WeightType::kInt8>;
+  *int8_cache = decltype(g_kv_q8)::kCacheBytes;
+  *f32_cache = microattn::KvAttention<F32Cache, microattn::DefaultArch, 5>::kCacheBytes;
+}
+
+int ref_quantize_int8(const float* src, int from, size_t in_dim, size_t out_dim, int to,
+                      int8_t* dst, float* scales, float err[3]) {
+  microattn::QuantError e;
+  const Status s = microattn::quantize_int8(src, static_cast<WeightLayout>(from), in_dim, out_dim,
+                                            static_cast<WeightLayout>(to), dst, scales, &e);
+  if (s == Status::kOk) err[0] = e.max_abs, err[1] = e.rms, err[2] = e.rel;
+  return code(s);
+}
+
+int ref_mha_q8_forward(int layout, const int8_t* const w[4], const float* const s[4],
+                       const float* const b[4], const float* x, size_t T, float* y) {
+  g_mha_q8 = decltype(g_mha_q8){};
+  Status st = g_mha_q8.set_weights(weights_q8<MhaQ8Cfg>(layout, w, s, b));
+  if (st == Status::kOk) st = g_mha_q8.forward(x, T, y);
+  return code(st);
+}
+
+int ref_kv_q8_set_weights(int layout, const int8_t* const w[4], const float* const s[4]) {
+  const float* const b[4] = {nullptr, nullptr, nullptr, nullptr};
+  return code(g_kv_q8.set_weights(weights_q8<KvQ8Cfg>(layout, w, s, b)));
 }
 
 float ref_default_scale(void) { return microattn::default_scale<MhaCfg>(); }
@@ -136,7 +199,12 @@ void ref_kv_fresh(int which) {
   });
 }
 int ref_kv_set_weights(int which, int layout, const float* const w[8]) {
-  return with_kv(which, [&](auto& kv) { return code(kv.set_weights(weights<KvCfg>(layout, w))); });
+  return with_kv(which, [&](auto& kv) {
+    if constexpr (std::is_same<std::decay_t<decltype(kv)>, decltype(g_kv_q8)>::value)
+      return code(Status::kBadArgument);  // int8 weights: ref_kv_q8_set_weights
+    else
+      return code(kv.set_weights(weights<KvCfg>(layout, w)));
+  });
 }
 int ref_kv_set_scale(int which, float scale) {
   return with_kv(which, [&](auto& kv) { return code(kv.set_scale(scale)); });

@@ -6,6 +6,7 @@
 #define MICROATTN_TESTS_C_API_REFERENCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,7 +32,9 @@ int ref_core_forward(float scale, const float* q, size_t ldq, const float* k, si
                      const float* v, size_t ldv, size_t T, float* out, size_t ldo);
 
 /* KV layers, which = 0: KvAttention<Config<24, 32, 4, 2, 8, Rope::kYes>>, 1: the same with
- * prefill chunk 5. */
+ * prefill chunk 5, 2: ckv_q8's KvAttention<Config<24, 32, 2, 1, 16, Rope::kYes,
+ * WeightType::kInt8, CacheType::kInt8>> with prefill chunk 5 (its weights: ref_kv_q8_set_weights,
+ * not ref_kv_set_weights). */
 void ref_kv_fresh(int which);
 int ref_kv_set_weights(int which, int layout, const float* const w[8]);
 int ref_kv_set_scale(int which, float scale);
@@ -44,6 +47,21 @@ void ref_kv_reset(int which);
 size_t ref_kv_length(int which);
 int ref_kv_export(int which, size_t first, size_t n, float* k, float* v, size_t* slice_first,
                   size_t* slice_tokens);
+
+/* int8 weights (WeightType::kInt8): w[4] = w_q, w_k, w_v, w_o; s[4] = s_q, s_k, s_v, s_o;
+ * b[4] = b_q, b_k, b_v, b_o. */
+/* microattn::quantize_int8 (err: max_abs, rms, rel, written on success); the layouts are cast
+ * to WeightLayout as they are (only MICROATTN_LAYOUT_* values). */
+int ref_quantize_int8(const float* src, int from, size_t in_dim, size_t out_dim, int to,
+                      int8_t* dst, float* scales, float err[3]);
+/* cmha_q8: Config<24, 32, 4, 2, 8, Bias::kYes, WeightType::kInt8>, a fresh object, default scale.
+ */
+int ref_mha_q8_forward(int layout, const int8_t* const w[4], const float* const s[4],
+                       const float* const b[4], const float* x, size_t T, float* y);
+/* The KV layer `which` = 2 (no biases). */
+int ref_kv_q8_set_weights(int layout, const int8_t* const w[4], const float* const s[4]);
+/* KvAttention::kCacheBytes of ckv_q8's C++ object, and of the same layer with an fp32 cache. */
+void ref_kv_q8_cache_bytes(size_t* int8_cache, size_t* f32_cache);
 
 #ifdef __cplusplus
 }

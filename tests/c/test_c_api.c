@@ -3,7 +3,9 @@
  * statuses and their strings, the storage structs, every function of the three kinds of layer
  * against the C++ API on the same inputs (bit for bit: c_api_reference.h runs the C++ objects),
  * errors that leave outputs and objects untouched, the KV-cache sequence (prefill, decode,
- * truncate, reset, length, RoPE, scale) and README.md's C example.
+ * truncate, reset, length, RoPE, scale), README.md's C example, and int8: layers with int8
+ * weights (microattn_weights_q8; the KV one with an int8 cache) against the C++ objects on the
+ * same int8 arrays, bit for bit, and microattn_quantize_int8 against microattn::quantize_int8.
  * The C objects are static (all-zero .bss, never initialised) unless a test says otherwise.
  * Prints one line per test and each failed check; exits 0 when every check passed. */
 #include <float.h>
@@ -18,8 +20,10 @@
 #include "ccore.h"
 #include "ckv.h"
 #include "ckv5.h"
+#include "ckv_q8.h"
 #include "cmha.h"
 #include "cmha_p.h"
+#include "cmha_q8.h"
 #include "demo_layer.h"
 #include "microattn/microattn.h"
 
@@ -46,6 +50,18 @@ _Static_assert(CKV_PREFILL_CHUNK == 24 && CKV5_PREFILL_CHUNK == 5 && CKV_BIAS_Q 
                    CKV_HAS_ROPE == 1 && CMHA_HAS_ROPE == 0 && CMHA_P_HAS_ROPE == 1,
                "ckv shape");
 _Static_assert(CCORE_Q_DIM == 32 && CCORE_KV_DIM == 16, "ccore shape");
+/* int8 weights and cache: what the generated headers say. */
+_Static_assert(CMHA_Q8_INT8_WEIGHTS == 1 && CKV_Q8_INT8_WEIGHTS == 1 && CKV_Q8_INT8_CACHE == 1 &&
+                   CMHA_INT8_WEIGHTS == 0 && CKV_INT8_WEIGHTS == 0 && CKV_INT8_CACHE == 0,
+               "int8 flags");
+_Static_assert(CMHA_Q8_Q_DIM == 32 && CMHA_Q8_KV_DIM == 16 && CMHA_Q8_BIAS_O == 1 &&
+                   CKV_Q8_D_HEAD == 16 && CKV_Q8_KV_HEADS == 1 && CKV_Q8_Q_DIM == 32 &&
+                   CKV_Q8_KV_DIM == 16 && CKV_Q8_OUT_DIM == 32 && CKV_Q8_PREFILL_CHUNK == 5 &&
+                   CKV_Q8_HAS_ROPE == 1,
+               "int8 layers' shape");
+_Static_assert(sizeof(ckv_q8) == CKV_Q8_BYTES && alignof(ckv_q8) == CKV_Q8_ALIGN &&
+                   CKV_Q8_CACHE_BYTES < CKV_Q8_BYTES && CKV5_CACHE_BYTES < CKV5_BYTES,
+               "ckv_q8 storage");
 
 /* README.md's example (readme_example.c). */
 int run_layer(const float* q_proj, const float* k_proj, const float* v_proj, const float* o_proj,
@@ -387,30 +403,49 @@ static void test_core(void) {
 }
 
 /* The same step on the C object and on the C++ reference `which`, outputs compared. */
-static ckv g_kv;   /* static, never initialised */
-static ckv5 g_kv5; /* prefill in chunks of 5 */
+static ckv g_kv;       /* static, never initialised */
+static ckv5 g_kv5;     /* prefill in chunks of 5 */
+static ckv_q8 g_kv_q8; /* which == 2: int8 weights and cache, chunks of 5 */
 
 static microattn_status c_prefill(int which, const float* x, size_t T, float* y) {
-  return which == 0 ? ckv_prefill(&g_kv, x, T, y) : ckv5_prefill(&g_kv5, x, T, y);
+  return which == 0   ? ckv_prefill(&g_kv, x, T, y)
+         : which == 1 ? ckv5_prefill(&g_kv5, x, T, y)
+                      : ckv_q8_prefill(&g_kv_q8, x, T, y);
 }
 static microattn_status c_decode(int which, const float* x, float* y) {
-  return which == 0 ? ckv_decode(&g_kv, x, y) : ckv5_decode(&g_kv5, x, y);
+  return which == 0   ? ckv_decode(&g_kv, x, y)
+         : which == 1 ? ckv5_decode(&g_kv5, x, y)
+                      : ckv_q8_decode(&g_kv_q8, x, y);
 }
 static microattn_status c_truncate(int which, size_t n) {
-  return which == 0 ? ckv_truncate(&g_kv, n) : ckv5_truncate(&g_kv5, n);
+  return which == 0   ? ckv_truncate(&g_kv, n)
+         : which == 1 ? ckv5_truncate(&g_kv5, n)
+                      : ckv_q8_truncate(&g_kv_q8, n);
 }
 static microattn_status c_reset(int which) {
-  return which == 0 ? ckv_reset(&g_kv) : ckv5_reset(&g_kv5);
+  return which == 0 ? ckv_reset(&g_kv) : which == 1 ? ckv5_reset(&g_kv5) : ckv_q8_reset(&g_kv_q8);
 }
-static size_t c_length(int which) { return which == 0 ? ckv_length(&g_kv) : ckv5_length(&g_kv5); }
+static size_t c_length(int which) {
+  return which == 0   ? ckv_length(&g_kv)
+         : which == 1 ? ckv5_length(&g_kv5)
+                      : ckv_q8_length(&g_kv_q8);
+}
 static microattn_status c_set_rope(int which, const microattn_rope* r) {
-  return which == 0 ? ckv_set_rope(&g_kv, r) : ckv5_set_rope(&g_kv5, r);
+  return which == 0   ? ckv_set_rope(&g_kv, r)
+         : which == 1 ? ckv5_set_rope(&g_kv5, r)
+                      : ckv_q8_set_rope(&g_kv_q8, r);
 }
-static microattn_rope c_rope(int which) { return which == 0 ? ckv_rope(&g_kv) : ckv5_rope(&g_kv5); }
+static microattn_rope c_rope(int which) {
+  return which == 0 ? ckv_rope(&g_kv) : which == 1 ? ckv5_rope(&g_kv5) : ckv_q8_rope(&g_kv_q8);
+}
 static microattn_status c_set_scale(int which, float s) {
-  return which == 0 ? ckv_set_scale(&g_kv, s) : ckv5_set_scale(&g_kv5, s);
+  return which == 0   ? ckv_set_scale(&g_kv, s)
+         : which == 1 ? ckv5_set_scale(&g_kv5, s)
+                      : ckv_q8_set_scale(&g_kv_q8, s);
 }
-static float c_scale(int which) { return which == 0 ? ckv_scale(&g_kv) : ckv5_scale(&g_kv5); }
+static float c_scale(int which) {
+  return which == 0 ? ckv_scale(&g_kv) : which == 1 ? ckv5_scale(&g_kv5) : ckv_q8_scale(&g_kv_q8);
+}
 static microattn_status c_set_weights(int which, const microattn_weights* w) {
   return which == 0 ? ckv_set_weights(&g_kv, w) : ckv5_set_weights(&g_kv5, w);
 }
@@ -610,6 +645,366 @@ static void test_kv_null_object(void) {
   CHECK_STATUS(ckv_import_cache(NULL, &info, k, v), MICROATTN_NULL_POINTER);
 }
 
+/* ------------------------------------------------------------------------ int8 */
+
+/* int8 weights (and scales) quantised from g_wq.. (read as OUT_IN) by microattn_quantize_int8:
+ * cmha_q8's and ckv_q8's. Aligned so that an output can be pointed at them. */
+typedef struct q8_set {
+  alignas(16) int8_t q[kQD * kDM];
+  alignas(16) int8_t k[kKD * kDM];
+  alignas(16) int8_t v[kKD * kDM];
+  alignas(16) int8_t o[kDM * kQD];
+  float sq[kQD], sk[kKD], sv[kKD], so[kDM];
+} q8_set;
+static q8_set g_q8_mha, g_q8_kv;
+
+static void quantize_set(q8_set* q, int layout) {
+  CHECK_STATUS(
+      microattn_quantize_int8(g_wq, MICROATTN_LAYOUT_OUT_IN, kDM, kQD, layout, q->q, q->sq, NULL),
+      MICROATTN_OK);
+  CHECK_STATUS(
+      microattn_quantize_int8(g_wk, MICROATTN_LAYOUT_OUT_IN, kDM, kKD, layout, q->k, q->sk, NULL),
+      MICROATTN_OK);
+  CHECK_STATUS(
+      microattn_quantize_int8(g_wv, MICROATTN_LAYOUT_OUT_IN, kDM, kKD, layout, q->v, q->sv, NULL),
+      MICROATTN_OK);
+  CHECK_STATUS(
+      microattn_quantize_int8(g_wo, MICROATTN_LAYOUT_OUT_IN, kQD, kDM, layout, q->o, q->so, NULL),
+      MICROATTN_OK);
+}
+static microattn_weights_q8 q8_weights(const q8_set* q, int layout, int biases) {
+  const microattn_weights_q8 w = {.layout = layout,
+                                  .w_q = q->q,
+                                  .s_q = q->sq,
+                                  .w_k = q->k,
+                                  .s_k = q->sk,
+                                  .w_v = q->v,
+                                  .s_v = q->sv,
+                                  .w_o = q->o,
+                                  .s_o = q->so,
+                                  .b_q = biases ? g_bq : NULL,
+                                  .b_k = biases ? g_bk : NULL,
+                                  .b_v = biases ? g_bv : NULL,
+                                  .b_o = biases ? g_bo : NULL};
+  return w;
+}
+static void q8_arrays(const microattn_weights_q8* w, const int8_t* m[4], const float* s[4],
+                      const float* b[4]) {
+  m[0] = w->w_q, m[1] = w->w_k, m[2] = w->w_v, m[3] = w->w_o;
+  s[0] = w->s_q, s[1] = w->s_k, s[2] = w->s_v, s[3] = w->s_o;
+  b[0] = w->b_q, b[1] = w->b_k, b[2] = w->b_v, b[3] = w->b_o;
+}
+
+static void test_q8_storage_matches_cpp(void) {
+  size_t bytes = 0, align = 0;
+  ref_object_size("cmha_q8", &bytes, &align);
+  CHECK(bytes == CMHA_Q8_BYTES && align == CMHA_Q8_ALIGN);
+  ref_object_size("ckv_q8", &bytes, &align);
+  CHECK(bytes == CKV_Q8_BYTES && align == CKV_Q8_ALIGN);
+  /* The header's cache bytes are the C++ kCacheBytes: int8 values + scales, less than the fp32
+   * cache of the same layer. */
+  size_t int8_cache = 0, f32_cache = 0;
+  ref_kv_q8_cache_bytes(&int8_cache, &f32_cache);
+  CHECK(CKV_Q8_CACHE_BYTES == int8_cache);
+  CHECK(int8_cache < f32_cache / 2);
+}
+
+/* microattn_quantize_int8 == microattn::quantize_int8, bit for bit: values, scales, error. */
+static void test_quantize_matches_cpp(void) {
+  enum { kIn = 13, kOut = 21, kPad = 32, kCap = kIn * kPad + 8 };
+  static float src[kIn * kOut];
+  static int8_t dst[kCap], ref[kCap];
+  static float sc[kOut + 1], rsc[kOut + 1];
+  fill(src, kIn * kOut, 41, 0.5f);
+  src[3] = 4.0f;   /* a large weight: its column's scale */
+  src[7] = -0.25f; /* more rounding cases */
+  static const int kFrom[] = {MICROATTN_LAYOUT_IN_OUT, MICROATTN_LAYOUT_OUT_IN};
+  static const int kTo[] = {MICROATTN_LAYOUT_IN_OUT, MICROATTN_LAYOUT_OUT_IN,
+                            MICROATTN_LAYOUT_PANEL16};
+  for (size_t f = 0; f < 2; ++f)
+    for (size_t t = 0; t < 3; ++t) {
+      /* Column 5 all zero (scale 0, q 0), as either layout stores it. */
+      for (size_t i = 0; i < kIn; ++i)
+        src[kFrom[f] == MICROATTN_LAYOUT_IN_OUT ? i * kOut + 5 : 5 * kIn + i] = 0.0f;
+      const size_t n = (size_t)kIn * (kTo[t] == MICROATTN_LAYOUT_PANEL16 ? kPad : kOut);
+      microattn_quant_error e;
+      float re[3] = {-1.0f, -1.0f, -1.0f};
+      memset(dst, 0x5A, sizeof dst);
+      memset(ref, 0x5A, sizeof ref);
+      poison(sc, kOut + 1);
+      poison(rsc, kOut + 1);
+      CHECK_STATUS(microattn_quantize_int8(src, kFrom[f], kIn, kOut, kTo[t], dst, sc, &e),
+                   MICROATTN_OK);
+      CHECK(ref_quantize_int8(src, kFrom[f], kIn, kOut, kTo[t], ref, rsc, re) == MICROATTN_OK);
+      CHECK(memcmp(dst, ref, sizeof dst) == 0); /* the padding and past the end too */
+      CHECK(dst[n] == 0x5A);                    /* nothing past the matrix */
+      CHECK_SAME(sc, rsc, kOut + 1);
+      CHECK(poisoned(sc + kOut, 1));
+      CHECK(sc[5] == 0.0f && sc[0] > 0.0f);
+      CHECK(memcmp(&e.max_abs, &re[0], sizeof(float)) == 0 &&
+            memcmp(&e.rms, &re[1], sizeof(float)) == 0 &&
+            memcmp(&e.rel, &re[2], sizeof(float)) == 0);
+      CHECK(e.max_abs > 0.0f && e.max_abs <= 1.001f * 4.0f / 127.0f / 2.0f && e.rms <= e.max_abs &&
+            e.rel > 0.0f && e.rel < 0.02f);
+      /* err may be NULL: the same values. */
+      memset(ref, 0x5A, sizeof ref);
+      CHECK_STATUS(microattn_quantize_int8(src, kFrom[f], kIn, kOut, kTo[t], ref, rsc, NULL),
+                   MICROATTN_OK);
+      CHECK(memcmp(dst, ref, sizeof dst) == 0);
+    }
+
+  /* Errors: the C++ status, nothing written (dst, scales, err). */
+  microattn_quant_error e;
+  memset(&e, 0x5A, sizeof e);
+  const microattn_quant_error e0 = e;
+  memset(dst, 0x5A, sizeof dst);
+  poison(sc, kOut + 1);
+  float re[3];
+  const int OI = MICROATTN_LAYOUT_OUT_IN;
+  static const struct {
+    int from, to, null_src, null_dst, null_sc;
+    size_t in, out;
+    microattn_status want;
+  } kBad[] = {
+      {1, 0, 1, 0, 0, kIn, kOut, MICROATTN_NULL_POINTER},
+      {1, 0, 0, 1, 0, kIn, kOut, MICROATTN_NULL_POINTER},
+      {1, 0, 0, 0, 1, kIn, kOut, MICROATTN_NULL_POINTER},
+      {9, 0, 1, 0, 0, kIn, kOut, MICROATTN_NULL_POINTER}, /* NULL before the layout, as C++ */
+      {1, 0, 0, 0, 0, 0, kOut, MICROATTN_BAD_ARGUMENT},
+      {1, 0, 0, 0, 0, kIn, 0, MICROATTN_BAD_ARGUMENT},
+      {2, 0, 0, 0, 0, kIn, kOut, MICROATTN_BAD_ARGUMENT}, /* from PANEL16 */
+      {3, 0, 0, 0, 0, kIn, kOut, MICROATTN_BAD_ARGUMENT},
+      {-1, 0, 0, 0, 0, kIn, kOut, MICROATTN_BAD_ARGUMENT},
+      {256, 0, 0, 0, 0, kIn, kOut, MICROATTN_BAD_ARGUMENT}, /* not IN_OUT (8-bit C++ enum) */
+      {1, 3, 0, 0, 0, kIn, kOut, MICROATTN_BAD_ARGUMENT},
+      {1, 256, 0, 0, 0, kIn, kOut, MICROATTN_BAD_ARGUMENT},
+  };
+  for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; ++i) {
+    CHECK_STATUS(microattn_quantize_int8(kBad[i].null_src ? NULL : src, kBad[i].from, kBad[i].in,
+                                         kBad[i].out, kBad[i].to, kBad[i].null_dst ? NULL : dst,
+                                         kBad[i].null_sc ? NULL : sc, &e),
+                 kBad[i].want);
+    if (kBad[i].from >= 0 && kBad[i].from <= 2 && kBad[i].to >= 0 && kBad[i].to <= 2)
+      CHECK(ref_quantize_int8(kBad[i].null_src ? NULL : src, kBad[i].from, kBad[i].in, kBad[i].out,
+                              kBad[i].to, kBad[i].null_dst ? NULL : ref,
+                              kBad[i].null_sc ? NULL : rsc, re) == (int)kBad[i].want);
+  }
+  /* A weight that is not finite. */
+  src[kIn * kOut - 1] = INFINITY;
+  CHECK_STATUS(microattn_quantize_int8(src, OI, kIn, kOut, OI, dst, sc, &e),
+               MICROATTN_BAD_ARGUMENT);
+  src[kIn * kOut - 1] = NAN;
+  CHECK_STATUS(microattn_quantize_int8(src, OI, kIn, kOut, OI, dst, sc, &e),
+               MICROATTN_BAD_ARGUMENT);
+  CHECK(ref_quantize_int8(src, OI, kIn, kOut, OI, ref, rsc, re) == MICROATTN_BAD_ARGUMENT);
+  src[kIn * kOut - 1] = 0.125f;
+  /* Overlaps: dst over src, scales over src, scales over dst. */
+  CHECK_STATUS(microattn_quantize_int8(src, OI, kIn, kOut, OI, (int8_t*)(void*)(src + 4), sc, &e),
+               MICROATTN_OVERLAP);
+  CHECK_STATUS(microattn_quantize_int8(src, OI, kIn, kOut, OI, dst, src + kOut, &e),
+               MICROATTN_OVERLAP);
+  CHECK_STATUS(microattn_quantize_int8(src, OI, kIn, kOut, OI, dst, (float*)(void*)(dst + 4), &e),
+               MICROATTN_OVERLAP);
+  CHECK(memcmp(&e, &e0, sizeof e) == 0);
+  size_t untouched = 0;
+  for (size_t i = 0; i < sizeof dst; ++i) untouched += dst[i] == 0x5A;
+  CHECK(untouched == sizeof dst);
+  CHECK(poisoned(sc, kOut + 1));
+}
+
+static cmha_q8 g_mha_q8; /* static, never initialised */
+
+static void test_q8_layer_set_weights_errors(void) {
+  quantize_set(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN);
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, kT, g_y), MICROATTN_NULL_POINTER); /* no weights */
+  microattn_weights_q8 w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN, 1);
+  CHECK_STATUS(cmha_q8_set_weights(NULL, &w), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, NULL), MICROATTN_NULL_POINTER);
+  /* Each scale array is needed like its matrix. */
+  w.s_q = NULL;
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN, 1);
+  w.s_k = NULL;
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN, 1);
+  w.s_v = NULL;
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN, 1);
+  w.s_o = NULL;
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN, 1);
+  w.w_o = NULL;
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_OUT_IN, 0); /* the layer has biases */
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  /* Layouts. */
+  w = q8_weights(&g_q8_mha, 3, 1);
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_BAD_ARGUMENT);
+  w = q8_weights(&g_q8_mha, -1, 1);
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_BAD_ARGUMENT);
+  w = q8_weights(&g_q8_mha, 256, 1);
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_BAD_ARGUMENT);
+  w = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_PANEL16, 1); /* d_head 8 */
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_BAD_ARGUMENT);
+  w = q8_weights(&g_q8_mha, 9, 1);
+  w.s_v = NULL; /* NULL is checked before the layout, as in C++ */
+  CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_NULL_POINTER);
+  /* None of these set weights. */
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, kT, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+}
+
+static void test_q8_layer_forward_matches_cpp(void) {
+  static const size_t kTokens[] = {1, 2, 15, 16, 17, kT};
+  static const int kLayouts[] = {MICROATTN_LAYOUT_OUT_IN, MICROATTN_LAYOUT_IN_OUT};
+  static float f32[kT * kDM];
+  for (size_t l = 0; l < 2; ++l) {
+    quantize_set(&g_q8_mha, kLayouts[l]);
+    const microattn_weights_q8 w = q8_weights(&g_q8_mha, kLayouts[l], 1);
+    const int8_t* m[4];
+    const float *sc[4], *b[4];
+    q8_arrays(&w, m, sc, b);
+    CHECK_STATUS(cmha_q8_set_weights(&g_mha_q8, &w), MICROATTN_OK);
+    for (size_t i = 0; i < sizeof kTokens / sizeof kTokens[0]; ++i) {
+      const size_t T = kTokens[i];
+      poison(g_y, kT * kDM);
+      CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, T, g_y), MICROATTN_OK);
+      CHECK(ref_mha_q8_forward(kLayouts[l], m, sc, b, g_x, T, g_ref) == MICROATTN_OK);
+      CHECK_SAME(g_y, g_ref, T * kDM);
+      CHECK(poisoned(g_y + T * kDM, (kT - T) * kDM));
+    }
+  }
+  /* Near the fp32 layer with the weights it was quantised from (the C fields reach the right
+   * matrices: a swapped scale array would be far off). */
+  static cmha fp;
+  const microattn_weights wf = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  CHECK_STATUS(cmha_set_weights(&fp, &wf), MICROATTN_OK);
+  CHECK_STATUS(cmha_forward(&fp, g_x, kT, f32), MICROATTN_OK);
+  float err = 0.0f, amax = 0.0f;
+  for (size_t i = 0; i < kT * kDM; ++i) {
+    err = fmaxf(err, fabsf(g_y[i] - f32[i]));
+    amax = fmaxf(amax, fabsf(f32[i]));
+  }
+  CHECK(amax > 0.1f && err <= 0.02f * amax);
+  if (!(err <= 0.02f * amax)) fprintf(stderr, "  int8 vs fp32: max |diff| %g of %g\n", err, amax);
+  /* Scale and errors as for fp32: nothing written, y over an int8 matrix or a scale refused. */
+  CHECK_STATUS(cmha_q8_set_scale(&g_mha_q8, NAN), MICROATTN_BAD_SCALE);
+  CHECK_STATUS(cmha_q8_set_scale(&g_mha_q8, 0.5f), MICROATTN_OK);
+  CHECK(cmha_q8_scale(&g_mha_q8) == 0.5f);
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, 0, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, kT + 1, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, NULL, kT, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+  static q8_set saved;
+  memcpy(&saved, &g_q8_mha, sizeof saved);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, 1, (float*)(void*)g_q8_mha.o), MICROATTN_OVERLAP);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, 1, g_q8_mha.sv), MICROATTN_OVERLAP);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, 1, g_q8_mha.so), MICROATTN_OVERLAP);
+  CHECK(memcmp(&saved, &g_q8_mha, sizeof saved) == 0);
+  /* init: weights gone. */
+  cmha_q8_init(&g_mha_q8);
+  CHECK_STATUS(cmha_q8_forward(&g_mha_q8, g_x, kT, g_y), MICROATTN_NULL_POINTER);
+}
+
+/* ckv_q8 (which == 2): int8 PANEL16 weights, int8 cache, RoPE, prefill in chunks of 5. */
+static void test_q8_kv_sequence(void) {
+  ref_kv_fresh(2);
+  CHECK(c_length(2) == 0 && c_scale(2) == 0.25f && c_rope(2).enabled == 0); /* 1/sqrt(16) */
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(c_prefill(2, g_x, 4, g_y), MICROATTN_NULL_POINTER); /* no weights */
+  CHECK(poisoned(g_y, kT * kDM));
+
+  quantize_set(&g_q8_kv, MICROATTN_LAYOUT_PANEL16);
+  microattn_weights_q8 w = q8_weights(&g_q8_kv, MICROATTN_LAYOUT_PANEL16, 0);
+  const int8_t* m[4];
+  const float *sc[4], *b[4];
+  q8_arrays(&w, m, sc, b);
+  w.s_v = NULL;
+  CHECK_STATUS(ckv_q8_set_weights(&g_kv_q8, &w), MICROATTN_NULL_POINTER);
+  w.s_v = g_q8_kv.sv;
+  CHECK_STATUS(ckv_q8_set_weights(NULL, &w), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_q8_set_weights(&g_kv_q8, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_q8_set_weights(&g_kv_q8, &w), MICROATTN_OK);
+  CHECK(ref_kv_q8_set_weights(MICROATTN_LAYOUT_PANEL16, m, sc) == MICROATTN_OK);
+
+  const microattn_rope r = {.enabled = 1,
+                            .base = 10000.0f,
+                            .pairing = MICROATTN_ROPE_HALF_SPLIT,
+                            .rotary_dims = 12,
+                            .start_position = 7};
+  CHECK_STATUS(c_set_rope(2, &r), MICROATTN_OK);
+  CHECK(ref_kv_set_rope(2, 1, 10000.0f, MICROATTN_ROPE_HALF_SPLIT, 12, 7) == MICROATTN_OK);
+  CHECK_STATUS(c_set_scale(2, 0.3f), MICROATTN_OK);
+  CHECK(ref_kv_set_scale(2, 0.3f) == MICROATTN_OK);
+
+  /* prefill 7 (5 + 2), decode, prefill 3; truncate to 5, decode, prefill 12. */
+  prefill_both(2, g_x, 7);
+  decode_both(2, g_x + 7 * kDM);
+  prefill_both(2, g_x + 8 * kDM, 3);
+  CHECK(c_length(2) == 11);
+  CHECK_STATUS(c_truncate(2, 12), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(c_truncate(2, 5), MICROATTN_OK);
+  CHECK(ref_kv_truncate(2, 5) == MICROATTN_OK);
+  decode_both(2, g_x2);
+  prefill_both(2, g_x2 + kDM, 12);
+  CHECK(c_length(2) == 18);
+
+  /* Errors change nothing (y over an int8 matrix or a scale included). */
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(c_prefill(2, g_x, 7, g_y), MICROATTN_CACHE_FULL);
+  CHECK_STATUS(c_prefill(2, g_x, 0, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(c_decode(2, NULL, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+  CHECK_STATUS(c_decode(2, g_x, (float*)(void*)g_q8_kv.q), MICROATTN_OVERLAP);
+  CHECK_STATUS(c_decode(2, g_x, g_q8_kv.sk), MICROATTN_OVERLAP);
+  CHECK_STATUS(c_set_rope(2, &r), MICROATTN_BAD_ARGUMENT); /* tokens cached */
+  CHECK(c_length(2) == 18);
+
+  /* The cache as the C++ one holds it (dequantised), then into another object: it continues
+   * as the original does (the int8 values come back; scales within a rounding). */
+  enum { kN = 18 };
+  static float k[kN * kKD], v[kN * kKD], rk[kN * kKD], rv[kN * kKD], y2[kDM];
+  microattn_cache_slice info;
+  size_t rfirst = 0, rtokens = 0;
+  CHECK_STATUS(ckv_q8_export_cache(&g_kv_q8, 0, kN + 1, k, v, &info), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(ckv_q8_export_cache(&g_kv_q8, 0, kN, k, v, &info), MICROATTN_OK);
+  CHECK(ref_kv_export(2, 0, kN, rk, rv, &rfirst, &rtokens) == MICROATTN_OK);
+  CHECK_SAME(k, rk, kN * kKD);
+  CHECK_SAME(v, rv, kN * kKD);
+  CHECK(info.first == 0 && info.tokens == kN && rtokens == kN && info.kv_heads == 1 &&
+        info.d_head == 16 && info.rope.enabled == 1 && info.rope.start_position == 7);
+  static ckv_q8 other; /* zero */
+  CHECK_STATUS(ckv_q8_set_weights(&other, &w), MICROATTN_OK);
+  CHECK_STATUS(ckv_q8_set_rope(&other, &info.rope), MICROATTN_OK);
+  CHECK_STATUS(ckv_q8_set_scale(&other, 0.3f), MICROATTN_OK);
+  CHECK_STATUS(ckv_q8_import_cache(&other, &info, k, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(ckv_q8_import_cache(&other, &info, k, v), MICROATTN_OK);
+  CHECK(ckv_q8_length(&other) == kN);
+  CHECK_STATUS(ckv_q8_decode(&g_kv_q8, g_x2, g_y), MICROATTN_OK);
+  CHECK_STATUS(ckv_q8_decode(&other, g_x2, y2), MICROATTN_OK);
+  float err = 0.0f, amax = 0.0f;
+  for (size_t i = 0; i < kDM; ++i) {
+    err = fmaxf(err, fabsf(g_y[i] - y2[i]));
+    amax = fmaxf(amax, fabsf(g_y[i]));
+  }
+  CHECK(amax > 0.0f && err <= 1e-5f * amax);
+  CHECK(ref_kv_decode(2, g_x2, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kDM);
+
+  /* reset: empty, settings kept; the same tokens give the same outputs again. */
+  CHECK_STATUS(c_reset(2), MICROATTN_OK);
+  ref_kv_reset(2);
+  CHECK(c_length(2) == 0 && c_scale(2) == 0.3f && c_rope(2).start_position == 7);
+  prefill_both(2, g_x, 9);
+  static float first[9 * kDM];
+  memcpy(first, g_y, sizeof first);
+  CHECK_STATUS(c_truncate(2, 0), MICROATTN_OK);
+  CHECK_STATUS(c_prefill(2, g_x, 9, g_y), MICROATTN_OK);
+  CHECK_SAME(g_y, first, 9 * kDM);
+}
+
 static void test_readme_example(void) {
   static float wq[64 * 64], wk[32 * 64], wv[32 * 64], wo[64 * 64], x[64 * 64], y[64 * 64],
       ref[64 * 64];
@@ -647,6 +1042,11 @@ int main(void) {
   RUN(test_kv_export_import);
   RUN(test_kv_null_object);
   RUN(test_readme_example);
+  RUN(test_q8_storage_matches_cpp);
+  RUN(test_quantize_matches_cpp);
+  RUN(test_q8_layer_set_weights_errors);
+  RUN(test_q8_layer_forward_matches_cpp);
+  RUN(test_q8_kv_sequence);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }

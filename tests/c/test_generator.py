@@ -4,8 +4,10 @@
 arm-none-eabi-g++ when installed. Each generated header must compile as C11 with -Wall -Wextra
 -Werror -pedantic (with the C compiler of that target) and its generated C++ file with the same
 compiler and flags (-Werror too). A header made for another configuration or other kernel flags
-must stop the C++ file with an error that names the layer; the tool must refuse bad arguments
-with exit status 2 and the reason (for a bad Config: the library's static_assert message).
+(or for fp32 weights where the Config has WeightType::kInt8) must stop the C++ file with an
+error that names the layer; int8 headers declare set_weights with microattn_weights_q8 and give
+the int8 cache's bytes; the tool must refuse bad arguments with exit status 2 and the reason
+(for a bad Config: the library's static_assert message).
 
   test_generator.py --source-dir DIR --work-dir DIR --cxx C++ --cc CC [--cxxflags FLAGS]
                     [--xsimd-include DIR] [--clang CLANG++] [--arm-cxx arm-none-eabi-g++]
@@ -100,6 +102,10 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         "layer": ("glayer", "layer", "24, 32, 4, 2, 8, microattn::Bias::kYes", ()),
         "kv": ("gkv", "kv", "24, 32, 4, 2, 8, Rope::kYes", ("--chunk", "5")),
         "core": ("gcore", "core", "24, 32, 4, 2, 8", ()),
+        # int8 weights (set_weights takes microattn_weights_q8) and an int8 KV cache.
+        "layer_q8": ("glayer_q8", "layer", "24, 32, 4, 2, 8, microattn::WeightType::kInt8", ()),
+        "kv_q8": ("gkv_q8", "kv", "24, 32, 2, 1, 16, Rope::kYes, WeightType::kInt8, "
+                  "CacheType::kInt8", ("--chunk", "5")),
     }
     for kind in kinds:
         name, k, config, extra = cases[kind]
@@ -118,6 +124,33 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         check(r.returncode == 0,
               "%s: %s C++ file compiles with the same compiler and flags (%.1f s)"
               % (tag, kind, time.time() - t0), r.stdout)
+        if kind.endswith("_q8"):
+            int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v)
+
+
+def int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v):
+    """An int8 header declares set_weights with microattn_weights_q8 and says so; a KV header's
+    CACHE_BYTES is the int8 cache's: the fp32-cache twin's object is larger by exactly the
+    difference of the two caches, and its cache more than twice as large."""
+    text = open(h).read()
+    name = os.path.splitext(os.path.basename(h))[0]
+    check("%s_set_weights(%s* obj, const microattn_weights_q8* w);" % (name, name) in text and
+          v.get("INT8_WEIGHTS") == "1",
+          "%s: %s header: set_weights takes microattn_weights_q8" % (tag, kind))
+    if kind != "kv_q8":
+        return
+    rc, out, _, _, f = s.generate(tag, name + "_f32", "kv",
+                                  "24, 32, 2, 1, 16, Rope::kYes, WeightType::kInt8", cxx, flags,
+                                  ("--chunk", "5"), include_dirs)
+    ok = (rc == 0 and v.get("INT8_CACHE") == "1" and f.get("INT8_CACHE") == "0" and
+          "CACHE_BYTES" in v and "CACHE_BYTES" in f)
+    if ok:
+        q_cache, f_cache = int(v["CACHE_BYTES"]), int(f["CACHE_BYTES"])
+        ok = (2 * q_cache < f_cache and
+              int(f["BYTES"]) - int(v["BYTES"]) == f_cache - q_cache)
+    check(ok, "%s: %s header: CACHE_BYTES %s (int8) vs %s (fp32), BYTES %s vs %s"
+          % (tag, kind, v.get("CACHE_BYTES"), f.get("CACHE_BYTES"), v.get("BYTES"),
+             f.get("BYTES")), out)
 
 
 def mismatch_checks(s, cxx, flags, include_dirs):
@@ -136,7 +169,22 @@ def mismatch_checks(s, cxx, flags, include_dirs):
         r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
         check(r.returncode == 0, "mismatch: ... a larger one is accepted with "
               "MICROATTN_C_ALLOW_LARGER_STORAGE", r.stdout[-3000:])
-    # 2. A header for the scalar kernels, used where the SIMD ones are compiled (when their
+    # 2. A header for fp32 weights with the macro line of an int8-weight Config: set_weights
+    #    would take another struct than the header declares.
+    rc, out, h, cpp, v = s.generate("mismatch_wt", "wlayer", "layer", "24, 32, 4, 2, 8", cxx,
+                                    flags, (), include_dirs)
+    check(rc == 0, "mismatch: generate for fp32 weights", out)
+    if rc == 0:
+        with open(cpp, "w") as f:
+            f.write('#include "wlayer.h"\n#include "microattn/c_api.hpp"\n'
+                    "MICROATTN_C_LAYER(wlayer, microattn::Config<24, 32, 4, 2, 8, "
+                    "microattn::WeightType::kInt8>);\n")
+        r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
+        check(r.returncode != 0 and "layer 'wlayer'" in r.stdout and
+              "SetWeightsCheck<" in r.stdout,
+              "mismatch: a header for fp32 weights used with WeightType::kInt8 is a compile "
+              "error naming the layer", r.stdout[-3000:])
+    # 3. A header for the scalar kernels, used where the SIMD ones are compiled (when their
     #    objects differ: they do wherever xsimd has an arch for the host).
     scalar = flags + " -DMICROATTN_FORCE_SCALAR=1"
     rc1, out1, _, _, v1 = s.generate("mismatch_arch_simd", "alayer", "layer", "24, 32, 4, 2, 8",
@@ -192,7 +240,8 @@ def main():
     inc = [args.xsimd_include] if args.xsimd_include else []
     t0 = time.time()
 
-    target_checks(s, "host", args.cxx, args.cc, args.cxxflags, ["layer", "kv", "core"], inc)
+    target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
+                  ["layer", "kv", "core", "layer_q8", "kv_q8"], inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
     refusal_checks(s, args.cxx, args.cxxflags, inc)
 
@@ -209,8 +258,8 @@ def main():
         if not shutil.which(arm_cc):
             arm_cc = ""
         flags = ARM_FLAGS + " -fno-exceptions -fno-rtti"
-        target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags, ["layer", "kv", "core"],
-                      cflags=ARM_FLAGS)
+        target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags,
+                      ["layer", "kv", "core", "kv_q8"], cflags=ARM_FLAGS)
         # The Cortex-M header: 32-bit pointers, scalar kernels.
         h = os.path.join(s.work, "arm-none-eabi", "glayer.h")
         if os.path.exists(h):
