@@ -92,7 +92,8 @@ TEST(Quantize, RoundTripEveryLayout) {
     for (std::size_t o = 0; o < kQOut; ++o) {
       float amax = 0;
       for (std::size_t i = 0; i < kQIn; ++i) amax = std::fmax(amax, std::fabs(in_out(g_src, i, o)));
-      EXPECT_EQ(g_s[li][o], amax / 127.0f) << "column " << o;
+      volatile float d127 = 127.0f;  // a true division, also under -ffast-math
+      EXPECT_EQ(g_s[li][o], amax / d127) << "column " << o;
       int qmax = 0;
       for (std::size_t i = 0; i < kQIn; ++i) {
         const int q = q_at(g_q[li], lays[li], i, o);
@@ -188,7 +189,8 @@ TEST(Quantize, BadInputWritesNothing) {
   EXPECT_TRUE(unchanged());
   EXPECT_EQ(quantize_int8(src, WeightLayout::kInOut, 4, 3, WeightLayout::kPanel16, dst, sc),
             Status::kOk);
-  EXPECT_EQ(sc[2], 12.0f / 127.0f);
+  volatile float d127 = 127.0f;
+  EXPECT_EQ(sc[2], 12.0f / d127);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -607,11 +609,13 @@ TEST(Int8, BadInputChangesNothing) {
   EXPECT_EQ(kv.prefill(g_x, 1, g_y), Status::kCacheFull);
   EXPECT_EQ(kv.length(), kT);
   for (std::size_t i = 0; i < kOD; ++i) EXPECT_EQ(g_y[i], -3.0f);
+#if !defined(__FAST_MATH__)  // -ffast-math promises nothing about NaN (README: numeric contract)
   // A non-finite key makes the rows that see it NaN (as with an fp32 cache), not garbage.
   kv.reset();
   g_x[3] = NAN;
   ASSERT_EQ(kv.prefill(g_x, 4, g_y), Status::kOk);
   for (std::size_t i = 0; i < 4 * kOD; ++i) EXPECT_TRUE(g_y[i] != g_y[i]);
+#endif
 }
 
 }  // namespace

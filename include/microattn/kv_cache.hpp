@@ -366,7 +366,7 @@ class KvAttention {
       const float a = r[d] < 0.0f ? -r[d] : r[d];
       amax = a > amax ? a : amax;
     }
-    return amax / 127.0f;
+    return amax / internal::opaque_divisor(127.0f);
   }
   /// Writes n keys (rows of k, stride ldk) of key/value head g at cache rows row0 ..: fp32 into
   /// the key tiles, or quantised per row (int8 + scale).

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "microattn/arch.hpp"
 #include "microattn/config.hpp"
 #include "microattn/status.hpp"
 
@@ -93,6 +94,23 @@ inline Status pack_weight_panels(const std::int8_t* src, WeightLayout from, std:
   return internal::pack_panels(src, from, in_dim, out_dim, dst);
 }
 
+namespace internal {
+/// v, as a value the optimiser knows nothing about (an empty volatile asm, no instruction):
+/// under -ffast-math (-freciprocal-math) a division by a constant or loop-invariant float may
+/// become a multiplication by its rounded reciprocal, which rounds differently; the quantiser
+/// divides by opaque values so that it gives the same int8 values and scales (and the same as
+/// tools/export_pytorch.py) in every build.
+inline float opaque_divisor(float v) noexcept {
+#if defined(MICROATTN_OPAQUE_F32)
+  __asm__ volatile("" : MICROATTN_OPAQUE_F32(v));
+  return v;
+#else
+  volatile float t = v;
+  return t;
+#endif
+}
+}  // namespace internal
+
 /// What quantize_int8() measured: the error its rounding introduced into one matrix.
 struct QuantError {
   float max_abs = 0.0f;  ///< largest |w - scale[o] * q| over the matrix
@@ -105,7 +123,7 @@ struct QuantError {
 /// for bit). 0 when scale is 0.
 inline std::int8_t quantize_value(float w, float scale) noexcept {
   if (!(scale > 0.0f)) return 0;
-  const float r = w / scale;
+  const float r = w / internal::opaque_divisor(scale);
   float a = r < 0.0f ? -r : r;
   const float f = static_cast<float>(static_cast<std::int32_t>(a < 127.0f ? a : 127.0f));
   a = (a - f >= 0.5f && f < 127.0f) ? f + 1.0f : f;
@@ -158,7 +176,7 @@ inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_
       const float a = at(i, o) < 0.0f ? -at(i, o) : at(i, o);
       amax = a > amax ? a : amax;
     }
-    const float s = amax / 127.0f;
+    const float s = amax / internal::opaque_divisor(127.0f);
     scales[o] = s;
     for (std::size_t i = 0; i < in_dim; ++i) {
       const float w = at(i, o);
