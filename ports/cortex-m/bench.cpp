@@ -9,6 +9,9 @@
 //       over 63 cached ones; each iteration decodes it and truncates the cache back to 63
 //   M1_panel16, MD1_panel16  M1 and MD1 with the same weights stored as kPanel16 (the others
 //       use kInOut)
+//   M1_q8, MD1_q8  M1 and MD1 with int8 weights (WeightType::kInt8): the same weights quantised
+//       at compile time (example::quantize_int8, quantize_int8()'s rule), kPanel16, fp32 cache
+//   MD1_q8_kv8     MD1_q8 with an int8 KV cache as well (CacheType::kInt8)
 //
 // Counters, best first:
 //   DWT->CYCCNT  real core cycles, on hardware ("cycles" in the JSON, real_time from the clock).
@@ -38,6 +41,9 @@ namespace {
 
 using namespace microattn::port;
 using Cfg = microattn::Config<64, 64, 4, 4, 16>;
+using CfgQ8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8>;
+using CfgQ8Kv8 =
+    microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
 
 constexpr auto kWq = example::make_weights<Cfg::kDModel * Cfg::kQDim>(1, 0.125f);
 constexpr auto kWk = example::make_weights<Cfg::kDModel * Cfg::kKvDim>(2, 0.125f);
@@ -47,11 +53,19 @@ constexpr auto kPq = example::panel16<Cfg::kDModel, Cfg::kQDim>(kWq);
 constexpr auto kPk = example::panel16<Cfg::kDModel, Cfg::kKvDim>(kWk);
 constexpr auto kPv = example::panel16<Cfg::kDModel, Cfg::kKvDim>(kWv);
 constexpr auto kPo = example::panel16<Cfg::kQDim, Cfg::kDModel>(kWo);
+// int8 panels + per-column scales (a quarter of the fp32 bytes in flash).
+constexpr auto kQq = example::quantize_int8<Cfg::kDModel, Cfg::kQDim>(kWq, /*panel16=*/true);
+constexpr auto kQk = example::quantize_int8<Cfg::kDModel, Cfg::kKvDim>(kWk, true);
+constexpr auto kQv = example::quantize_int8<Cfg::kDModel, Cfg::kKvDim>(kWv, true);
+constexpr auto kQo = example::quantize_int8<Cfg::kQDim, Cfg::kDModel>(kWo, true);
 
 microattn::MultiHeadAttention<Cfg> g_layer;
+microattn::MultiHeadAttention<CfgQ8> g_layer_q8;
 microattn::ScaledDotProductAttention<Cfg> g_core;
 #if MICROATTN_CM_BENCH_KV
 microattn::KvAttention<Cfg> g_kv;
+microattn::KvAttention<CfgQ8> g_kv_q8;
+microattn::KvAttention<CfgQ8Kv8> g_kv_q8_kv8;
 #endif
 float g_x[Cfg::kTMax * Cfg::kDModel];
 float g_y[Cfg::kTMax * Cfg::kOutDim];
@@ -62,6 +76,10 @@ float g_q[Cfg::kTMax * Cfg::kQDim], g_k[Cfg::kTMax * Cfg::kKvDim], g_v[Cfg::kTMa
 [[gnu::noinline]] microattn::Status entry_layer_forward(const float* x, std::size_t T, float* y) {
   return g_layer.forward(x, T, y);
 }
+[[gnu::noinline]] microattn::Status entry_layer_forward_q8(const float* x, std::size_t T,
+                                                           float* y) {
+  return g_layer_q8.forward(x, T, y);
+}
 [[gnu::noinline]] microattn::Status entry_sdpa_forward(const float* q, const float* k, const float* v,
                                                        std::size_t T, float* out) {
   return g_core.forward(q, k, v, T, out);
@@ -69,6 +87,12 @@ float g_q[Cfg::kTMax * Cfg::kQDim], g_k[Cfg::kTMax * Cfg::kKvDim], g_v[Cfg::kTMa
 #if MICROATTN_CM_BENCH_KV
 [[gnu::noinline]] microattn::Status entry_decode_step(const float* x, float* y) {
   return g_kv.decode(x, y);
+}
+[[gnu::noinline]] microattn::Status entry_decode_step_q8(const float* x, float* y) {
+  return g_kv_q8.decode(x, y);
+}
+[[gnu::noinline]] microattn::Status entry_decode_step_q8_kv8(const float* x, float* y) {
+  return g_kv_q8_kv8.decode(x, y);
 }
 #endif
 
@@ -143,16 +167,29 @@ microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q, 
   return w;
 }
 
+/// The int8 matrices (kPanel16) with their scales, for a Config with WeightType::kInt8.
+template <class C>
+microattn::Weights<C> weights_q8() {
+  return microattn::Weights<C>(microattn::WeightLayout::kPanel16, kQq.q.data(), kQq.scale.data(),
+                               kQk.q.data(), kQk.scale.data(), kQv.q.data(), kQv.scale.data(),
+                               kQo.q.data(), kQo.scale.data());
+}
+
 #if MICROATTN_CM_BENCH_KV
-/// MD1 with weights w: prefill 63 tokens, then time decoding the 64th and truncating back.
-void run_decode_step(const char* name, const microattn::Weights<Cfg>& w) {
-  g_kv.reset();
-  if (g_kv.set_weights(w) != microattn::Status::kOk ||
-      g_kv.prefill(g_x, Cfg::kTMax - 1, g_y) != microattn::Status::kOk)
+/// MD1 on layer kv (g_kv, g_kv_q8, ...) with weights w: prefill 63 tokens, then time Step
+/// (the entry_decode_step* of kv; a template argument, so a direct call the stack check sees)
+/// decoding the 64th and truncating back.
+template <microattn::Status (*Step)(const float*, float*), class Kv, class W>
+void run_decode_step(const char* name, Kv& kv, const W& w) {
+  kv.reset();
+  if (kv.set_weights(w) != microattn::Status::kOk ||
+      kv.prefill(g_x, Cfg::kTMax - 1, g_y) != microattn::Status::kOk) {
+    run(name, 1, [] { return microattn::Status::kBadArgument; });  // reported as an error entry
     return;
-  run(name, 10, [] {
-    const microattn::Status st = entry_decode_step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
-    return st == microattn::Status::kOk ? g_kv.truncate(Cfg::kTMax - 1) : st;
+  }
+  run(name, 10, [&kv] {
+    const microattn::Status st = Step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
+    return st == microattn::Status::kOk ? kv.truncate(Cfg::kTMax - 1) : st;
   });
 }
 #endif
@@ -200,12 +237,18 @@ int main(int argc, char** argv) {
   run("M2", 10, [] { return entry_layer_forward(g_x, 16, g_y); });
   run("M3", 3, [] { return entry_sdpa_forward(g_q, g_k, g_v, 64, g_y); });
 #if MICROATTN_CM_BENCH_KV
-  run_decode_step("MD1", w);
+  run_decode_step<entry_decode_step>("MD1", g_kv, w);
 #endif
   if (g_layer.set_weights(wp) == microattn::Status::kOk)
     run("M1_panel16", 3, [] { return entry_layer_forward(g_x, 64, g_y); });
 #if MICROATTN_CM_BENCH_KV
-  run_decode_step("MD1_panel16", wp);
+  run_decode_step<entry_decode_step>("MD1_panel16", g_kv, wp);
+#endif
+  if (g_layer_q8.set_weights(weights_q8<CfgQ8>()) == microattn::Status::kOk)
+    run("M1_q8", 3, [] { return entry_layer_forward_q8(g_x, 64, g_y); });
+#if MICROATTN_CM_BENCH_KV
+  run_decode_step<entry_decode_step_q8>("MD1_q8", g_kv_q8, weights_q8<CfgQ8>());
+  run_decode_step<entry_decode_step_q8_kv8>("MD1_q8_kv8", g_kv_q8_kv8, weights_q8<CfgQ8Kv8>());
 #endif
   write("\n  ]\n}\n");
   return 0;
