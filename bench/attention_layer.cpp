@@ -6,12 +6,15 @@
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
 //   P2_panel16  P2 with the weights stored as kPanel16 (the GEMM uses them without packing)
+//   E1  encoder: T=256 d_model=512 H=8 d_head=64, Mask::kNone (every token sees every token)
+//   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
 //   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
 //               GEMM's packed panels)
 //   P1_eigen .. P4_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
 // fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)), stored
 // kInOut ([in][out]) unless the name says otherwise.
-// gflops counts the causal half of attention plus the projections and W_O (issue 2).
+// gflops counts the attended pairs (the causal half, all T^2 for E1, the band for W1) plus the
+// projections and W_O.
 #include <memory>
 
 #include "bench_util.hpp"
@@ -28,11 +31,18 @@ using P2Cfg = microattn::Config<256, 512, 8, 8, 64>;
 using P3Cfg = microattn::Config<1024, 512, 8, 8, 64>;
 using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
 using P2q8 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8>;
+using E1Cfg = microattn::Config<256, 512, 8, 8, 64, microattn::Mask::kNone>;
+using W1Cfg = microattn::Config<1024, 512, 8, 8, 64, microattn::SlidingWindow{256}>;
 using P3q8 = microattn::Config<1024, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 
+/// Only the pairs the mask attends count (a sliding window's band, all T^2 without a mask).
 template <class Cfg>
 constexpr double flops() {
-  return layer_flops(Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead);
+  constexpr double T = Cfg::kTMax;
+  return attn_pair_flops(attended_pairs(T, Cfg::kCausal, double(Cfg::kWindow)), Cfg::kHeads,
+                         Cfg::kDHead) +
+         proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+         out_proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kDHead);
 }
 
 template <class Cfg, class Arch, microattn::WeightLayout kLayout = microattn::WeightLayout::kInOut>
@@ -111,6 +121,8 @@ void register_layer_benchmarks() {
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_q8", bm_layer<P2q8, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("E1", bm_layer<E1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("W1", bm_layer<W1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3_q8", bm_layer<P3q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)

@@ -45,14 +45,14 @@ double read_sum(const float* p, std::size_t n) noexcept;  ///< vectorised sum of
 
 // ---- registration: main() calls these in this order, so the output order is stable ---------
 
-void register_machine_benchmarks();   ///< peak_fma (machine.cpp)
-void register_gemm_benchmarks();      ///< f32_gemm_* (f32_gemm.cpp)
-void register_gemv_benchmarks();      ///< f32_gemv_* (f32_gemv.cpp)
-void register_exp_benchmarks();       ///< f32_exp__* (f32_exp.cpp)
-void register_rope_benchmarks();      ///< f32_rope__* (f32_rope.cpp)
-void register_attn_benchmarks();      ///< A1, A1_scalar, peers (f32_attn_tile.cpp)
-void register_layer_benchmarks();     ///< P1..P4, P1_scalar, P1_reference (attention_layer.cpp)
-void register_decode_benchmarks();    ///< D1, D2 (kv_cache.cpp)
+void register_machine_benchmarks();  ///< peak_fma (machine.cpp)
+void register_gemm_benchmarks();     ///< f32_gemm_* (f32_gemm.cpp)
+void register_gemv_benchmarks();     ///< f32_gemv_* (f32_gemv.cpp)
+void register_exp_benchmarks();      ///< f32_exp__* (f32_exp.cpp)
+void register_rope_benchmarks();     ///< f32_rope__* (f32_rope.cpp)
+void register_attn_benchmarks();     ///< A1, A1_scalar, peers (f32_attn_tile.cpp)
+void register_layer_benchmarks();    ///< P1..P4, P1_scalar, P1_reference (attention_layer.cpp)
+void register_decode_benchmarks();   ///< D1, D2 (kv_cache.cpp)
 
 // ---- counters ---------------------------------------------------------------------------------
 
@@ -60,15 +60,18 @@ void register_decode_benchmarks();    ///< D1, D2 (kv_cache.cpp)
 /// Both are rate counters, so Google Benchmark divides by the same time it reports.
 inline void set_flop_counters(benchmark::State& state, double flops_per_iter) {
   const double it = static_cast<double>(state.iterations());
-  state.counters["gflops"] = benchmark::Counter(flops_per_iter * it * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["gflops"] =
+      benchmark::Counter(flops_per_iter * it * 1e-9, benchmark::Counter::kIsRate);
   state.counters["pct_peak"] = benchmark::Counter(
       flops_per_iter * it * 1e-9 * 100.0 / fma_peak_gflops(), benchmark::Counter::kIsRate);
 }
 
 /// gbps = bytes_per_iter * iterations / CPU time / 1e9; pct_bw = gbps / read_bw(bw_bytes) * 100.
-inline void set_byte_counters(benchmark::State& state, double bytes_per_iter, std::size_t bw_bytes) {
+inline void set_byte_counters(benchmark::State& state, double bytes_per_iter,
+                              std::size_t bw_bytes) {
   const double it = static_cast<double>(state.iterations());
-  state.counters["gbps"] = benchmark::Counter(bytes_per_iter * it * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["gbps"] =
+      benchmark::Counter(bytes_per_iter * it * 1e-9, benchmark::Counter::kIsRate);
   state.counters["pct_bw"] = benchmark::Counter(
       bytes_per_iter * it * 1e-9 * 100.0 / read_bw_gbps(bw_bytes), benchmark::Counter::kIsRate);
 }
@@ -76,14 +79,28 @@ inline void set_byte_counters(benchmark::State& state, double bytes_per_iter, st
 // ---- flop counts (issue 2: count the causal half only) ---------------------------------------
 
 /// Attention core: QK^T and PV over the causal half, 4 * H * d_head * T(T+1)/2.
-constexpr double attn_flops(double T, double H, double D) { return 4.0 * H * D * T * (T + 1) / 2.0; }
+constexpr double attn_flops(double T, double H, double D) {
+  return 4.0 * H * D * T * (T + 1) / 2.0;
+}
 /// Q, K and V projections: 2 * T * d_model * (H + 2 H_kv) * d_head.
 constexpr double proj_flops(double T, double DM, double H, double Hkv, double D) {
   return 2.0 * T * DM * (H + 2.0 * Hkv) * D;
 }
 /// Output projection: 2 * T * H * d_head * d_model.
-constexpr double out_proj_flops(double T, double DM, double H, double D) { return 2.0 * T * H * D * DM; }
+constexpr double out_proj_flops(double T, double DM, double H, double D) {
+  return 2.0 * T * H * D * DM;
+}
 /// The whole layer with W_O.
+/// Query/key pairs a mask attends over T tokens: causal T(T+1)/2, none T^2, a sliding window
+/// of W: W(W+1)/2 + (T - W) W (W < T).
+constexpr double attended_pairs(double T, bool causal, double window) {
+  if (!causal) return T * T;
+  if (window <= 0 || window >= T) return T * (T + 1) / 2;
+  return window * (window + 1) / 2 + (T - window) * window;
+}
+/// Attention flops of H heads of width D over that many pairs (Q K^T and P V: 4 D per pair).
+constexpr double attn_pair_flops(double pairs, double H, double D) { return 4.0 * H * D * pairs; }
+
 constexpr double layer_flops(double T, double DM, double H, double Hkv, double D) {
   return attn_flops(T, H, D) + proj_flops(T, DM, H, Hkv, D) + out_proj_flops(T, DM, H, D);
 }
@@ -102,7 +119,8 @@ struct AlignedFloats {
   std::size_t n = 0;
   AlignedFloats() = default;
   explicit AlignedFloats(std::size_t count)
-      : p(static_cast<float*>(::operator new[](count * sizeof(float), std::align_val_t(64)))), n(count) {
+      : p(static_cast<float*>(::operator new[](count * sizeof(float), std::align_val_t(64)))),
+        n(count) {
     for (std::size_t i = 0; i < n; ++i) p[i] = 0.0f;
   }
   float* data() noexcept { return p.get(); }

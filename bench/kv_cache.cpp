@@ -6,6 +6,8 @@
 //   D2  the same with GQA, H_kv=2
 //   D1_inout, D1_outin  D1 with the weights stored [in][out] and [out][in] (PyTorch)
 //   D1_rope  D1 with RoPE on Q and K (half-split pairs, base 10000), when KvAttention has set_rope
+//   DW1  decode with a sliding window of 256 at stream position 4095: a full ring of 256
+//   D1_256  D1's layer decoding over 256 cached tokens (no window): DW1's yardstick
 //   D1_q8, D2_q8  D1, D2 with int8 weights (WeightType::kInt8, kPanel16): a quarter of the
 //             weight bytes; D1_q8_kv8, D2_q8_kv8 also with the int8 cache (CacheType::kInt8)
 //   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
@@ -48,6 +50,12 @@ constexpr std::size_t kCtx = 1024;  // cache length after the step
 using D1Cfg =
     microattn::Config<kCtx, 512, 8, 8, 64, microattn::Rope::kYes>;  // D1_rope uses the tables
 using D2Cfg = microattn::Config<kCtx, 512, 8, 2, 64, microattn::Rope::kYes>;
+// Sliding window: DW1 decodes with a full ring of 256 (SlidingWindow{256}, one-token chunks: the
+// ring holds exactly 256) at stream position 4095; D1_256 is the same layer without a window
+// over 256 cached tokens (what DW1 should match).
+constexpr std::size_t kRingW = 256, kStreamLen = 4096;
+using DW1Cfg = microattn::Config<kRingW, 512, 8, 8, 64, microattn::SlidingWindow{kRingW}>;
+using D256Cfg = microattn::Config<kRingW, 512, 8, 8, 64>;
 // int8 weights (per-column scales, kPanel16), with the fp32 and with the int8 cache.
 using D1q8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 using D1q8kv8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
@@ -163,6 +171,47 @@ void bm_decode(benchmark::State& state) {
                  ", rollback: " + rollback);
 }
 #endif
+
+/// One decode step after n_before tokens (the stream or cache), rolled back each iteration;
+/// counters over the keys the step attends (at most the window).
+template <class Cfg, std::size_t kChunk>
+void bm_decode_at(benchmark::State& state, std::size_t n_before) {
+  using Kv = microattn::KvAttention<Cfg, microattn::DefaultArch, kChunk>;
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kKvHeads) + 100);
+  AlignedFloats xs = uniform_floats(n_before * Cfg::kDModel + Cfg::kDModel, -1.0f, 1.0f, 77);
+  auto kv = std::make_unique<Kv>();
+  if (kv->set_weights(d.weights(microattn::WeightLayout::kPanel16)) != microattn::Status::kOk) {
+    state.SkipWithError("set_weights failed");
+    return;
+  }
+  for (std::size_t t = 0; t < n_before; t += Cfg::kTMax) {
+    const std::size_t n = std::min<std::size_t>(Cfg::kTMax, n_before - t);
+    if (kv->prefill(xs.data() + t * Cfg::kDModel, n, d.y.data()) != microattn::Status::kOk) {
+      state.SkipWithError("prefill failed");
+      return;
+    }
+  }
+  const float* x = xs.data() + n_before * Cfg::kDModel;
+  for (auto _ : state) {
+    const microattn::Status s = kv->decode(x, d.y.data());
+    if (s != microattn::Status::kOk || kv->truncate(n_before) != microattn::Status::kOk) {
+      state.SkipWithError("decode or truncate failed");
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  const std::size_t keys =
+      std::min<std::size_t>(n_before + 1, Cfg::kSliding ? Cfg::kWindow : n_before + 1);
+  const double bytes =
+      double(LayerData<Cfg>::kWeightBytes) + 2.0 * keys * Cfg::kKvDim * sizeof(float);
+  set_flop_counters(state, proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+                               4.0 * Cfg::kHeads * Cfg::kDHead * keys +
+                               out_proj_flops(1, Cfg::kDModel, Cfg::kHeads, Cfg::kDHead));
+  set_byte_counters(state, bytes, static_cast<std::size_t>(bytes));
+  state.SetLabel(arch_label<microattn::DefaultArch>() + ", kPanel16, " + std::to_string(keys) +
+                 " keys" +
+                 (Cfg::kSliding ? ", ring, stream position " + std::to_string(n_before) : ""));
+}
 
 #if defined(MICROATTN_BENCH_EIGEN)
 /// One decode step as an Eigen composition: the row-vector GEMVs of the token's projections, the
@@ -282,6 +331,13 @@ void register_decode_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2", bm_decode<D2Cfg, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
+  register_read_bw(LayerData<D256Cfg>::kWeightBytes + 2 * kRingW * D256Cfg::kKvDim * sizeof(float));
+  benchmark::RegisterBenchmark("DW1", [](benchmark::State& st) {
+    bm_decode_at<DW1Cfg, 1>(st, kStreamLen - 1);
+  })->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_256", [](benchmark::State& st) {
+    bm_decode_at<D256Cfg, D256Cfg::kTMax>(st, kRingW - 1);
+  })->Unit(benchmark::kMicrosecond);
   register_read_bw(step_bytes<D1q8>());
   register_read_bw(step_bytes<D1q8kv8>());
   register_read_bw(step_bytes<D2q8>());

@@ -3,7 +3,7 @@
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh           host build, tests and benchmark
 #   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU,
-#                              and PyTorch for the exporter's tests (everything test_all.sh runs)
+#                              PyTorch and matplotlib for the Python tests (all test_all.sh runs)
 #   scripts/setup.sh --peers   also Eigen and OpenBLAS, which the benchmark compares against
 set -euo pipefail
 
@@ -23,8 +23,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev
            libxsimd-dev libgtest-dev libbenchmark-dev)
-# The exporter's tests (tests/python) need PyTorch; they are skipped, saying so, without it.
-test_pkgs=(python3-torch python3-numpy)
+# The exporter's tests (tests/python) need PyTorch, the attention-map plot test
+# (examples/plot_attention_maps.py) matplotlib; they are skipped, saying so, without them.
+test_pkgs=(python3-torch python3-numpy python3-matplotlib)
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf
             gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi
             qemu-user qemu-system-arm

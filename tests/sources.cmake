@@ -11,6 +11,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_pytorch_fixtures.cpp
   test_quant.cpp
   test_kv_cache.cpp
+  test_masks.cpp
   test_numeric_contract.cpp
   test_rope.cpp
   test_zero_init.cpp

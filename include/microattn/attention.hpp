@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// microattn: fixed-size causal multi-head attention (the layer) and scaled dot-product
+// microattn: fixed-size multi-head attention (the layer) and scaled dot-product
 // attention (the core, for callers with their own projections).
 #pragma once
 
@@ -57,6 +57,7 @@ struct RopeState {
   std::size_t dims = 0;  // as given: 0 means d_head
   std::size_t half = 0;  // rotated pairs
   std::size_t start = 0;
+  std::size_t origin = 0;  // table row 0 is position start + origin (moved by cover())
 
   /// kOk, or kBadArgument (nothing changed) for an enabled config with a base that is not
   /// finite or <= 0, rotary_dims (0 = d_head) odd or > d_head, a pairing that is not a
@@ -73,7 +74,7 @@ struct RopeState {
       return Status::kBadArgument;
     kernels::rope_fill(tab, r.base, d / 2, r.start_position);
     on = true, pairing = r.pairing, base = r.base, dims = r.rotary_dims, half = d / 2;
-    start = r.start_position;
+    start = r.start_position, origin = 0;
     return Status::kOk;
   }
   RopeConfig get() const noexcept {
@@ -84,11 +85,22 @@ struct RopeState {
     }
     return r;
   }
-  /// Rotates n_tokens rows of `heads` heads (see kernels::f32_rope_rows) at table rows row0 ..
-  /// (positions start + row0 ..); nothing when RoPE is off.
+  /// Makes the tables cover cache positions pos .. pos + n - 1 (n <= T_max): when they do not,
+  /// refills them from pos on (a ring-buffer cache's stream outgrows any fixed table; the
+  /// refill, T_max * rotary_dims / 2 cos/sin pairs, happens once per T_max tokens at most).
+  void cover(std::size_t pos, std::size_t n) noexcept {
+    if (!on || (pos >= origin && pos + n <= origin + Cfg::kTMax)) return;
+    kernels::rope_fill(tab, base, half, start + pos);
+    origin = pos;
+  }
+  /// Rotates n_tokens rows of `heads` heads (see kernels::f32_rope_rows) at cache positions
+  /// pos .. (absolute positions start + pos ..; the tables must cover them); nothing when RoPE
+  /// is off.
   void apply(float* x, std::size_t ldx, std::size_t head_stride, std::size_t n_tokens,
-             std::size_t heads, std::size_t row0) const noexcept {
-    if (on) kernels::f32_rope_rows(x, ldx, head_stride, n_tokens, heads, row0, tab, half, pairing);
+             std::size_t heads, std::size_t pos) const noexcept {
+    if (on)
+      kernels::f32_rope_rows(x, ldx, head_stride, n_tokens, heads, pos - origin, tab, half,
+                             pairing);
   }
 };
 /// Without Rope::kYes: no tables, and only a disabled RoPE is accepted.
@@ -98,6 +110,7 @@ struct RopeState<Cfg, false> {
     return r.enabled ? Status::kBadArgument : Status::kOk;
   }
   RopeConfig get() const noexcept { return RopeConfig{}; }
+  void cover(std::size_t, std::size_t) noexcept {}
   void apply(float*, std::size_t, std::size_t, std::size_t, std::size_t,
              std::size_t) const noexcept {}
 };
@@ -137,6 +150,24 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a,
   kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
+/// The mask of a layer over n_keys keys starting at position 0 (MultiHeadAttention and
+/// ScaledDotProductAttention: key j is token j).
+template <class Cfg>
+constexpr kernels::KeyMask layer_mask(std::size_t n_keys) noexcept {
+  return kernels::KeyMask{n_keys, 0, Cfg::kWindow, Cfg::kCausal};
+}
+
+/// Checks an attention-map buffer of H * T * T floats: kNullPointer, kBadArgument (too small),
+/// kBadStride (its span does not fit the address space), or kOk with *bytes set.
+template <class Cfg>
+Status check_maps(const float* maps, std::size_t maps_floats, std::size_t T,
+                  std::size_t* bytes) noexcept {
+  if (!maps) return Status::kNullPointer;
+  if (maps_floats / T / T < Cfg::kHeads) return Status::kBadArgument;
+  if (!span_bytes(maps, Cfg::kHeads * T, T, T, bytes)) return Status::kBadStride;
+  return Status::kOk;
+}
+
 /// Key/value staging of one key/value head plus the tile scratch: what the attention core
 /// needs besides its inputs.
 template <class Cfg, class Arch>
@@ -152,9 +183,10 @@ struct CoreBuffers {
 
 }  // namespace internal
 
-/// Scaled dot-product attention with a causal mask, like PyTorch's
-/// scaled_dot_product_attention(q, k, v, is_causal=True), for the H / H_kv / d_head of Cfg
-/// (Cfg's d_model, bias and output projection are not used).
+/// Scaled dot-product attention with Cfg's mask (causal by default, like PyTorch's
+/// scaled_dot_product_attention(q, k, v, is_causal=True); Mask::kNone: is_causal=False;
+/// SlidingWindow{W}: a causal band), for the H / H_kv / d_head of Cfg (Cfg's d_model, bias and
+/// output projection are not used).
 ///
 /// The object is the working memory (sizeof == ram_bytes(), no heap; place it in static storage or
 /// a chosen RAM section). Its only setting is the softmax scale (set_scale); it keeps no other
@@ -176,17 +208,54 @@ class ScaledDotProductAttention {
   /// The softmax scale in use.
   float scale() const noexcept { return scale_.get<Cfg>(); }
 
-  /// out = softmax(scale * Q_h K_g^T + causal mask) V_g for every query head h, g = h / (H/H_kv).
+  /// out = softmax(scale * Q_h K_g^T + mask) V_g for every query head h, g = h / (H/H_kv).
   /// @param q    [T][ldq] floats, head h at columns h*d_head .. h*d_head + d_head - 1 (ldq >=
   /// H*d_head)
   /// @param k,v  [T][ldk] and [T][ldv] floats, head g at columns g*d_head .. (ld >= H_kv*d_head)
-  /// @param T    tokens, 1 .. T_max; token i sees tokens 0 .. i
+  /// @param T    tokens, 1 .. T_max; token i sees tokens 0 .. i (causal), i - W + 1 .. i
+  ///             (SlidingWindow{W}) or all (Mask::kNone)
   /// @param out  [T][ldo] floats, written only on kOk; must not overlap q, k or v
   /// @return kOk, kNullPointer, kBadTokenCount, kBadStride (a stride below the row width, or
   ///         one whose span does not fit the address space) or kOverlap
   [[nodiscard]] Status forward(const float* q, std::size_t ldq, const float* k, std::size_t ldk,
                                const float* v, std::size_t ldv, std::size_t T, float* out,
                                std::size_t ldo) noexcept {
+    return run<false>(q, ldq, k, ldk, v, ldv, T, out, ldo, nullptr, 0);
+  }
+
+  /// forward() that also writes the attention maps: maps[(h * T + i) * T + j] = the softmax
+  /// probability of query i over key j in head h, the very probabilities of the fused kernel
+  /// (same scores, same exp, same 1/sum), 0 where the mask hides key j. For inspection: the
+  /// normal forward() does none of this work. maps: the caller's H * T * T floats
+  /// (maps_floats says how many it holds); it must not overlap q, k, v or out.
+  /// @return as forward(), and kNullPointer (maps null), kBadArgument (maps_floats < H * T * T),
+  ///         kOverlap (maps overlaps an input or out). Nothing is written on error.
+  [[nodiscard]] Status forward_with_maps(const float* q, std::size_t ldq, const float* k,
+                                         std::size_t ldk, const float* v, std::size_t ldv,
+                                         std::size_t T, float* out, std::size_t ldo, float* maps,
+                                         std::size_t maps_floats) noexcept {
+    if (!maps) return Status::kNullPointer;
+    return run<true>(q, ldq, k, ldk, v, ldv, T, out, ldo, maps, maps_floats);
+  }
+  /// Dense layouts, with maps.
+  [[nodiscard]] Status forward_with_maps(const float* q, const float* k, const float* v,
+                                         std::size_t T, float* out, float* maps,
+                                         std::size_t maps_floats) noexcept {
+    return forward_with_maps(q, Cfg::kQDim, k, Cfg::kKvDim, v, Cfg::kKvDim, T, out, Cfg::kQDim,
+                             maps, maps_floats);
+  }
+
+  /// Dense layouts: ldq = ldo = H*d_head, ldk = ldv = H_kv*d_head.
+  [[nodiscard]] Status forward(const float* q, const float* k, const float* v, std::size_t T,
+                               float* out) noexcept {
+    return forward(q, Cfg::kQDim, k, Cfg::kKvDim, v, Cfg::kKvDim, T, out, Cfg::kQDim);
+  }
+
+ private:
+  template <bool kMaps>
+  Status run(const float* q, std::size_t ldq, const float* k, std::size_t ldk, const float* v,
+             std::size_t ldv, std::size_t T, float* out, std::size_t ldo, float* maps,
+             std::size_t maps_floats) noexcept {
     if (!q || !k || !v || !out) return Status::kNullPointer;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
     if (ldq < Cfg::kQDim || ldo < Cfg::kQDim || ldk < Cfg::kKvDim || ldv < Cfg::kKvDim)
@@ -200,6 +269,16 @@ class ScaledDotProductAttention {
     if (internal::overlaps(out, ob, q, qb) || internal::overlaps(out, ob, k, kb) ||
         internal::overlaps(out, ob, v, vb))
       return Status::kOverlap;
+    if constexpr (kMaps) {
+      std::size_t mb = 0;
+      if (const Status s = internal::check_maps<Cfg>(maps, maps_floats, T, &mb); s != Status::kOk)
+        return s;
+      if (internal::overlaps(maps, mb, q, qb) || internal::overlaps(maps, mb, k, kb) ||
+          internal::overlaps(maps, mb, v, vb) || internal::overlaps(maps, mb, out, ob))
+        return Status::kOverlap;
+    } else {
+      (void)maps, (void)maps_floats;
+    }
     using B = internal::CoreBuffers<Cfg, Arch>;
     constexpr std::size_t D = Cfg::kDHead, BK = internal::Tiles<Arch>::kBK;
     for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
@@ -210,25 +289,21 @@ class ScaledDotProductAttention {
       }
       const kernels::QueryRows rows{
           q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
-      kernels::f32_attn_rows<Arch, D>(rows, T, buf_.kt, buf_.v, scale(), buf_.tile);
+      const kernels::MapRows mr{kMaps ? maps + g * Cfg::kGroup * T * T : nullptr, T, T * T};
+      kernels::f32_attn_rows<Arch, D, kMaps>(rows, internal::layer_mask<Cfg>(T), buf_.kt, buf_.v,
+                                             scale(), buf_.tile, nullptr, nullptr, &mr);
     }
     return Status::kOk;
   }
 
-  /// Dense layouts: ldq = ldo = H*d_head, ldk = ldv = H_kv*d_head.
-  [[nodiscard]] Status forward(const float* q, const float* k, const float* v, std::size_t T,
-                               float* out) noexcept {
-    return forward(q, Cfg::kQDim, k, Cfg::kKvDim, v, Cfg::kKvDim, T, out, Cfg::kQDim);
-  }
-
- private:
   internal::CoreBuffers<Cfg, Arch> buf_;
   internal::ScaleSetting scale_{};
 };
 
-/// Causal multi-head self-attention layer with every dimension fixed by Cfg:
+/// Multi-head self-attention layer with every dimension and the mask fixed by Cfg:
 ///   Q = x W_q (+ b_q), K = x W_k (+ b_k), V = x W_v (+ b_v);
-///   ctx_h = softmax(scale * Q_h K_g^T + causal mask) V_g,  g = h / (H / H_kv);
+///   ctx_h = softmax(scale * Q_h K_g^T + mask) V_g,  g = h / (H / H_kv);
+/// (mask: causal, a causal sliding window, or none; see Config).
 ///   y = concat_h(ctx_h) W_o (+ b_o)        (y = concat_h(ctx_h) when Cfg has no W_O).
 ///
 /// The object holds the weight views and all working memory (no heap, no globals); sizeof is
@@ -280,7 +355,8 @@ class MultiHeadAttention {
 
   /// y = attention(x) for T tokens.
   /// @param x     [T][d_model] floats
-  /// @param T     tokens, 1 .. T_max; token i sees tokens 0 .. i
+  /// @param T     tokens, 1 .. T_max; token i sees tokens 0 .. i (causal), i - W + 1 .. i
+  ///              (SlidingWindow{W}) or all (Mask::kNone)
   /// @param y     [T][Cfg::kOutDim] floats, written only on kOk. With W_O, y may alias x (x is
   ///              read in full before y is written); without W_O it must not overlap x.
   ///              y must never overlap a weight or bias array (kOverlap).
@@ -294,7 +370,34 @@ class MultiHeadAttention {
     if (!Cfg::kHasOutProj && internal::overlaps(x, T * Cfg::kDModel * sizeof(float), y, y_bytes))
       return Status::kOverlap;
     if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
-    run(x, T, y, scale());
+    run<false>(x, T, y, scale(), nullptr);
+    return Status::kOk;
+  }
+
+  /// forward() that also writes each head's attention map: maps[(h * T + i) * T + j] = the
+  /// softmax probability of token i over token j in head h (after the mask; 0 where it hides
+  /// j), the very probabilities of the fused kernel (same scores, same exp, same 1/sum). For
+  /// inspection (examples/attention_maps.cpp prints them): the normal forward() does none of
+  /// this work. maps: the caller's H * T * T floats (maps_floats says how many it holds),
+  /// never the layer's memory.
+  /// @return as forward(), and kNullPointer (maps null), kBadArgument (maps_floats < H * T * T),
+  ///         kOverlap (maps overlaps x, y or a weight). Nothing is written on error.
+  [[nodiscard]] Status forward_with_maps(const float* x, std::size_t T, float* y, float* maps,
+                                         std::size_t maps_floats) noexcept {
+    if (!x || !y || !maps) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
+    if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
+    const std::size_t y_bytes = T * Cfg::kOutDim * sizeof(float);
+    const std::size_t x_bytes = T * Cfg::kDModel * sizeof(float);
+    if (!Cfg::kHasOutProj && internal::overlaps(x, x_bytes, y, y_bytes)) return Status::kOverlap;
+    if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
+    std::size_t mb = 0;
+    if (const Status s = internal::check_maps<Cfg>(maps, maps_floats, T, &mb); s != Status::kOk)
+      return s;
+    if (internal::overlaps(maps, mb, x, x_bytes) || internal::overlaps(maps, mb, y, y_bytes) ||
+        internal::overlaps_weights(w_, maps, mb))
+      return Status::kOverlap;
+    run<true>(x, T, y, scale(), maps);
     return Status::kOk;
   }
 
@@ -305,7 +408,8 @@ class MultiHeadAttention {
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
-  void run(const float* x, std::size_t T, float* y, float scale) noexcept {
+  template <bool kMaps>
+  void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
     constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
     const WeightLayout lay = w_.layout;
     float* ctx = Cfg::kHasOutProj ? ctx_ : y;
@@ -324,7 +428,9 @@ class MultiHeadAttention {
                               kernels::StoreRowMajor{q_, G * D}, pack_);
       rope_.apply(q_, G * D, D, T, G, 0);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
-      kernels::f32_attn_rows<Arch, D>(rows, T, core_.kt, core_.v, scale, core_.tile);
+      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
+      kernels::f32_attn_rows<Arch, D, kMaps>(rows, internal::layer_mask<Cfg>(T), core_.kt, core_.v,
+                                             scale, core_.tile, nullptr, nullptr, &mr);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);

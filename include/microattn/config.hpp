@@ -52,6 +52,18 @@ enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
 ///                     names): about a quarter of the cache RAM and of a decode step's reads.
 enum class CacheType : unsigned char { kF32 = 0, kInt8 = 1 };
 
+/// Which keys each token attends to.
+///   Mask::kCausal  token i sees tokens 0 .. i (decoders; the default)
+///   Mask::kNone    every token sees every token (bidirectional: BERT, ViT, audio encoders);
+///                  MultiHeadAttention and ScaledDotProductAttention only (a KV cache is causal)
+/// For a sliding window give SlidingWindow{W} instead (causal, banded).
+enum class Mask : unsigned char { kCausal = 0, kNone = 1 };
+
+/// Causal sliding-window attention: token i sees tokens i - W + 1 .. i (Mistral, Gemma 2/3
+/// local layers, Phi-3, streaming speech). W >= 1. KvAttention with a window keeps a ring-buffer
+/// cache of O(W) tokens and takes streams of unbounded length.
+enum class SlidingWindow : std::size_t {};
+
 namespace internal {
 
 /// a * b, or `limit + 1` when the product exceeds limit (never wraps).
@@ -107,7 +119,8 @@ template <class T>
 constexpr bool is_config_option() noexcept {
   return std::is_same<T, Bias>::value || std::is_same<T, OutProj>::value ||
          std::is_same<T, OutDim>::value || std::is_same<T, Rope>::value ||
-         std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value;
+         std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value ||
+         std::is_same<T, Mask>::value || std::is_same<T, SlidingWindow>::value;
 }
 
 }  // namespace internal
@@ -122,22 +135,25 @@ constexpr bool is_config_option() noexcept {
 /// @tparam kOptions  any of, in any order, each at most once (defaults in brackets):
 ///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model),
 ///                   Rope (Rope::kNo: no RoPE tables), WeightType (WeightType::kF32),
-///                   CacheType (CacheType::kF32; used by KvAttention only).
+///                   CacheType (CacheType::kF32; used by KvAttention only), Mask
+///                   (Mask::kCausal), SlidingWindow{W} (none: the whole prefix).
 ///                   `Config<T, D, H, Hkv, dh, Bias::kYes, OutProj::kNo>` reads as before.
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kKvHeads_,
           std::size_t kDHead_, auto... kOptions>
 struct Config {
   static_assert((internal::is_config_option<decltype(kOptions)>() && ...),
-                "microattn::Config: an option is not a Bias, OutProj, OutDim, Rope, WeightType or "
-                "CacheType value");
+                "microattn::Config: an option is not a Bias, OutProj, OutDim, Rope, WeightType, "
+                "CacheType, Mask or SlidingWindow value");
   static_assert(internal::option_count<Bias>(kOptions...) <= 1 &&
                     internal::option_count<OutProj>(kOptions...) <= 1 &&
                     internal::option_count<OutDim>(kOptions...) <= 1 &&
                     internal::option_count<Rope>(kOptions...) <= 1 &&
                     internal::option_count<WeightType>(kOptions...) <= 1 &&
-                    internal::option_count<CacheType>(kOptions...) <= 1,
+                    internal::option_count<CacheType>(kOptions...) <= 1 &&
+                    internal::option_count<Mask>(kOptions...) <= 1 &&
+                    internal::option_count<SlidingWindow>(kOptions...) <= 1,
                 "microattn::Config: each option (Bias, OutProj, OutDim, Rope, WeightType, "
-                "CacheType) may be given once");
+                "CacheType, Mask, SlidingWindow) may be given once");
   static_assert(kTMax_ > 0, "microattn::Config: T_max (max tokens) must be at least 1");
   static_assert(kDModel_ > 0, "microattn::Config: d_model must be at least 1");
   static_assert(kHeads_ > 0, "microattn::Config: H (query heads) must be at least 1");
@@ -173,6 +189,14 @@ struct Config {
   static constexpr bool kInt8Cache = kCacheType == CacheType::kInt8;
   using CacheElem = std::conditional_t<kInt8Cache, std::int8_t, float>;
 
+  /// The mask: kCausal (also with a sliding window) or kNone.
+  static constexpr Mask kMask = internal::option_or<Mask>(Mask::kCausal, kOptions...);
+  static constexpr bool kCausal = kMask == Mask::kCausal;
+  /// Sliding-window width W (token i sees i - W + 1 .. i); 0 = no window.
+  static constexpr std::size_t kWindow =
+      static_cast<std::size_t>(internal::option_or<SlidingWindow>(SlidingWindow{0}, kOptions...));
+  static constexpr bool kSliding = internal::option_count<SlidingWindow>(kOptions...) == 1;
+
   /// Query heads per key/value head; query head h reads key/value head h / kGroup.
   static constexpr std::size_t kGroup = kHeads_ / kKvHeads_;
   /// Width of Q and of the concatenated heads: H * d_head.
@@ -190,6 +214,13 @@ struct Config {
                 "microattn::Config: WeightType must be kF32 or kInt8");
   static_assert(kCacheType == CacheType::kF32 || kCacheType == CacheType::kInt8,
                 "microattn::Config: CacheType must be kF32 or kInt8");
+  static_assert(kMask == Mask::kCausal || kMask == Mask::kNone,
+                "microattn::Config: Mask must be kCausal or kNone");
+  static_assert(!kSliding || kWindow >= 1,
+                "microattn::Config: SlidingWindow{W} needs W >= 1 (token i sees i - W + 1 .. i)");
+  static_assert(!kSliding || kMask == Mask::kCausal,
+                "microattn::Config: SlidingWindow is causal; it cannot be combined with "
+                "Mask::kNone");
   static_assert(internal::option_count<OutDim>(kOptions...) == 0 || kHasOutProj,
                 "microattn::Config: OutDim sets W_O's width, but OutProj::kNo has no W_O");
   static_assert(kOutDim > 0, "microattn::Config: OutDim must be at least 1");

@@ -62,9 +62,17 @@ struct CacheSlice {
 /// prefill(x, T) in any split into calls (decode being T = 1) gives the outputs of one
 /// prefill(x, T_total) up to float rounding (the tests bound the difference).
 ///
-/// Modes: append-only, capacity T_max tokens (no sliding window / ring buffer: appending past
-/// the capacity returns kCacheFull). truncate() rolls the cache back (speculative decoding,
-/// re-running a suffix), reset() empties it.
+/// Modes:
+///   causal (default): append-only, capacity T_max tokens (appending past it returns
+///     kCacheFull). truncate() rolls the cache back (speculative decoding, re-running a suffix),
+///     reset() empties it.
+///   sliding window (Config option SlidingWindow{W}): a ring buffer. Token p sees tokens
+///     p - W + 1 .. p; positions grow without bound (never kCacheFull), RoPE rotates at the
+///     absolute position, the cache holds the last W + kPrefillChunk - 1 tokens (RAM O(W), not
+///     O(stream)); prefill calls of up to T_max tokens, longer than the free space or not,
+///     run in chunks of kPrefillChunk. truncate() can roll back at most kPrefillChunk tokens
+///     (older ones are overwritten). T_max is then the longest call (and the RoPE table's
+///     span), not a capacity.
 ///
 /// The object holds the weight views, the cache, the RoPE tables and all working memory (no
 /// heap, no globals, no exceptions); sizeof == ram_bytes(), broken down below. Every method
@@ -80,6 +88,9 @@ template <class Cfg, class Arch = DefaultArch, std::size_t kPrefillChunk = Cfg::
 class KvAttention {
   static_assert(kPrefillChunk >= 1 && kPrefillChunk <= Cfg::kTMax,
                 "microattn::KvAttention: kPrefillChunk must be in 1 .. T_max");
+  static_assert(Cfg::kCausal,
+                "microattn::KvAttention: a KV cache is causal; Mask::kNone (bidirectional) is "
+                "for MultiHeadAttention and ScaledDotProductAttention");
   using Tl = internal::Tiles<Arch>;
   static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel,
                                OD = Cfg::kOutDim;
@@ -87,8 +98,15 @@ class KvAttention {
   using TileScratch = kernels::AttnScratch<Arch, D>;
 
  public:
-  /// Keys per head the cache stores: T_max rounded up to whole key tiles.
-  static constexpr std::size_t kTPad = internal::round_up(Cfg::kTMax, Tl::kBK);
+  /// Ring-buffer mode (Cfg has SlidingWindow{W}): positions grow without bound and the cache
+  /// keeps the last kRingTokens = W + kPrefillChunk - 1 of them (what one chunk's tokens see),
+  /// each stored twice (slot p % kRingTokens and the slot kRingTokens above it), so every window
+  /// the kernels read is one contiguous run of slots.
+  static constexpr bool kRing = Cfg::kSliding;
+  static constexpr std::size_t kRingTokens = kRing ? Cfg::kWindow + kPrefillChunk - 1 : 0;
+  /// Keys per head the cache stores: T_max (ring: 2 * kRingTokens) rounded up to whole key tiles.
+  static constexpr std::size_t kTPad =
+      internal::round_up(kRing ? 2 * kRingTokens : Cfg::kTMax, Tl::kBK);
   /// Row stride of cached V: d_head rounded up to whole GEMM panels.
   static constexpr std::size_t kDPad = TileScratch::kDPad;
 
@@ -120,6 +138,7 @@ class KvAttention {
     alignas(Tl::kAlign) float q[kPrefillChunk * G * D];
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[kernels::gemm_pack_floats<Arch>()];
+    alignas(Tl::kAlign) float vstage[(kRing && G == 1) ? kPrefillChunk * D : 1];
     TileScratch tile;
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
@@ -207,7 +226,8 @@ class KvAttention {
     if (!x || !y) return Status::kNullPointer;
     if (const Status s = w_.check(); s != Status::kOk) return s;
     if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
-    if (length_ + T > Cfg::kTMax) return Status::kCacheFull;
+    if (!kRing && length_ + T > Cfg::kTMax) return Status::kCacheFull;
+    if (kRing && T > SIZE_MAX - length_) return Status::kCacheFull;
     const std::size_t x_bytes = T * DM * sizeof(float), y_bytes = T * OD * sizeof(float);
     if (internal::overlaps(x, x_bytes, y, y_bytes) &&
         (!Cfg::kHasOutProj || !chunks_leave_x_unread(x, T, y)))
@@ -231,7 +251,7 @@ class KvAttention {
   [[nodiscard]] Status decode(const float* x, float* y) noexcept {
     if (!x || !y) return Status::kNullPointer;
     if (const Status s = w_.check(); s != Status::kOk) return s;
-    if (length_ + 1 > Cfg::kTMax) return Status::kCacheFull;
+    if (kRing ? length_ == SIZE_MAX : length_ + 1 > Cfg::kTMax) return Status::kCacheFull;
     const std::size_t y_bytes = Cfg::kOutDim * sizeof(float);
     if (!Cfg::kHasOutProj && internal::overlaps(x, DM * sizeof(float), y, y_bytes))
       return Status::kOverlap;
@@ -248,22 +268,25 @@ class KvAttention {
   ///              on kOk
   /// @param info  written only on kOk: first, n, the shape and the RoPE settings
   /// @return kOk; kNullPointer (k, v or info null); kBadArgument (n == 0 or first + n >
-  ///         length()); kOverlap (k and v overlap each other).
+  ///         length(), or, in ring mode, first < oldest()); kOverlap (k and v overlap each
+  ///         other).
   [[nodiscard]] Status export_cache(std::size_t first, std::size_t n, float* k, float* v,
                                     CacheSlice* info) const noexcept {
     if (!k || !v || !info) return Status::kNullPointer;
-    if (n == 0 || first > length_ || n > length_ - first) return Status::kBadArgument;
+    if (n == 0 || first > length_ || n > length_ - first || first < oldest())
+      return Status::kBadArgument;
     if (internal::overlaps(k, n * KD * sizeof(float), v, n * KD * sizeof(float)))
       return Status::kOverlap;
     for (std::size_t t = 0; t < n; ++t) {
-      const std::size_t p = first + t;
+      const std::size_t p = slot(first + t);
       for (std::size_t g = 0; g < HKV; ++g) {
         const CE* kt = cache_.kt + g * (kTPad * D) + (p / Tl::kBK) * (D * Tl::kBK) + p % Tl::kBK;
         const CE* vr = cache_.v + g * (kTPad * kDPad) + p * kDPad;
         float ks = 1.0f, vs = 1.0f;
         if constexpr (kQCache) ks = cache_.ks[g * kTPad + p], vs = cache_.vs[g * kTPad + p];
         for (std::size_t d = 0; d < D; ++d) {
-          k[t * KD + g * D + d] = kQCache ? ks * static_cast<float>(kt[d * Tl::kBK]) : kt[d * Tl::kBK];
+          k[t * KD + g * D + d] =
+              kQCache ? ks * static_cast<float>(kt[d * Tl::kBK]) : kt[d * Tl::kBK];
           v[t * KD + g * D + d] = kQCache ? vs * static_cast<float>(vr[d]) : vr[d];
         }
       }
@@ -291,19 +314,21 @@ class KvAttention {
     if (info.tokens == 0 || info.kv_heads != HKV || info.d_head != D || info.first != length_ ||
         !same_rope(info.rope, rope()))
       return Status::kBadArgument;
-    if (info.tokens > Cfg::kTMax - length_) return Status::kCacheFull;
-    for (std::size_t g = 0; g < HKV; ++g) {
-      store_keys(g, k + g * D, KD, info.tokens, length_);
-      store_values(g, v + g * D, KD, info.tokens, length_);
-    }
+    if (kRing ? info.tokens > SIZE_MAX - length_ : info.tokens > Cfg::kTMax - length_)
+      return Status::kCacheFull;
+    for (std::size_t t = 0; t < info.tokens; ++t)
+      for (std::size_t g = 0; g < HKV; ++g)
+        store_kv(g, k + t * KD + g * D, KD, v + t * KD + g * D, KD, 1, length_ + t);
     length_ += info.tokens;
     return Status::kOk;
   }
 
   /// Forgets the cached tokens at positions >= length (the next token gets position length).
-  /// @return kOk, or kBadArgument (nothing changed) when length > length().
+  /// @return kOk, or kBadArgument (nothing changed) when length > length() or, in ring mode,
+  ///         length < length() - kPrefillChunk (the tokens the next ones would see are gone).
   [[nodiscard]] Status truncate(std::size_t length) noexcept {
     if (length > length_) return Status::kBadArgument;
+    if (kRing && length_ - length > kPrefillChunk && length != 0) return Status::kBadArgument;
     length_ = length;
     return Status::kOk;
   }
@@ -315,8 +340,15 @@ class KvAttention {
   /// Tokens in the cache (the position of the next token).
   std::size_t length() const noexcept { return length_; }
 
-  /// Capacity in tokens (T_max).
-  static constexpr std::size_t capacity() noexcept { return Cfg::kTMax; }
+  /// Capacity in tokens: T_max; in ring mode (SlidingWindow) SIZE_MAX (no limit: the cache
+  /// keeps the last kRingTokens).
+  static constexpr std::size_t capacity() noexcept { return kRing ? SIZE_MAX : Cfg::kTMax; }
+
+  /// The oldest position still held (0, or in ring mode length() - kRingTokens once the ring
+  /// has wrapped).
+  std::size_t oldest() const noexcept {
+    return (kRing && length_ > kRingTokens) ? length_ - kRingTokens : 0;
+  }
 
  private:
   /// With W_O, prefill writes a chunk's y rows after reading its x rows and before reading
@@ -355,6 +387,42 @@ class KvAttention {
       return cache_.vs + g * kTPad;
     else
       return (void)g, nullptr;
+  }
+
+  /// Cache slot of position p (ring: p mod kRingTokens, mirrored kRingTokens above).
+  static std::size_t slot(std::size_t p) noexcept { return kRing ? p % kRingTokens : p; }
+  /// Stores n tokens' keys and values (rows of k / v) of head g at positions pos .. : at their
+  /// slots, and in ring mode also at the mirror slots.
+  void store_kv(std::size_t g, const float* k, std::size_t ldk, const float* v, std::size_t ldv,
+                std::size_t n, std::size_t pos) noexcept {
+    if constexpr (!kRing) {
+      store_keys(g, k, ldk, n, pos);
+      store_values(g, v, ldv, n, pos);
+    } else {
+      for (std::size_t t = 0; t < n; ++t) {
+        const std::size_t s0 = slot(pos + t);
+        for (std::size_t s : {s0, s0 + kRingTokens}) {
+          store_keys(g, k + t * ldk, ldk, 1, s);
+          store_values(g, v + t * ldv, ldv, 1, s);
+        }
+      }
+    }
+  }
+  /// The kernels' view of the ring for tokens at positions L .. L + T - 1: key index j holds
+  /// position key_pos0 + j, and every position those tokens see is at an index < n_keys.
+  struct RingView {
+    std::size_t key_pos0;
+    std::size_t n_keys;
+  };
+  static RingView ring_view(std::size_t L, std::size_t T) noexcept {
+    if constexpr (!kRing) {
+      return {0, L + T};
+    } else {
+      // Oldest position the call's tokens may see (L - W + 1 >= it, as kRingTokens >= W + T - 1).
+      const std::size_t p0 = L + T > kRingTokens ? L + T - kRingTokens : 0;
+      const std::size_t base = p0 - p0 % kRingTokens;
+      return {base, L + T - base};
+    }
   }
 
   /// Scale of one int8 cache row: max |r[d]| / 127, or NaN when the row holds a NaN or an
@@ -406,6 +474,7 @@ class KvAttention {
   void run_prefill(const float* x, std::size_t T, float* y) noexcept {
     const WeightLayout lay = w_.layout;
     const std::size_t L = length_;
+    rope_.cover(L, T);
     PrefillWork& pw = pw_;
     float* ctx = Cfg::kHasOutProj ? pw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
@@ -417,22 +486,33 @@ class KvAttention {
       internal::project<Arch>(T, D, DM, x, DM, wk, Cfg::kBiasK ? w_.b_k + g * D : nullptr,
                               kernels::StoreRowMajor{pw.q, D}, pw.pack);
       rope_.apply(pw.q, D, D, T, 1, L);
-      store_keys(g, pw.q, D, T, L);
-      // V: straight into the fp32 cache's rows, or through the Q buffer into the int8 cache.
-      if constexpr (!kQCache) {
+      // V: straight into the fp32 cache's rows, or through the Q buffer (after K has left it)
+      // into the int8 cache or the ring.
+      if constexpr (!kQCache && !kRing) {
+        store_keys(g, pw.q, D, T, L);
         internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
                                 kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
-      } else {
+      } else if constexpr (!kRing) {
+        store_keys(g, pw.q, D, T, L);
         internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
                                 kernels::StoreRowMajor{pw.q, D}, pw.pack);
         store_values(g, pw.q, D, T, L);
+      } else {
+        // Ring: K and V side by side in the Q buffer (kPrefillChunk * G * D >= 2 * T * D when
+        // G >= 2; with G == 1 V goes through the context buffer), then into their slots.
+        float* vbuf = G >= 2 ? pw.q + T * D : pw.vstage;
+        internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
+                                kernels::StoreRowMajor{vbuf, D}, pw.pack);
+        store_kv(g, pw.q, D, vbuf, D, T, L);
       }
       internal::project<Arch>(T, G * D, DM, x, DM, wq, Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
                               kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
       rope_.apply(pw.q, G * D, D, T, G, L);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
-      kernels::f32_attn_rows<Arch, D>(rows, L + T, kt_head(g), v_head(g), scale(), pw.tile,
-                                      ks_head(g), vs_head(g));
+      const RingView rv = ring_view(L, T);
+      const kernels::KeyMask mask{rv.n_keys, rv.key_pos0, Cfg::kWindow, true};
+      kernels::f32_attn_rows<Arch, D, false>(rows, mask, kt_head(g), v_head(g), scale(), pw.tile,
+                                             ks_head(g), vs_head(g));
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
@@ -444,6 +524,7 @@ class KvAttention {
   void run_decode(const float* x, float* y) noexcept {
     const WeightLayout lay = w_.layout;
     const std::size_t L = length_;
+    rope_.cover(L, 1);
     DecodeWork& dw = dw_;
     // Projections of the token: every weight read once.
     const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0, w_.s_q);
@@ -456,11 +537,14 @@ class KvAttention {
     rope_.apply(dw.k, KD, D, 1, HKV, L);
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) {
-      store_keys(g, dw.k + g * D, D, 1, L);
-      store_values(g, dw.v + g * D, D, 1, L);
-      kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D, L + 1,
-                                                  kt_head(g), v_head(g), scale(), dw.att,
-                                                  ks_head(g), vs_head(g));
+      store_kv(g, dw.k + g * D, D, dw.v + g * D, D, 1, L);
+      // The keys the token sees: all L + 1, or the window's last W (one run of ring slots).
+      const RingView rv = ring_view(L, 1);
+      const std::size_t first =
+          (Cfg::kWindow != 0 && L + 1 > Cfg::kWindow) ? L + 1 - Cfg::kWindow : 0;
+      kernels::f32_attn_decode<Arch, D, G, kTPad>(
+          dw.q + g * G * D, D, ctx + g * G * D, D, L + 1 - first, kt_head(g), v_head(g), scale(),
+          dw.att, ks_head(g), vs_head(g), first - rv.key_pos0);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);

@@ -25,16 +25,20 @@ inline void linear(const float* x, std::size_t T, std::size_t k, std::size_t n, 
 /// (offset = T_k - T_q: bottom-right alignment, as with a KV cache).
 /// s: scratch of T_k doubles. weights (optional) receives the softmax rows, [H][T_q][T_k].
 /// (No heap: the same oracle runs on Cortex-M.)
+/// Mask: causal (query i sees keys lo .. i + offset) with lo = i + offset + 1 - window when
+/// window > 0 (a sliding window), else 0; causal == false: every query sees every key.
 inline void core(const double* q, const double* k, const double* v, std::size_t T_q,
                  std::size_t T_k, std::size_t H, std::size_t Hkv, std::size_t D, double scale,
-                 double* out, double* s, double* weights = nullptr) {
+                 double* out, double* s, double* weights = nullptr, std::size_t window = 0,
+                 bool causal = true) {
   const std::size_t G = H / Hkv, offset = T_k - T_q;
   for (std::size_t h = 0; h < H; ++h) {
     const std::size_t g = h / G;
     for (std::size_t i = 0; i < T_q; ++i) {
-      const std::size_t n_vis = i + offset + 1;
+      const std::size_t n_vis = causal ? i + offset + 1 : T_k;
+      const std::size_t lo = (causal && window && n_vis > window) ? n_vis - window : 0;
       double mx = -INFINITY;
-      for (std::size_t j = 0; j < n_vis; ++j) {
+      for (std::size_t j = lo; j < n_vis; ++j) {
         double d = 0;
         for (std::size_t e = 0; e < D; ++e)
           d += q[i * H * D + h * D + e] * k[j * Hkv * D + g * D + e];
@@ -42,18 +46,18 @@ inline void core(const double* q, const double* k, const double* v, std::size_t 
         mx = s[j] > mx ? s[j] : mx;
       }
       double sum = 0;
-      for (std::size_t j = 0; j < n_vis; ++j) {
+      for (std::size_t j = lo; j < n_vis; ++j) {
         s[j] = std::exp(s[j] - mx);
         sum += s[j];
       }
       for (std::size_t e = 0; e < D; ++e) {
         double acc = 0;
-        for (std::size_t j = 0; j < n_vis; ++j) acc += s[j] / sum * v[j * Hkv * D + g * D + e];
+        for (std::size_t j = lo; j < n_vis; ++j) acc += s[j] / sum * v[j * Hkv * D + g * D + e];
         out[i * H * D + h * D + e] = acc;
       }
       if (weights)
         for (std::size_t j = 0; j < T_k; ++j)
-          weights[(h * T_q + i) * T_k + j] = j < n_vis ? s[j] / sum : 0.0;
+          weights[(h * T_q + i) * T_k + j] = (j >= lo && j < n_vis) ? s[j] / sum : 0.0;
     }
   }
 }
@@ -64,6 +68,8 @@ struct LayerRef {
   bool out_in;                                         // weights in PyTorch [out][in] layout
   const float *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;  // wo null: no output projection
   std::size_t d_out = 0;                               // W_O's output width; 0: d_model
+  std::size_t window = 0;                              // sliding window W; 0: none
+  bool causal = true;                                  // false: Mask::kNone
 };
 
 /// y = ctx · W_O (+ b_O), or y = ctx when the layer has no W_O.
@@ -108,7 +114,7 @@ inline void layer(const LayerRef& L, const float* x, std::size_t T, double scale
   linear(x, T, L.d_model, KD, L.wk, L.out_in, L.bk, k);
   linear(x, T, L.d_model, KD, L.wv, L.out_in, L.bv, v);
   rotate(q, k, T);
-  core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s);
+  core(q, k, v, T, T, L.H, L.Hkv, L.D, scale, ctx, s, nullptr, L.window, L.causal);
   output(L, ctx, T, y);
 }
 

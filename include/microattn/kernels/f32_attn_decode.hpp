@@ -69,7 +69,9 @@ inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, con
 ///        f32_attn_rows), covering round_up(n_keys, kBK) keys; columns past n_keys are read
 ///        and ignored
 ///   v:   values [n_keys][kDPad] row-major; only the first n_keys rows are read
-/// 1 <= n_keys <= kKeys. out may alias q (q is copied before out is written).
+/// The keys are key0 .. key0 + n_keys - 1 (a ring-buffer cache's window; key0 = 0 otherwise):
+/// tiles are read from the one holding key0, and only those keys reach the softmax and P·V.
+/// 1 <= n_keys, key0 + n_keys <= kKeys. out may alias q (q is copied before out is written).
 ///
 /// qs8 form (CE = int8_t, an int8 cache): key j is k_scale[j] * kt(j), value j is
 /// v_scale[j] * v(j); int8 rows are widened in registers, each score scaled once after its dot
@@ -79,7 +81,8 @@ template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys, 
 void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                      std::size_t o_head_stride, std::size_t n_keys, const CE* kt, const CE* v,
                      float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc,
-                     const float* k_scale = nullptr, const float* v_scale = nullptr) noexcept {
+                     const float* k_scale = nullptr, const float* v_scale = nullptr,
+                     std::size_t key0 = 0) noexcept {
   constexpr bool kQ = !std::is_same<CE, float>::value;
   using V = internal::Vec<Arch>;
   using Tl = internal::Tiles<Arch>;
@@ -91,7 +94,8 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   constexpr std::size_t R = kRows < Tl::kMR ? kRows : Tl::kMR;
   constexpr std::size_t CS = detail::decode_cols(kBudget, R, BK / W);    // score columns
   constexpr std::size_t CP = detail::decode_cols(kBudget, R, DPad / W);  // output columns
-  MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys);
+  MICROATTN_ASSERT(n_keys >= 1 && key0 + n_keys <= kKeys);
+  const std::size_t k_end = key0 + n_keys;
 
   // Scores in base 2 (scale and log2 e folded into Q once): the exponential is f32_exp2.
   const float qscale = scale * kLog2e;
@@ -100,9 +104,9 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
       sc.q[e * kDHead + d] = q[e * q_head_stride + d] * qscale;
 
   // Pass 1: S = (scale Q) K^T, one key tile after the other (each tile read once).
-  for (std::size_t j0 = 0; j0 < n_keys; j0 += BK) {
+  for (std::size_t j0 = key0 / BK * BK; j0 < k_end; j0 += BK) {
     const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
-    const std::size_t kvalid = internal::min_size(BK, n_keys - j0);
+    const std::size_t kvalid = internal::min_size(BK, k_end - j0);
     for (std::size_t c0 = 0; c0 < kvalid; c0 += CS * W)
       detail::gemm_row_blocks<Arch, kRows, R, CS>(kDHead, sc.q, kDHead, ktile + c0, BK,
                                                   sc.s + j0 + c0, kKeys);
@@ -111,10 +115,10 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   // Exact softmax of each row (unnormalised: P = 2^(S - max), l = sum P; S is in base 2).
   float l[kRows];
   for (std::size_t e = 0; e < kRows; ++e) {
-    float* s = sc.s + e * kKeys;
-    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, k_scale);
+    float* s = sc.s + e * kKeys + key0;
+    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, k_scale + key0);
     l[e] = detail::exp2_row<Arch>(s, n_keys, detail::row_max<Arch>(s, n_keys));
-    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, v_scale);
+    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, v_scale + key0);
   }
 
   // Pass 2: O = P V, V streamed from memory once. When one register block holds every output
@@ -124,11 +128,11 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   // chunk before the next: otherwise each block would stream all of V again.
   constexpr std::size_t kBlocks = DPad / (CP * W);
   const std::size_t chunk = kBlocks == 1 ? n_keys : BK;
-  for (std::size_t j0 = 0; j0 < n_keys; j0 += chunk) {
-    const std::size_t kc = internal::min_size(chunk, n_keys - j0);
+  for (std::size_t j0 = key0; j0 < k_end; j0 += chunk) {
+    const std::size_t kc = internal::min_size(chunk, k_end - j0);
     for (std::size_t c0 = 0; c0 < DPad; c0 += CP * W)
       detail::gemm_row_blocks<Arch, kRows, R, CP>(kc, sc.s + j0, kKeys, v + j0 * DPad + c0, DPad,
-                                                  sc.o + c0, DPad, j0 != 0);
+                                                  sc.o + c0, DPad, j0 != key0);
   }
 
   for (std::size_t e = 0; e < kRows; ++e) {

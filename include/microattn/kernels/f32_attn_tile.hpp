@@ -27,6 +27,7 @@ struct AttnScratch {
   alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows
   float m[Tl::kBQ];                                ///< running row max
   float l[Tl::kBQ];                                ///< running row sum
+  unsigned char started[Tl::kBQ];                  ///< row has seen a key (m, l are set)
 };
 
 /// Writes n keys (rows of k, row stride ldk, kDHead floats each) as keys row0 .. row0 + n - 1
@@ -56,6 +57,40 @@ struct QueryRows {
   std::size_t n_tokens;
   std::size_t heads;
   std::size_t pos0;  ///< absolute position of token 0 (cached tokens before it)
+};
+
+/// Which keys each query row sees: the mask, analytically (O(1) per row). Keys are numbered by
+/// index; key index j holds the token at position key_pos0 + j, and indices 0 .. n_keys - 1
+/// exist. A row at position p sees the key indices [lo(p), hi(p)):
+///   causal (window 0)      positions 0 .. p
+///   sliding window W       positions p - W + 1 .. p (causal)
+///   none (causal false)    every key
+/// Tiles outside every row's range are never computed; a tile crossing an edge computes only
+/// the columns its rows see.
+struct KeyMask {
+  std::size_t n_keys;
+  std::size_t key_pos0 = 0;
+  std::size_t window = 0;
+  bool causal = true;
+  std::size_t lo(std::size_t pos) const noexcept {
+    if (!causal || window == 0 || pos + 1 <= window) return 0;
+    const std::size_t first = pos + 1 - window;
+    return first > key_pos0 ? first - key_pos0 : 0;
+  }
+  std::size_t hi(std::size_t pos) const noexcept {
+    if (!causal) return n_keys;
+    const std::size_t h = pos + 1 - key_pos0;
+    return h < n_keys ? h : n_keys;
+  }
+};
+
+/// Where f32_attn_rows writes the softmax probabilities when asked (attention maps): row
+/// (token i, head e) of the rows at p + e * head_stride + i * ld, one float per key index
+/// (0 .. n_keys - 1), zero where the mask hides the key.
+struct MapRows {
+  float* p;
+  std::size_t ld;
+  std::size_t head_stride;
 };
 
 namespace detail {
@@ -114,35 +149,44 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 
 }  // namespace detail
 
-/// Causal attention of rows over keys 0 .. n_keys - 1: row at position p sees keys j <= p.
+/// Attention of `rows` over keys 0 .. mask.n_keys - 1 under `mask` (see KeyMask).
 ///   kt: keys as tiles of K^T, tile t = [kDHead][kBK] floats at kt + t * kDHead * kBK, covering
-///       at least round_up(n_keys, kBK) keys (columns past n_keys may hold anything).
+///       at least round_up(n_keys, kBK) keys (columns no row sees may hold anything).
 ///   v:  values [n_keys][kDPad] row-major (columns past kDHead are read into padding only).
 ///   scale: multiplies Q once per row before the scores (1/sqrt(d_head) by default), together
 ///          with log2 e: the running max and the exponentials are in base 2.
-/// Key tiles wholly above the diagonal are skipped; in a tile crossing it, a row's softmax and
-/// P·V use exactly the keys it sees (decided by index, never by a -inf score), so no value of
-/// a later key, NaN included, reaches an earlier row: outputs are causal bit for bit.
+/// Key tiles outside every row's range are skipped; in a tile crossing a mask edge, a row's
+/// softmax and P·V use exactly the keys it sees (decided by index, never by a -inf score), so
+/// no value of a hidden key, NaN included, reaches a row: causal outputs are causal bit for bit.
 ///
 /// qs8 form (CE = int8_t: an int8 KV cache): kt and v hold int8 values, key j's K row is
 /// k_scale[j] * kt(j) and its V row v_scale[j] * v(j) (k_scale, v_scale: n_keys floats). The
 /// int8 tiles are widened in the micro-kernel's registers; a score is scaled once
 /// (s_j = k_scale[j] * q·kt(j)) and a probability once (p_j v_scale[j], after the row sum), so
 /// the result is fp32 attention over the dequantised cache.
-template <class Arch, std::size_t kDHead, class CE = float>
-void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
+///
+/// kMaps: also writes each row's softmax probabilities to *maps (attention maps): the kernel
+/// keeps the row's base-2 scores (the very scores its online softmax used) and, once the row's
+/// max m and sum l are final, turns them into 2^(s - m) / l with the same exp2 and the same 1/l
+/// as the output row. Without kMaps none of this is compiled.
+template <class Arch, std::size_t kDHead, bool kMaps = false, class CE = float>
+void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v,
                    float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
-                   const float* v_scale = nullptr) noexcept {
+                   const float* v_scale = nullptr, const MapRows* maps = nullptr) noexcept {
   constexpr bool kQ = !std::is_same<CE, float>::value;
   using Tl = internal::Tiles<Arch>;
+  using V = internal::Vec<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
   constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
-  MICROATTN_ASSERT(n_keys >= 1 && rows.pos0 + rows.n_tokens <= n_keys);
+  const std::size_t n_keys = mask.n_keys;
+  MICROATTN_ASSERT(n_keys >= 1);
+  MICROATTN_ASSERT(!kMaps || maps != nullptr);
 
   // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
   const float qscale = scale * kLog2e;
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
+  auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
     // Scaled query rows, zeroed accumulators.
@@ -151,48 +195,63 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, cons
       const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
       for (std::size_t d = 0; d < kDHead; ++d) sc.q[i * kDHead + d] = src[d] * qscale;
       for (std::size_t d = 0; d < DPad; ++d) sc.o[i * DPad + d] = 0.0f;
+      sc.started[i] = 0;
     }
-    const std::size_t pos_last = rows.pos0 + (r0 + bq - 1) / G;
-    const std::size_t n_vis = internal::min_size(pos_last + 1, n_keys);  // keys any row sees
-    for (std::size_t j0 = 0; j0 < n_vis; j0 += BK) {
-      const std::size_t kvalid = internal::min_size(BK, n_vis - j0);
+    // Keys any row of the tile sees: lo and hi grow with the position.
+    const std::size_t k_begin = mask.lo(pos_of(r0)) / BK * BK;
+    const std::size_t k_end = mask.hi(pos_of(r0 + bq - 1));
+    for (std::size_t j0 = k_begin; j0 < k_end; j0 += BK) {
+      const std::size_t kvalid = internal::min_size(BK, n_keys - j0);
       const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
-      // Keys of this tile that the row at position pos sees: 0 .. visible(pos) - 1.
-      auto visible = [&](std::size_t pos) {
-        return pos + 1 > j0 ? internal::min_size(pos + 1 - j0, kvalid) : std::size_t{0};
+      // Keys of this tile that the row at position pos sees: [first(pos), last(pos)).
+      auto first = [&](std::size_t pos) {
+        const std::size_t a = mask.lo(pos);
+        return a > j0 ? internal::min_size(a - j0, kvalid) : std::size_t{0};
       };
-      // S = (scale Q) K^T for this tile, by groups of MR rows. A group computes the keys its
-      // last row sees: on a tile crossing the diagonal that skips the work above it (about a
-      // tenth of all the tile work at BQ 48, BK 64). Scores a row does not see are never read.
+      auto last = [&](std::size_t pos) {
+        const std::size_t b = mask.hi(pos);
+        return b > j0 ? internal::min_size(b - j0, kvalid) : std::size_t{0};
+      };
+      // S = (scale Q) K^T for this tile, by groups of MR rows, over the columns the group's rows
+      // see (the first row's first key to the last row's last): on a tile crossing a mask edge
+      // that skips the work outside it. Scores a row does not see are never read.
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t keys = visible(rows.pos0 + (r0 + i + mr - 1) / G);
-        for (std::size_t jn = 0; jn < keys; jn += NR)
+        const std::size_t a = first(pos_of(r0 + i)) / NR * NR;
+        const std::size_t b = last(pos_of(r0 + i + mr - 1));
+        for (std::size_t jn = a; jn < b; jn += NR)
           f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
                                       sc.s + i * BK + jn, BK, nullptr, false);
       }
-      // Online softmax, row by row, over the keys the row sees. Every row sees key 0, so
-      // tile 0 starts each row's running max and sum.
+      // Online softmax, row by row, over the keys the row sees; the first tile a row sees
+      // starts its running max and sum.
       for (std::size_t i = 0; i < bq; ++i) {
-        const std::size_t n = visible(rows.pos0 + (r0 + i) / G);
-        if (n == 0) continue;
-        float* srow = sc.s + i * BK;
-        if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0);
+        const std::size_t pos = pos_of(r0 + i);
+        const std::size_t a = first(pos), b = last(pos);
+        if (a >= b) continue;
+        const std::size_t n = b - a;
+        float* srow = sc.s + i * BK + a;
+        if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0 + a);
+        if constexpr (kMaps) {
+          const std::size_t r = r0 + i;
+          float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
+          for (std::size_t j = 0; j < n; ++j) mrow[j] = srow[j];
+        }
         const float tile_max = detail::row_max<Arch>(srow, n);
-        if (j0 == 0) {
+        if (!sc.started[i]) {
+          sc.started[i] = 1;
           sc.m[i] = tile_max;
           sc.l[i] = detail::exp2_row<Arch>(srow, n, tile_max);
-          if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0);
+          if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
           continue;
         }
         const float m_old = sc.m[i];
         const float m_new = tile_max > m_old ? tile_max : m_old;
         const float row_sum = detail::exp2_row<Arch>(srow, n, m_new);
-        if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0);
+        if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
         if (m_new != m_old) {
           const float alpha = f32_exp2_scalar(m_old - m_new);
           sc.l[i] = sc.l[i] * alpha + row_sum;
-          using V = internal::Vec<Arch>;
           const typename V::type va = V::set1(alpha);
           float* orow = sc.o + i * DPad;
           for (std::size_t d = 0; d < DPad; d += V::kWidth)
@@ -202,35 +261,71 @@ void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, cons
           sc.l[i] += row_sum;
         }
       }
-      // O += P V for this tile: each group over the keys its first row sees (all its rows see
-      // them), then each later row alone over the few more keys it sees. A group never
-      // multiplies a row's P by a V row that row does not see (0 * NaN would be NaN).
+      // O += P V for this tile: each group over the keys all its rows see (the last row's first
+      // to the first row's last), then each row alone over the few more it sees on either
+      // side. A group never multiplies a row's P by a V row that row does not see (0 * NaN
+      // would be NaN).
       const CE* vtile = v + j0 * DPad;
+      // One row's whole output in one call where it fits the registers (SIMD arches: d_head 64
+      // is 4 or 8 vectors): the rows' own keys at mask edges are many short calls.
+      constexpr std::size_t kRowVecs = DPad / V::kWidth;
+      auto pv = [&](std::size_t i, std::size_t mr, std::size_t a, std::size_t b) {
+        if constexpr (kRowVecs <= 8 && V::kWidth > 1) {
+          if (mr == 1) {
+            f32_gemm_ukernel<Arch, 1, kRowVecs>(b - a, sc.s + i * BK + a, BK, vtile + a * DPad,
+                                                DPad, sc.o + i * DPad, DPad, nullptr, true);
+            return;
+          }
+        }
+        for (std::size_t dn = 0; dn < DPad; dn += NR)
+          f32_gemm_ukernel_rows<Arch>(mr, b - a, sc.s + i * BK + a, BK, vtile + a * DPad + dn, DPad,
+                                      sc.o + i * DPad + dn, DPad, nullptr, true);
+      };
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t common = visible(rows.pos0 + (r0 + i) / G);
-        if (common != 0)
-          for (std::size_t dn = 0; dn < DPad; dn += NR)
-            f32_gemm_ukernel_rows<Arch>(mr, common, sc.s + i * BK, BK, vtile + dn, DPad,
-                                        sc.o + i * DPad + dn, DPad, nullptr, true);
-        for (std::size_t e = 1; e < mr; ++e) {
-          const std::size_t n = visible(rows.pos0 + (r0 + i + e) / G);
-          if (n == common) continue;
-          const float* prow = sc.s + (i + e) * BK + common;
-          for (std::size_t dn = 0; dn < DPad; dn += NR)
-            f32_gemm_ukernel_rows<Arch>(1, n - common, prow, BK, vtile + common * DPad + dn, DPad,
-                                        sc.o + (i + e) * DPad + dn, DPad, nullptr, true);
+        const std::size_t ca = first(pos_of(r0 + i + mr - 1));
+        const std::size_t cb = last(pos_of(r0 + i));
+        const bool common = ca < cb;
+        if (common) pv(i, mr, ca, cb);
+        for (std::size_t e = 0; e < mr; ++e) {
+          const std::size_t pos = pos_of(r0 + i + e);
+          const std::size_t a = first(pos), b = last(pos);
+          if (a >= b) continue;
+          if (!common) {
+            pv(i + e, 1, a, b);
+            continue;
+          }
+          if (a < ca) pv(i + e, 1, a, ca);
+          if (cb < b) pv(i + e, 1, cb, b);
         }
       }
     }
-    // Normalise and write the rows out.
+    // Normalise and write the rows out (and the maps' rows: 2^(s - m) / l where the row sees
+    // the key, 0 elsewhere).
     for (std::size_t i = 0; i < bq; ++i) {
       const std::size_t r = r0 + i;
       float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
       const float inv = 1.0f / sc.l[i];
       for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
+      if constexpr (kMaps) {
+        float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
+        const std::size_t pos = pos_of(r);
+        const std::size_t a = mask.lo(pos), b = mask.hi(pos);
+        for (std::size_t j = 0; j < a; ++j) mrow[j] = 0.0f;
+        (void)detail::exp2_row<Arch>(mrow + a, b - a, sc.m[i]);
+        for (std::size_t j = a; j < b; ++j) mrow[j] *= inv;
+        for (std::size_t j = b; j < n_keys; ++j) mrow[j] = 0.0f;
+      }
     }
   }
+}
+
+/// Causal attention over keys 0 .. n_keys - 1 (the row at position p sees keys 0 .. p).
+template <class Arch, std::size_t kDHead, class CE = float>
+void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
+                   float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
+                   const float* v_scale = nullptr) noexcept {
+  f32_attn_rows<Arch, kDHead, false>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
 }
 
 }  // namespace kernels

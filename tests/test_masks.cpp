@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: Apache-2.0
+// Mask kinds (causal, none, sliding window), attention maps, and the ring-buffer KV cache of
+// sliding-window layers, against the double-precision reference with the same mask.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/microattn.hpp"
+#include "reference/attention_ref.hpp"
+#include "reference/rope_ref.hpp"
+#include "support/check.hpp"
+#include "support/random_weights.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::Config;
+using microattn::KvAttention;
+using microattn::Mask;
+using microattn::MultiHeadAttention;
+using microattn::RopeConfig;
+using microattn::ScaledDotProductAttention;
+using microattn::SlidingWindow;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn_test::for_each_arch;
+
+#if defined(MICROATTN_TEST_QUICK)
+constexpr bool kQuick = true;
+#else
+constexpr bool kQuick = false;
+#endif
+
+// T_max past two SIMD key tiles (64) and many scalar ones (16); smaller under emulation.
+constexpr std::size_t kT = kQuick ? 40 : 150;
+constexpr std::size_t kDM = 24, kH = 4, kHkv = 2, kD = 8;
+template <auto... kOpts>
+using Cfg = Config<kT, kDM, kH, kHkv, kD, Bias::kYes, kOpts...>;
+
+float g_x[kT * kDM], g_y[kT * kDM], g_y2[kT * kDM];
+double g_ref[kT * kDM];
+double g_scratch[microattn_ref::layer_scratch(kT, kH, kHkv, kD)];
+float g_maps[kH * kT * kT];
+double g_wref[kH * kT * kT];
+
+template <class C>
+microattn_ref::LayerRef ref_of(const microattn_test::RandomWeights<C>& w) {
+  microattn_ref::LayerRef r = w.ref(WeightLayout::kInOut);
+  r.window = C::kWindow;
+  r.causal = C::kCausal;
+  return r;
+}
+
+/// The layer with mask C at several T, each arch, against the reference; also the maps.
+template <class C>
+void check_layer_mask(std::uint64_t seed) {
+  static microattn_test::RandomWeights<C> w;
+  w.fill(seed);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    using Tl = microattn::internal::Tiles<A>;
+    static MultiHeadAttention<C, A> layer;
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    const std::size_t Ts[] = {1, 7, Tl::kBK - 1, Tl::kBK + 1, 2 * Tl::kBK + 5, kT};
+    for (std::size_t T : Ts) {
+      if (T > kT) continue;
+      microattn_test::Rng(seed + T).fill(g_x, T * kDM, -1.0f, 1.0f);
+      ASSERT_EQ(layer.forward(g_x, T, g_y), Status::kOk);
+      microattn_ref::layer(ref_of(w), g_x, T, microattn::default_scale<C>(), g_ref, g_scratch);
+      const double chain = kDM + 2.0 * kD + double(T) + kH * kD + 4;
+      const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * kDM));
+      EXPECT_LE(microattn_test::max_diff(g_y, g_ref, T * kDM), tol)
+          << A::name() << " T " << T << " window " << C::kWindow << " causal " << C::kCausal;
+      // The maps call gives the same output, bit for bit (same kernel, same order).
+      ASSERT_EQ(layer.forward_with_maps(g_x, T, g_y2, g_maps, kH * T * T), Status::kOk);
+      EXPECT_EQ(std::memcmp(g_y, g_y2, T * kDM * sizeof(float)), 0) << A::name() << " T " << T;
+    }
+  });
+}
+
+TEST(Masks, LayerNone) { check_layer_mask<Cfg<Mask::kNone>>(1); }
+TEST(Masks, LayerCausal) { check_layer_mask<Cfg<Mask::kCausal>>(2); }
+TEST(Masks, LayerWindow1) { check_layer_mask<Cfg<SlidingWindow{1}>>(3); }
+TEST(Masks, LayerWindowBelowTile) { check_layer_mask<Cfg<SlidingWindow{5}>>(4); }
+TEST(Masks, LayerWindowScalarTile) { check_layer_mask<Cfg<SlidingWindow{16}>>(5); }
+TEST(Masks, LayerWindowSimdTile) { check_layer_mask<Cfg<SlidingWindow{64}>>(6); }
+TEST(Masks, LayerWindowNotATileMultiple) { check_layer_mask<Cfg<SlidingWindow{37}>>(7); }
+TEST(Masks, LayerWindowAboveT) { check_layer_mask<Cfg<SlidingWindow{kT + 50}>>(8); }
+
+/// The core with mask C against the reference core, and its maps against the reference's
+/// softmax weights: rows sum to 1, exact zeros where masked, and out == P·V from the map.
+constexpr std::size_t QD = kH * kD, KD = kHkv * kD;
+float q[kT * QD], k[kT * KD], v[kT * KD];
+double qd[kT * QD], kd[kT * KD], vd[kT * KD];
+double s[kT];
+
+template <class C>
+void check_core_maps(std::uint64_t seed) {
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static ScaledDotProductAttention<C, A> core;
+    const std::size_t Ts[] = {1, 9, kT};
+    for (std::size_t T : Ts) {
+      microattn_test::Rng rng(seed + T);
+      rng.fill(q, T * QD, -2.0f, 2.0f);
+      rng.fill(k, T * KD, -2.0f, 2.0f);
+      rng.fill(v, T * KD, -1.0f, 1.0f);
+      for (std::size_t i = 0; i < T * QD; ++i) qd[i] = q[i];
+      for (std::size_t i = 0; i < T * KD; ++i) kd[i] = k[i], vd[i] = v[i];
+      for (std::size_t i = 0; i < kH * T * T; ++i) g_maps[i] = -1.0f;
+      ASSERT_EQ(core.forward_with_maps(q, k, v, T, g_y, g_maps, kH * T * T), Status::kOk);
+      microattn_ref::core(qd, kd, vd, T, T, kH, kHkv, kD, microattn::default_scale<C>(), g_ref, s,
+                          g_wref, C::kWindow, C::kCausal);
+      // Probabilities: each a chain of d_head (score) + the exp (1 ulp, relative to the score
+      // magnitude ~ |q||k| scale <= 8 here) + the 1/l of T terms.
+      const double ptol = microattn_test::tolerance(kD + 8.0 * 4 + double(T), 1.0);
+      for (std::size_t h = 0; h < kH; ++h)
+        for (std::size_t i = 0; i < T; ++i) {
+          const float* row = g_maps + (h * T + i) * T;
+          const double* rref = g_wref + (h * T + i) * T;
+          double sum = 0;
+          for (std::size_t j = 0; j < T; ++j) {
+            sum += row[j];
+            if (rref[j] == 0.0) {
+              EXPECT_EQ(row[j], 0.0f)
+                  << "masked key must be exactly 0: h " << h << " i " << i << " j " << j;
+            }
+            EXPECT_NEAR(row[j], rref[j], ptol)
+                << A::name() << " h " << h << " i " << i << " j " << j;
+          }
+          EXPECT_NEAR(sum, 1.0, microattn_test::tolerance(double(T) + 2, 1.0))
+              << A::name() << " h " << h << " i " << i;
+          // out == P·V with the map's P.
+          const std::size_t g = h / (kH / kHkv);
+          for (std::size_t d = 0; d < kD; ++d) {
+            double acc = 0;
+            for (std::size_t j = 0; j < T; ++j) acc += double(row[j]) * v[j * KD + g * kD + d];
+            EXPECT_NEAR(g_y[i * QD + h * kD + d], acc,
+                        microattn_test::tolerance(kD + 8.0 * 4 + 2.0 * T, 1.0))
+                << A::name() << " h " << h << " i " << i;
+          }
+        }
+      const double tol = microattn_test::tolerance(kD + 8.0 * 4 + double(T), 1.0);
+      EXPECT_LE(microattn_test::max_diff(g_y, g_ref, T * QD), tol) << A::name() << " T " << T;
+    }
+  });
+}
+
+TEST(Maps, CoreCausal) { check_core_maps<Cfg<>>(11); }
+TEST(Maps, CoreNone) { check_core_maps<Cfg<Mask::kNone>>(12); }
+TEST(Maps, CoreWindow) { check_core_maps<Cfg<SlidingWindow{6}>>(13); }
+TEST(Maps, CoreWindowNotATileMultiple) { check_core_maps<Cfg<SlidingWindow{21}>>(14); }
+
+TEST(Maps, WorkedExampleOfTheTeachingNotes) {
+  // seeds/002: "The cat sat", Q = K = X, V given, scale 1, causal. The notes print the weights
+  // cut to three digits: [1, 0, 0], [0.268, 0.731, 0], [0.211, 0.211, 0.576].
+  using W = Config<3, 2, 1, 1, 2>;
+  const float x[] = {1, 0, 0, 1, 1, 1}, v[] = {1, 2, 3, 0, 0, 1};
+  const float printed[9] = {1, 0, 0, 0.268f, 0.731f, 0, 0.211f, 0.211f, 0.576f};
+  float out[6], maps[9];
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    ScaledDotProductAttention<W, A> core;
+    ASSERT_EQ(core.set_scale(1.0f), Status::kOk);
+    ASSERT_EQ(core.forward_with_maps(x, x, v, 3, out, maps, 9), Status::kOk);
+    const double e = std::exp(1.0), e2 = std::exp(2.0);
+    const double exact[9] = {1,
+                             0,
+                             0,
+                             1 / (1 + e),
+                             e / (1 + e),
+                             0,
+                             e / (2 * e + e2),
+                             e / (2 * e + e2),
+                             e2 / (2 * e + e2)};
+    for (int i = 0; i < 9; ++i) {
+      EXPECT_EQ(std::floor(maps[i] * 1000.0f) / 1000.0f, printed[i]) << A::name() << " " << i;
+      EXPECT_NEAR(maps[i], exact[i], 4e-7) << A::name() << " " << i;
+    }
+    EXPECT_EQ(maps[1], 0.0f);
+    EXPECT_EQ(maps[2], 0.0f);
+    EXPECT_EQ(maps[5], 0.0f);
+  });
+}
+
+TEST(Maps, BadInputWritesNothing) {
+  using C = Cfg<>;
+  static microattn_test::RandomWeights<C> w;
+  w.fill(21);
+  static MultiHeadAttention<C> layer;
+  ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+  microattn_test::Rng(22).fill(g_x, 10 * kDM, -1, 1);
+  for (float& m : g_maps) m = 7.0f;
+  for (float& y : g_y) y = 7.0f;
+  EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, nullptr, 400), Status::kNullPointer);
+  EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, g_maps, kH * 100 - 1), Status::kBadArgument);
+  EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, g_x, kH * 100), Status::kOverlap);
+  EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, g_y + 1, kH * 100), Status::kOverlap);
+  EXPECT_EQ(layer.forward_with_maps(g_x, 0, g_y, g_maps, kH * 100), Status::kBadTokenCount);
+  for (float m : g_maps) ASSERT_EQ(m, 7.0f);
+  for (float y : g_y) ASSERT_EQ(y, 7.0f);
+}
+
+TEST(Masks, NoneIsPermutationEquivariant) {
+  // Without a mask or positions, attention commutes with permuting the tokens:
+  // layer(P x) = P layer(x) (up to rounding: the sums run in another order).
+  using C = Cfg<Mask::kNone>;
+  static microattn_test::RandomWeights<C> w;
+  w.fill(31);
+  static MultiHeadAttention<C> layer;
+  ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kOutIn)), Status::kOk);
+  const std::size_t T = kQuick ? 23 : 97;
+  static float xp[kT * kDM];
+  microattn_test::Rng(32).fill(g_x, T * kDM, -1, 1);
+  std::size_t perm[kT];
+  for (std::size_t i = 0; i < T; ++i) perm[i] = (i * 37 + 11) % T;  // 37 coprime with T
+  for (std::size_t i = 0; i < T; ++i)
+    std::memcpy(xp + i * kDM, g_x + perm[i] * kDM, kDM * sizeof(float));
+  ASSERT_EQ(layer.forward(g_x, T, g_y), Status::kOk);
+  ASSERT_EQ(layer.forward(xp, T, g_y2), Status::kOk);
+  double mag = 0, diff = 0;
+  for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t d = 0; d < kDM; ++d) {
+      const double a = g_y2[i * kDM + d], b = g_y[perm[i] * kDM + d];
+      mag = std::fmax(mag, std::fabs(b));
+      diff = std::fmax(diff, std::fabs(a - b));
+    }
+  EXPECT_LE(diff, 2 * microattn_test::tolerance(kDM + 2.0 * kD + T + kH * kD + 4, mag));
+  // ... and a causal layer does not (a check that can fail).
+  using CC = Cfg<>;
+  static MultiHeadAttention<CC> causal;
+  ASSERT_EQ(causal.set_weights(microattn::Weights<CC>(WeightLayout::kOutIn, w.wq, w.wk, w.wv, w.wo,
+                                                      w.bq, w.bk, w.bv, w.bo)),
+            Status::kOk);
+  ASSERT_EQ(causal.forward(g_x, T, g_y), Status::kOk);
+  ASSERT_EQ(causal.forward(xp, T, g_y2), Status::kOk);
+  double cdiff = 0;
+  for (std::size_t i = 0; i < T; ++i)
+    for (std::size_t d = 0; d < kDM; ++d)
+      cdiff = std::fmax(cdiff, std::fabs(double(g_y2[i * kDM + d]) - g_y[perm[i] * kDM + d]));
+  EXPECT_GT(cdiff, 1e-3);
+}
+
+TEST(Masks, SlidingWindowSeesExactlyItsBand) {
+  // A NaN in token j reaches rows j .. j + W - 1 and no other: rows before j are bit-identical
+  // to a run without it (causality), rows from j + W on too (the band).
+  constexpr std::size_t W = 9;
+  using C = Cfg<SlidingWindow{W}>;
+  static microattn_test::RandomWeights<C> w;
+  w.fill(41);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static MultiHeadAttention<C, A> layer;
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    const std::size_t T = kT, j = kQuick ? 13 : 70;
+    microattn_test::Rng(42).fill(g_x, T * kDM, -1, 1);
+    ASSERT_EQ(layer.forward(g_x, T, g_y), Status::kOk);
+    g_x[j * kDM + 3] = NAN;
+    ASSERT_EQ(layer.forward(g_x, T, g_y2), Status::kOk);
+    for (std::size_t t = 0; t < T; ++t) {
+      const bool hit = t >= j && t < j + W;
+      bool nan = false;
+      for (std::size_t d = 0; d < kDM; ++d) nan |= g_y2[t * kDM + d] != g_y2[t * kDM + d];
+      EXPECT_EQ(nan, hit) << A::name() << " row " << t;
+      if (!hit) {
+        EXPECT_EQ(std::memcmp(g_y + t * kDM, g_y2 + t * kDM, kDM * sizeof(float)), 0)
+            << A::name() << " row " << t;
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ring-buffer KV cache
+
+constexpr std::size_t kW = 5, kChunk = 4, kRingT = 8;  // window, prefill chunk, T_max per call
+using RingCfg =
+    Config<kRingT, kDM, kH, kHkv, kD, Bias::kYes, SlidingWindow{kW}, microattn::Rope::kYes>;
+constexpr std::size_t kStream = 5 * kW + 3;
+float g_sx[kStream * kDM], g_sy[kStream * kDM];
+double g_sref[kStream * kDM];
+double g_sscratch[microattn_ref::layer_scratch(kStream, kH, kHkv, kD)];
+
+RopeConfig rope_on() {
+  RopeConfig r;
+  r.enabled = true;
+  r.base = 100.0f;  // fast turns: positions past W visibly matter
+  r.pairing = microattn::RopePairing::kHalfSplit;
+  return r;
+}
+
+TEST(Ring, StreamDecodedEqualsSlidingWindowPrefillAtEveryStep) {
+  static microattn_test::RandomWeights<RingCfg> w;
+  w.fill(51);
+  microattn_test::Rng(52).fill(g_sx, kStream * kDM, -1, 1);
+  microattn_ref::LayerRef ref = w.ref(WeightLayout::kInOut);
+  ref.window = kW;
+  const microattn_ref::RopeRef rr{kD, 100.0, false};
+  // The reference over the whole stream: row t attends t - W + 1 .. t, RoPE at position t.
+  microattn_ref::layer_rope(ref, rr, g_sx, kStream, microattn::default_scale<RingCfg>(), g_sref,
+                            g_sscratch);
+  const double tol = microattn_test::tolerance(kDM + 2.0 * kD + kW + kH * kD + 8,
+                                               microattn_test::max_abs(g_sref, kStream * kDM));
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static KvAttention<RingCfg, A, kChunk> kv;
+    static_assert(KvAttention<RingCfg, A, kChunk>::kRingTokens == kW + kChunk - 1, "ring size");
+    kv.reset();
+    ASSERT_EQ(kv.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(kv.set_rope(rope_on()), Status::kOk);
+    for (std::size_t t = 0; t < kStream; ++t) {
+      ASSERT_EQ(kv.decode(g_sx + t * kDM, g_sy + t * kDM), Status::kOk);
+      EXPECT_LE(microattn_test::max_diff(g_sy + t * kDM, g_sref + t * kDM, kDM), tol)
+          << A::name() << " step " << t;
+    }
+    EXPECT_EQ(kv.length(), kStream);
+    // The same stream as prefill calls of every length 1 .. T_max (each run in chunks of 4,
+    // wrapping the ring mid-call), mixed with decodes.
+    kv.reset();
+    const std::size_t calls[] = {3, 8, 1, 7, 2, 5};  // 26 of the 28 tokens
+    std::size_t done = 0;
+    for (std::size_t c : calls) {
+      ASSERT_LE(done + c, kStream);
+      ASSERT_EQ(kv.prefill(g_sx + done * kDM, c, g_sy + done * kDM), Status::kOk);
+      done += c;
+    }
+    while (done < kStream) {
+      ASSERT_EQ(kv.decode(g_sx + done * kDM, g_sy + done * kDM), Status::kOk);
+      ++done;
+    }
+    EXPECT_LE(microattn_test::max_diff(g_sy, g_sref, kStream * kDM), tol) << A::name();
+  });
+}
+
+TEST(Ring, TruncateResetAndBounds) {
+  static microattn_test::RandomWeights<RingCfg> w;
+  w.fill(61);
+  microattn_test::Rng(62).fill(g_sx, kStream * kDM, -1, 1);
+  static KvAttention<RingCfg, microattn::DefaultArch, kChunk> a, fresh;
+  static float y1[kStream * kDM], y2[kStream * kDM];
+  for (auto* kv : {&a, &fresh}) {
+    ASSERT_EQ(kv->set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    ASSERT_EQ(kv->set_rope(rope_on()), Status::kOk);
+  }
+  EXPECT_EQ(a.capacity(), SIZE_MAX);  // never kCacheFull
+  // Run 20 tokens, roll back the last 4 (the most a chunk of 4 allows) and redo them: the
+  // same outputs, bit for bit, as running them once.
+  ASSERT_EQ(a.prefill(g_sx, 8, y1), Status::kOk);
+  ASSERT_EQ(a.prefill(g_sx + 8 * kDM, 8, y1 + 8 * kDM), Status::kOk);
+  for (std::size_t t = 16; t < 20; ++t)
+    ASSERT_EQ(a.decode(g_sx + t * kDM, y1 + t * kDM), Status::kOk);
+  EXPECT_EQ(a.truncate(15), Status::kBadArgument);  // 5 back: token 15's window is overwritten
+  EXPECT_EQ(a.length(), 20u);
+  ASSERT_EQ(a.truncate(16), Status::kOk);
+  for (std::size_t t = 16; t < 20; ++t)
+    ASSERT_EQ(a.decode(g_sx + t * kDM, y2 + t * kDM), Status::kOk);
+  EXPECT_EQ(std::memcmp(y1 + 16 * kDM, y2 + 16 * kDM, 4 * kDM * sizeof(float)), 0);
+  // reset: a new stream equals a fresh object's, bit for bit (RoPE tables refilled as needed).
+  a.reset();
+  for (std::size_t t = 0; t < 12; ++t) {
+    ASSERT_EQ(a.decode(g_sx + t * kDM, y1 + t * kDM), Status::kOk);
+    ASSERT_EQ(fresh.decode(g_sx + t * kDM, y2 + t * kDM), Status::kOk);
+  }
+  EXPECT_EQ(std::memcmp(y1, y2, 12 * kDM * sizeof(float)), 0);
+  // export: only positions still held.
+  static float kc[kW * kHkv * kD], vc[kW * kHkv * kD];
+  microattn::CacheSlice info;
+  EXPECT_EQ(a.export_cache(0, 2, kc, vc, &info), Status::kBadArgument);  // overwritten
+  EXPECT_EQ(a.export_cache(12 - kW, kW, kc, vc, &info), Status::kOk);
+  EXPECT_EQ(a.prefill(g_sx, kRingT + 1, y1), Status::kBadTokenCount);  // a call is <= T_max
+}
+
+TEST(Ring, Int8CacheFollowsTheFp32Ring) {
+  using Q =
+      Config<kRingT, kDM, kH, kHkv, kD, Bias::kYes, SlidingWindow{kW}, microattn::CacheType::kInt8>;
+  using F = Config<kRingT, kDM, kH, kHkv, kD, Bias::kYes, SlidingWindow{kW}>;
+  static microattn_test::RandomWeights<F> w;
+  w.fill(71);
+  microattn_test::Rng(72).fill(g_sx, kStream * kDM, -1, 1);
+  static KvAttention<F> f;
+  static KvAttention<Q> q;
+  static float y1[kStream * kDM], y2[kStream * kDM];
+  ASSERT_EQ(f.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+  ASSERT_EQ(q.set_weights(microattn::Weights<Q>(WeightLayout::kInOut, w.wq, w.wk, w.wv, w.wo, w.bq,
+                                                w.bk, w.bv, w.bo)),
+            Status::kOk);
+  for (std::size_t t = 0; t < kStream; ++t) {
+    ASSERT_EQ(f.decode(g_sx + t * kDM, y1 + t * kDM), Status::kOk);
+    ASSERT_EQ(q.decode(g_sx + t * kDM, y2 + t * kDM), Status::kOk);
+  }
+  double e = 0, r = 0;
+  for (std::size_t i = 0; i < kStream * kDM; ++i)
+    e += (y1[i] - y2[i]) * double(y1[i] - y2[i]), r += double(y1[i]) * y1[i];
+  EXPECT_LE(std::sqrt(e / r), 0.02);  // int8 rounding of K and V, as for the append-only cache
+  EXPECT_GT(std::sqrt(e / r), 0.0);
+}
+
+}  // namespace
