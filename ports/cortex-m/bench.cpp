@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // microattn cycle-counter benchmark for Cortex-M, printed in Google Benchmark's JSON shape so
-// board results go through the same tools (compare.py, jq) as host results.
+// board results go through the same tools (tools/compare_bench.py, compare.py, jq) as host
+// results. The host bench runs the same shapes under the same names (bench/cortex_m_shapes.cpp).
 //
 //   M1  layer forward, T=64, T_max=64 d_model=64 H=4 d_head=16 (the example's layer)
 //   M2  the same layer, T=16 (a short prompt)
@@ -13,8 +14,15 @@
 //       at compile time (example::quantize_int8, quantize_int8()'s rule), kPanel16, fp32 cache
 //   MD1_q8_kv8     MD1_q8 with an int8 KV cache as well (CacheType::kInt8)
 //
+// Cases are chosen at build time (CMake MICROATTN_CM_BENCH_CASES="M1;MD1_q8", which defines
+// MICROATTN_CM_BENCH_CASES_SELECTED and MICROATTN_CM_BENCH_<case>=1 for each): only their
+// weights are in flash and only their objects in RAM. The cases run one after the other, so
+// every layer object lives in one static arena, constructed before its case and destroyed
+// after it: RAM is the largest case's object (~60 KB), not their sum.
+//
 // Counters, best first:
-//   DWT->CYCCNT  real core cycles, on hardware ("cycles" in the JSON, real_time from the clock).
+//   DWT->CYCCNT  real core cycles, on hardware ("cycles" in the JSON; real_time = cycles / the
+//                board's core_clock_hz(), so only as right as the board file's clock).
 //   QEMU -icount SysTick. QEMU's Cortex-M models have no DWT, so CYCCNT never advances; the
 //                harness detects that and says so. Started with `-icount shift=0`
 //                `... arg=--icount-shift=0`, QEMU advances its virtual clock 1 ns per guest
@@ -22,9 +30,12 @@
 //                in the JSON is a deterministic instruction count (+- one tick), NOT cycles.
 //                Use it as a regression signal only.
 //   neither      SysTick under plain QEMU follows host time: printed, labelled as noise.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
+#include <type_traits>
 
 #include "example_weights.hpp"
 #include "microattn/microattn.hpp"
@@ -37,6 +48,57 @@
 #define MICROATTN_CM_BENCH_KV 0
 #endif
 
+// ---- which cases: all, unless the build selected some.
+#if defined(MICROATTN_CM_BENCH_CASES_SELECTED)
+#define MICROATTN_CM_BENCH_DEFAULT 0
+#else
+#define MICROATTN_CM_BENCH_DEFAULT 1
+#endif
+#ifndef MICROATTN_CM_BENCH_M1
+#define MICROATTN_CM_BENCH_M1 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_M2
+#define MICROATTN_CM_BENCH_M2 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_M3
+#define MICROATTN_CM_BENCH_M3 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_MD1
+#define MICROATTN_CM_BENCH_MD1 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_M1_panel16
+#define MICROATTN_CM_BENCH_M1_panel16 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_MD1_panel16
+#define MICROATTN_CM_BENCH_MD1_panel16 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_M1_q8
+#define MICROATTN_CM_BENCH_M1_q8 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_MD1_q8
+#define MICROATTN_CM_BENCH_MD1_q8 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_MD1_q8_kv8
+#define MICROATTN_CM_BENCH_MD1_q8_kv8 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
+#undef MICROATTN_CM_BENCH_MD1
+#undef MICROATTN_CM_BENCH_MD1_panel16
+#undef MICROATTN_CM_BENCH_MD1_q8
+#undef MICROATTN_CM_BENCH_MD1_q8_kv8
+#define MICROATTN_CM_BENCH_MD1 0
+#define MICROATTN_CM_BENCH_MD1_panel16 0
+#define MICROATTN_CM_BENCH_MD1_q8 0
+#define MICROATTN_CM_BENCH_MD1_q8_kv8 0
+#endif
+// What the selected cases need.
+#define NEED_W_INOUT (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_MD1)
+#define NEED_W_PANEL (MICROATTN_CM_BENCH_M1_panel16 || MICROATTN_CM_BENCH_MD1_panel16)
+#define NEED_W_Q8 \
+  (MICROATTN_CM_BENCH_M1_q8 || MICROATTN_CM_BENCH_MD1_q8 || MICROATTN_CM_BENCH_MD1_q8_kv8)
+#define NEED_LAYER (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_M1_panel16)
+#define NEED_KV (MICROATTN_CM_BENCH_MD1 || MICROATTN_CM_BENCH_MD1_panel16)
+
 namespace {
 
 using namespace microattn::port;
@@ -44,55 +106,110 @@ using Cfg = microattn::Config<64, 64, 4, 4, 16>;
 using CfgQ8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8>;
 using CfgQ8Kv8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+using Layer = microattn::MultiHeadAttention<Cfg>;
+using LayerQ8 = microattn::MultiHeadAttention<CfgQ8>;
+/// M3's object and its inputs (Q, K, V are only needed by M3, so they share the arena too).
+struct CoreCase {
+  microattn::ScaledDotProductAttention<Cfg> core;
+  float q[Cfg::kTMax * Cfg::kQDim], k[Cfg::kTMax * Cfg::kKvDim], v[Cfg::kTMax * Cfg::kKvDim];
+};
+#if MICROATTN_CM_BENCH_KV
+using Kv = microattn::KvAttention<Cfg>;
+using KvQ8 = microattn::KvAttention<CfgQ8>;
+using KvQ8Kv8 = microattn::KvAttention<CfgQ8Kv8>;
+#endif
 
+#if NEED_W_INOUT
 constexpr auto kWq = example::make_weights<Cfg::kDModel * Cfg::kQDim>(1, 0.125f);
 constexpr auto kWk = example::make_weights<Cfg::kDModel * Cfg::kKvDim>(2, 0.125f);
 constexpr auto kWv = example::make_weights<Cfg::kDModel * Cfg::kKvDim>(3, 0.125f);
 constexpr auto kWo = example::make_weights<Cfg::kQDim * Cfg::kDModel>(4, 0.125f);
-constexpr auto kPq = example::panel16<Cfg::kDModel, Cfg::kQDim>(kWq);
-constexpr auto kPk = example::panel16<Cfg::kDModel, Cfg::kKvDim>(kWk);
-constexpr auto kPv = example::panel16<Cfg::kDModel, Cfg::kKvDim>(kWv);
-constexpr auto kPo = example::panel16<Cfg::kQDim, Cfg::kDModel>(kWo);
-// int8 panels + per-column scales (a quarter of the fp32 bytes in flash).
-constexpr auto kQq = example::quantize_int8<Cfg::kDModel, Cfg::kQDim>(kWq, /*panel16=*/true);
-constexpr auto kQk = example::quantize_int8<Cfg::kDModel, Cfg::kKvDim>(kWk, true);
-constexpr auto kQv = example::quantize_int8<Cfg::kDModel, Cfg::kKvDim>(kWv, true);
-constexpr auto kQo = example::quantize_int8<Cfg::kQDim, Cfg::kDModel>(kWo, true);
-
-microattn::MultiHeadAttention<Cfg> g_layer;
-microattn::MultiHeadAttention<CfgQ8> g_layer_q8;
-microattn::ScaledDotProductAttention<Cfg> g_core;
-#if MICROATTN_CM_BENCH_KV
-microattn::KvAttention<Cfg> g_kv;
-microattn::KvAttention<CfgQ8> g_kv_q8;
-microattn::KvAttention<CfgQ8Kv8> g_kv_q8_kv8;
 #endif
+#if NEED_W_PANEL
+constexpr auto kPq = example::panel16<Cfg::kDModel, Cfg::kQDim>(
+    example::make_weights<Cfg::kDModel * Cfg::kQDim>(1, 0.125f));
+constexpr auto kPk = example::panel16<Cfg::kDModel, Cfg::kKvDim>(
+    example::make_weights<Cfg::kDModel * Cfg::kKvDim>(2, 0.125f));
+constexpr auto kPv = example::panel16<Cfg::kDModel, Cfg::kKvDim>(
+    example::make_weights<Cfg::kDModel * Cfg::kKvDim>(3, 0.125f));
+constexpr auto kPo = example::panel16<Cfg::kQDim, Cfg::kDModel>(
+    example::make_weights<Cfg::kQDim * Cfg::kDModel>(4, 0.125f));
+#endif
+#if NEED_W_Q8
+// int8 panels + per-column scales (a quarter of the fp32 bytes in flash).
+constexpr auto kQq = example::quantize_int8<Cfg::kDModel, Cfg::kQDim>(
+    example::make_weights<Cfg::kDModel * Cfg::kQDim>(1, 0.125f), /*panel16=*/true);
+constexpr auto kQk = example::quantize_int8<Cfg::kDModel, Cfg::kKvDim>(
+    example::make_weights<Cfg::kDModel * Cfg::kKvDim>(2, 0.125f), true);
+constexpr auto kQv = example::quantize_int8<Cfg::kDModel, Cfg::kKvDim>(
+    example::make_weights<Cfg::kDModel * Cfg::kKvDim>(3, 0.125f), true);
+constexpr auto kQo = example::quantize_int8<Cfg::kQDim, Cfg::kDModel>(
+    example::make_weights<Cfg::kQDim * Cfg::kDModel>(4, 0.125f), true);
+#endif
+
+// ---- the arena: big enough and aligned enough for the object of every selected case.
+struct Nothing {};
+template <bool kUsed, class T>
+using If = std::conditional_t<kUsed, T, Nothing>;
+template <class... T>
+struct ArenaFor {
+  static constexpr std::size_t kBytes = std::max({sizeof(T)...});
+  static constexpr std::size_t kAlign = std::max({alignof(T)...});
+};
+using Arena = ArenaFor<If<NEED_LAYER, Layer>, If<MICROATTN_CM_BENCH_M1_q8, LayerQ8>,
+                       If<MICROATTN_CM_BENCH_M3, CoreCase>
+#if MICROATTN_CM_BENCH_KV
+                       ,
+                       If<NEED_KV, Kv>, If<MICROATTN_CM_BENCH_MD1_q8, KvQ8>,
+                       If<MICROATTN_CM_BENCH_MD1_q8_kv8, KvQ8Kv8>
+#endif
+                       >;
+alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
+
+/// Constructs a T in the arena (zero-initialised, as a static would be); ~Scoped destroys it.
+template <class T>
+struct Scoped {
+  static_assert(sizeof(T) <= sizeof(g_arena) && alignof(T) <= Arena::kAlign, "arena too small");
+  T* p;
+  Scoped() : p(new (g_arena) T()) {}
+  ~Scoped() { p->~T(); }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
+  T& operator*() const { return *p; }
+};
+
 float g_x[Cfg::kTMax * Cfg::kDModel];
 float g_y[Cfg::kTMax * Cfg::kOutDim];
-float g_q[Cfg::kTMax * Cfg::kQDim], g_k[Cfg::kTMax * Cfg::kKvDim], g_v[Cfg::kTMax * Cfg::kKvDim];
 
 // The public entry points, each behind a noinline wrapper: the benchmark calls them, and
 // stack_usage.py finds them in the call graph as `entry_*` (the wrapper adds a few bytes at most).
-[[gnu::noinline]] microattn::Status entry_layer_forward(const float* x, std::size_t T, float* y) {
-  return g_layer.forward(x, T, y);
+[[gnu::noinline, maybe_unused]] microattn::Status entry_layer_forward(Layer& layer, const float* x,
+                                                                      std::size_t T, float* y) {
+  return layer.forward(x, T, y);
 }
-[[gnu::noinline]] microattn::Status entry_layer_forward_q8(const float* x, std::size_t T,
-                                                           float* y) {
-  return g_layer_q8.forward(x, T, y);
+[[gnu::noinline, maybe_unused]] microattn::Status entry_layer_forward_q8(LayerQ8& layer,
+                                                                         const float* x,
+                                                                         std::size_t T, float* y) {
+  return layer.forward(x, T, y);
 }
-[[gnu::noinline]] microattn::Status entry_sdpa_forward(const float* q, const float* k, const float* v,
-                                                       std::size_t T, float* out) {
-  return g_core.forward(q, k, v, T, out);
+[[gnu::noinline, maybe_unused]] microattn::Status entry_sdpa_forward(
+    microattn::ScaledDotProductAttention<Cfg>& core, const float* q, const float* k,
+    const float* v, std::size_t T, float* out) {
+  return core.forward(q, k, v, T, out);
 }
 #if MICROATTN_CM_BENCH_KV
-[[gnu::noinline]] microattn::Status entry_decode_step(const float* x, float* y) {
-  return g_kv.decode(x, y);
+[[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step(Kv& kv, const float* x,
+                                                                    float* y) {
+  return kv.decode(x, y);
 }
-[[gnu::noinline]] microattn::Status entry_decode_step_q8(const float* x, float* y) {
-  return g_kv_q8.decode(x, y);
+[[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step_q8(KvQ8& kv, const float* x,
+                                                                       float* y) {
+  return kv.decode(x, y);
 }
-[[gnu::noinline]] microattn::Status entry_decode_step_q8_kv8(const float* x, float* y) {
-  return g_kv_q8_kv8.decode(x, y);
+[[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step_q8_kv8(KvQ8Kv8& kv,
+                                                                           const float* x,
+                                                                           float* y) {
+  return kv.decode(x, y);
 }
 #endif
 
@@ -101,33 +218,43 @@ Counter g_counter = Counter::kHostTime;
 int g_icount_shift = 0;
 int g_index = 0;
 
-std::uint64_t now() {
-  return g_counter == Counter::kCycles ? cycles() : ticks();  // CYCCNT: caller keeps runs < 2^32
+/// Average count per call of `iters` calls of f, after one warm-up call (false: f failed).
+/// Cycles are read around each call (CYCCNT wraps at 2^32: ~21 s at 200 MHz, far more than one
+/// call) and summed in 64 bits; SysTick ticks are 64-bit already, read around the whole loop.
+template <class F>
+bool measure(int iters, F& f, std::uint64_t& per) {
+  if (f() != microattn::Status::kOk) return false;
+  std::uint64_t total = 0;
+  if (g_counter == Counter::kCycles) {
+    for (int i = 0; i < iters; ++i) {
+      const std::uint32_t c0 = cycles();
+      (void)f();
+      total += static_cast<std::uint32_t>(cycles() - c0);
+    }
+  } else {
+    const std::uint64_t t0 = ticks();
+    for (int i = 0; i < iters; ++i) (void)f();
+    total = ticks() - t0;
+  }
+  per = total / static_cast<std::uint64_t>(iters);
+  return true;
 }
 
 /// One JSON benchmark entry: `iters` runs of f, after one warm-up run.
 template <class F>
 void run(const char* name, int iters, F&& f) {
-  if (f() != microattn::Status::kOk) {
-    write(g_index ? ",\n" : "");
-    write("    {\"name\": \"");
-    write(name);
+  std::uint64_t per = 0;
+  write(g_index ? ",\n" : "");
+  write("    {\"name\": \"");
+  write(name);
+  if (!measure(iters, f, per)) {
     write("\", \"run_type\": \"iteration\", \"error_occurred\": true, \"error_message\": \"status not ok\"}");
     ++g_index;
     return;
   }
-  const std::uint64_t t0 = now();
-  for (int i = 0; i < iters; ++i) (void)f();
-  const std::uint64_t t1 = now();
-  const std::uint64_t per = (g_counter == Counter::kCycles ? static_cast<std::uint32_t>(t1 - t0)
-                                                            : (t1 - t0)) /
-                            static_cast<std::uint64_t>(iters);
-  // Ticks are processor-clock periods; under -icount one tick is 1e9/clock ns of virtual time
-  // = 1e9/clock/2^shift instructions.
+  // Ticks and cycles are core-clock periods; under -icount one tick is 1e9/clock ns of virtual
+  // time = 1e9/clock/2^shift instructions.
   const double ns = static_cast<double>(per) * 1e9 / static_cast<double>(core_clock_hz());
-  write(g_index ? ",\n" : "");
-  write("    {\"name\": \"");
-  write(name);
   write("\", \"family_index\": ");
   write_u64(static_cast<std::uint64_t>(g_index));
   write(", \"per_family_instance_index\": 0, \"run_name\": \"");
@@ -157,8 +284,9 @@ void run(const char* name, int iters, F&& f) {
 }
 
 /// The layer's four weight matrices stored as `layout` (no biases in this configuration).
-microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q, const float* k,
-                                const float* v, const float* o) {
+[[maybe_unused]] microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q,
+                                                 const float* k, const float* v,
+                                                 const float* o) {
   microattn::Weights<Cfg> w(layout);
   w.w_q = q;
   w.w_k = k;
@@ -167,6 +295,18 @@ microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q, 
   return w;
 }
 
+#if NEED_W_INOUT
+microattn::Weights<Cfg> weights_inout() {
+  return weights(microattn::WeightLayout::kInOut, kWq.data(), kWk.data(), kWv.data(), kWo.data());
+}
+#endif
+#if NEED_W_PANEL
+microattn::Weights<Cfg> weights_panel16() {
+  return weights(microattn::WeightLayout::kPanel16, kPq.data(), kPk.data(), kPv.data(),
+                 kPo.data());
+}
+#endif
+#if NEED_W_Q8
 /// The int8 matrices (kPanel16) with their scales, for a Config with WeightType::kInt8.
 template <class C>
 microattn::Weights<C> weights_q8() {
@@ -174,25 +314,50 @@ microattn::Weights<C> weights_q8() {
                                kQk.q.data(), kQk.scale.data(), kQv.q.data(), kQv.scale.data(),
                                kQo.q.data(), kQo.scale.data());
 }
+#endif
+
+/// An error entry for a case whose set-up failed.
+[[maybe_unused]] void run_failed(const char* name) {
+  run(name, 1, [] { return microattn::Status::kBadArgument; });
+}
+
+#if NEED_LAYER
+/// M1 / M2 / M1_panel16: the fp32 layer with weights w, forward over T tokens.
+void run_layer(const char* name, int iters, std::size_t T, const microattn::Weights<Cfg>& w) {
+  Scoped<Layer> layer;
+  if ((*layer).set_weights(w) != microattn::Status::kOk) return run_failed(name);
+  Layer& l = *layer;
+  run(name, iters, [&l, T] { return entry_layer_forward(l, g_x, T, g_y); });
+}
+#endif
 
 #if MICROATTN_CM_BENCH_KV
-/// MD1 on layer kv (g_kv, g_kv_q8, ...) with weights w: prefill 63 tokens, then time Step
-/// (the entry_decode_step* of kv; a template argument, so a direct call the stack check sees)
+/// MD1 on a KvAttention Obj with weights w: prefill 63 tokens, then time Step (the
+/// entry_decode_step* of Obj; a template argument, so a direct call the stack check sees)
 /// decoding the 64th and truncating back.
-template <microattn::Status (*Step)(const float*, float*), class Kv, class W>
-void run_decode_step(const char* name, Kv& kv, const W& w) {
-  kv.reset();
+template <class Obj, microattn::Status (*Step)(Obj&, const float*, float*), class W>
+[[maybe_unused]] void run_decode_step(const char* name, const W& w) {
+  Scoped<Obj> scoped;
+  Obj& kv = *scoped;
   if (kv.set_weights(w) != microattn::Status::kOk ||
-      kv.prefill(g_x, Cfg::kTMax - 1, g_y) != microattn::Status::kOk) {
-    run(name, 1, [] { return microattn::Status::kBadArgument; });  // reported as an error entry
-    return;
-  }
+      kv.prefill(g_x, Cfg::kTMax - 1, g_y) != microattn::Status::kOk)
+    return run_failed(name);
   run(name, 10, [&kv] {
-    const microattn::Status st = Step(g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
+    const microattn::Status st = Step(kv, g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
     return st == microattn::Status::kOk ? kv.truncate(Cfg::kTMax - 1) : st;
   });
 }
 #endif
+
+/// Google Benchmark's context "caches" entry.
+void write_cache(bool first, const char* type, std::uint32_t bytes) {
+  write(first ? "\n      " : ",\n      ");
+  write("{\"type\": \"");
+  write(type);
+  write("\", \"level\": 1, \"size\": ");
+  write_u64(bytes);
+  write(", \"num_sharing\": 1}");
+}
 
 }  // namespace
 
@@ -208,47 +373,85 @@ int main(int argc, char** argv) {
   const bool dwt = cycle_counter_works();
   g_counter = dwt ? Counter::kCycles : icount ? Counter::kIcount : Counter::kHostTime;
   if (!dwt) tick_counter_start();
-
   example::fill(g_x, Cfg::kTMax * Cfg::kDModel, 5, 1.0f);
-  example::fill(g_q, Cfg::kTMax * Cfg::kQDim, 6, 1.0f);
-  example::fill(g_k, Cfg::kTMax * Cfg::kKvDim, 7, 1.0f);
-  example::fill(g_v, Cfg::kTMax * Cfg::kKvDim, 8, 1.0f);
-  using microattn::WeightLayout;
-  const auto w = weights(WeightLayout::kInOut, kWq.data(), kWk.data(), kWv.data(), kWo.data());
-  const auto wp = weights(WeightLayout::kPanel16, kPq.data(), kPk.data(), kPv.data(), kPo.data());
-  if (g_layer.set_weights(w) != microattn::Status::kOk) return 1;
 
+  const CacheInfo caches = cache_info();
   write("{\n  \"context\": {\n    \"date\": \"n/a\",\n    \"host_name\": \"");
   write(board_name());
   write("\",\n    \"executable\": \"microattn_cm_bench\",\n    \"num_cpus\": 1,\n    \"mhz_per_cpu\": ");
   write_u64(core_clock_hz() / 1000000u);
-  write(",\n    \"cpu_scaling_enabled\": false,\n    \"caches\": [],\n    \"load_avg\": [],\n"
-        "    \"library_build_type\": \"release\",\n    \"microattn_cpu\": \"");
+  write(",\n    \"cpu_scaling_enabled\": false,\n    \"caches\": [");
+  if (caches.icache_bytes && caches.icache_on) write_cache(true, "Instruction", caches.icache_bytes);
+  if (caches.dcache_bytes && caches.dcache_on)
+    write_cache(!(caches.icache_bytes && caches.icache_on), "Data", caches.dcache_bytes);
+  write("],\n    \"load_avg\": [],\n    \"library_build_type\": \"release\",\n"
+        "    \"microattn_cpu\": \"");
   write(cpu_name());
   write("\",\n    \"microattn_arch\": \"");
   write(microattn::arch_name<>());
+  write("\",\n    \"microattn_core_clock_hz\": ");
+  write_u64(core_clock_hz());
+  write(",\n    \"microattn_cpuid\": \"");
+  write_hex32(cpuid());
+  write("\",\n    \"microattn_caches\": \"");
+  if (!caches.core_has_caches) {
+    write("none (a core without L1 caches)");
+  } else if (!caches.enabled_at_reset) {
+    write("off (built with MICROATTN_PORT_NO_CACHES)");
+  } else if (caches.icache_on || caches.dcache_on) {
+    write(caches.icache_on ? "I-cache on" : "I-cache off");
+    if (caches.icache_bytes) write(" ("), write_u64(caches.icache_bytes / 1024), write(" KiB)");
+    write(caches.dcache_on ? ", D-cache on" : ", D-cache off");
+    if (caches.dcache_bytes) write(" ("), write_u64(caches.dcache_bytes / 1024), write(" KiB)");
+  } else {
+    write("turned on at reset, but CCR reads them back as off (QEMU models no caches)");
+  }
   write("\",\n    \"microattn_counter\": \"");
   write(dwt ? "DWT CYCCNT (core cycles)"
             : icount ? "DWT CYCCNT does not advance (QEMU); SysTick under -icount: instructions, NOT cycles"
                      : "DWT CYCCNT does not advance (QEMU); SysTick follows host time: noise");
   write("\"\n  },\n  \"benchmarks\": [\n");
 
-  run("M1", 3, [] { return entry_layer_forward(g_x, 64, g_y); });
-  run("M2", 10, [] { return entry_layer_forward(g_x, 16, g_y); });
-  run("M3", 3, [] { return entry_sdpa_forward(g_q, g_k, g_v, 64, g_y); });
-#if MICROATTN_CM_BENCH_KV
-  run_decode_step<entry_decode_step>("MD1", g_kv, w);
+#if MICROATTN_CM_BENCH_M1
+  run_layer("M1", 3, 64, weights_inout());
 #endif
-  if (g_layer.set_weights(wp) == microattn::Status::kOk)
-    run("M1_panel16", 3, [] { return entry_layer_forward(g_x, 64, g_y); });
-#if MICROATTN_CM_BENCH_KV
-  run_decode_step<entry_decode_step>("MD1_panel16", g_kv, wp);
+#if MICROATTN_CM_BENCH_M2
+  run_layer("M2", 10, 16, weights_inout());
 #endif
-  if (g_layer_q8.set_weights(weights_q8<CfgQ8>()) == microattn::Status::kOk)
-    run("M1_q8", 3, [] { return entry_layer_forward_q8(g_x, 64, g_y); });
-#if MICROATTN_CM_BENCH_KV
-  run_decode_step<entry_decode_step_q8>("MD1_q8", g_kv_q8, weights_q8<CfgQ8>());
-  run_decode_step<entry_decode_step_q8_kv8>("MD1_q8_kv8", g_kv_q8_kv8, weights_q8<CfgQ8Kv8>());
+#if MICROATTN_CM_BENCH_M3
+  {
+    Scoped<CoreCase> scoped;
+    CoreCase& c = *scoped;
+    example::fill(c.q, Cfg::kTMax * Cfg::kQDim, 6, 1.0f);
+    example::fill(c.k, Cfg::kTMax * Cfg::kKvDim, 7, 1.0f);
+    example::fill(c.v, Cfg::kTMax * Cfg::kKvDim, 8, 1.0f);
+    run("M3", 3, [&c] { return entry_sdpa_forward(c.core, c.q, c.k, c.v, 64, g_y); });
+  }
+#endif
+#if MICROATTN_CM_BENCH_MD1
+  run_decode_step<Kv, entry_decode_step>("MD1", weights_inout());
+#endif
+#if MICROATTN_CM_BENCH_M1_panel16
+  run_layer("M1_panel16", 3, 64, weights_panel16());
+#endif
+#if MICROATTN_CM_BENCH_MD1_panel16
+  run_decode_step<Kv, entry_decode_step>("MD1_panel16", weights_panel16());
+#endif
+#if MICROATTN_CM_BENCH_M1_q8
+  {
+    Scoped<LayerQ8> scoped;
+    LayerQ8& l = *scoped;
+    if (l.set_weights(weights_q8<CfgQ8>()) == microattn::Status::kOk)
+      run("M1_q8", 3, [&l] { return entry_layer_forward_q8(l, g_x, 64, g_y); });
+    else
+      run_failed("M1_q8");
+  }
+#endif
+#if MICROATTN_CM_BENCH_MD1_q8
+  run_decode_step<KvQ8, entry_decode_step_q8>("MD1_q8", weights_q8<CfgQ8>());
+#endif
+#if MICROATTN_CM_BENCH_MD1_q8_kv8
+  run_decode_step<KvQ8Kv8, entry_decode_step_q8_kv8>("MD1_q8_kv8", weights_q8<CfgQ8Kv8>());
 #endif
   write("\n  ]\n}\n");
   return 0;

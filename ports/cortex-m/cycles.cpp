@@ -1,18 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// microattn Cortex-M port: DWT cycle counter and a 64-bit SysTick tick counter.
+// microattn Cortex-M port: DWT cycle counter and a 64-bit SysTick tick counter. Generic
+// ARMv7-M / ARMv8-M (Mainline); both count the core clock, whose rate the board file gives
+// (core_clock_hz()).
 #include <cstdint>
 
 #include "port.hpp"
-
-#ifndef MICROATTN_PORT_CORE_CLOCK_HZ
-#define MICROATTN_PORT_CORE_CLOCK_HZ 25000000u  // QEMU mps2-an386 / an500
-#endif
-#ifndef MICROATTN_PORT_BOARD
-#define MICROATTN_PORT_BOARD "unknown"
-#endif
-#ifndef MICROATTN_PORT_CPU
-#define MICROATTN_PORT_CPU "unknown"
-#endif
 
 namespace {
 
@@ -68,10 +60,6 @@ std::uint64_t ticks() noexcept {
     if (wraps == g_tick_wraps) return wraps + (kSysTickMax - val);
   }
 }
-
-std::uint32_t core_clock_hz() noexcept { return MICROATTN_PORT_CORE_CLOCK_HZ; }
-const char* board_name() noexcept { return MICROATTN_PORT_BOARD; }
-const char* cpu_name() noexcept { return MICROATTN_PORT_CPU; }
 
 }  // namespace port
 }  // namespace microattn

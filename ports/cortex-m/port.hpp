@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// microattn Cortex-M port: what firmware (tests, example, benchmark) may call. Implemented in
-// startup.cpp (reset, faults), semihosting.cpp (console, exit, command line) and cycles.cpp
-// (DWT cycle counter, SysTick tick counter). No heap, no stdio: newlib's printf allocates.
+// microattn Cortex-M port: what firmware (tests, example, benchmark) may call. No heap, no
+// stdio: newlib's printf allocates.
+//
+// Two halves (docs/porting.md):
+//  - the board file (boards/qemu_mps.cpp for the QEMU boards, boards/template_port.cpp to copy
+//    for your own) defines the few board-specific functions in the "board" section below:
+//    init (clocks, console), the core clock, the console, exit, the command line;
+//  - the rest is generic Cortex-M and shared by every board: startup.cpp (reset, FPU, caches,
+//    faults), cycles.cpp (DWT cycle counter, SysTick tick counter), console.cpp (number
+//    formatting on top of the board's console, assert/abort). semihosting.cpp is a console and
+//    exit any board may use while a debugger (or QEMU) is attached.
 #pragma once
 
 #include <cstddef>
@@ -10,10 +18,29 @@
 namespace microattn {
 namespace port {
 
-// ---------------------------------------------------------------- console (semihosting)
+// ================================================================ provided by the board file
 
-/// Writes n bytes to the debugger's (QEMU's) console.
+/// Called once by the reset handler after .data/.bss are set up and the caches are on, before
+/// the static constructors and main: bring the core clock to the speed to measure at (PLL,
+/// flash wait states), and the console (UART pins, baud rate) up. QEMU boards: nothing to do.
+void board_init() noexcept;
+/// The core clock in Hz, as set by board_init(): what DWT CYCCNT and SysTick count. The
+/// benchmark divides cycles by it for its times, so it must be the real clock.
+std::uint32_t core_clock_hz() noexcept;
+/// Board name for reports ("mps2-an386", "nucleo-h743zi", ...).
+const char* board_name() noexcept;
+/// Writes n bytes to the console (semihosting SYS_WRITE, a UART, an RTT buffer, ...). Blocking.
 void write(const char* s, std::size_t n) noexcept;
+/// Ends the program with `status` (0 = success, up to 255): semihosting SYS_EXIT_EXTENDED on
+/// QEMU (QEMU's exit status); on a board without a debugger, e.g. flush the UART and stop in
+/// a loop or `bkpt`.
+[[noreturn]] void exit(int status) noexcept;
+/// The command line (argv[0] first) into static storage, or 0 when the board has none (main
+/// then gets argc 1, argv[0] "firmware"). Called once, before main.
+int board_command_line(char*** argv) noexcept;
+
+// ================================================================ console (console.cpp)
+
 /// Writes a NUL-terminated string.
 void write(const char* s) noexcept;
 /// Writes v in decimal / as 0x%08x.
@@ -21,10 +48,8 @@ void write_u64(std::uint64_t v) noexcept;
 void write_hex32(std::uint32_t v) noexcept;
 /// Writes v with `digits` significant digits (printf %g-like, no heap).
 void write_double(double v, int digits = 9) noexcept;
-/// Ends the program: semihosting SYS_EXIT_EXTENDED, so QEMU exits with `status` (0..255).
-[[noreturn]] void exit(int status) noexcept;
 
-// ---------------------------------------------------------------- counters
+// ================================================================ counters (cycles.cpp)
 
 /// Enables the DWT cycle counter (startup does it too) and reports whether it advances:
 /// false under QEMU, whose Cortex-M models have no DWT, and on cores without CYCCNT.
@@ -38,13 +63,24 @@ std::uint32_t cycles() noexcept;
 /// instructions: deterministic, NOT cycles, but usable as a regression signal.
 void tick_counter_start() noexcept;
 std::uint64_t ticks() noexcept;
-/// The processor clock QEMU gives SysTick on this board (Hz).
-std::uint32_t core_clock_hz() noexcept;
 
-/// QEMU machine name this image was linked for ("mps2-an386", ...).
-const char* board_name() noexcept;
+// ================================================================ core (startup.cpp)
+
 /// CPU this image was compiled for ("cortex-m4", ...).
 const char* cpu_name() noexcept;
+
+/// The L1 caches. Cortex-M7, M55 and M85 have them (optional in the silicon, present in almost
+/// every part); the reset handler turns them on unless built with MICROATTN_PORT_NO_CACHES.
+/// Other cores (M4, M33, ...) have none.
+struct CacheInfo {
+  bool core_has_caches;  ///< an M7 / M55 / M85 (CPUID part number)
+  bool enabled_at_reset;  ///< the reset handler turned them on
+  bool icache_on, dcache_on;  ///< CCR.IC / CCR.DC read back now (QEMU: always 0, it models none)
+  std::uint32_t icache_bytes, dcache_bytes;  ///< from CCSIDR; 0 when the core reports none
+};
+CacheInfo cache_info() noexcept;
+/// SCB->CPUID (implementer, variant, part number, revision: 0x411FC272 is a Cortex-M7 r1p2).
+std::uint32_t cpuid() noexcept;
 
 }  // namespace port
 }  // namespace microattn

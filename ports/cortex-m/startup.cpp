@@ -2,10 +2,15 @@
 // microattn Cortex-M port: vector table, reset handler and fault reporting.
 //
 // Reset: enable the FPU (before the compiler may emit any FP instruction), set the v8-M stack
-// limit, copy .data, clear .bss, enable the DWT cycle counter and the fault handlers, run the
-// static constructors (the tiny test runner registers its tests there), fetch the semihosting
-// command line, call main and hand its return value to semihosting exit.
+// limit, copy .data, clear .bss, turn the L1 instruction and data caches on where the core has
+// them (Cortex-M7, M55, M85), enable the fault handlers, call the board's board_init() (clocks,
+// console), enable the DWT cycle counter, run the static constructors (the tiny test runner
+// registers its tests there), fetch the board's command line, call main and hand its return
+// value to the board's exit().
 // We link with -nostartfiles: no crt0, no _init, no atexit, nothing that could allocate.
+//
+// MICROATTN_PORT_NO_CACHES: leave the caches as the reset left them (off), e.g. to measure
+// what they are worth (CMake: -DMICROATTN_CM_CACHES=OFF).
 //
 // MICROATTN_PORT_NO_CONSTRUCTORS: skip .preinit_array and .init_array, as many vendor SDK
 // start-ups do (C start-up code that never calls __libc_init_array). Static objects are then
@@ -15,6 +20,10 @@
 #include <cstdint>
 
 #include "port.hpp"
+
+#ifndef MICROATTN_PORT_CPU
+#define MICROATTN_PORT_CPU "unknown"
+#endif
 
 extern "C" {
 // From the linker script.
@@ -34,8 +43,6 @@ void microattn_port_fault(const std::uint32_t* frame, std::uint32_t exc_return);
 void Fault_Handler();
 void Default_Handler();
 void SysTick_Handler();
-// Defined in semihosting.cpp.
-int microattn_port_cmdline(char*** argv);
 }
 
 namespace {
@@ -44,6 +51,71 @@ volatile std::uint32_t& reg(std::uintptr_t a) { return *reinterpret_cast<volatil
 
 constexpr std::uintptr_t kScbShcsr = 0xE000ED24, kScbCfsr = 0xE000ED28, kScbHfsr = 0xE000ED2C;
 constexpr std::uintptr_t kScbMmfar = 0xE000ED34, kScbBfar = 0xE000ED38;
+
+// ---- L1 caches (ARMv7-M / ARMv8-M architecture registers; CMSIS SCB_EnableICache/DCache)
+constexpr std::uintptr_t kScbCpuid = 0xE000ED00;
+constexpr std::uintptr_t kScbCcr = 0xE000ED14;     // bit 16 DC, bit 17 IC
+constexpr std::uintptr_t kScbClidr = 0xE000ED78;   // Ctype1 [2:0]: bit 0 I-cache, bit 1 D-cache
+constexpr std::uintptr_t kScbCcsidr = 0xE000ED80;  // geometry of the cache CSSELR selects
+constexpr std::uintptr_t kScbCsselr = 0xE000ED84;  // bit 0: 1 instruction, 0 data (level 1)
+constexpr std::uintptr_t kScbIciallu = 0xE000EF50;  // invalidate the whole I-cache
+constexpr std::uintptr_t kScbDcisw = 0xE000EF60;    // invalidate a D-cache line by set/way
+constexpr std::uint32_t kCcrDc = 1u << 16, kCcrIc = 1u << 17;
+
+inline void barriers() { __asm volatile("dsb 0xF\n isb 0xF" ::: "memory"); }
+
+/// Cores whose (optional) L1 caches have the architected maintenance registers: Cortex-M7,
+/// M55, M85 (CPUID part numbers 0xC27, 0xD22, 0xD23). The M4, M33 and others have none; their
+/// SCB has no cache registers to touch.
+bool core_has_caches() {
+  const std::uint32_t part = (reg(kScbCpuid) >> 4) & 0xFFF;
+  return part == 0xC27 || part == 0xD22 || part == 0xD23;
+}
+
+/// Bytes of the level-1 cache selected by `instruction` (0 when the core reports none).
+std::uint32_t cache_bytes(bool instruction) {
+  reg(kScbCsselr) = instruction ? 1u : 0u;
+  barriers();
+  const std::uint32_t ccsidr = reg(kScbCcsidr);
+  const std::uint32_t line = 1u << ((ccsidr & 7u) + 4), ways = ((ccsidr >> 3) & 0x3FFu) + 1;
+  const std::uint32_t sets = ((ccsidr >> 13) & 0x7FFFu) + 1;
+  return ccsidr ? line * ways * sets : 0;
+}
+
+/// Which L1 caches to turn on: those CLIDR reports. An emulator may model no cache ID
+/// registers at all (CLIDR 0, which a real M7/M55 never reads); then both, as CMSIS's
+/// SystemInit does unconditionally on these cores (the maintenance writes are harmless).
+std::uint32_t clidr_caches() {
+  const std::uint32_t clidr = reg(kScbClidr);
+  return clidr == 0 ? 3u : clidr & 3u;
+}
+
+void enable_caches() {
+  if (!core_has_caches()) return;
+  const std::uint32_t which = clidr_caches();
+  if ((which & 1u) && !(reg(kScbCcr) & kCcrIc)) {  // I-cache: invalidate, then enable
+    barriers();
+    reg(kScbIciallu) = 0;
+    barriers();
+    reg(kScbCcr) |= kCcrIc;
+    barriers();
+  }
+  if ((which & 2u) && !(reg(kScbCcr) & kCcrDc)) {  // D-cache: invalidate every set and way
+    reg(kScbCsselr) = 0;
+    barriers();
+    const std::uint32_t ccsidr = reg(kScbCcsidr);
+    const std::uint32_t line_shift = (ccsidr & 7u) + 4;  // log2(line bytes)
+    const std::uint32_t ways = ((ccsidr >> 3) & 0x3FFu) + 1, sets = ((ccsidr >> 13) & 0x7FFFu) + 1;
+    std::uint32_t way_shift = 32;  // way index in the top ceil(log2(ways)) bits
+    for (std::uint32_t w = ways - 1; w; w >>= 1) --way_shift;
+    for (std::uint32_t set = 0; set < sets; ++set)
+      for (std::uint32_t way = 0; way < ways; ++way)
+        reg(kScbDcisw) = (set << line_shift) | (way_shift < 32 ? way << way_shift : 0u);
+    barriers();
+    reg(kScbCcr) |= kCcrDc;
+    barriers();
+  }
+}
 
 }  // namespace
 
@@ -70,15 +142,22 @@ __attribute__((naked, noreturn)) void Reset_Handler() {
 void microattn_port_start() {
   for (std::uint32_t *s = __data_load__, *d = __data_start__; d < __data_end__;) *d++ = *s++;
   for (std::uint32_t* d = __bss_start__; d < __bss_end__;) *d++ = 0;
+#if !defined(MICROATTN_PORT_NO_CACHES)
+  enable_caches();
+#endif
   // MemManage, BusFault, UsageFault get their own exceptions, so the report names the cause.
   reg(kScbShcsr) |= (1u << 16) | (1u << 17) | (1u << 18);
+  microattn::port::board_init();                 // clocks, console (boards/*.cpp)
   (void)microattn::port::cycle_counter_works();  // enables DWT->CYCCNT
 #if !defined(MICROATTN_PORT_NO_CONSTRUCTORS)
   for (auto f = __preinit_array_start; f < __preinit_array_end; ++f) (*f)();
   for (auto f = __init_array_start; f < __init_array_end; ++f) (*f)();
 #endif
+  static char firmware[] = "firmware";
+  static char* no_args[2] = {firmware, nullptr};
   char** argv = nullptr;
-  const int argc = microattn_port_cmdline(&argv);
+  int argc = microattn::port::board_command_line(&argv);
+  if (argc <= 0 || !argv) argc = 1, argv = no_args;
   microattn::port::exit(microattn_port_main(argc, argv));
 }
 
@@ -127,6 +206,31 @@ void Default_Handler() {
 }
 
 }  // extern "C"
+
+namespace microattn {
+namespace port {
+
+const char* cpu_name() noexcept { return MICROATTN_PORT_CPU; }
+
+std::uint32_t cpuid() noexcept { return reg(kScbCpuid); }
+
+CacheInfo cache_info() noexcept {
+  CacheInfo c{false, false, false, false, 0, 0};
+  if (!core_has_caches()) return c;
+  c.core_has_caches = true;
+#if !defined(MICROATTN_PORT_NO_CACHES)
+  c.enabled_at_reset = true;
+#endif
+  c.icache_bytes = cache_bytes(true);
+  c.dcache_bytes = cache_bytes(false);
+  const std::uint32_t ccr = reg(kScbCcr);
+  c.icache_on = (ccr & kCcrIc) != 0;
+  c.dcache_on = (ccr & kCcrDc) != 0;
+  return c;
+}
+
+}  // namespace port
+}  // namespace microattn
 
 /// The vector table: initial SP, then the system exceptions, then a few external IRQs (none is
 /// enabled; they only catch the unexpected). Placed first in the image by the linker script.

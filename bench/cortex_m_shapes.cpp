@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Cortex-M benchmark's cases on this machine (ports/cortex-m/bench.cpp): the same
+// configurations, weights, inputs and names, so tools/compare_bench.py can put a board's JSON
+// and this binary's side by side (docs/porting.md).
+//
+//   M1  layer forward, T=64, T_max=64 d_model=64 H=4 d_head=16
+//   M2  the same layer, T=16
+//   M3  the attention core alone (ScaledDotProductAttention), T=64 H=4 d_head=16
+//   MD1 one decode step (KvAttention): the 64th token over 63 cached ones, then truncate(63)
+//   M1_panel16, MD1_panel16  with the weights stored kPanel16 (the others kInOut)
+//   M1_q8, MD1_q8  int8 weights (WeightType::kInt8, kPanel16, quantised as on the board),
+//                  fp32 cache; MD1_q8_kv8 also with the int8 cache (CacheType::kInt8)
+// Weights and inputs come from ports/cortex-m/example_weights.hpp (xorshift streams, weights
+// U(+-0.125), x U(+-1)), as on the board. fp32 x, batch 1, one thread, this build's kernels
+// (the board runs the scalar ones). gflops counts the causal half, as for the other cases.
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "bench_util.hpp"
+#include "example_weights.hpp"
+#include "microattn/attention.hpp"
+#include "microattn/kv_cache.hpp"
+
+namespace microattn_bench {
+namespace {
+
+using microattn::WeightLayout;
+using Cfg = microattn::Config<64, 64, 4, 4, 16>;
+using CfgQ8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8>;
+using CfgQ8Kv8 =
+    microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+constexpr std::size_t kT = Cfg::kTMax, kDM = Cfg::kDModel, kQD = Cfg::kQDim, kKD = Cfg::kKvDim;
+
+/// The board's weights (same seeds and scale as bench.cpp), in every form its cases use.
+struct MWeights {
+  alignas(64) std::array<float, kDM * kQD> wq = example::make_weights<kDM * kQD>(1, 0.125f);
+  alignas(64) std::array<float, kDM * kKD> wk = example::make_weights<kDM * kKD>(2, 0.125f);
+  alignas(64) std::array<float, kDM * kKD> wv = example::make_weights<kDM * kKD>(3, 0.125f);
+  alignas(64) std::array<float, kQD * kDM> wo = example::make_weights<kQD * kDM>(4, 0.125f);
+  alignas(64) std::array<float, kDM * kQD> pq = example::panel16<kDM, kQD>(wq);
+  alignas(64) std::array<float, kDM * kKD> pk = example::panel16<kDM, kKD>(wk);
+  alignas(64) std::array<float, kDM * kKD> pv = example::panel16<kDM, kKD>(wv);
+  alignas(64) std::array<float, kQD * kDM> po = example::panel16<kQD, kDM>(wo);
+  example::Int8Matrix<kDM, kQD> qq = example::quantize_int8<kDM, kQD>(wq, /*panel16=*/true);
+  example::Int8Matrix<kDM, kKD> qk = example::quantize_int8<kDM, kKD>(wk, true);
+  example::Int8Matrix<kDM, kKD> qv = example::quantize_int8<kDM, kKD>(wv, true);
+  example::Int8Matrix<kQD, kDM> qo = example::quantize_int8<kQD, kDM>(wo, true);
+  alignas(64) float x[kT * kDM];
+  alignas(64) float q[kT * kQD], k[kT * kKD], v[kT * kKD];
+  MWeights() {
+    example::fill(x, kT * kDM, 5, 1.0f);
+    example::fill(q, kT * kQD, 6, 1.0f);
+    example::fill(k, kT * kKD, 7, 1.0f);
+    example::fill(v, kT * kKD, 8, 1.0f);
+  }
+
+  microattn::Weights<Cfg> fp32(WeightLayout layout) const {
+    microattn::Weights<Cfg> w(layout);
+    const bool p = layout == WeightLayout::kPanel16;
+    w.w_q = p ? pq.data() : wq.data();
+    w.w_k = p ? pk.data() : wk.data();
+    w.w_v = p ? pv.data() : wv.data();
+    w.w_o = p ? po.data() : wo.data();
+    return w;
+  }
+  template <class C>
+  microattn::Weights<C> int8() const {
+    return microattn::Weights<C>(WeightLayout::kPanel16, qq.q.data(), qq.scale.data(),
+                                 qk.q.data(), qk.scale.data(), qv.q.data(), qv.scale.data(),
+                                 qo.q.data(), qo.scale.data());
+  }
+};
+
+const MWeights& data() {
+  static const MWeights d;  // ~150 KB, in static storage, made on first use
+  return d;
+}
+
+constexpr double layer_case_flops(double T) {
+  return attn_flops(T, Cfg::kHeads, Cfg::kDHead) +
+         proj_flops(T, kDM, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+         out_proj_flops(T, kDM, Cfg::kHeads, Cfg::kDHead);
+}
+/// A decode step: the token's projections and W_O, and its query over the kT cached keys.
+constexpr double decode_step_flops() {
+  return proj_flops(1, kDM, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+         4.0 * Cfg::kHeads * Cfg::kDHead * kT + out_proj_flops(1, kDM, Cfg::kHeads, Cfg::kDHead);
+}
+
+std::string layout_label(WeightLayout layout, bool int8_weights, bool int8_cache) {
+  std::string s = arch_label<microattn::DefaultArch>();
+  s += layout == WeightLayout::kPanel16 ? ", kPanel16" : ", kInOut";
+  if (int8_weights) s += ", int8 weights";
+  if (int8_cache) s += ", int8 cache";
+  return s;
+}
+
+/// M1, M2, M1_panel16, M1_q8: the layer's forward over T tokens.
+template <class C, std::size_t T, WeightLayout kLayout = WeightLayout::kInOut>
+void bm_m_layer(benchmark::State& state) {
+  const MWeights& d = data();
+  auto layer = std::make_unique<microattn::MultiHeadAttention<C>>();
+  microattn::Status s = microattn::Status::kOk;
+  if constexpr (C::kInt8Weights) {
+    s = layer->set_weights(d.int8<C>());
+  } else {
+    s = layer->set_weights(d.fp32(kLayout));
+  }
+  if (s != microattn::Status::kOk) {
+    state.SkipWithError("set_weights failed");
+    return;
+  }
+  alignas(64) static float y[kT * Cfg::kOutDim];
+  for (auto _ : state) {
+    s = layer->forward(d.x, T, y);
+    if (s != microattn::Status::kOk) {
+      state.SkipWithError(microattn::to_string(s));
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, layer_case_flops(T));
+  state.SetLabel(layout_label(C::kInt8Weights ? WeightLayout::kPanel16 : kLayout,
+                              C::kInt8Weights, false));
+}
+
+/// M3: the attention core alone over T = 64.
+void bm_m_core(benchmark::State& state) {
+  const MWeights& d = data();
+  auto core = std::make_unique<microattn::ScaledDotProductAttention<Cfg>>();
+  alignas(64) static float out[kT * kQD];
+  for (auto _ : state) {
+    const microattn::Status s = core->forward(d.q, d.k, d.v, kT, out);
+    if (s != microattn::Status::kOk) {
+      state.SkipWithError(microattn::to_string(s));
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, attn_flops(kT, Cfg::kHeads, Cfg::kDHead));
+  state.SetLabel(arch_label<microattn::DefaultArch>());
+}
+
+/// MD1 and its variants: prefill 63 tokens, then decode the 64th and truncate back to 63.
+template <class C, WeightLayout kLayout = WeightLayout::kInOut>
+void bm_m_decode(benchmark::State& state) {
+  const MWeights& d = data();
+  auto kv = std::make_unique<microattn::KvAttention<C>>();
+  microattn::Status s = microattn::Status::kOk;
+  if constexpr (C::kInt8Weights) {
+    s = kv->set_weights(d.int8<C>());
+  } else {
+    s = kv->set_weights(d.fp32(kLayout));
+  }
+  alignas(64) static float y[kT * Cfg::kOutDim];
+  if (s == microattn::Status::kOk) s = kv->prefill(d.x, kT - 1, y);
+  if (s != microattn::Status::kOk) {
+    state.SkipWithError(microattn::to_string(s));
+    return;
+  }
+  const float* x_token = d.x + (kT - 1) * kDM;
+  for (auto _ : state) {
+    s = kv->decode(x_token, y);
+    if (s == microattn::Status::kOk) s = kv->truncate(kT - 1);
+    if (s != microattn::Status::kOk) {
+      state.SkipWithError(microattn::to_string(s));
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, decode_step_flops());
+  state.SetLabel(layout_label(C::kInt8Weights ? WeightLayout::kPanel16 : kLayout,
+                              C::kInt8Weights, C::kInt8Cache));
+}
+
+}  // namespace
+
+void register_cortex_m_shape_benchmarks() {
+  // The order and names of ports/cortex-m/bench.cpp.
+  benchmark::RegisterBenchmark("M1", bm_m_layer<Cfg, 64>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M2", bm_m_layer<Cfg, 16>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M3", bm_m_core)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MD1", bm_m_decode<Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M1_panel16", bm_m_layer<Cfg, 64, WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MD1_panel16", bm_m_decode<Cfg, WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M1_q8", bm_m_layer<CfgQ8, 64>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MD1_q8", bm_m_decode<CfgQ8>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MD1_q8_kv8", bm_m_decode<CfgQ8Kv8>)->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace microattn_bench
