@@ -3,7 +3,8 @@
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh           host build, tests and benchmark
 #   scripts/setup.sh --cross   also the ARM cross toolchains, multiarch GoogleTest/Benchmark, QEMU,
-#                              PyTorch and matplotlib for the Python tests (all test_all.sh runs)
+#                              llvm-mca, PyTorch and matplotlib for the Python tests (all
+#                              test_all.sh runs)
 #   scripts/setup.sh --peers   also Eigen and OpenBLAS, which the benchmark compares against
 set -euo pipefail
 
@@ -26,9 +27,11 @@ host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev
 # The exporter's tests (tests/python) need PyTorch, the attention-map plot test
 # (examples/plot_attention_maps.py) matplotlib; they are skipped, saying so, without them.
 test_pkgs=(python3-torch python3-numpy python3-matplotlib)
+# llvm-19: llvm-mca for tools/mca_report.py (the ARM cores' cycle model; LLVM 19's has the
+# Neoverse N1 = Cortex-A76 pipeline, LLVM 14's does not).
 cross_pkgs=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf
             gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib binutils-arm-none-eabi
-            qemu-user qemu-system-arm
+            qemu-user qemu-system-arm llvm-19
             libgtest-dev:arm64 libbenchmark-dev:arm64 libgtest-dev:armhf libbenchmark-dev:armhf)
 
 pkgs=("${host_pkgs[@]}")

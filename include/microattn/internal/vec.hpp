@@ -44,6 +44,13 @@ namespace internal {
 
 MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
+/// 1 where the NEON intrinsics (arm_neon.h, included by xsimd) serve a Vec operation directly.
+#if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
+#define MICROATTN_NEON_INTRINSICS 1
+#else
+#define MICROATTN_NEON_INTRINSICS 0
+#endif
+
 namespace microattn {
 namespace internal {
 
@@ -159,6 +166,12 @@ struct Vec {
     return xsimd::select(a < b, t, f);
   }
   static type shl23_bits(type v) noexcept {
+#if MICROATTN_NEON_INTRINSICS
+    // xsimd 8.1's NEON bitwise_cast goes through a table of function pointers that GCC 12
+    // calls out of line: a call (and spills around it) per vector in every exp loop.
+    if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
+      return type(vreinterpretq_f32_s32(vshlq_n_s32(vreinterpretq_s32_f32(v.data), 23)));
+#endif
 #if XSIMD_VERSION_MAJOR >= 9  // bitwise_cast<element type>(batch)
     return xsimd::bitwise_cast<float>(xsimd::bitwise_cast<std::int32_t>(v) << 23);
 #else  // xsimd 8: bitwise_cast<batch type>(batch)
@@ -217,7 +230,7 @@ struct Vec {
 ///   kBQ, kBK    attention tile: query rows x key columns
 template <class Arch, class Enable = void>
 struct KernelParams {
-  // 16 vector registers (SSE, AVX, AVX2, armv7 NEON): 6 x 2 accumulators + 2 B + 1 broadcast.
+  // 16 vector registers (SSE, AVX, AVX2): 6 x 2 accumulators + 2 B + 1 broadcast.
   static constexpr std::size_t kMR = 6;
   static constexpr std::size_t kNRVec = 2;
   static constexpr std::size_t kKC = 256;
@@ -238,7 +251,7 @@ struct KernelParams<ScalarArch> {
 };
 
 #if MICROATTN_HAS_XSIMD
-// 32 vector registers (AVX-512, AArch64 NEON): 6 x 4 or 12 x 2 accumulators.
+// 32 vector registers (AVX-512): 12 x 2 accumulators.
 template <class Arch>
 struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>::value>> {
   static constexpr std::size_t kMR = 12;
@@ -248,9 +261,29 @@ struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 64;
 };
+// AArch64 NEON (32 registers), chosen with tools/mca_report.py (llvm-mca's models, not
+// measurements; docs/targets.md): 5 x 4 accumulators + 4 B + 5 A = 29 registers. 6 x 4 needs
+// 24 + 4 + 6 = 34 and GCC 12 spills accumulators in the loop; 5 x 4 runs at the FMA bound of
+// the Neoverse N1 (A76) and Cortex-A57 (A72) models. kNR stays 16, so kPanel16 weights are used
+// in place; kMC and kBQ are multiples of kMR (40 query rows: q, s and o of a d_head-64 tile,
+// 30 KB, fit a Cortex-A72's 32 KB L1).
 template <class Arch>
 struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon64, Arch>::value>> {
-  static constexpr std::size_t kMR = 6;
+  static constexpr std::size_t kMR = 5;
+  static constexpr std::size_t kNRVec = 4;
+  static constexpr std::size_t kKC = 256;
+  static constexpr std::size_t kMC = 100;
+  static constexpr std::size_t kBQ = 40;
+  static constexpr std::size_t kBK = 64;
+};
+// ARMv7 NEON (16 q registers, no by-lane fused multiply-add: each A value is a load-duplicate):
+// 3 x 4 accumulators + 3 A + 1 B = 16 registers, 7 loads per 12 FMAs. The generic 6 x 2 needs
+// 12 + 6 + 2 and spills an accumulator in the loop; 3 x 4 does not, and its kNR of 16 uses
+// kPanel16 weights in place (tools/mca_report.py --sweep, docs/targets.md).
+template <class Arch>
+struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon, Arch>::value &&
+                                           !std::is_base_of<xsimd::neon64, Arch>::value>> {
+  static constexpr std::size_t kMR = 3;
   static constexpr std::size_t kNRVec = 4;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 96;

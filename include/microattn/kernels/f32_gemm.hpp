@@ -44,7 +44,9 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
   T acc[MR][NRV];
+#pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
     for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::zero();
   // One pointer per row of A and a running pointer into B: every load in the loop is then
   // base + k * 4 or a bumped pointer (computing i * lda + k per load cost clang a third).
@@ -63,7 +65,9 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
       for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
     }
   }
+#pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i) {
+#pragma GCC unroll 64
     for (std::size_t j = 0; j < NRV; ++j) {
       T r = acc[i][j];
       if (accumulate) r = r + V::loadu(c + i * ldc + j * W);

@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Cycles per loop iteration of the kernels' hot loops on ARM cores, from LLVM's machine-code
+analyzer (llvm-mca): a MODEL ESTIMATE, not a measurement (there is no ARM board here, and
+timings under QEMU mean nothing).
+
+For each target (aarch64, armv7, Cortex-M7) the tool compiles tools/mca/probes.cpp with the
+project's cross compiler and the flags of its toolchain file (read from toolchains/*.cmake
+with `cmake -P`, so they cannot drift apart) plus the Release flags (-O3 -DNDEBUG), to
+assembly. Each probe is one extern "C" function holding one hot loop: the GEMM micro-kernel,
+the attention tile's Q K^T, P V and exp2 loops, the decode GEMVs, exp. In each probe's
+assembly (and the functions it calls) the tool takes the innermost loop with the most
+multiply-add lanes, and runs llvm-mca on that loop body for each core:
+
+    llvm-mca -mtriple=<triple> -mcpu=<model cpu> -iterations=500 <loop body>
+
+and prints
+  cycles/iter  llvm-mca's Total Cycles / Iterations (steady state, dependencies included)
+  RThru        llvm-mca's Block RThroughput (resource bound only)
+  FMA bound    multiply-add lanes in the loop / the core's peak multiply-add lanes per cycle
+               in the same model (measured by llvm-mca on a block of independent FMAs)
+  % bound      FMA bound / cycles per iteration (100 % = the FMA pipes never idle)
+  stack        loads/stores to the stack in the loop (register spills)
+
+Models (what LLVM has; the core a row names is not always the model it uses):
+  Cortex-A76  LLVM has no Cortex-A76 model (its -mcpu=cortex-a76 uses the Cortex-A57 model,
+              in LLVM 14 and 19 alike). The Neoverse N1 is the A76's server derivative (same
+              core pipelines: two 128-bit FP/ASIMD pipes, two load pipes); LLVM 19 has an N1
+              model (LLVM 14 does not), used here (-mcpu=neoverse-n1). With an llvm-mca
+              without it the A76 rows are left out.
+  Cortex-A72  LLVM's Cortex-A57 model (LLVM has no A72 model of its own), AArch64 and AArch32.
+  Cortex-A55  LLVM's Cortex-A55 model (AArch64 only: the 32-bit backend has none).
+  Cortex-M7   LLVM's Cortex-M7 model.
+
+Usage:
+  python3 tools/mca_report.py                 # the table (text)
+  python3 tools/mca_report.py --markdown      # the table as Markdown (docs/targets.md)
+  python3 tools/mca_report.py --sweep         # also: candidate GEMM register tiles
+  python3 tools/mca_report.py --check         # assert the NEON GEMM targets (the ctest)
+  python3 tools/mca_report.py --show gemm_ukernel --target aarch64   # print the loop body
+
+--check: the NEON GEMM micro-kernel reaches >= 85 % of the modelled FMA bound on Cortex-A76
+(N1 model) and Cortex-A72 (A57 model), with no stack access in the loop (aarch64 and armv7).
+Exit status: 0 ok, 1 a target missed, 2 usage or tool error, 77 skipped (llvm-mca, cmake or
+a cross compiler missing, or no llvm-mca with an N1 model).
+Only the Python 3 standard library is needed.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROBES = os.path.join(ROOT, "tools", "mca", "probes.cpp")
+SKIP = 77
+ITERATIONS = 500
+CHECK_PCT = 85.0
+
+# (probe function, loop name in the table, what it is)
+LOOPS = [
+    ("mca_gemm_ukernel", "gemm_ukernel",
+     "GEMM micro-kernel, one k step of the kMR x kNR tile (C += A B, packed B panel)"),
+    ("mca_attn_qk", "attn_qk", "attention tile, S = Q K^T: the micro-kernel over d_head 64"),
+    ("mca_attn_pv", "attn_pv", "attention tile, O += P V: the micro-kernel over the keys"),
+    ("mca_attn_exp2_row", "attn_exp2_row", "attention tile, p = 2^(s - m) and its sum: 1 vector"),
+    ("mca_gemv_panel16", "gemv_panel16", "decode GEMV, kPanel16 weights: one k of two panels"),
+    ("mca_gemv_axpy", "gemv_axpy", "decode GEMV, kInOut weights: one vector of four rows"),
+    ("mca_gemv_dot", "gemv_dot", "decode GEMV, kOutIn weights: two vectors of four rows"),
+    ("mca_exp", "exp", "f32_exp: one vector"),
+]
+
+
+class Target:
+    def __init__(self, name, toolchain, cmake_defs, cores, fma_forms):
+        self.name = name
+        self.toolchain = toolchain  # toolchains/<file>
+        self.cmake_defs = cmake_defs
+        self.cores = cores  # [(label, llvm cpu, model description)]
+        self.fma_forms = fma_forms  # [(asm template with {i}, lanes)]
+        self.cxx = None
+        self.flags = []
+        self.triple = None
+
+
+def make_targets(n1_model):
+    a76 = [("Cortex-A76", "neoverse-n1", "Neoverse N1 model")] if n1_model else []
+    return [
+        Target("aarch64", "aarch64-linux-gnu.cmake", [],
+               a76 + [("Cortex-A72", "cortex-a72", "Cortex-A57 model"),
+                      ("Cortex-A55", "cortex-a55", "Cortex-A55 model")],
+               [("fmla v{i}.4s, v28.4s, v29.4s", 4), ("fmla v{i}.2s, v28.2s, v29.2s", 2),
+                ("fmadd s{i}, s28, s29, s{i}", 1)]),
+        Target("armv7", "arm-linux-gnueabihf.cmake", [],
+               [("Cortex-A72 (AArch32)", "cortex-a72", "Cortex-A57 model")],
+               [("vfma.f32 q{i}, q14, q15", 4), ("vmla.f32 q{i}, q14, d0[0]", 4),
+                ("vfma.f32 d{i}, d28, d29", 2), ("vfma.f32 s{i}, s28, s29", 1)]),
+        Target("cortex-m7", "arm-none-eabi.cmake", ["-DMICROATTN_CPU=cortex-m7"],
+               [("Cortex-M7", "cortex-m7", "Cortex-M7 model")],
+               [("vfma.f32 s{i}, s28, s29", 1), ("vmla.f32 s{i}, s28, s29", 1)]),
+    ]
+
+
+class Error(Exception):
+    pass
+
+
+def run(cmd, cwd=None):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise Error("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout,
+                                                        p.stderr))
+    return p.stdout
+
+
+def find_llvm_mca(explicit):
+    if explicit:
+        return explicit if shutil.which(explicit) else None
+    for v in range(25, 13, -1):
+        for c in ("llvm-mca-%d" % v, "/usr/lib/llvm-%d/bin/llvm-mca" % v):
+            if shutil.which(c):
+                return shutil.which(c)
+    return shutil.which("llvm-mca")
+
+
+def llvm_version(mca):
+    out = run([mca, "--version"])
+    m = re.search(r"LLVM version (\S+)", out)
+    return m.group(1) if m else "?"
+
+
+def has_n1_model(mca, tmp):
+    path = os.path.join(tmp, "n1.s")
+    with open(path, "w") as f:
+        f.write("fmla v0.4s, v1.4s, v2.4s\n")
+    out = run([mca, "-mtriple=aarch64", "-mcpu=neoverse-n1", "-iterations=1", path])
+    return "N1Unit" in out
+
+
+def toolchain_flags(t, tmp):
+    """CMAKE_CXX_COMPILER and CMAKE_CXX_FLAGS_INIT of the toolchain file, via cmake -P (in a
+    scratch folder: linux-multiarch.cmake stages a folder in CMAKE_BINARY_DIR)."""
+    work = tempfile.mkdtemp(dir=tmp)
+    script = os.path.join(work, "flags.cmake")
+    with open(script, "w") as f:
+        f.write('include("%s")\nmessage("MCA_CXX=${CMAKE_CXX_COMPILER}")\n'
+                'message("MCA_FLAGS=${CMAKE_CXX_FLAGS_INIT}")\n'
+                % os.path.join(ROOT, "toolchains", t.toolchain))
+    p = subprocess.run(["cmake"] + t.cmake_defs + ["-P", script], cwd=work,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    cxx = re.search(r"^MCA_CXX=(.*)$", p.stdout, re.M)
+    flags = re.search(r"^MCA_FLAGS=(.*)$", p.stdout, re.M)
+    if p.returncode != 0 or not cxx or not flags:
+        raise Error("cannot read %s:\n%s" % (t.toolchain, p.stdout))
+    return cxx.group(1).strip(), flags.group(1).split()
+
+
+def xsimd_dir(tmp, explicit):
+    """A folder holding only xsimd/ (never -isystem /usr/include in a cross build)."""
+    src = explicit or "/usr/include"
+    if not os.path.isfile(os.path.join(src, "xsimd", "xsimd.hpp")):
+        raise Error("xsimd not found in %s (scripts/setup.sh installs libxsimd-dev)" % src)
+    d = os.path.join(tmp, "xsimd-include")
+    if not os.path.isdir(d):
+        os.makedirs(d)
+        os.symlink(os.path.join(src, "xsimd"), os.path.join(d, "xsimd"))
+    return d
+
+
+def compile_probes(t, tmp, xs, include, defs=(), tag=""):
+    out = os.path.join(tmp, "%s%s.s" % (t.name, tag))
+    cmd = ([t.cxx] + t.flags + ["-std=c++17", "-O3", "-DNDEBUG", "-I", include,
+                                "-isystem", xs] + list(defs) + ["-S", "-o", out, PROBES])
+    run(cmd)
+    with open(out) as f:
+        return f.read()
+
+
+# --- assembly ---------------------------------------------------------------------------
+
+LABEL = re.compile(r"^([.\w$]+):")
+BRANCH = re.compile(r"^(b|b\.\w+|b[a-z]{2}(\.[nw])?|cbn?z|tbn?z|bl|blx)\s+(?:.*,\s*)?"
+                    r"([.\w$]+)(\(PLT\))?\s*$")
+
+
+def strip_comment(line, arm32):
+    for c in (("@",) if arm32 else ()) + ("//",):
+        i = line.find(c)
+        if i >= 0:
+            line = line[:i]
+    return " ".join(line.split())
+
+
+def functions(asm, arm32):
+    """{name: [lines]} of the functions in the assembly (from `name:` to `.size name`)."""
+    names = set(re.findall(r"^\s*\.type\s+([.\w$]+),\s*[%@#]function", asm, re.M))
+    out, cur = {}, None
+    for raw in asm.splitlines():
+        line = strip_comment(raw, arm32)
+        m = LABEL.match(line)
+        if m and m.group(1) in names:
+            cur = m.group(1)
+            out[cur] = []
+            continue
+        if cur is None:
+            continue
+        if re.match(r"\.size\s+%s\s*," % re.escape(cur), line):
+            cur = None
+            continue
+        out[cur].append(line)
+    return out
+
+
+def is_insn(line):
+    return line and not line.startswith(".") and not LABEL.match(line)
+
+
+def reachable(funcs, start):
+    seen, todo = [], [start]
+    while todo:
+        f = todo.pop()
+        if f in seen or f not in funcs:
+            continue
+        seen.append(f)
+        for line in funcs[f]:
+            m = BRANCH.match(line)
+            if m and m.group(3) in funcs:
+                todo.append(m.group(3))
+    return seen
+
+
+def fma_lanes(insn, arch):
+    """Multiply-add lanes of one instruction (0: not a multiply-add)."""
+    op, _, rest = insn.partition(" ")
+    op = op.split(".")[0] if arch == "aarch64" else op
+    rest = rest.strip()
+    if arch == "aarch64":
+        if op not in ("fmla", "fmls", "fmadd", "fmsub", "fnmadd", "fnmsub"):
+            return 0
+        first = rest.split(",")[0].strip()
+        m = re.search(r"\.(\d+)s$", first)
+        return int(m.group(1)) if m else (1 if first.startswith("s") else 0)
+    base = op.split(".")[0]
+    if base not in ("vfma", "vfms", "vfnma", "vfnms", "vmla", "vmls", "vnmla", "vnmls"):
+        return 0
+    if ".f32" not in op:
+        return 0
+    first = rest.split(",")[0].strip()
+    return {"q": 4, "d": 2, "s": 1}.get(first[:1], 0)
+
+
+def loops(lines):
+    """(start, end) line ranges of the loops: a label and a later branch back to it."""
+    pos = {}
+    for i, line in enumerate(lines):
+        m = LABEL.match(line)
+        if m:
+            pos[m.group(1)] = i
+    res = []
+    for i, line in enumerate(lines):
+        m = BRANCH.match(line)
+        if m and m.group(1) not in ("bl", "blx") and m.group(3) in pos and pos[m.group(3)] < i:
+            res.append((pos[m.group(3)], i))
+    return res
+
+
+def hot_loop(asm, func, arch, arm32):
+    """Body (instructions) of the innermost loop with the most FMA lanes reachable from func."""
+    funcs = functions(asm, arm32)
+    if func not in funcs:
+        raise Error("%s not found in the assembly" % func)
+    best = None
+    for f in reachable(funcs, func):
+        lines = funcs[f]
+        ls = loops(lines)
+        for (s, e) in ls:
+            if any((s2, e2) != (s, e) and s <= s2 and e2 <= e for (s2, e2) in ls):
+                continue  # not innermost
+            body = [l for l in lines[s:e + 1] if is_insn(l)]
+            lanes = sum(fma_lanes(l, arch) for l in body)
+            key = (lanes, -len(body))
+            if best is None or key > best[0]:
+                best = (key, f, body)
+    if best is None or best[0][0] == 0:
+        raise Error("no loop with multiply-adds in %s" % func)
+    return best[1], best[2]
+
+
+POST_STORE_A64 = re.compile(r"^(st[a-z0-9]*) (.*), \[(\w+)\], #?(-?\d+)$")
+POST_STORE_A32 = re.compile(r"^(vst1\.\d+) \{d(\d+)(?:-d(\d+))?\}, \[(\w+)(?::\d+)?\]!$")
+
+
+def split_store_writeback(body, arch):
+    """The loop with each post-indexed store written as a store and a separate pointer add.
+    llvm-mca issues the whole post-indexed store, base update included, when the stored value
+    is ready, so a load through the same pointer in the next iteration waits for the previous
+    iteration's result: a loop-carried chain the cores do not have (their address update does
+    not wait for the data). None if the loop has no such store."""
+    out, changed = [], False
+    for l in body:
+        m = POST_STORE_A64.match(l) if arch == "aarch64" else POST_STORE_A32.match(l)
+        if m and arch == "aarch64":
+            out += ["%s %s, [%s]" % (m.group(1), m.group(2), m.group(3)),
+                    "add %s, %s, #%s" % (m.group(3), m.group(3), m.group(4))]
+            changed = True
+        elif m:
+            lo = int(m.group(2))
+            hi = int(m.group(3)) if m.group(3) else lo
+            out += [l[:-1], "add %s, %s, #%d" % (m.group(4), m.group(4), 8 * (hi - lo + 1))]
+            changed = True
+        else:
+            out.append(l)
+    return out if changed else None
+
+
+def calls(body):
+    return sum(1 for l in body if re.match(r"blx? ", l))
+
+
+def stack_ops(body):
+    return sum(1 for l in body if re.search(r"\[sp\b", l) or re.match(r"v?(push|pop)\b", l))
+
+
+def internal_branches(body):
+    return sum(1 for l in body[:-1]
+               if BRANCH.match(l) and not BRANCH.match(l).group(1).startswith("bl"))
+
+
+# --- llvm-mca ---------------------------------------------------------------------------
+
+def mca(mca_bin, triple, cpu, body, tmp, tag, iterations=ITERATIONS):
+    path = os.path.join(tmp, "%s.%s.s" % (tag, cpu))
+    with open(path, "w") as f:
+        f.write("\n".join(body) + "\n")
+    cmd = [mca_bin, "-mtriple=" + triple, "-mcpu=" + cpu, "-iterations=%d" % iterations, path]
+    skipped = []
+    try:
+        out = run(cmd)
+    except Error as e:
+        # An instruction the model has no scheduling data for (the Cortex-M7 model lacks
+        # vcmpe.f32): llvm-mca >= 18 can leave it out; the row says so.
+        skipped = sorted(set(re.findall(r"note: instruction:\s+(\S+)", str(e))))
+        if not skipped:
+            raise
+        out = run(cmd[:-1] + ["-skip-unsupported-instructions=lack-sched", path])
+    it = int(re.search(r"^Iterations:\s+(\d+)", out, re.M).group(1))
+    cyc = int(re.search(r"^Total Cycles:\s+(\d+)", out, re.M).group(1))
+    rth = float(re.search(r"^Block RThroughput:\s+([\d.]+)", out, re.M).group(1))
+    return cyc / it, rth, skipped
+
+
+def peak_lanes(mca_bin, t, cpu, tmp):
+    """Peak multiply-add lanes per cycle of cpu in the model: the best of independent-FMA
+    blocks of each form (resource bound: Block RThroughput)."""
+    best = 0.0
+    for k, (form, lanes) in enumerate(t.fma_forms):
+        n = 12
+        body = [form.format(i=i) for i in range(1, n + 1)]
+        _, rth, _ = mca(mca_bin, t.triple, cpu, body, tmp, "peak%d" % k, iterations=100)
+        best = max(best, n * lanes / rth)
+    return best
+
+
+def triple_of(t, asm):
+    thumb = re.search(r"^\s*\.thumb\b|^\s*\.code\s+16", asm, re.M) is not None
+    if t.name == "aarch64":
+        return "aarch64-linux-gnu"
+    if t.name == "armv7":
+        return ("thumbv7a" if thumb else "armv7a") + "-linux-gnueabihf"
+    return "thumbv7em-none-eabihf"
+
+
+# --- report -----------------------------------------------------------------------------
+
+def analyse(t, asm, mca_bin, tmp, peaks, loops_wanted, tag=""):
+    rows = []
+    arch = "aarch64" if t.name == "aarch64" else "arm32"
+    for func, name, _ in loops_wanted:
+        try:
+            fn, body = hot_loop(asm, func, arch, arch != "aarch64")
+        except Error as e:
+            rows.append({"loop": name, "target": t.name, "error": str(e)})
+            continue
+        lanes = sum(fma_lanes(l, arch) for l in body)
+        fmas = sum(1 for l in body if fma_lanes(l, arch))
+        for (label, cpu, model) in t.cores:
+            stem = "%s%s.%s" % (t.name, tag, name)
+            try:
+                cyc, rth, skipped = mca(mca_bin, t.triple, cpu, body, tmp, stem)
+                split = split_store_writeback(body, arch)
+                cyc_wb = mca(mca_bin, t.triple, cpu, split, tmp, stem + ".wb")[0] if split else None
+            except Error as e:
+                rows.append({"loop": name, "target": t.name,
+                             "error": "%s: %s" % (label, str(e).splitlines()[-1])})
+                continue
+            bound = lanes / peaks[(t.name, cpu)]
+            rows.append({"loop": name, "target": t.name, "core": label, "model": model,
+                         "cpu": cpu, "insns": len(body), "fmas": fmas, "lanes": lanes,
+                         "cycles": cyc, "rthru": rth, "bound": bound,
+                         "pct": 100.0 * bound / cyc, "stack": stack_ops(body),
+                         "branches": internal_branches(body), "skipped": skipped,
+                         "calls": calls(body), "cycles_wb": cyc_wb,
+                         "func": fn, "body": body})
+    return rows
+
+
+def fmt_table(rows, markdown):
+    head = ["loop", "target", "core (LLVM model)", "insns", "FMA insns (lanes)", "cycles/iter",
+            "RThru", "FMA bound", "% of bound", "stack", "notes"]
+    lines = []
+    for r in rows:
+        if "error" in r:
+            lines.append([r["loop"], r["target"], "-", "-", "-", "error: " + r["error"], "", "", "",
+                          "", ""])
+            continue
+        notes = []
+        if r["cycles_wb"] is not None and r["cycles_wb"] < 0.9 * r["cycles"]:
+            notes.append("%.2f with the store's pointer update split off" % r["cycles_wb"])
+        if r["branches"]:
+            notes.append("%d branch(es) inside: every path counted" % r["branches"])
+        if r["calls"]:
+            notes.append("%d call(s): callee not modelled" % r["calls"])
+        if r["skipped"]:
+            notes.append("not in the model, left out: %s" % ", ".join(r["skipped"]))
+        lines.append([r["loop"], r["target"], "%s (%s)" % (r["core"], r["model"]),
+                      str(r["insns"]), "%d (%d)" % (r["fmas"], r["lanes"]),
+                      "%.2f" % r["cycles"], "%.2f" % r["rthru"], "%.2f" % r["bound"],
+                      "%.0f %%" % r["pct"], str(r["stack"]), "; ".join(notes)])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |",
+               "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 4) + ["---"]) + "|"]
+        for l in lines:
+            out.append("| " + " | ".join(l) + " |")
+        return "\n".join(out)
+    w = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w[i]) for i, h in enumerate(head))]
+    for l in lines:
+        out.append("  ".join(c.ljust(w[i]) for i, c in enumerate(l)))
+    return "\n".join(out)
+
+
+# Register tiles (kMR, kNRVec) --sweep compiles the micro-kernel with.
+SWEEP = {"aarch64": [(2, 4), (3, 4), (4, 4), (5, 4), (6, 4), (7, 4), (4, 5), (4, 3), (6, 3),
+                     (7, 3), (8, 3), (4, 2), (8, 2), (10, 2), (12, 2)],
+         "armv7": [(4, 2), (5, 2), (6, 2), (3, 3), (4, 3), (2, 4), (3, 4)]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="assert the NEON GEMM targets")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--sweep", action="store_true", help="also compare GEMM register tiles")
+    ap.add_argument("--target", action="append", help="aarch64, armv7, cortex-m7 (default: all)")
+    ap.add_argument("--loop", action="append", help="loops to analyse (default: all)")
+    ap.add_argument("--show", metavar="LOOP", help="print this loop's body for each target")
+    ap.add_argument("--llvm-mca", help="llvm-mca to use (default: the newest llvm-mca-N)")
+    ap.add_argument("--xsimd-include", help="folder holding xsimd/ (default /usr/include)")
+    ap.add_argument("--include", default=os.path.join(ROOT, "include"),
+                    help="microattn include folder (default: this tree's; e.g. a patched copy)")
+    ap.add_argument("--keep", metavar="DIR", help="keep the assembly and loop bodies in DIR")
+    args = ap.parse_args()
+
+    mca_bin = find_llvm_mca(args.llvm_mca)
+    if not mca_bin:
+        print("SKIP: llvm-mca not found (Debian: llvm-19, which scripts/setup.sh --cross installs)")
+        return SKIP
+    if not shutil.which("cmake"):
+        print("SKIP: cmake not found")
+        return SKIP
+    tmp = args.keep or tempfile.mkdtemp(prefix="mca_report.")
+    os.makedirs(tmp, exist_ok=True)
+    try:
+        return report(args, mca_bin, tmp)
+    except Error as e:
+        print("mca_report: %s" % e, file=sys.stderr)
+        return 2
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def report(args, mca_bin, tmp):
+    version = llvm_version(mca_bin)
+    n1 = has_n1_model(mca_bin, tmp)
+    targets = make_targets(n1)
+    want = args.target or (["aarch64", "armv7"] if args.check else [t.name for t in targets])
+    targets = [t for t in targets if t.name in want]
+    loops_wanted = [l for l in LOOPS if not args.loop or l[1] in args.loop]
+    if args.check:
+        loops_wanted = [l for l in LOOPS if l[1] == "gemm_ukernel"]
+    missing = []
+    for t in targets:
+        t.cxx, t.flags = toolchain_flags(t, tmp)
+        if not shutil.which(t.cxx):
+            missing.append(t)
+    if missing:
+        msg = "cross compiler missing: %s (scripts/setup.sh --cross)" % ", ".join(
+            t.cxx for t in missing)
+        if args.check:
+            print("SKIP: " + msg)
+            return SKIP
+        print("note: " + msg + "; those targets are left out")
+        targets = [t for t in targets if t not in missing]
+        if not targets:
+            return SKIP
+    xs = xsimd_dir(tmp, args.xsimd_include)
+
+    print("llvm-mca %s (%s); MODEL ESTIMATES, not measurements" % (version, mca_bin))
+    if not n1:
+        print("note: this llvm-mca has no Neoverse N1 model: no Cortex-A76 rows (LLVM 19 has it)")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+        asms = dict(zip([t.name for t in targets],
+                        ex.map(lambda t: compile_probes(t, tmp, xs, args.include), targets)))
+    for t in targets:
+        t.triple = triple_of(t, asms[t.name])
+        print("%-9s %s %s -std=c++17 -O3 -DNDEBUG  ->  llvm-mca -mtriple=%s -mcpu=%s"
+              % (t.name, t.cxx, " ".join(t.flags), t.triple,
+                 "/".join(c[1] for c in t.cores)))
+    peaks = {}
+    for t in targets:
+        for (label, cpu, model) in t.cores:
+            peaks[(t.name, cpu)] = peak_lanes(mca_bin, t, cpu, tmp)
+    print("peak multiply-add lanes per cycle (model): " + ", ".join(
+        "%s %s %.0f" % (t.name, label, peaks[(t.name, cpu)]) for t in targets
+        for (label, cpu, _) in t.cores))
+
+    if args.show:
+        for t in targets:
+            arch = "aarch64" if t.name == "aarch64" else "arm32"
+            func = [l[0] for l in LOOPS if l[1] == args.show]
+            if not func:
+                raise Error("no loop %s" % args.show)
+            fn, body = hot_loop(asms[t.name], func[0], arch, arch != "aarch64")
+            print("\n== %s, %s (in %s): %d instructions" % (args.show, t.name, fn, len(body)))
+            print("\n".join("  " + l for l in body))
+        return 0
+
+    rows = []
+    for t in targets:
+        rows += analyse(t, asms[t.name], mca_bin, tmp, peaks, loops_wanted)
+    print()
+    print(fmt_table(rows, args.markdown))
+    if not args.markdown:
+        print("\nper iteration of:")
+        for (_, name, what) in loops_wanted:
+            print("  %-14s %s" % (name, what))
+
+    if args.sweep:
+        for t in targets:
+            if t.name not in SWEEP:
+                continue
+            srows = []
+            tiles = SWEEP[t.name]
+
+            def one(tile):
+                mr, nrv = tile
+                asm = compile_probes(t, tmp, xs, args.include,
+                                     ["-DMCA_MR=%d" % mr, "-DMCA_NRV=%d" % nrv],
+                                     tag=".%dx%d" % (mr, nrv))
+                rs = analyse(t, asm, mca_bin, tmp, peaks, [LOOPS[0]], tag=".%dx%d" % (mr, nrv))
+                for r in rs:
+                    r["loop"] = "gemm %dx%d" % (mr, nrv)
+                return rs
+
+            with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+                for rs in ex.map(one, tiles):
+                    srows += rs
+            print("\nGEMM register tiles, %s (mca_gemm_ukernel with -DMCA_MR/-DMCA_NRV):" % t.name)
+            print(fmt_table(srows, args.markdown))
+
+    if not args.check:
+        return 0
+    failed, checked, spilled = [], [], set()
+    for r in rows:
+        if "error" in r:
+            failed.append("%s %s: %s" % (r["loop"], r["target"], r["error"]))
+            continue
+        if r["stack"] and (r["loop"], r["target"]) not in spilled:
+            spilled.add((r["loop"], r["target"]))
+            failed.append("%s %s: %d stack accesses in the loop (spills)" % (
+                r["loop"], r["target"], r["stack"]))
+        if r["target"] == "aarch64" and r["core"] in ("Cortex-A76", "Cortex-A72"):
+            checked.append(r["core"])
+            if r["pct"] < CHECK_PCT:
+                failed.append("%s %s %s: %.1f %% of the FMA bound (target >= %.0f %%)" % (
+                    r["loop"], r["target"], r["core"], r["pct"], CHECK_PCT))
+    print()
+    for f in failed:
+        print("FAIL: " + f)
+    if failed:
+        print("(the loop: --show gemm_ukernel --target aarch64; other tiles: --sweep; "
+              "docs/targets.md, ARM cycle estimates)")
+        return 1
+    print("PASS: NEON GEMM micro-kernel >= %.0f %% of the modelled FMA bound on %s, no spills"
+          % (CHECK_PCT, " and ".join(checked)))
+    if not n1:
+        print("SKIP: Cortex-A76 not checked: llvm-mca %s has no Neoverse N1 model" % version)
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
