@@ -165,6 +165,9 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 /// (s_j = k_scale[j] * q·kt(j)) and a probability once (p_j v_scale[j], after the row sum), so
 /// the result is fp32 attention over the dequantised cache.
 ///
+/// part / parts: only the query tiles of part `part` of a fixed split into `parts` (for
+/// several workers sharing the rows; results are bit-identical for any split).
+///
 /// kMaps: also writes each row's softmax probabilities to *maps (attention maps): the kernel
 /// keeps the row's base-2 scores (the very scores its online softmax used) and, once the row's
 /// max m and sum l are final, turns them into 2^(s - m) / l with the same exp2 and the same 1/l
@@ -172,7 +175,8 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 template <class Arch, std::size_t kDHead, bool kMaps = false, class CE = float>
 void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v,
                    float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
-                   const float* v_scale = nullptr, const MapRows* maps = nullptr) noexcept {
+                   const float* v_scale = nullptr, const MapRows* maps = nullptr,
+                   std::size_t part = 0, std::size_t parts = 1) noexcept {
   constexpr bool kQ = !std::is_same<CE, float>::value;
   using Tl = internal::Tiles<Arch>;
   using V = internal::Vec<Arch>;
@@ -187,7 +191,16 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
   auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
+  const std::size_t n_tiles = (n_rows + BQ - 1) / BQ;
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
+    // Work split (part of parts): query tile t goes to part rank(t) % parts, rank = its place
+    // in the order 0, n-1, 1, n-2, ...: causal tiles near the end cost more, so each part gets
+    // a mix. A tile's work is the same whichever part runs it.
+    if (parts > 1) {
+      const std::size_t t = r0 / BQ;
+      const std::size_t rank = 2 * t < n_tiles ? 2 * t : 2 * (n_tiles - 1 - t) + 1;
+      if (rank % parts != part) continue;
+    }
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
     // Scaled query rows, zeroed accumulators.
     for (std::size_t i = 0; i < bq; ++i) {
