@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   register_attn_benchmarks();
   register_layer_benchmarks();
   register_decode_benchmarks();
+  register_thread_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   measure_machine();
