@@ -298,11 +298,12 @@ class ScaledDotProductAttention {
       const kernels::QueryRows rows{
           q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
       const kernels::MapRows mr{kMaps ? maps + g * Cfg::kGroup * T * T : nullptr, T, T * T};
+      const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
       const std::size_t parts = ex_.parts();
       const float sc = scale();
       auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D, kMaps>(rows, internal::layer_mask<Cfg>(T), buf_.kt, buf_.v,
-                                               sc, buf_.tile[i], nullptr, nullptr, &mr, i, parts);
+        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt, buf_.v, sc,
+                                        buf_.tile[i], nullptr, nullptr, mrp, i, parts);
       };
       ex_.run(parts, attn);
     }
@@ -474,10 +475,10 @@ class MultiHeadAttention {
       ex_.run(parts, proj);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
       const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
+      const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
       auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D, kMaps>(rows, internal::layer_mask<Cfg>(T), core_.kt,
-                                               core_.v, scale, core_.tile[i], nullptr, nullptr, &mr,
-                                               i, parts);
+        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt, core_.v,
+                                        scale, core_.tile[i], nullptr, nullptr, mrp, i, parts);
       };
       ex_.run(parts, attn);
     }

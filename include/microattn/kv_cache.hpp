@@ -530,8 +530,8 @@ class KvAttention {
       const kernels::KeyMask mask{rv.n_keys, rv.key_pos0, Cfg::kWindow, true};
       const float sc = scale();
       auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D, false>(rows, mask, kt_head(g), v_head(g), sc, pw.tile[i],
-                                               ks_head(g), vs_head(g), nullptr, i, parts);
+        kernels::f32_attn_rows<Arch, D>(rows, mask, kt_head(g), v_head(g), sc, pw.tile[i],
+                                        ks_head(g), vs_head(g), nullptr, i, parts);
       };
       ex_.run(parts, attn);
     }

@@ -168,15 +168,17 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 /// part / parts: only the query tiles of part `part` of a fixed split into `parts` (for
 /// several workers sharing the rows; results are bit-identical for any split).
 ///
-/// kMaps: also writes each row's softmax probabilities to *maps (attention maps): the kernel
+/// maps (not null): also writes each row's softmax probabilities there (attention maps): the kernel
 /// keeps the row's base-2 scores (the very scores its online softmax used) and, once the row's
 /// max m and sum l are final, turns them into 2^(s - m) / l with the same exp2 and the same 1/l
-/// as the output row. Without kMaps none of this is compiled.
-template <class Arch, std::size_t kDHead, bool kMaps = false, class CE = float>
-void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v,
-                   float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
-                   const float* v_scale = nullptr, const MapRows* maps = nullptr,
-                   std::size_t part = 0, std::size_t parts = 1) noexcept {
+/// as the output row. One function for both, so an output is the same bits with and without
+/// maps on every compiler (two instantiations may be optimised differently); without maps the
+/// extra work is a not-taken branch per row and tile.
+template <class Arch, std::size_t kDHead, class CE = float>
+MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
+    const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v, float scale,
+    AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr, const float* v_scale = nullptr,
+    const MapRows* maps = nullptr, std::size_t part = 0, std::size_t parts = 1) noexcept {
   constexpr bool kQ = !std::is_same<CE, float>::value;
   using Tl = internal::Tiles<Arch>;
   using V = internal::Vec<Arch>;
@@ -184,7 +186,6 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
   constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
   const std::size_t n_keys = mask.n_keys;
   MICROATTN_ASSERT(n_keys >= 1);
-  MICROATTN_ASSERT(!kMaps || maps != nullptr);
 
   // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
   const float qscale = scale * kLog2e;
@@ -245,7 +246,7 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
         const std::size_t n = b - a;
         float* srow = sc.s + i * BK + a;
         if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0 + a);
-        if constexpr (kMaps) {
+        if (maps) {
           const std::size_t r = r0 + i;
           float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
           for (std::size_t j = 0; j < n; ++j) mrow[j] = srow[j];
@@ -320,7 +321,7 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
       float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
       const float inv = 1.0f / sc.l[i];
       for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
-      if constexpr (kMaps) {
+      if (maps) {
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
         const std::size_t pos = pos_of(r);
         const std::size_t a = mask.lo(pos), b = mask.hi(pos);
@@ -338,7 +339,7 @@ template <class Arch, std::size_t kDHead, class CE = float>
 void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
                    float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
                    const float* v_scale = nullptr) noexcept {
-  f32_attn_rows<Arch, kDHead, false>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
+  f32_attn_rows<Arch, kDHead>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
 }
 
 }  // namespace kernels
