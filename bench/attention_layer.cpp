@@ -6,6 +6,7 @@
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
 //   P2_panel16  P2 with the weights stored as kPanel16 (the GEMM uses them without packing)
+//   S1  the teaching notes' tiny layer: T=11 d_in=8 H=2 d_head=2, W_O 4 -> 4 (per-call overhead)
 //   E1  encoder: T=256 d_model=512 H=8 d_head=64, Mask::kNone (every token sees every token)
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
 //   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
@@ -32,6 +33,8 @@ using P3Cfg = microattn::Config<1024, 512, 8, 8, 64>;
 using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
 using P2q8 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 using E1Cfg = microattn::Config<256, 512, 8, 8, 64, microattn::Mask::kNone>;
+// The teaching notes' layer: 11 tokens, d_in 8, d_out 4 (2 heads of 2), W_O 4 -> 4.
+using S1Cfg = microattn::Config<11, 8, 2, 2, 2, microattn::OutDim{4}>;
 using W1Cfg = microattn::Config<1024, 512, 8, 8, 64, microattn::SlidingWindow{256}>;
 using P3q8 = microattn::Config<1024, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 
@@ -42,7 +45,7 @@ constexpr double flops() {
   return attn_pair_flops(attended_pairs(T, Cfg::kCausal, double(Cfg::kWindow)), Cfg::kHeads,
                          Cfg::kDHead) +
          proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
-         out_proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kDHead);
+         (Cfg::kHasOutProj ? out_proj_flops(T, Cfg::kOutDim, Cfg::kHeads, Cfg::kDHead) : 0.0);
 }
 
 template <class Cfg, class Arch, microattn::WeightLayout kLayout = microattn::WeightLayout::kInOut>
@@ -122,6 +125,9 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_q8", bm_layer<P2q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("E1", bm_layer<E1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("S1", bm_layer<S1Cfg, DefaultArch>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("S1_scalar", bm_layer<S1Cfg, ScalarArch>)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("W1", bm_layer<W1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3_q8", bm_layer<P3q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);

@@ -55,6 +55,7 @@ void register_layer_benchmarks();    ///< P1..P4, P1_scalar, P1_reference (atten
 void register_decode_benchmarks();   ///< D1, D2 (kv_cache.cpp)
 /// M1..M3, MD1 and variants: the Cortex-M bench's cases on this machine (cortex_m_shapes.cpp)
 void register_cortex_m_shape_benchmarks();
+void register_thread_benchmarks();   ///< <case>/threads:1 and :2 (threads.cpp)
 
 // ---- counters ---------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   register_layer_benchmarks();
   register_decode_benchmarks();
   register_cortex_m_shape_benchmarks();
+  register_thread_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   measure_machine();

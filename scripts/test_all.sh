@@ -16,7 +16,7 @@ export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$(nproc)}
 export CTEST_OUTPUT_ON_FAILURE=1
 
 failed=()
-presets=(host host-scalar host-asan host-ofast)
+presets=(host host-scalar host-asan host-tsan host-ofast)
 # The newest xsimd release's headers (shared/ beside the clone; never downloaded): the whole
 # suite against them too, since users get xsimd 12-14 from newer distributions.
 if [ -f ../shared/third_party/xsimd-14.3.0/include/xsimd/xsimd.hpp ]; then

@@ -40,7 +40,8 @@ constexpr std::size_t kDM = 24, kH = 4, kHkv = 2, kD = 8;
 template <auto... kOpts>
 using Cfg = Config<kT, kDM, kH, kHkv, kD, Bias::kYes, kOpts...>;
 
-float g_x[kT * kDM], g_y[kT * 32], g_y2[kT * 32];  // y: [T][d_model] (layer), [T][H * d_head] (core)
+float g_x[kT * kDM], g_y[kT * 32],
+    g_y2[kT * 32];  // y: [T][d_model] (layer), [T][H * d_head] (core)
 double g_ref[kT * kDM];
 double g_scratch[microattn_ref::layer_scratch(kT, kH, kHkv, kD)];
 float g_maps[kH * kT * kT];
@@ -178,7 +179,10 @@ TEST(Maps, WorkedExampleOfTheTeachingNotes) {
                              e / (2 * e + e2),
                              e2 / (2 * e + e2)};
     for (int i = 0; i < 9; ++i) {
-      EXPECT_EQ(std::floor(maps[i] * 1000.0f) / 1000.0f, printed[i]) << A::name() << " " << i;
+      // The notes cut to three digits: printed <= weight < printed + 0.001 (a weight of 1 may
+      // come out a rounding below 1).
+      EXPECT_GE(maps[i], printed[i] - 1e-6f) << A::name() << " " << i;
+      EXPECT_LT(maps[i], printed[i] + 0.001f) << A::name() << " " << i;
       EXPECT_NEAR(maps[i], exact[i], 4e-7) << A::name() << " " << i;
     }
     EXPECT_EQ(maps[1], 0.0f);
@@ -245,6 +249,7 @@ TEST(Masks, NoneIsPermutationEquivariant) {
   EXPECT_GT(cdiff, 1e-3);
 }
 
+#if !(defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)  // no NaN promise under -ffast-math
 TEST(Masks, SlidingWindowSeesExactlyItsBand) {
   // A NaN in token j reaches rows j .. j + W - 1 and no other: rows before j are bit-identical
   // to a run without it (causality), rows from j + W on too (the band).
@@ -273,6 +278,8 @@ TEST(Masks, SlidingWindowSeesExactlyItsBand) {
     }
   });
 }
+
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Ring-buffer KV cache

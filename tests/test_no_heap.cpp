@@ -255,4 +255,45 @@ TEST(NoHeap, Int8WeightsAndCache) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
 }
 
+// The multi-core split allocates nothing either: an executor that runs its tasks one after the
+// other on this thread (no thread library involved) drives every split path.
+TEST(NoHeap, ExecutorSplitPaths) {
+  using microattn::WeightLayout;
+  using TCfg = Config<40, 32, 4, 2, 16, microattn::MaxWorkers{3}, microattn::SlidingWindow{9}>;
+  using KCfg = Config<40, 32, 4, 2, 16, microattn::MaxWorkers{3}>;
+  static float w[4][32 * 64];
+  microattn_test::Rng rng(9);
+  for (auto& m : w) rng.fill(m, 32 * 64, -0.2f, 0.2f);
+  microattn::Executor e;
+  e.workers = 3;
+  e.run = [](void*, std::size_t n, void (*task)(void*, std::size_t), void* arg) {
+    for (std::size_t i = n; i-- > 0;) task(arg, i);
+  };
+  Status st[8];
+  for (Status& s : st) s = Status::kBadArgument;
+  EXPECT_EQ(allocations_during([&] {
+              static microattn::MultiHeadAttention<TCfg> layer;
+              static microattn::KvAttention<KCfg> kv;
+              static microattn::KvAttention<TCfg, microattn::DefaultArch, 8> ring;
+              st[0] = layer.set_executor(e);
+              st[1] = layer.set_weights(
+                  microattn::Weights<TCfg>(WeightLayout::kPanel16, w[0], w[1], w[2], w[3]));
+              st[2] = layer.forward(g_x, 40, g_y);
+              st[3] = kv.set_executor(e) == Status::kOk
+                          ? kv.set_weights(microattn::Weights<KCfg>(WeightLayout::kInOut, w[0],
+                                                                    w[1], w[2], w[3]))
+                          : Status::kBadArgument;
+              st[4] = kv.prefill(g_x, 30, g_y);
+              st[5] = kv.decode(g_x, g_y);
+              st[6] = ring.set_executor(e) == Status::kOk
+                          ? ring.set_weights(microattn::Weights<TCfg>(WeightLayout::kOutIn, w[0],
+                                                                      w[1], w[2], w[3]))
+                          : Status::kBadArgument;
+              st[7] = ring.prefill(g_x, 30, g_y) == Status::kOk ? ring.decode(g_x, g_y)
+                                                                : Status::kBadArgument;
+            }),
+            0u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(st[i], Status::kOk) << "call " << i;
+}
+
 }  // namespace

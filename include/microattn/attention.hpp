@@ -9,6 +9,7 @@
 
 #include "microattn/arch.hpp"
 #include "microattn/config.hpp"
+#include "microattn/executor.hpp"
 #include "microattn/internal/checks.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
@@ -150,6 +151,13 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a,
   kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
+/// The rows [b, e) of part i of `parts` of a prefill call of T tokens (multiples of the GEMM's
+/// micro-tile rows, so the split never changes an output's arithmetic).
+template <class Arch>
+Range token_rows(std::size_t T, std::size_t i, std::size_t parts) noexcept {
+  return split(T, Tiles<Arch>::kMR, i, parts);
+}
+
 /// The mask of a layer over n_keys keys starting at position 0 (MultiHeadAttention and
 /// ScaledDotProductAttention: key j is token j).
 template <class Cfg>
@@ -178,7 +186,7 @@ struct CoreBuffers {
   static constexpr std::size_t kDPad = Scratch::kDPad;
   alignas(Tl::kAlign) float kt[kTPad * Cfg::kDHead] = {};  ///< K^T in key tiles
   alignas(Tl::kAlign) float v[kTPad * kDPad] = {};         ///< V rows, padded to kDPad
-  Scratch tile = {};
+  Scratch tile[Cfg::kMaxWorkers] = {};                     ///< one tile scratch per worker
 };
 
 }  // namespace internal
@@ -290,13 +298,28 @@ class ScaledDotProductAttention {
       const kernels::QueryRows rows{
           q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
       const kernels::MapRows mr{kMaps ? maps + g * Cfg::kGroup * T * T : nullptr, T, T * T};
-      kernels::f32_attn_rows<Arch, D, kMaps>(rows, internal::layer_mask<Cfg>(T), buf_.kt, buf_.v,
-                                             scale(), buf_.tile, nullptr, nullptr, &mr);
+      const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
+      const std::size_t parts = ex_.parts();
+      const float sc = scale();
+      auto attn = [&](std::size_t i) {
+        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt, buf_.v, sc,
+                                        buf_.tile[i], nullptr, nullptr, mrp, i, parts);
+      };
+      ex_.run(parts, attn);
     }
     return Status::kOk;
   }
 
+ public:
+  /// Splits every later call over the executor's workers (at most Cfg::kMaxWorkers; see
+  /// executor.hpp); the results are bit-identical for any worker count.
+  /// @return kOk, or kBadArgument (nothing changed) for workers > Cfg::kMaxWorkers or workers > 1
+  ///         without a run function.
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
+
+ private:
   internal::CoreBuffers<Cfg, Arch> buf_;
+  internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
   internal::ScaleSetting scale_{};
 };
 
@@ -319,8 +342,9 @@ class MultiHeadAttention {
   static constexpr std::size_t kQFloats =
       Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group
   static constexpr std::size_t kCtxFloats =
-      Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;                            ///< concat
-  static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();  ///< GEMM B panel
+      Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;  ///< concat
+  static constexpr std::size_t kPackFloats =
+      kernels::gemm_pack_floats<Arch>();                   ///< GEMM B panel (one per worker)
   static constexpr std::size_t kCoreBytes = sizeof(Core);  ///< K^T, V of one group + tile scratch
 
   MultiHeadAttention() = default;
@@ -352,6 +376,13 @@ class MultiHeadAttention {
   [[nodiscard]] Status set_rope(const RopeConfig& r) noexcept { return rope_.set(r); }
   /// The current RoPE settings (enabled == false when off).
   RopeConfig rope() const noexcept { return rope_.get(); }
+
+  /// Splits every later call over the executor's workers (at most Cfg::kMaxWorkers, each with
+  /// its own GEMM panel and tile scratch in this object; see executor.hpp). The results are
+  /// bit-identical for any worker count.
+  /// @return kOk, or kBadArgument (nothing changed) for workers > Cfg::kMaxWorkers or workers > 1
+  ///         without a run function.
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
 
   /// y = attention(x) for T tokens.
   /// @param x     [T][d_model] floats
@@ -408,34 +439,59 @@ class MultiHeadAttention {
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
+  // Per key/value group: one parallel region projects K, V and Q of each part's rows (and
+  // rotates them, and stores the keys), a second attends each part's query tiles; then W_O by
+  // rows. Each part stages its keys in its own rows of the Q buffer.
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
     constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
     const WeightLayout lay = w_.layout;
+    const std::size_t parts = ex_.parts();
     float* ctx = Cfg::kHasOutProj ? ctx_ : y;
     for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
       const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D, w_.s_k);
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D, w_.s_v);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D, w_.s_q);
-      // K row-major into the Q buffer (free until Q is projected), then into key tiles.
-      internal::project<Arch>(T, D, DM, x, DM, wk, Cfg::kBiasK ? w_.b_k + g * D : nullptr,
-                              kernels::StoreRowMajor{q_, D}, pack_);
-      rope_.apply(q_, D, D, T, 1, 0);
-      kernels::store_key_tiles<D>(q_, D, T, 0, Tl::kBK, core_.kt);
-      internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
-                              kernels::StoreRowMajor{core_.v, Core::kDPad}, pack_);
-      internal::project<Arch>(T, G * D, DM, x, DM, wq, Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
-                              kernels::StoreRowMajor{q_, G * D}, pack_);
-      rope_.apply(q_, G * D, D, T, G, 0);
+      const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
+      const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
+      const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
+      auto proj = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+        if (r.begin >= r.end) return;
+        const std::size_t n = r.end - r.begin;
+        const float* xa = x + r.begin * DM;
+        float* qs = q_ + r.begin * G * D;  // this part's rows of the Q buffer
+        // K row-major into those rows (free until Q is projected), then into key tiles.
+        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[i]);
+        rope_.apply(qs, D, D, n, 1, r.begin);
+        kernels::store_key_tiles<D>(qs, D, n, r.begin, Tl::kBK, core_.kt);
+        internal::project<Arch>(
+            n, D, DM, xa, DM, wv, bv,
+            kernels::StoreRowMajor{core_.v + r.begin * Core::kDPad, Core::kDPad}, pack_[i]);
+        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
+                                pack_[i]);
+        rope_.apply(qs, G * D, D, n, G, r.begin);
+      };
+      ex_.run(parts, proj);
       const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
       const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
-      kernels::f32_attn_rows<Arch, D, kMaps>(rows, internal::layer_mask<Cfg>(T), core_.kt, core_.v,
-                                             scale, core_.tile, nullptr, nullptr, &mr);
+      const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
+      auto attn = [&](std::size_t i) {
+        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt, core_.v,
+                                        scale, core_.tile[i], nullptr, nullptr, mrp, i, parts);
+      };
+      ex_.run(parts, attn);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);
-      internal::project<Arch>(T, OD, Cfg::kQDim, ctx_, Cfg::kQDim, wo,
-                              Cfg::kBiasO ? w_.b_o : nullptr, kernels::StoreRowMajor{y, OD}, pack_);
+      auto out = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+        if (r.begin >= r.end) return;
+        internal::project<Arch>(r.end - r.begin, OD, Cfg::kQDim, ctx_ + r.begin * Cfg::kQDim,
+                                Cfg::kQDim, wo, Cfg::kBiasO ? w_.b_o : nullptr,
+                                kernels::StoreRowMajor{y + r.begin * OD, OD}, pack_[i]);
+      };
+      ex_.run(parts, out);
     }
   }
 
@@ -444,8 +500,9 @@ class MultiHeadAttention {
   internal::RopeState<Cfg> rope_{};
   alignas(Tl::kAlign) float q_[kQFloats] = {};
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
-  alignas(Tl::kAlign) float pack_[kPackFloats] = {};
+  alignas(Tl::kAlign) float pack_[Cfg::kMaxWorkers][kPackFloats] = {};
   Core core_{};
+  internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
 };
 
 }  // namespace microattn

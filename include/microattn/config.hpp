@@ -52,6 +52,11 @@ enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
 ///                     names): about a quarter of the cache RAM and of a decode step's reads.
 enum class CacheType : unsigned char { kF32 = 0, kInt8 = 1 };
 
+/// Most workers (cores) a layer can split its work over: every worker's scratch is part of the
+/// object (ram_bytes() grows with it). Default 1; the Executor given at run time says how many
+/// are used (see executor.hpp).
+enum class MaxWorkers : std::size_t {};
+
 /// Which keys each token attends to.
 ///   Mask::kCausal  token i sees tokens 0 .. i (decoders; the default)
 ///   Mask::kNone    every token sees every token (bidirectional: BERT, ViT, audio encoders);
@@ -120,7 +125,8 @@ constexpr bool is_config_option() noexcept {
   return std::is_same<T, Bias>::value || std::is_same<T, OutProj>::value ||
          std::is_same<T, OutDim>::value || std::is_same<T, Rope>::value ||
          std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value ||
-         std::is_same<T, Mask>::value || std::is_same<T, SlidingWindow>::value;
+         std::is_same<T, Mask>::value || std::is_same<T, SlidingWindow>::value ||
+         std::is_same<T, MaxWorkers>::value;
 }
 
 }  // namespace internal
@@ -136,14 +142,15 @@ constexpr bool is_config_option() noexcept {
 ///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model),
 ///                   Rope (Rope::kNo: no RoPE tables), WeightType (WeightType::kF32),
 ///                   CacheType (CacheType::kF32; used by KvAttention only), Mask
-///                   (Mask::kCausal), SlidingWindow{W} (none: the whole prefix).
+///                   (Mask::kCausal), SlidingWindow{W} (none: the whole prefix),
+///                   MaxWorkers{n} (1).
 ///                   `Config<T, D, H, Hkv, dh, Bias::kYes, OutProj::kNo>` reads as before.
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kKvHeads_,
           std::size_t kDHead_, auto... kOptions>
 struct Config {
   static_assert((internal::is_config_option<decltype(kOptions)>() && ...),
                 "microattn::Config: an option is not a Bias, OutProj, OutDim, Rope, WeightType, "
-                "CacheType, Mask or SlidingWindow value");
+                "CacheType, Mask, SlidingWindow or MaxWorkers value");
   static_assert(internal::option_count<Bias>(kOptions...) <= 1 &&
                     internal::option_count<OutProj>(kOptions...) <= 1 &&
                     internal::option_count<OutDim>(kOptions...) <= 1 &&
@@ -151,9 +158,10 @@ struct Config {
                     internal::option_count<WeightType>(kOptions...) <= 1 &&
                     internal::option_count<CacheType>(kOptions...) <= 1 &&
                     internal::option_count<Mask>(kOptions...) <= 1 &&
-                    internal::option_count<SlidingWindow>(kOptions...) <= 1,
+                    internal::option_count<SlidingWindow>(kOptions...) <= 1 &&
+                    internal::option_count<MaxWorkers>(kOptions...) <= 1,
                 "microattn::Config: each option (Bias, OutProj, OutDim, Rope, WeightType, "
-                "CacheType, Mask, SlidingWindow) may be given once");
+                "CacheType, Mask, SlidingWindow, MaxWorkers) may be given once");
   static_assert(kTMax_ > 0, "microattn::Config: T_max (max tokens) must be at least 1");
   static_assert(kDModel_ > 0, "microattn::Config: d_model must be at least 1");
   static_assert(kHeads_ > 0, "microattn::Config: H (query heads) must be at least 1");
@@ -197,6 +205,10 @@ struct Config {
       static_cast<std::size_t>(internal::option_or<SlidingWindow>(SlidingWindow{0}, kOptions...));
   static constexpr bool kSliding = internal::option_count<SlidingWindow>(kOptions...) == 1;
 
+  /// Most workers the layer's objects can split a call over (MaxWorkers{n}; default 1).
+  static constexpr std::size_t kMaxWorkers =
+      static_cast<std::size_t>(internal::option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
+
   /// Query heads per key/value head; query head h reads key/value head h / kGroup.
   static constexpr std::size_t kGroup = kHeads_ / kKvHeads_;
   /// Width of Q and of the concatenated heads: H * d_head.
@@ -214,6 +226,8 @@ struct Config {
                 "microattn::Config: WeightType must be kF32 or kInt8");
   static_assert(kCacheType == CacheType::kF32 || kCacheType == CacheType::kInt8,
                 "microattn::Config: CacheType must be kF32 or kInt8");
+  static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
+                "microattn::Config: MaxWorkers{n} needs 1 <= n <= 256");
   static_assert(kMask == Mask::kCausal || kMask == Mask::kNone,
                 "microattn::Config: Mask must be kCausal or kNone");
   static_assert(!kSliding || kWindow >= 1,

@@ -26,16 +26,13 @@ namespace microattn {
 
 namespace internal {
 /// y[N] = x[K] · W (+ bias) for a weight slice of either element type (the decode step's
-/// projections: f32_gemv or qc8w_f32_gemv).
-template <class Arch>
-inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<float>& w,
-                        const float* bias, float* y) noexcept {
-  kernels::f32_gemv<Arch>(N, K, x, w.b, w.ldb, w.layout, bias, y);
-}
-template <class Arch>
-inline void project_vec(std::size_t N, std::size_t K, const float* x,
-                        const WeightSlice<std::int8_t>& w, const float* bias, float* y) noexcept {
-  kernels::qc8w_f32_gemv<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y);
+/// projections: f32_gemv or qc8w_f32_gemv), or part `part` of `parts` of it
+/// (kernels::gemv_part: bit-identical for any split).
+template <class Arch, class E>
+inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<E>& w,
+                        const float* bias, float* y, std::size_t part = 0,
+                        std::size_t parts = 1) noexcept {
+  kernels::gemv_part<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y, part, parts);
 }
 }  // namespace internal
 
@@ -137,9 +134,9 @@ class KvAttention {
   struct PrefillWork {
     alignas(Tl::kAlign) float q[kPrefillChunk * G * D];
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
-    alignas(Tl::kAlign) float pack[kernels::gemm_pack_floats<Arch>()];
+    alignas(Tl::kAlign) float pack[Cfg::kMaxWorkers][kernels::gemm_pack_floats<Arch>()];
     alignas(Tl::kAlign) float vstage[(kRing && G == 1) ? kPrefillChunk * D : 1];
-    TileScratch tile;
+    TileScratch tile[Cfg::kMaxWorkers];
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
   /// a group.
@@ -148,7 +145,7 @@ class KvAttention {
     alignas(Tl::kAlign) float k[KD];
     alignas(Tl::kAlign) float v[KD];
     alignas(Tl::kAlign) float ctx[QD];
-    DecScratch att;
+    DecScratch att[Cfg::kMaxWorkers];
   };
 
  public:
@@ -207,6 +204,14 @@ class KvAttention {
 
   /// The softmax scale in use.
   float scale() const noexcept { return scale_.get<Cfg>(); }
+
+  /// Splits every later call over the executor's workers (at most Cfg::kMaxWorkers, each with
+  /// its own GEMM panel, tile and decode scratch in this object; see executor.hpp): prefill by
+  /// rows and query tiles, decode's projections by output columns and its attention by
+  /// key/value groups. The results are bit-identical for any worker count.
+  /// @return kOk, or kBadArgument (nothing changed) for workers > Cfg::kMaxWorkers or workers > 1
+  ///         without a run function.
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
 
   /// Appends T tokens to the cache and returns their outputs: the token at position
   /// p = length() + i sees the cached tokens and the tokens of this call up to itself.
@@ -470,10 +475,13 @@ class KvAttention {
     }
   }
 
-  // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1.
+  // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1. Per key/value group one
+  // parallel region projects (and rotates, and caches) each part's rows, a second attends each
+  // part's query tiles; then W_O by rows. Each part stages K (and V) in its own Q-buffer rows.
   void run_prefill(const float* x, std::size_t T, float* y) noexcept {
     const WeightLayout lay = w_.layout;
     const std::size_t L = length_;
+    const std::size_t parts = ex_.parts();
     rope_.cover(L, T);
     PrefillWork& pw = pw_;
     float* ctx = Cfg::kHasOutProj ? pw.ctx : y;
@@ -481,74 +489,107 @@ class KvAttention {
       const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, g * D, w_.s_k);
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D, w_.s_v);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D, w_.s_q);
-      // K: projected row-major into the Q buffer, rotated, then transposed into the cache's
-      // key tiles at rows L .. L + T - 1 (cheaper than scattering from the GEMM's tiles).
-      internal::project<Arch>(T, D, DM, x, DM, wk, Cfg::kBiasK ? w_.b_k + g * D : nullptr,
-                              kernels::StoreRowMajor{pw.q, D}, pw.pack);
-      rope_.apply(pw.q, D, D, T, 1, L);
-      // V: straight into the fp32 cache's rows, or through the Q buffer (after K has left it)
-      // into the int8 cache or the ring.
-      if constexpr (!kQCache && !kRing) {
-        store_keys(g, pw.q, D, T, L);
-        internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
-                                kernels::StoreRowMajor{v_head(g) + L * kDPad, kDPad}, pw.pack);
-      } else if constexpr (!kRing) {
-        store_keys(g, pw.q, D, T, L);
-        internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
-                                kernels::StoreRowMajor{pw.q, D}, pw.pack);
-        store_values(g, pw.q, D, T, L);
-      } else {
-        // Ring: K and V side by side in the Q buffer (kPrefillChunk * G * D >= 2 * T * D when
-        // G >= 2; with G == 1 V goes through the context buffer), then into their slots.
-        float* vbuf = G >= 2 ? pw.q + T * D : pw.vstage;
-        internal::project<Arch>(T, D, DM, x, DM, wv, Cfg::kBiasV ? w_.b_v + g * D : nullptr,
-                                kernels::StoreRowMajor{vbuf, D}, pw.pack);
-        store_kv(g, pw.q, D, vbuf, D, T, L);
-      }
-      internal::project<Arch>(T, G * D, DM, x, DM, wq, Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr,
-                              kernels::StoreRowMajor{pw.q, G * D}, pw.pack);
-      rope_.apply(pw.q, G * D, D, T, G, L);
+      const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
+      const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
+      const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
+      auto proj = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+        if (r.begin >= r.end) return;
+        const std::size_t n = r.end - r.begin, P = L + r.begin;  // rows, first position
+        const float* xa = x + r.begin * DM;
+        float* qs = pw.q + r.begin * G * D;
+        float* pack = pw.pack[i];
+        // K: projected row-major into this part's Q rows, rotated, then transposed into the
+        // cache's key tiles (cheaper than scattering from the GEMM's tiles).
+        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack);
+        rope_.apply(qs, D, D, n, 1, P);
+        // V: straight into the fp32 cache's rows, or through the Q rows (after K has left
+        // them) into the int8 cache or the ring.
+        if constexpr (!kQCache && !kRing) {
+          store_keys(g, qs, D, n, P);
+          internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
+                                  kernels::StoreRowMajor{v_head(g) + P * kDPad, kDPad}, pack);
+        } else if constexpr (!kRing) {
+          store_keys(g, qs, D, n, P);
+          internal::project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{qs, D}, pack);
+          store_values(g, qs, D, n, P);
+        } else {
+          // Ring: K and V side by side in the Q rows (G * D >= 2 * D when G >= 2; with G == 1
+          // V goes through vstage), then into their slots.
+          float* vbuf = G >= 2 ? qs + n * D : pw.vstage + r.begin * D;
+          internal::project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{vbuf, D}, pack);
+          store_kv(g, qs, D, vbuf, D, n, P);
+        }
+        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
+                                pack);
+        rope_.apply(qs, G * D, D, n, G, P);
+      };
+      ex_.run(parts, proj);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
       const RingView rv = ring_view(L, T);
       const kernels::KeyMask mask{rv.n_keys, rv.key_pos0, Cfg::kWindow, true};
-      kernels::f32_attn_rows<Arch, D, false>(rows, mask, kt_head(g), v_head(g), scale(), pw.tile,
-                                             ks_head(g), vs_head(g));
+      const float sc = scale();
+      auto attn = [&](std::size_t i) {
+        kernels::f32_attn_rows<Arch, D>(rows, mask, kt_head(g), v_head(g), sc, pw.tile[i],
+                                        ks_head(g), vs_head(g), nullptr, i, parts);
+      };
+      ex_.run(parts, attn);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
-      internal::project<Arch>(T, OD, QD, pw.ctx, QD, wo, Cfg::kBiasO ? w_.b_o : nullptr,
-                              kernels::StoreRowMajor{y, OD}, pw.pack);
+      auto out = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+        if (r.begin >= r.end) return;
+        internal::project<Arch>(r.end - r.begin, OD, QD, pw.ctx + r.begin * QD, QD, wo,
+                                Cfg::kBiasO ? w_.b_o : nullptr,
+                                kernels::StoreRowMajor{y + r.begin * OD, OD}, pw.pack[i]);
+      };
+      ex_.run(parts, out);
     }
   }
 
+  // One token: the projections split by output columns, the attention by key/value groups,
+  // W_O by output columns (three parallel regions).
   void run_decode(const float* x, float* y) noexcept {
     const WeightLayout lay = w_.layout;
     const std::size_t L = length_;
+    const std::size_t parts = ex_.parts();
     rope_.cover(L, 1);
     DecodeWork& dw = dw_;
     // Projections of the token: every weight read once.
     const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0, w_.s_q);
     const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0, w_.s_k);
     const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0, w_.s_v);
-    internal::project_vec<Arch>(QD, DM, x, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q);
-    internal::project_vec<Arch>(KD, DM, x, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k);
-    internal::project_vec<Arch>(KD, DM, x, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v);
+    auto proj = [&](std::size_t i) {
+      internal::project_vec<Arch>(QD, DM, x, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q, i, parts);
+      internal::project_vec<Arch>(KD, DM, x, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k, i, parts);
+      internal::project_vec<Arch>(KD, DM, x, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v, i, parts);
+    };
+    ex_.run(parts, proj);
     rope_.apply(dw.q, QD, D, 1, Cfg::kHeads, L);
     rope_.apply(dw.k, KD, D, 1, HKV, L);
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
-    for (std::size_t g = 0; g < HKV; ++g) {
-      store_kv(g, dw.k + g * D, D, dw.v + g * D, D, 1, L);
-      // The keys the token sees: all L + 1, or the window's last W (one run of ring slots).
-      const RingView rv = ring_view(L, 1);
-      const std::size_t first =
-          (Cfg::kWindow != 0 && L + 1 > Cfg::kWindow) ? L + 1 - Cfg::kWindow : 0;
-      kernels::f32_attn_decode<Arch, D, G, kTPad>(
-          dw.q + g * G * D, D, ctx + g * G * D, D, L + 1 - first, kt_head(g), v_head(g), scale(),
-          dw.att, ks_head(g), vs_head(g), first - rv.key_pos0);
-    }
+    for (std::size_t g = 0; g < HKV; ++g) store_kv(g, dw.k + g * D, D, dw.v + g * D, D, 1, L);
+    // The keys the token sees: all L + 1, or the window's last W (one run of ring slots).
+    const RingView rv = ring_view(L, 1);
+    const std::size_t first =
+        (Cfg::kWindow != 0 && L + 1 > Cfg::kWindow) ? L + 1 - Cfg::kWindow : 0;
+    const std::size_t groups = parts < HKV ? parts : HKV;
+    const float sc = scale();
+    auto attn = [&](std::size_t i) {
+      for (std::size_t g = i; g < HKV; g += groups)
+        kernels::f32_attn_decode<Arch, D, G, kTPad>(
+            dw.q + g * G * D, D, ctx + g * G * D, D, L + 1 - first, kt_head(g), v_head(g), sc,
+            dw.att[i], ks_head(g), vs_head(g), first - rv.key_pos0);
+    };
+    ex_.run(groups, attn);
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
-      internal::project_vec<Arch>(OD, QD, dw.ctx, wo, Cfg::kBiasO ? w_.b_o : nullptr, y);
+      auto out = [&](std::size_t i) {
+        internal::project_vec<Arch>(OD, QD, dw.ctx, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i,
+                                    parts);
+      };
+      ex_.run(parts, out);
     }
   }
 
@@ -560,6 +601,7 @@ class KvAttention {
   internal::RopeState<Cfg> rope_{};
   PrefillWork pw_{};
   DecodeWork dw_{};
+  internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
 };
 
 }  // namespace microattn

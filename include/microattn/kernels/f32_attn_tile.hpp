@@ -165,14 +165,20 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 /// (s_j = k_scale[j] * q·kt(j)) and a probability once (p_j v_scale[j], after the row sum), so
 /// the result is fp32 attention over the dequantised cache.
 ///
-/// kMaps: also writes each row's softmax probabilities to *maps (attention maps): the kernel
+/// part / parts: only the query tiles of part `part` of a fixed split into `parts` (for
+/// several workers sharing the rows; results are bit-identical for any split).
+///
+/// maps (not null): also writes each row's softmax probabilities there (attention maps): the kernel
 /// keeps the row's base-2 scores (the very scores its online softmax used) and, once the row's
 /// max m and sum l are final, turns them into 2^(s - m) / l with the same exp2 and the same 1/l
-/// as the output row. Without kMaps none of this is compiled.
-template <class Arch, std::size_t kDHead, bool kMaps = false, class CE = float>
-void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v,
-                   float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
-                   const float* v_scale = nullptr, const MapRows* maps = nullptr) noexcept {
+/// as the output row. One function for both, so an output is the same bits with and without
+/// maps on every compiler (two instantiations may be optimised differently); without maps the
+/// extra work is a not-taken branch per row and tile.
+template <class Arch, std::size_t kDHead, class CE = float>
+MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
+    const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v, float scale,
+    AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr, const float* v_scale = nullptr,
+    const MapRows* maps = nullptr, std::size_t part = 0, std::size_t parts = 1) noexcept {
   constexpr bool kQ = !std::is_same<CE, float>::value;
   using Tl = internal::Tiles<Arch>;
   using V = internal::Vec<Arch>;
@@ -180,14 +186,22 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
   constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
   const std::size_t n_keys = mask.n_keys;
   MICROATTN_ASSERT(n_keys >= 1);
-  MICROATTN_ASSERT(!kMaps || maps != nullptr);
 
   // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
   const float qscale = scale * kLog2e;
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
   auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
+  const std::size_t n_tiles = (n_rows + BQ - 1) / BQ;
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
+    // Work split (part of parts): query tile t goes to part rank(t) % parts, rank = its place
+    // in the order 0, n-1, 1, n-2, ...: causal tiles near the end cost more, so each part gets
+    // a mix. A tile's work is the same whichever part runs it.
+    if (parts > 1) {
+      const std::size_t t = r0 / BQ;
+      const std::size_t rank = 2 * t < n_tiles ? 2 * t : 2 * (n_tiles - 1 - t) + 1;
+      if (rank % parts != part) continue;
+    }
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
     // Scaled query rows, zeroed accumulators.
     for (std::size_t i = 0; i < bq; ++i) {
@@ -232,7 +246,7 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
         const std::size_t n = b - a;
         float* srow = sc.s + i * BK + a;
         if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0 + a);
-        if constexpr (kMaps) {
+        if (maps) {
           const std::size_t r = r0 + i;
           float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
           for (std::size_t j = 0; j < n; ++j) mrow[j] = srow[j];
@@ -307,7 +321,7 @@ void f32_attn_rows(const QueryRows& rows, const KeyMask& mask, const CE* kt, con
       float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
       const float inv = 1.0f / sc.l[i];
       for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
-      if constexpr (kMaps) {
+      if (maps) {
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
         const std::size_t pos = pos_of(r);
         const std::size_t a = mask.lo(pos), b = mask.hi(pos);
@@ -325,7 +339,7 @@ template <class Arch, std::size_t kDHead, class CE = float>
 void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
                    float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
                    const float* v_scale = nullptr) noexcept {
-  f32_attn_rows<Arch, kDHead, false>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
+  f32_attn_rows<Arch, kDHead>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
 }
 
 }  // namespace kernels

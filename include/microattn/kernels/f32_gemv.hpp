@@ -192,7 +192,8 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
 /// bias: N floats or null. y must not overlap x or W.
 template <class Arch, class WE = float>
 void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldp,
-                      const float* bias, float* y, const float* scale = nullptr) noexcept {
+                      const float* bias, float* y, const float* scale = nullptr,
+                      std::size_t part = 0, std::size_t parts = 1) noexcept {
   constexpr bool kQ = !std::is_same<WE, float>::value;
   constexpr std::size_t P = kWeightPanel;
   static_assert(P % internal::Vec<Arch>::kWidth == 0,
@@ -200,7 +201,13 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
   constexpr bool kPairs = P / internal::Vec<Arch>::kWidth <= 4;
   const std::size_t n_panels = N / P;
   const std::size_t half = kPairs ? n_panels / 2 : 0;
-  for (std::size_t p = 0; p < half; ++p) {
+  // Part `part` of `parts` takes a contiguous run of the pairs (the pairing is the same for
+  // every split, so each panel's sums are too); the last part also the odd and partial panels.
+  const std::size_t per = (half + parts - 1) / parts;
+  const std::size_t p_begin = internal::min_size(part * per, half);
+  const std::size_t p_end = internal::min_size(p_begin + per, half);
+  const bool last = part + 1 == parts;
+  for (std::size_t p = p_begin; p < p_end; ++p) {
     const std::size_t q = p + half;
     const WE* const pw[2] = {w + p * ldp, w + q * ldp};
     const float* const b[2] = {bias ? bias + p * P : nullptr, bias ? bias + q * P : nullptr};
@@ -208,7 +215,7 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
     const float* const sc[2] = {kQ ? scale + p * P : nullptr, kQ ? scale + q * P : nullptr};
     detail::gemv_panels<Arch, 2>(K, x, pw, b, yy, sc);
   }
-  for (std::size_t p = 2 * half; p < n_panels; ++p) {
+  for (std::size_t p = 2 * half; last && p < n_panels; ++p) {
     const WE* const pw[1] = {w + p * ldp};
     const float* const b[1] = {bias ? bias + p * P : nullptr};
     float* const yy[1] = {y + p * P};
@@ -216,7 +223,7 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
     detail::gemv_panels<Arch, 1>(K, x, pw, b, yy, sc);
   }
   const std::size_t n_full = n_panels * P;
-  if (n_full < N) {  // the last, partial panel
+  if (last && n_full < N) {  // the last, partial panel
     const WE* pw = w + n_panels * ldp;
     for (std::size_t n = n_full; n < N; ++n) {
       float s = 0.0f;
@@ -239,6 +246,31 @@ void f32_gemv(std::size_t N, std::size_t K, const float* x, const float* w, std:
     f32_gemv_panel16<Arch>(N, K, x, w, ldw, bias, y);
   else
     f32_gemv_axpy<Arch>(N, K, x, w, ldw, bias, y);
+}
+
+/// Part `part` of `parts` of f32_gemv / qc8w_f32_gemv (WE = float / int8_t): the outputs split
+/// into runs that keep every output's code path (vector body or tail, 4-row block or single
+/// row, panel pair) the one of the unsplit call, so the results are bit-identical for any split.
+template <class Arch, class WE>
+void gemv_part(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldw,
+               WeightLayout layout, const float* scale, const float* bias, float* y,
+               std::size_t part, std::size_t parts) noexcept {
+  if (layout == WeightLayout::kPanel16) {
+    f32_gemv_panel16<Arch>(N, K, x, w, ldw, bias, y, scale, part, parts);
+    return;
+  }
+  const bool dot = layout == WeightLayout::kOutIn;
+  const std::size_t unit = dot ? 4 : internal::Vec<Arch>::kWidth;
+  const std::size_t units = (N + unit - 1) / unit, per = (units + parts - 1) / parts;
+  const std::size_t b = internal::min_size(part * per * unit, N);
+  const std::size_t e = internal::min_size(b + per * unit, N);
+  if (b >= e) return;
+  const float* bb = bias ? bias + b : nullptr;
+  const float* sb = scale ? scale + b : nullptr;
+  if (dot)
+    f32_gemv_dot<Arch>(e - b, K, x, w + b * ldw, ldw, bb, y + b, sb);
+  else
+    f32_gemv_axpy<Arch>(e - b, K, x, w + b, ldw, bb, y + b, sb);
 }
 
 /// qc8w_f32_gemv: f32_gemv with int8 weights, W(k, n) = scale[n] * q(k, n) (scale: N floats),

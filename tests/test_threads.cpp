@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// Multi-core: every entry point with an executor of 2 and 3 workers (and 3 on a pool of 4)
+// gives bit for bit the outputs of the same object without one (which the other tests check
+// against the double-precision reference), for every mask, weight and cache type; and
+// set_executor's argument checks. Runs under ThreadSanitizer in the host-tsan preset.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../examples/thread_pool.hpp"
+#include "microattn/microattn.hpp"
+#include "support/random_weights.hpp"
+#include "support/rng.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::Config;
+using microattn::Executor;
+using microattn::KvAttention;
+using microattn::MaxWorkers;
+using microattn::MultiHeadAttention;
+using microattn::ScaledDotProductAttention;
+using microattn::Status;
+using microattn::WeightLayout;
+
+constexpr std::size_t kT = 150, kDM = 40, kMaxOut = 64;
+float g_x[kT * kDM], g_y1[kT * kMaxOut], g_yn[kT * kMaxOut];
+float g_maps1[4 * kT * kT], g_mapsn[4 * kT * kT];
+
+/// Pools of 2, 3 and 4 threads (the last one used with 3 workers: fewer tasks than threads).
+microattn_examples::ThreadPool& pool(std::size_t n) {
+  static microattn_examples::ThreadPool p2(2), p3(3), p4(4);
+  return n == 2 ? p2 : n == 3 ? p3 : p4;
+}
+Executor executor(std::size_t pool_size, std::size_t workers) {
+  Executor e = pool(pool_size).executor();
+  e.workers = workers;
+  return e;
+}
+const std::size_t kRuns[][2] = {{2, 2}, {3, 3}, {4, 3}};  // {pool threads, workers}
+
+template <class C>
+void check_layer(std::uint64_t seed, WeightLayout layout) {
+  constexpr std::size_t OD = C::kOutDim;
+  static microattn_test::RandomWeights<C> w;
+  w.fill(seed);
+  static MultiHeadAttention<C> layer;
+  ASSERT_EQ(layer.set_executor(Executor{}), Status::kOk);
+  ASSERT_EQ(layer.set_weights(w.view(layout)), Status::kOk);
+  const std::size_t Ts[] = {1, 5, 49, 97, kT};
+  for (std::size_t T : Ts) {
+    microattn_test::Rng(seed + T).fill(g_x, T * kDM, -1, 1);
+    ASSERT_EQ(layer.set_executor(Executor{}), Status::kOk);
+    ASSERT_EQ(layer.forward(g_x, T, g_y1), Status::kOk);
+    for (const auto& r : kRuns) {
+      ASSERT_EQ(layer.set_executor(executor(r[0], r[1])), Status::kOk);
+      ASSERT_EQ(layer.forward(g_x, T, g_yn), Status::kOk);
+      EXPECT_EQ(std::memcmp(g_y1, g_yn, T * OD * sizeof(float)), 0)
+          << "T " << T << " workers " << r[1];
+    }
+  }
+}
+
+using Mha = Config<kT, kDM, 4, 2, 16, Bias::kYes, MaxWorkers{4}, microattn::OutDim{48}>;
+using MhaNone = Config<kT, kDM, 4, 4, 8, Bias::kQkv, MaxWorkers{4}, microattn::Mask::kNone>;
+using MhaWin = Config<kT, kDM, 4, 1, 10, MaxWorkers{3}, microattn::SlidingWindow{37}>;
+using MhaQ8 = Config<kT, kDM, 4, 2, 16, Bias::kYes, MaxWorkers{4}, microattn::OutDim{48},
+                     microattn::WeightType::kInt8>;
+
+TEST(Threads, LayerCausal) { check_layer<Mha>(1, WeightLayout::kPanel16); }
+TEST(Threads, LayerNoMask) { check_layer<MhaNone>(2, WeightLayout::kOutIn); }
+TEST(Threads, LayerSlidingWindow) { check_layer<MhaWin>(3, WeightLayout::kInOut); }
+
+TEST(Threads, LayerInt8Weights) {
+  // int8 weights quantised from the random fp32 ones.
+  static microattn_test::RandomWeights<Mha> f;
+  f.fill(4);
+  static std::int8_t q[4][64 * 48];
+  static float s[4][64];
+  const std::size_t in[4] = {kDM, kDM, kDM, 64}, out[4] = {64, 32, 32, 48};
+  const float* src[4] = {f.wq, f.wk, f.wv, f.wo};
+  for (int m = 0; m < 4; ++m)
+    ASSERT_EQ(microattn::quantize_int8(src[m], WeightLayout::kInOut, in[m], out[m],
+                                       WeightLayout::kPanel16, q[m], s[m]),
+              Status::kOk);
+  static MultiHeadAttention<MhaQ8> layer;
+  ASSERT_EQ(
+      layer.set_weights(microattn::Weights<MhaQ8>(WeightLayout::kPanel16, q[0], s[0], q[1], s[1],
+                                                  q[2], s[2], q[3], s[3], f.bq, f.bk, f.bv, f.bo)),
+      Status::kOk);
+  microattn_test::Rng(5).fill(g_x, kT * kDM, -1, 1);
+  ASSERT_EQ(layer.forward(g_x, kT, g_y1), Status::kOk);
+  for (const auto& r : kRuns) {
+    ASSERT_EQ(layer.set_executor(executor(r[0], r[1])), Status::kOk);
+    ASSERT_EQ(layer.forward(g_x, kT, g_yn), Status::kOk);
+    EXPECT_EQ(std::memcmp(g_y1, g_yn, kT * 48 * sizeof(float)), 0) << "workers " << r[1];
+  }
+}
+
+TEST(Threads, LayerMapsAndCore) {
+  static microattn_test::RandomWeights<Mha> w;
+  w.fill(6);
+  static MultiHeadAttention<Mha> layer;
+  ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+  const std::size_t T = 77;
+  microattn_test::Rng(7).fill(g_x, T * kDM, -1, 1);
+  ASSERT_EQ(layer.set_executor(Executor{}), Status::kOk);
+  ASSERT_EQ(layer.forward_with_maps(g_x, T, g_y1, g_maps1, 4 * T * T), Status::kOk);
+  ASSERT_EQ(layer.set_executor(executor(3, 3)), Status::kOk);
+  ASSERT_EQ(layer.forward_with_maps(g_x, T, g_yn, g_mapsn, 4 * T * T), Status::kOk);
+  EXPECT_EQ(std::memcmp(g_y1, g_yn, T * 48 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(g_maps1, g_mapsn, 4 * T * T * sizeof(float)), 0);
+
+  static ScaledDotProductAttention<Mha> core;
+  static float q[kT * 64], k[kT * 32], v[kT * 32];
+  microattn_test::Rng rng(8);
+  rng.fill(q, kT * 64, -2, 2);
+  rng.fill(k, kT * 32, -2, 2);
+  rng.fill(v, kT * 32, -1, 1);
+  ASSERT_EQ(core.forward(q, k, v, kT, g_y1), Status::kOk);
+  for (const auto& r : kRuns) {
+    ASSERT_EQ(core.set_executor(executor(r[0], r[1])), Status::kOk);
+    ASSERT_EQ(core.forward(q, k, v, kT, g_yn), Status::kOk);
+    EXPECT_EQ(std::memcmp(g_y1, g_yn, kT * 64 * sizeof(float)), 0) << "workers " << r[1];
+  }
+}
+
+/// A KV layer: prefill in chunks, decode, truncate, more decode; outputs with each executor
+/// bit-identical to those without.
+template <class C, std::size_t kChunk = C::kTMax>
+void check_kv(std::uint64_t seed, WeightLayout layout) {
+  constexpr std::size_t OD = C::kOutDim;
+  static microattn_test::RandomWeights<C> w;
+  w.fill(seed);
+  static KvAttention<C, microattn::DefaultArch, kChunk> kv;
+  ASSERT_EQ(kv.set_weights(w.view(layout)), Status::kOk);
+  const std::size_t T = C::kTMax;
+  microattn_test::Rng(seed).fill(g_x, kT * kDM, -1, 1);
+  auto sequence = [&](float* y) {
+    kv.reset();
+    microattn::RopeConfig r;
+    r.enabled = C::kHasRope;
+    ASSERT_EQ(kv.set_rope(r), Status::kOk);
+    const std::size_t a = T / 2;
+    ASSERT_EQ(kv.prefill(g_x, a, y), Status::kOk);
+    for (std::size_t t = a; t < a + 6; ++t)
+      ASSERT_EQ(kv.decode(g_x + t * kDM, y + t * OD), Status::kOk);
+    ASSERT_EQ(kv.truncate(a + 3), Status::kOk);
+    const std::size_t rest = T - (a + 3);
+    ASSERT_EQ(kv.prefill(g_x + (a + 3) * kDM, rest, y + (a + 3) * OD), Status::kOk);
+  };
+  ASSERT_EQ(kv.set_executor(Executor{}), Status::kOk);
+  sequence(g_y1);
+  for (const auto& r : kRuns) {
+    ASSERT_EQ(kv.set_executor(executor(r[0], r[1])), Status::kOk);
+    sequence(g_yn);
+    EXPECT_EQ(std::memcmp(g_y1, g_yn, T * OD * sizeof(float)), 0) << "workers " << r[1];
+  }
+}
+
+TEST(Threads, KvCacheMha) {
+  check_kv<Config<120, kDM, 4, 4, 16, Bias::kYes, MaxWorkers{4}, microattn::OutDim{48},
+                  microattn::Rope::kYes>>(11, WeightLayout::kPanel16);
+}
+TEST(Threads, KvCacheGqaChunked) {
+  check_kv<Config<120, kDM, 6, 2, 8, MaxWorkers{3}, microattn::OutDim{48}>, 17>(
+      12, WeightLayout::kOutIn);
+}
+TEST(Threads, KvCacheInt8CacheMqa) {
+  check_kv<Config<100, kDM, 4, 1, 16, Bias::kYes, MaxWorkers{4}, microattn::CacheType::kInt8>>(
+      13, WeightLayout::kInOut);
+}
+TEST(Threads, KvCacheRing) {
+  check_kv<
+      Config<40, kDM, 4, 2, 8, MaxWorkers{4}, microattn::SlidingWindow{9}, microattn::Rope::kYes>,
+      8>(14, WeightLayout::kInOut);
+}
+
+TEST(Threads, SetExecutorChecks) {
+  static MultiHeadAttention<MhaWin> layer;  // MaxWorkers{3}
+  Executor e = executor(4, 4);
+  EXPECT_EQ(layer.set_executor(e), Status::kBadArgument);  // more than MaxWorkers
+  e.workers = 2;
+  e.run = nullptr;
+  EXPECT_EQ(layer.set_executor(e), Status::kBadArgument);  // no run function
+  e.workers = 1;
+  EXPECT_EQ(layer.set_executor(e), Status::kOk);  // one worker needs none
+  EXPECT_EQ(layer.set_executor(executor(3, 3)), Status::kOk);
+  static_assert(
+      sizeof(MultiHeadAttention<MhaWin>) >
+          sizeof(MultiHeadAttention<Config<kT, kDM, 4, 1, 10, microattn::SlidingWindow{37}>>),
+      "each worker's scratch is in the object");
+}
+
+}  // namespace
