@@ -290,11 +290,19 @@ class ScaledDotProductAttention {
     using B = internal::CoreBuffers<Cfg, Arch>;
     constexpr std::size_t D = Cfg::kDHead, BK = internal::Tiles<Arch>::kBK;
     for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
-      kernels::store_key_tiles<D>(k + g * D, ldk, T, 0, BK, buf_.kt);
-      for (std::size_t t = 0; t < T; ++t) {
-        const float* vs = v + t * ldv + g * D;
-        for (std::size_t d = 0; d < D; ++d) buf_.v[t * B::kDPad + d] = vs[d];
-      }
+      // Stage this group's K^T tiles and V rows, each part its rows; then attend.
+      const std::size_t stage_parts = ex_.parts();
+      auto stage = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, stage_parts);
+        if (r.begin >= r.end) return;
+        kernels::store_key_tiles<D>(k + r.begin * ldk + g * D, ldk, r.end - r.begin, r.begin, BK,
+                                    buf_.kt);
+        for (std::size_t t = r.begin; t < r.end; ++t) {
+          const float* vs = v + t * ldv + g * D;
+          for (std::size_t d = 0; d < D; ++d) buf_.v[t * B::kDPad + d] = vs[d];
+        }
+      };
+      ex_.run(stage_parts, stage);
       const kernels::QueryRows rows{
           q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
       const kernels::MapRows mr{kMaps ? maps + g * Cfg::kGroup * T * T : nullptr, T, T * T};

@@ -192,15 +192,13 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
   auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
-  const std::size_t n_tiles = (n_rows + BQ - 1) / BQ;
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
-    // Work split (part of parts): query tile t goes to part rank(t) % parts, rank = its place
-    // in the order 0, n-1, 1, n-2, ...: causal tiles near the end cost more, so each part gets
-    // a mix. A tile's work is the same whichever part runs it.
+    // Work split (part of parts): query tiles dealt out back and forth (0 1 .. P-1 P-1 .. 1 0
+    // 0 1 ..): a causal tile costs about its index, so each part gets as many cheap as dear
+    // ones. A tile's work is the same whichever part runs it.
     if (parts > 1) {
-      const std::size_t t = r0 / BQ;
-      const std::size_t rank = 2 * t < n_tiles ? 2 * t : 2 * (n_tiles - 1 - t) + 1;
-      if (rank % parts != part) continue;
+      const std::size_t t = r0 / BQ, m = t % (2 * parts);
+      if ((m < parts ? m : 2 * parts - 1 - m) != part) continue;
     }
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
     // Scaled query rows, zeroed accumulators.
