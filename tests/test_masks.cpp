@@ -42,7 +42,7 @@ using Cfg = Config<kT, kDM, kH, kHkv, kD, Bias::kYes, kOpts...>;
 
 float g_x[kT * kDM], g_y[kT * 32],
     g_y2[kT * 32];  // y: [T][d_model] (layer), [T][H * d_head] (core)
-double g_ref[kT * kDM];
+double g_ref[kT * 32];  // reference outputs: [T][d_model] (layer), [T][H * d_head] (core)
 double g_scratch[microattn_ref::layer_scratch(kT, kH, kHkv, kD)];
 float g_maps[kH * kT * kT];
 double g_wref[kH * kT * kT];
@@ -94,7 +94,8 @@ TEST(Masks, LayerWindowAboveT) { check_layer_mask<Cfg<SlidingWindow{kT + 50}>>(8
 /// The core with mask C against the reference core, and its maps against the reference's
 /// softmax weights: rows sum to 1, exact zeros where masked, and out == P·V from the map.
 constexpr std::size_t QD = kH * kD, KD = kHkv * kD;
-static_assert(kT * QD <= sizeof(g_y) / sizeof(float), "core outputs fit g_y");
+static_assert(kT * QD <= sizeof(g_y) / sizeof(float) && kT * QD <= sizeof(g_ref) / sizeof(double),
+              "core outputs fit g_y and g_ref");
 float q[kT * QD], k[kT * KD], v[kT * KD];
 double qd[kT * QD], kd[kT * KD], vd[kT * KD];
 double s[kT];
