@@ -13,7 +13,7 @@ namespace microattn {
 /// exactly once for every i in 0 .. n - 1 (on any threads, in any order, at the same time or
 /// not) and return when all of them have returned. n is at most `workers`. Task i uses the
 /// layer's scratch slot i, so the same i must never run twice at once (it cannot, if each is
-/// called once). Tasks do not allocate, lock or throw.
+/// called once). Tasks never allocate or lock, and always return normally.
 ///
 /// A thread pool (examples/thread_pool.hpp: std::thread), an RTOS (one FreeRTOS task per
 /// worker waiting on a semaphore or task notification, Zephyr work queues or k_thread +
