@@ -279,7 +279,7 @@ void check_ram_formula() {
   constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
   constexpr std::size_t floats =
       Cfg::kTMax * Cfg::kGroup * D + (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + t_pad * D +
-      t_pad * d_pad + BQ * D + BQ * BK + BQ * d_pad + 2 * BQ + Tl::kKC * Tl::kNR;
+      t_pad * d_pad + BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth + Tl::kKC * Tl::kNR;
   constexpr std::size_t formula = 4 * floats + sizeof(Weights<Cfg>);
   constexpr std::size_t ram = MultiHeadAttention<Cfg, A>::ram_bytes();
   EXPECT_GE(ram, formula) << A::name();

@@ -90,9 +90,13 @@
 #define MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE
 #endif
 
-/// int8 -> fp32 widening loads (int8 weights and caches): the one operation the kernels need
-/// that xsimd 8.1 has no fast form of (its converting load goes through a scalar loop). Each
-/// loads exactly the bytes it converts. MICROATTN_I8_<ISA> says which are available.
+/// The operations the kernels need that xsimd 8.1 has no fast form of, per ISA
+/// (MICROATTN_I8_<ISA> says which ISA's are available):
+///  - int8 -> fp32 widening loads (int8 weights and caches): xsimd's converting load goes
+///    through a scalar loop. Each loads exactly the bytes it converts.
+///  - the largest lane of a vector (the softmax's row max once per row and key tile): xsimd 8.1
+///    has no reduce_max, and storing the lanes and comparing them one by one cost the AVX-512
+///    tile kernel more than its exponentials at mask edges.
 #if MICROATTN_HAS_XSIMD && defined(__AVX512F__)
 #define MICROATTN_I8_AVX512 1
 #endif
@@ -111,12 +115,26 @@ inline __m512 i8x16_to_f32(const signed char* p) noexcept {
   return _mm512_cvtepi32_ps(
       _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
+/// Largest of the 16 lanes of v (a NaN lane may or may not win).
+inline float hmax_f32x16(__m512 v) noexcept {
+  const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
 #endif
 #if defined(MICROATTN_I8_AVX2)
 /// 8 int8 at p as 8 floats.
 inline __m256 i8x8_to_f32(const signed char* p) noexcept {
   return _mm256_cvtepi32_ps(
       _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+/// Largest of the 8 lanes of v (a NaN lane may or may not win).
+inline float hmax_f32x8(__m256 v) noexcept {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 #endif
 #if defined(MICROATTN_I8_NEON)
@@ -126,6 +144,16 @@ inline float32x4_t i8x4_to_f32(const signed char* p) noexcept {
   __builtin_memcpy(&u, p, sizeof u);
   const int8x8_t b = vreinterpret_s8_s32(vdup_n_s32(u));
   return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
+}
+/// Largest of the 4 lanes of v (a NaN lane may or may not win).
+inline float hmax_f32x4(float32x4_t v) noexcept {
+#if defined(__aarch64__)
+  return vmaxvq_f32(v);
+#else
+  float32x2_t m = vpmax_f32(vget_low_f32(v), vget_high_f32(v));
+  m = vpmax_f32(m, m);
+  return vget_lane_f32(m, 0);
+#endif
 }
 #endif
 }  // namespace intrin

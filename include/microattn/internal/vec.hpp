@@ -213,6 +213,17 @@ struct Vec {
   static float hsum(type v) noexcept { return xsimd::hadd(v); }
 #endif
   static float hmax(type v) noexcept {
+#if defined(MICROATTN_I8_AVX512)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) return intrin::hmax_f32x16(v.data);
+#endif
+#if defined(MICROATTN_I8_AVX2)
+    if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8)
+      return intrin::hmax_f32x8(v.data);
+#endif
+#if defined(MICROATTN_I8_NEON)
+    if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
+      return intrin::hmax_f32x4(v.data);
+#endif
     alignas(Arch::alignment()) float lanes[kWidth];
     v.store_aligned(lanes);
     float m = lanes[0];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <type_traits>
 
 #include "microattn/internal/vec.hpp"
@@ -25,9 +26,10 @@ struct AttnScratch {
   alignas(Tl::kAlign) float q[Tl::kBQ * kDHead];   ///< scaled query rows
   alignas(Tl::kAlign) float s[Tl::kBQ * Tl::kBK];  ///< scores, then probabilities, of one tile
   alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows
-  float m[Tl::kBQ];                                ///< running row max
-  float l[Tl::kBQ];                                ///< running row sum
-  unsigned char started[Tl::kBQ];                  ///< row has seen a key (m, l are set)
+  static constexpr std::size_t kW = internal::Vec<Arch>::kWidth;
+  float m[Tl::kBQ];                           ///< running row max
+  alignas(Tl::kAlign) float l[Tl::kBQ * kW];  ///< running row sum, lane by lane
+  unsigned char started[Tl::kBQ];             ///< row has seen a key (m, l are set)
 };
 
 /// Writes n keys (rows of k, row stride ldk, kDHead floats each) as keys row0 .. row0 + n - 1
@@ -147,6 +149,84 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
   return sum;
 }
 
+/// The lanes of x at tile columns j .. j + W - 1 (idx = j + lane number) that lie in [a, b);
+/// `fill` in the others.
+template <class Arch>
+inline typename internal::Vec<Arch>::type keep_cols(
+    typename internal::Vec<Arch>::type x, typename internal::Vec<Arch>::type idx,
+    typename internal::Vec<Arch>::type a, typename internal::Vec<Arch>::type b,
+    typename internal::Vec<Arch>::type fill) noexcept {
+  using V = internal::Vec<Arch>;
+  return V::select_lt(idx, b, V::select_lt(idx, a, fill, x), fill);
+}
+
+/// Online-softmax step of one row over the columns [a, b) (a < b) of its score row s (the
+/// BK floats of one key tile, vector aligned), in whole aligned vectors: the columns from
+/// a / W * W to round_up(b, W) all exist in the tile and were written by the score GEMM (it
+/// computes whole panels), and the lanes outside [a, b) are masked out by index (the lowest float
+/// for the max, 0 for the weights) instead of being handled one float at a time: no scalar tail, at
+/// two selects per edge vector. Returns the row's max over [a, b) through m_tile (hmax once),
+/// then (second call) writes 2^(s - m) there and returns their per-lane sum.
+template <class Arch>
+inline float tile_row_max(const float* s, std::size_t a, std::size_t b,
+                          typename internal::Vec<Arch>::type iota) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  if constexpr (W == 1) {
+    (void)iota;
+    return row_max<Arch>(s + a, b - a);
+  } else {
+    const std::size_t va = a / W * W, vb = internal::round_up(b, W);
+    const T fa = V::set1(static_cast<float>(a)), fb = V::set1(static_cast<float>(b));
+    const T lowest = V::set1(std::numeric_limits<float>::lowest());
+    T vmax =
+        keep_cols<Arch>(V::load(s + va), iota + V::set1(static_cast<float>(va)), fa, fb, lowest);
+    std::size_t j = va + W;
+    for (; j + W < vb; j += W) vmax = V::max(vmax, V::load(s + j));
+    if (j < vb)
+      vmax = V::max(vmax, keep_cols<Arch>(V::load(s + j), iota + V::set1(static_cast<float>(j)), fa,
+                                          fb, lowest));
+    return V::hmax(vmax);
+  }
+}
+
+/// s[j] = 2^(s[j] - m) for j in [a, b), 0 for the other lanes of the aligned vectors covering
+/// it; returns the weights' sum lane by lane (see tile_row_max).
+template <class Arch>
+inline typename internal::Vec<Arch>::type tile_row_exp2(
+    float* s, std::size_t a, std::size_t b, float m,
+    typename internal::Vec<Arch>::type iota) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  if constexpr (W == 1) {
+    (void)iota;
+    return exp2_row<Arch>(s + a, b - a, m);
+  } else {
+    const std::size_t va = a / W * W, vb = internal::round_up(b, W);
+    const T fa = V::set1(static_cast<float>(a)), fb = V::set1(static_cast<float>(b));
+    const T vm = V::set1(m), zero = V::zero();
+    T p = keep_cols<Arch>(f32_softmax_exp2<Arch>(V::load(s + va) - vm),
+                          iota + V::set1(static_cast<float>(va)), fa, fb, zero);
+    V::store(s + va, p);
+    T vsum = p;
+    std::size_t j = va + W;
+    for (; j + W < vb; j += W) {
+      p = f32_softmax_exp2<Arch>(V::load(s + j) - vm);
+      V::store(s + j, p);
+      vsum = vsum + p;
+    }
+    if (j < vb) {
+      p = keep_cols<Arch>(f32_softmax_exp2<Arch>(V::load(s + j) - vm),
+                          iota + V::set1(static_cast<float>(j)), fa, fb, zero);
+      V::store(s + j, p);
+      vsum = vsum + p;
+    }
+    return vsum;
+  }
+}
+
 }  // namespace detail
 
 /// Attention of `rows` over keys 0 .. mask.n_keys - 1 under `mask` (see KeyMask).
@@ -189,6 +269,11 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
 
   // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
   const float qscale = scale * kLog2e;
+  // Lane numbers 0 .. W - 1 (the masks of tile_row_max / tile_row_exp2).
+  alignas(Tl::kAlign) float lane_no[V::kWidth];
+  for (std::size_t w = 0; w < V::kWidth; ++w) lane_no[w] = static_cast<float>(w);
+  const typename V::type iota = V::load(lane_no);
+  constexpr std::size_t LW = V::kWidth;
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
   auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
@@ -242,35 +327,37 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
         const std::size_t a = first(pos), b = last(pos);
         if (a >= b) continue;
         const std::size_t n = b - a;
-        float* srow = sc.s + i * BK + a;
+        float* s0 = sc.s + i * BK;
+        float* srow = s0 + a;
         if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0 + a);
         if (maps) {
           const std::size_t r = r0 + i;
           float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
           for (std::size_t j = 0; j < n; ++j) mrow[j] = srow[j];
         }
-        const float tile_max = detail::row_max<Arch>(srow, n);
+        const float tile_max = detail::tile_row_max<Arch>(s0, a, b, iota);
+        float* lrow = sc.l + i * LW;
         if (!sc.started[i]) {
           sc.started[i] = 1;
           sc.m[i] = tile_max;
-          sc.l[i] = detail::exp2_row<Arch>(srow, n, tile_max);
+          V::store(lrow, detail::tile_row_exp2<Arch>(s0, a, b, tile_max, iota));
           if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
           continue;
         }
         const float m_old = sc.m[i];
         const float m_new = tile_max > m_old ? tile_max : m_old;
-        const float row_sum = detail::exp2_row<Arch>(srow, n, m_new);
+        const typename V::type row_sum = detail::tile_row_exp2<Arch>(s0, a, b, m_new, iota);
         if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
         if (m_new != m_old) {
           const float alpha = f32_exp2_scalar(m_old - m_new);
-          sc.l[i] = sc.l[i] * alpha + row_sum;
           const typename V::type va = V::set1(alpha);
+          V::store(lrow, V::fma(V::load(lrow), va, row_sum));
           float* orow = sc.o + i * DPad;
           for (std::size_t d = 0; d < DPad; d += V::kWidth)
-            V::storeu(orow + d, V::loadu(orow + d) * va);
+            V::store(orow + d, V::load(orow + d) * va);
           sc.m[i] = m_new;
         } else {
-          sc.l[i] += row_sum;
+          V::store(lrow, V::load(lrow) + row_sum);
         }
       }
       // O += P V for this tile: each group over the keys all its rows see (the last row's first
@@ -317,7 +404,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
     for (std::size_t i = 0; i < bq; ++i) {
       const std::size_t r = r0 + i;
       float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
-      const float inv = 1.0f / sc.l[i];
+      const float inv = 1.0f / V::hsum(V::load(sc.l + i * LW));
       for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
       if (maps) {
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
