@@ -5,7 +5,8 @@
 //   P2  T=256  d_model=512 H=8 d_head=64        P1_reference  P1 by the plain triple-loop path
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
-//   P2_panel16  P2 with the weights stored as kPanel16 (the GEMM uses them without packing)
+//   P1_panel16, P2_panel16, P4_panel16  with the weights stored as kPanel16 (the GEMM reads them
+//               in place, without packing, on every arch)
 //   S1  the teaching notes' tiny layer: T=11 d_in=8 H=2 d_head=2, W_O 4 -> 4 (per-call overhead)
 //   E1  encoder: T=256 d_model=512 H=8 d_head=64, Mask::kNone (every token sees every token)
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
@@ -118,6 +119,9 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P1_scalar", bm_layer<P1Cfg, ScalarArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P1_reference", bm_reference<P1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P1_panel16",
+                               bm_layer<P1Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2", bm_layer<P2Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_panel16",
                                bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
@@ -131,6 +135,9 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("W1", bm_layer<W1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3_q8", bm_layer<P3q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P4_panel16",
+                               bm_layer<P4Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("P1_eigen", bm_eigen<P1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2_eigen", bm_eigen<P2Cfg>)->Unit(benchmark::kMillisecond);

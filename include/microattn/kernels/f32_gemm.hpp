@@ -32,17 +32,20 @@ namespace kernels {
 /// A[MR][kc] · B[kc][NR] (+ add_row broadcast down the rows when add_row is not null).
 /// NR = NRV vector widths.
 /// A is read one float at a time (row stride lda), B one row of NR elements per k (row stride
-/// ldb: a packed panel, or any row-major matrix whose rows hold NR readable elements), C is a
+/// ldb: a packed panel, or any row-major matrix whose rows hold NR readable elements; with
+/// bvs != 0 the row's vector j is at b + j * bvs instead of b + j * W: NR columns from
+/// side-by-side weight panels, kPanel16 weights read in place by a 32-wide AVX-512 tile), C is a
 /// full MR x NR tile with row stride ldc. B's elements are floats, or int8 (BE = int8_t: the
 /// qs8 attention kernels' cached K/V, widened to float in registers; their scales are applied
 /// by the caller).
 template <class Arch, std::size_t MR, std::size_t NRV, class BE = float>
 inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const BE* b,
                              std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
-                             bool accumulate) noexcept {
+                             bool accumulate, std::size_t bvs = 0) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
+  const std::size_t vs = bvs != 0 ? bvs : W;
   T acc[MR][NRV];
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
@@ -55,7 +58,7 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
   for (std::size_t k = 0; k < kc; ++k, b += ldb) {
     T bv[NRV];
     for (std::size_t j = 0; j < NRV; ++j) {
-      bv[j] = V::load_elem(b + j * W);
+      bv[j] = V::load_elem(b + j * vs);
       // One load per B vector, not one per use (see Vec::pin). With one row each vector has
       // one use, and pinning 2 x NRV + 1 live vectors could run out of registers.
       if (MR > 1) V::pin(bv[j]);
@@ -84,17 +87,18 @@ template <class Arch, std::size_t MR, std::size_t NRV, class BE>
 struct UkernelRows {
   static void call(std::size_t mr, std::size_t kc, const float* a, std::size_t lda, const BE* b,
                    std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
-                   bool accumulate) noexcept {
+                   bool accumulate, std::size_t bvs) noexcept {
     if (mr == MR)
-      f32_gemm_ukernel<Arch, MR, NRV>(kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
+      f32_gemm_ukernel<Arch, MR, NRV>(kc, a, lda, b, ldb, c, ldc, add_row, accumulate, bvs);
     else
-      UkernelRows<Arch, MR - 1, NRV, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate);
+      UkernelRows<Arch, MR - 1, NRV, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate,
+                                               bvs);
   }
 };
 template <class Arch, std::size_t NRV, class BE>
 struct UkernelRows<Arch, 0, NRV, BE> {
   static void call(std::size_t, std::size_t, const float*, std::size_t, const BE*, std::size_t,
-                   float*, std::size_t, const float*, bool) noexcept {}
+                   float*, std::size_t, const float*, bool, std::size_t) noexcept {}
 };
 /// B(k, n) of a weight operand in `layout` (see f32_gemm).
 template <class BE>
@@ -181,11 +185,12 @@ inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, s
 template <class Arch, class BE = float>
 inline void f32_gemm_ukernel_rows(std::size_t mr, std::size_t kc, const float* a, std::size_t lda,
                                   const BE* b, std::size_t ldb, float* c, std::size_t ldc,
-                                  const float* add_row, bool accumulate) noexcept {
+                                  const float* add_row, bool accumulate,
+                                  std::size_t bvs = 0) noexcept {
   using Tl = internal::Tiles<Arch>;
   MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR);
   detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
-                                                           accumulate);
+                                                           accumulate, bvs);
 }
 
 /// Where the GEMM writes C(m, n): plain row-major with row stride ldc.
@@ -221,12 +226,17 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
       for (std::size_t pc = 0; pc < K; pc += KC) {
         const std::size_t kc = internal::min_size(KC, K - pc);
         const bool first = pc == 0;
-        // B's kc x NR panel (row stride NR): in place when the weights are stored that way,
-        // else packed.
+        // B's kc x NR panel: in place when kPanel16 weights hold it (row stride 16: one panel,
+        // a slice of one when NR < 16, or NR / 16 panels side by side when a vector is a
+        // whole panel, as on AVX-512), else packed (row stride NR).
         const float* bp = pack;
+        std::size_t bld = NR, bvs = 0;
+        constexpr std::size_t P = kWeightPanel, W = Tl::kWidth;
         if constexpr (std::is_same<BE, float>::value) {
-          if (NR == kWeightPanel && b_layout == WeightLayout::kPanel16 && nr == NR) {
-            bp = b + (jc / NR) * ldb + pc * NR;
+          if (b_layout == WeightLayout::kPanel16 && nr == NR && P % NR == 0) {
+            bp = b + (jc / P) * ldb + pc * P + jc % P, bld = P;
+          } else if (b_layout == WeightLayout::kPanel16 && nr == NR && NR % P == 0 && W == P) {
+            bp = b + (jc / P) * ldb + pc * P, bld = P, bvs = ldb;
           } else {
             detail::pack_b_panel<NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
           }
@@ -239,8 +249,8 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
           const float* ablk = a + m0 * lda + pc;
           const float* add = (first && bias) ? bias_row : nullptr;
           if (store.direct() && nr == NR) {
-            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, NR, store.row(m0, jc), store.ld(),
-                                        add, !first);
+            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, bld, store.row(m0, jc), store.ld(),
+                                        add, !first, bvs);
             continue;
           }
           // Edge or scattered tile: compute into a local tile, then write what is in range.
@@ -248,7 +258,7 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
             for (std::size_t i = 0; i < mr; ++i)
               for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
           }
-          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, NR, tile, NR, add, !first);
+          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, bld, tile, NR, add, !first, bvs);
           for (std::size_t i = 0; i < mr; ++i)
             for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
         }
@@ -268,8 +278,9 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
 ///
 /// Blocking: rows in blocks of kMC (A block stays in L2), columns in panels of kNR, depth in
 /// blocks of kKC; each kKC x kNR panel of B is packed once (zero-padded past N) and reused by
-/// every kMR-row micro-tile of the row block. kPanel16 weights on an arch with kNR == 16 are
-/// already in that form and are used in place (no packing).
+/// every kMR-row micro-tile of the row block. kPanel16 weights are read in place (no packing)
+/// on every arch whose kNR divides 16 (AVX2, NEON, scalar) or whose vector is 16 floats
+/// (AVX-512: a 32-wide tile reads two panels side by side).
 template <class Arch, class Store>
 void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
               const float* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
