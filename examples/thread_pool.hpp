@@ -72,9 +72,14 @@ class ThreadPool {
     cv_.notify_all();
     task(arg, 0);
     // Every thread reports every generation (also those without a task this time), so no
-    // thread can still be in this run when the next one starts.
-    for (int spin = 0; done_.load(std::memory_order_acquire) != threads_.size(); ++spin)
-      if (spin > 64) std::this_thread::yield();
+    // thread can still be in this run when the next one starts. The spin count stops at 64 (no
+    // signed overflow, however long a descheduled thread keeps us yielding).
+    for (int spin = 0; done_.load(std::memory_order_acquire) != threads_.size();) {
+      if (spin < 64)
+        ++spin;
+      else
+        std::this_thread::yield();
+    }
   }
 
   void loop(std::size_t t) {

@@ -17,8 +17,15 @@ set(CMAKE_C_COMPILER ${MICROATTN_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${MICROATTN_TRIPLE}-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE ${MICROATTN_TRIPLE})
 
-# 2. qemu-user; -L: where the target's dynamic loader and libc/libstdc++ live.
-set(CMAKE_CROSSCOMPILING_EMULATOR ${MICROATTN_QEMU} -L /usr/${MICROATTN_TRIPLE})
+# 2. qemu-user; -L: where the target's dynamic loader lives, LD_LIBRARY_PATH: where its libc,
+#    libm and libstdc++ are taken from. ld.so and libc.so.6 must come from one glibc build: with
+#    -L alone, ld.so is Debian's cross package's (libc6-<arch>-cross, 2.36-8cross1) but its
+#    ld.so.cache sends it to the multiarch libc6:<arch> in /lib/<triple> (2.36-9+deb12u14), whose
+#    private interface to ld.so differs (aarch64 _rtld_global: 4512 vs 4520 bytes). Nothing
+#    single-threaded notices; the first pthread_create walks the thread-stack cache at a wrong
+#    offset and spins forever on aarch64, segfaults on armv7 (the thread tests "never finished").
+set(CMAKE_CROSSCOMPILING_EMULATOR ${MICROATTN_QEMU} -L /usr/${MICROATTN_TRIPLE} -E
+                                  LD_LIBRARY_PATH=/usr/${MICROATTN_TRIPLE}/lib)
 
 # 3. The staged root (links only; made once per build tree: after installing more multiarch
 #    packages, delete <build>/multiarch-root and re-run cmake).
