@@ -12,7 +12,8 @@
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
 //   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
 //               GEMM's packed panels)
-//   P1_eigen .. P4_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
+//   P1_eigen .. P4_eigen, S1_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
+//   S1_openblas optional peer: the layer as cblas_sgemm calls + a vector softmax (peer_openblas.hpp)
 // fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)), stored
 // kInOut ([in][out]) unless the name says otherwise.
 // gflops counts the attended pairs (the causal half, all T^2 for E1, the band for W1) plus the
@@ -23,6 +24,7 @@
 #include "layer_data.hpp"
 #include "microattn/attention.hpp"
 #include "peer_eigen.hpp"
+#include "peer_openblas.hpp"
 #include "reference_layer.hpp"
 
 namespace microattn_bench {
@@ -100,13 +102,31 @@ void bm_eigen(benchmark::State& state) {
                           {},
                           {},
                           {},
-                          {}};
+                          {},
+                          Cfg::kOutDim};
   for (auto _ : state) {
     layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
   }
   set_flop_counters(state, flops<Cfg>());
   state.SetLabel(eigen_peer::label());
+}
+#endif
+
+#if defined(MICROATTN_BENCH_OPENBLAS)
+template <class Cfg>
+void bm_openblas(benchmark::State& state) {
+  openblas_peer::single_thread();
+  LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
+  openblas_peer::Layer layer{Cfg::kDModel, Cfg::kHeads,  Cfg::kKvHeads, Cfg::kDHead, Cfg::kOutDim,
+                             d.wq.data(),  d.wk.data(),  d.wv.data(),   d.wo.data(), {},
+                             {},           {},           {},            {}};
+  for (auto _ : state) {
+    layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, flops<Cfg>());
+  state.SetLabel(openblas_peer::label());
 }
 #endif
 
@@ -143,6 +163,10 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P2_eigen", bm_eigen<P2Cfg>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3_eigen", bm_eigen<P3Cfg>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4_eigen", bm_eigen<P4Cfg>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("S1_eigen", bm_eigen<S1Cfg>)->Unit(benchmark::kMicrosecond);
+#endif
+#if defined(MICROATTN_BENCH_OPENBLAS)
+  benchmark::RegisterBenchmark("S1_openblas", bm_openblas<S1Cfg>)->Unit(benchmark::kMicrosecond);
 #endif
 }
 

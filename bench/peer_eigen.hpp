@@ -60,11 +60,13 @@ inline void causal_attention(const float* q, Index ldq, const float* k, Index ld
   }
 }
 
-/// The whole layer: weights kInOut ([in][out] row-major), no bias, with W_O.
+/// The whole layer: weights kInOut ([in][out] row-major), no bias, with W_O ([H d_head][out_dim],
+/// out_dim 0 = d_model).
 struct Layer {
   Index d_model, heads, kv_heads, d_head;
   const float *w_q, *w_k, *w_v, *w_o;
   RowMat q, k, v, ctx, s;
+  Index out_dim = 0;
 
   void forward(const float* x, Index T, float* y) {
     const Index QD = heads * d_head, KD = kv_heads * d_head;
@@ -77,7 +79,8 @@ struct Layer {
     k.noalias() = X * Eigen::Map<const RowMat>(w_k, d_model, KD);
     v.noalias() = X * Eigen::Map<const RowMat>(w_v, d_model, KD);
     causal_attention(q.data(), QD, k.data(), KD, v.data(), KD, T, heads, kv_heads, d_head, ctx.data(), QD, s);
-    Eigen::Map<RowMat>(y, T, d_model).noalias() = ctx * Eigen::Map<const RowMat>(w_o, QD, d_model);
+    const Index OD = out_dim != 0 ? out_dim : d_model;
+    Eigen::Map<RowMat>(y, T, OD).noalias() = ctx * Eigen::Map<const RowMat>(w_o, QD, OD);
   }
 };
 

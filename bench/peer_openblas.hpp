@@ -74,6 +74,29 @@ inline void causal_attention(const float* q, std::size_t ldq, const float* k, st
   }
 }
 
+/// The whole layer as cblas_sgemm calls (projections, the attention above, W_O): weights kInOut
+/// ([in][out] row-major), no bias; W_O is [H d_head][out_dim]. Buffers sized on first use.
+struct Layer {
+  std::size_t d_model, heads, kv_heads, d_head, out_dim;
+  const float *w_q, *w_k, *w_v, *w_o;
+  std::vector<float> q, k, v, ctx, s;
+
+  void forward(const float* x, std::size_t T, float* y) {
+    const std::size_t QD = heads * d_head, KD = kv_heads * d_head;
+    q.resize(T * QD), k.resize(T * KD), v.resize(T * KD), ctx.resize(T * QD);
+    const auto I = [](std::size_t n) { return static_cast<int>(n); };
+    auto gemm = [&](std::size_t n, std::size_t kdim, const float* a, const float* b, float* c) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(T), I(n), I(kdim), 1.0f, a, I(kdim), b,
+                  I(n), 0.0f, c, I(n));
+    };
+    gemm(QD, d_model, x, w_q, q.data());
+    gemm(KD, d_model, x, w_k, k.data());
+    gemm(KD, d_model, x, w_v, v.data());
+    causal_attention(q.data(), QD, k.data(), KD, v.data(), KD, T, heads, kv_heads, d_head, ctx.data(), QD, s);
+    gemm(out_dim, QD, ctx.data(), w_o, y);
+  }
+};
+
 }  // namespace openblas_peer
 }  // namespace microattn_bench
 #endif

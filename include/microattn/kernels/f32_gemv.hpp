@@ -30,7 +30,13 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, st
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
   constexpr bool kQ = !std::is_same<WE, float>::value;
-  for (std::size_t n = 0; n < N; ++n) y[n] = (bias && !kQ) ? bias[n] : 0.0f;
+  // Two loops, not `bias ? bias[n] : 0`: GCC 12 makes that masked loads from a null pointer on
+  // AVX-512, each a microcode assist (see gemm_weights).
+  if (bias && !kQ) {
+    for (std::size_t n = 0; n < N; ++n) y[n] = bias[n];
+  } else {
+    for (std::size_t n = 0; n < N; ++n) y[n] = 0.0f;
+  }
   const std::size_t n_vec = N - N % W;  // columns in whole vectors
   const std::size_t k4 = K - K % 4;
   for (std::size_t k = 0; k < k4; k += 4) {
