@@ -367,7 +367,9 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       const CE* vtile = v + j0 * DPad;
       // One row's whole output in one call where it fits the registers (SIMD arches: d_head 64
       // is 4 or 8 vectors): the rows' own keys at mask edges are many short calls.
-      constexpr std::size_t kRowVecs = DPad / V::kWidth;
+      // Only the vectors that hold d_head's columns (o's padding past them stays 0: d_head 2
+      // on AVX-512 is one vector of a 32-wide panel).
+      constexpr std::size_t kRowVecs = (kDHead + V::kWidth - 1) / V::kWidth;
       auto pv = [&](std::size_t i, std::size_t mr, std::size_t a, std::size_t b) {
         if constexpr (kRowVecs <= 8 && V::kWidth > 1) {
           if (mr == 1) {
@@ -376,9 +378,12 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
             return;
           }
         }
-        for (std::size_t dn = 0; dn < DPad; dn += NR)
-          f32_gemm_ukernel_rows<Arch>(mr, b - a, sc.s + i * BK + a, BK, vtile + a * DPad + dn, DPad,
-                                      sc.o + i * DPad + dn, DPad, nullptr, true);
+        for (std::size_t dn = 0; dn < DPad; dn += NR) {
+          const std::size_t nv = internal::min_size(Tl::kNRVec, kRowVecs - dn / V::kWidth);
+          f32_gemm_ukernel_rows_nv<Arch>(nv, mr, b - a, sc.s + i * BK + a, BK,
+                                         vtile + a * DPad + dn, DPad, sc.o + i * DPad + dn, DPad,
+                                         nullptr, true);
+        }
       };
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);

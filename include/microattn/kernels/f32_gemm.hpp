@@ -203,6 +203,42 @@ inline void f32_gemm_ukernel_rows(std::size_t mr, std::size_t kc, const float* a
                                                            accumulate, bvs);
 }
 
+namespace detail {
+// Calls the micro-kernel on the first nv (1 <= nv <= NRV) vectors of the panel only.
+template <class Arch, std::size_t MR, std::size_t NRV, class BE>
+struct UkernelCols {
+  static void call(std::size_t nv, std::size_t mr, std::size_t kc, const float* a, std::size_t lda,
+                   const BE* b, std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
+                   bool accumulate, std::size_t bvs) noexcept {
+    if (nv == NRV)
+      UkernelRows<Arch, MR, NRV, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate,
+                                           bvs);
+    else
+      UkernelCols<Arch, MR, NRV - 1, BE>::call(nv, mr, kc, a, lda, b, ldb, c, ldc, add_row,
+                                               accumulate, bvs);
+  }
+};
+template <class Arch, std::size_t MR, class BE>
+struct UkernelCols<Arch, MR, 0, BE> {
+  static void call(std::size_t, std::size_t, std::size_t, const float*, std::size_t, const BE*,
+                   std::size_t, float*, std::size_t, const float*, bool, std::size_t) noexcept {}
+};
+}  // namespace detail
+
+/// f32_gemm_ukernel_rows on the first nv (1 <= nv <= kNRVec) vectors of the panel: C's columns
+/// from nv * W on are neither read nor written. Narrow operands (a tiny layer's 2-column
+/// projection, d_head 2 in P·V) then cost one vector of FMAs per row and k, not a whole panel.
+template <class Arch, class BE = float>
+inline void f32_gemm_ukernel_rows_nv(std::size_t nv, std::size_t mr, std::size_t kc, const float* a,
+                                     std::size_t lda, const BE* b, std::size_t ldb, float* c,
+                                     std::size_t ldc, const float* add_row, bool accumulate,
+                                     std::size_t bvs = 0) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR && nv >= 1 && nv <= Tl::kNRVec);
+  detail::UkernelCols<Arch, Tl::kMR, Tl::kNRVec, BE>::call(nv, mr, kc, a, lda, b, ldb, c, ldc,
+                                                           add_row, accumulate, bvs);
+}
+
 /// Where the GEMM writes C(m, n): plain row-major with row stride ldc.
 struct StoreRowMajor {
   float* c;
@@ -274,7 +310,9 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
             for (std::size_t i = 0; i < mr; ++i)
               for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
           }
-          f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, bld, tile, NR, add, !first, bvs);
+          // Only the vectors holding the nr columns (a partial panel is zero past them).
+          f32_gemm_ukernel_rows_nv<Arch>((nr + W - 1) / W, mr, kc, ablk, lda, bp, bld, tile, NR,
+                                         add, !first, bvs);
           for (std::size_t i = 0; i < mr; ++i)
             for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
         }
