@@ -12,8 +12,11 @@
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
 //   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
 //               GEMM's packed panels)
-//   P1_eigen .. P4_eigen, S1_eigen  optional peer: the layer as an Eigen composition (peer_eigen.hpp)
-//   S1_openblas optional peer: the layer as cblas_sgemm calls + a vector softmax (peer_openblas.hpp)
+//   P1_eigen .. P4_eigen, S1_eigen  optional peer: the layer as an Eigen composition
+//   (peer_eigen.hpp) S1_openblas optional peer: the layer as cblas_sgemm calls + a vector softmax
+//   (peer_openblas.hpp) M1_openblas, M1_eigen  the peers on the Cortex-M example's shape (M1 in
+//   cortex_m_shapes.cpp:
+//               T=64 d_model=64 H=4 d_head=16), with random weights of that shape
 // fp32, batch 1, one thread; W_O, no bias; x in [-1, 1], weights U(+-1/sqrt(fan_in)), stored
 // kInOut ([in][out]) unless the name says otherwise.
 // gflops counts the attended pairs (the causal half, all T^2 for E1, the band for W1) plus the
@@ -37,6 +40,7 @@ using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
 using P2q8 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 using E1Cfg = microattn::Config<256, 512, 8, 8, 64, microattn::Mask::kNone>;
 // The teaching notes' layer: 11 tokens, d_in 8, d_out 4 (2 heads of 2), W_O 4 -> 4.
+using M1PeerCfg = microattn::Config<64, 64, 4, 4, 16>;  // M1's shape (cortex_m_shapes.cpp)
 using S1Cfg = microattn::Config<11, 8, 2, 2, 2, microattn::OutDim{4}>;
 using W1Cfg = microattn::Config<1024, 512, 8, 8, 64, microattn::SlidingWindow{256}>;
 using P3q8 = microattn::Config<1024, 512, 8, 8, 64, microattn::WeightType::kInt8>;
@@ -90,20 +94,11 @@ void bm_reference(benchmark::State& state) {
 template <class Cfg>
 void bm_eigen(benchmark::State& state) {
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
-  eigen_peer::Layer layer{Cfg::kDModel,
-                          Cfg::kHeads,
-                          Cfg::kKvHeads,
-                          Cfg::kDHead,
-                          d.wq.data(),
-                          d.wk.data(),
-                          d.wv.data(),
-                          d.wo.data(),
-                          {},
-                          {},
-                          {},
-                          {},
-                          {},
-                          Cfg::kOutDim};
+  eigen_peer::Layer layer{Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads,
+                          Cfg::kDHead,  d.wq.data(), d.wk.data(),
+                          d.wv.data(),  d.wo.data(), {},
+                          {},           {},          {},
+                          {},           Cfg::kOutDim};
   for (auto _ : state) {
     layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
@@ -118,9 +113,10 @@ template <class Cfg>
 void bm_openblas(benchmark::State& state) {
   openblas_peer::single_thread();
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
-  openblas_peer::Layer layer{Cfg::kDModel, Cfg::kHeads,  Cfg::kKvHeads, Cfg::kDHead, Cfg::kOutDim,
-                             d.wq.data(),  d.wk.data(),  d.wv.data(),   d.wo.data(), {},
-                             {},           {},           {},            {}};
+  openblas_peer::Layer layer{
+      Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead, Cfg::kOutDim, d.wq.data(),
+      d.wk.data(),  d.wv.data(), d.wo.data(),   {},          {},           {},
+      {},           {}};
   for (auto _ : state) {
     layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
@@ -164,9 +160,12 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P3_eigen", bm_eigen<P3Cfg>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4_eigen", bm_eigen<P4Cfg>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("S1_eigen", bm_eigen<S1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M1_eigen", bm_eigen<M1PeerCfg>)->Unit(benchmark::kMicrosecond);
 #endif
 #if defined(MICROATTN_BENCH_OPENBLAS)
   benchmark::RegisterBenchmark("S1_openblas", bm_openblas<S1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M1_openblas", bm_openblas<M1PeerCfg>)
+      ->Unit(benchmark::kMicrosecond);
 #endif
 }
 

@@ -278,14 +278,17 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
       for (std::size_t pc = 0; pc < K; pc += KC) {
         const std::size_t kc = internal::min_size(KC, K - pc);
         const bool first = pc == 0;
-        // B's kc x NR panel: in place when kPanel16 weights hold it (row stride 16: one panel,
-        // a slice of one when NR < 16, or NR / 16 panels side by side when a vector is a
-        // whole panel, as on AVX-512), else packed (row stride NR).
+        // B's kc x NR panel: in place when kPanel16 weights hold it (row stride 16: the vectors
+        // the kernel reads lie in one panel, as with NR <= 16 or a last tile of <= 16 columns,
+        // or NR / 16 panels side by side when a vector is a whole panel, as on AVX-512), else
+        // packed (row stride NR). A partial tile reads only the vectors holding its nr
+        // columns; lanes past nr (the panel's padding) go to tile columns never stored.
         const float* bp = pack;
         std::size_t bld = NR, bvs = 0;
         constexpr std::size_t P = kWeightPanel, W = Tl::kWidth;
+        const std::size_t read = nr == NR ? NR : internal::round_up(nr, W);
         if constexpr (std::is_same<BE, float>::value) {
-          if (b_layout == WeightLayout::kPanel16 && nr == NR && P % NR == 0) {
+          if (b_layout == WeightLayout::kPanel16 && jc % P + read <= P) {
             bp = b + (jc / P) * ldb + pc * P + jc % P, bld = P;
           } else if (b_layout == WeightLayout::kPanel16 && nr == NR && NR % P == 0 && W == P) {
             bp = b + (jc / P) * ldb + pc * P, bld = P, bvs = ldb;
