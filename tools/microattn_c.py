@@ -65,7 +65,7 @@ constexpr std::size_t kValues[] = {
     Cfg::kDHead, Cfg::kQDim, Cfg::kKvDim, Cfg::kOutDim, Cfg::kHasOutProj ? 1u : 0u,
     Cfg::kBiasQ ? 1u : 0u, Cfg::kBiasK ? 1u : 0u, Cfg::kBiasV ? 1u : 0u, Cfg::kBiasO ? 1u : 0u,
     Cfg::kHasRope ? 1u : 0u, (@CHUNK@), Cfg::kInt8Weights ? 1u : 0u, Cfg::kInt8Cache ? 1u : 0u,
-    @CACHE_BYTES@};
+    @CACHE_BYTES@, Cfg::kMaxWorkers};
 struct Text {
   char c[64 + sizeof(kValues) / sizeof(kValues[0]) * 21];
 };
@@ -94,7 +94,7 @@ extern "C" const microattn_probe::Text microattn_probe_text = microattn_probe::m
 
 FIELDS = ["bytes", "align", "t_max", "d_model", "heads", "kv_heads", "d_head", "q_dim",
           "kv_dim", "out_dim", "has_out_proj", "bias_q", "bias_k", "bias_v", "bias_o", "has_rope",
-          "chunk", "int8_weights", "int8_cache", "cache_bytes"]
+          "chunk", "int8_weights", "int8_cache", "cache_bytes", "max_workers"]
 
 
 class Refused(Exception):
@@ -231,6 +231,8 @@ def header_text(args, config, v, header_name):
     w("/* Shape. Token counts T are 1 .. %s_T_MAX%s. */" %
       (N, " (for the KV cache: in total)" if args.kind == "kv" else ""))
     w("#define %s_T_MAX %d" % (N, v["t_max"]))
+    w("#define %s_MAX_WORKERS %d /* most workers set_executor takes (Config option MaxWorkers) */"
+      % (N, v["max_workers"]))
     if args.kind != "core":
         w("#define %s_D_MODEL %d /* row length of x */" % (N, v["d_model"]))
     w("#define %s_HEADS %d" % (N, v["heads"]))
@@ -281,6 +283,13 @@ def header_text(args, config, v, header_name):
     w("microattn_status %s_set_scale(%s* obj, float scale);" % (n, n))
     w("/* The scale in use (0 for a NULL obj). */")
     w("float %s_scale(const %s* obj);" % (n, n))
+    w("")
+    w("/* Splits every later call over ex's workers (microattn_executor; copied): MICROATTN_OK,")
+    w(" * MICROATTN_NULL_POINTER (ex NULL) or MICROATTN_BAD_ARGUMENT (more than %s_MAX_WORKERS"
+      % N)
+    w(" * workers, or workers > 1 without run; nothing changed). MICROATTN_EXECUTOR_NONE: the")
+    w(" * calling thread only. */")
+    w("microattn_status %s_set_executor(%s* obj, const microattn_executor* ex);" % (n, n))
     w("")
     if args.kind != "core":
         if v["int8_weights"]:

@@ -47,6 +47,9 @@
 //   every kind   void NAME_init(NAME* obj);
 //                microattn_status NAME_set_scale(NAME* obj, float scale);
 //                float NAME_scale(const NAME* obj);                  (0 for a NULL obj)
+//                microattn_status NAME_set_executor(NAME* obj, const microattn_executor* ex);
+//                    (MICROATTN_BAD_ARGUMENT for more workers than the Config's MaxWorkers,
+//                    or workers > 1 without run; nothing changed then)
 //   layer, kv    microattn_status NAME_set_weights(NAME* obj, const microattn_weights* w);
 //                    (const microattn_weights_q8* w when the Config has WeightType::kInt8:
 //                    int8 matrices + fp32 scales, made by microattn_quantize_int8())
@@ -263,6 +266,19 @@ microattn_status set_scale(Storage* storage, float scale) noexcept {
 }
 
 template <class Object, class Storage>
+microattn_status set_executor(Storage* storage, const microattn_executor* ex) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (ex == nullptr) return MICROATTN_NULL_POINTER;
+  Executor e;
+  e.run = ex->run;
+  e.self = ex->self;
+  e.workers = ex->workers;
+  return to_c(o->set_executor(e));
+}
+
+template <class Object, class Storage>
 float scale(const Storage* storage) noexcept {
   const Object* o = nullptr;
   return object_of(storage, &o) == Status::kOk ? o->scale() : 0.0f;
@@ -453,6 +469,9 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
   }                                                                                           \
   extern "C" float name##_scale(const name* obj) {                                            \
     return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                        \
+  }                                                                                           \
+  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {  \
+    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);             \
   }
 
 #define MICROATTN_C_WEIGHTS_ROPE_(name)                                                            \

@@ -175,6 +175,21 @@ typedef struct microattn_cache_slice {
   microattn_rope rope; /* the RoPE its keys were rotated with (enabled == 0: none) */
 } microattn_cache_slice;
 
+/* The caller's threads (microattn::Executor, include/microattn/executor.hpp), for a layer whose
+ * Config has microattn::MaxWorkers{n} (<NAME>_MAX_WORKERS). run(self, n, task, arg) must call
+ * task(arg, i) exactly once for every i in 0 .. n - 1 (on any threads, in any order) and return
+ * when all of them have returned; n <= workers. Tasks never allocate, lock or fail. The layer
+ * then splits every later call into up to `workers` tasks, with bit-identical results for every
+ * worker count. A pthread pool, FreeRTOS tasks waiting on a notification, Zephyr work queues or
+ * an OpenMP loop inside run plug in the same way. MICROATTN_EXECUTOR_NONE (the default of every
+ * object): everything on the calling thread. */
+typedef struct microattn_executor {
+  void (*run)(void* self, size_t n, void (*task)(void* arg, size_t i), void* arg);
+  void* self;
+  size_t workers; /* tasks that may run at once; 0 or 1: the calling thread only */
+} microattn_executor;
+#define MICROATTN_EXECUTOR_NONE {0, 0, 0}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -13,9 +13,11 @@
 #include "ccore.h"
 #include "ckv.h"
 #include "ckv5.h"
+#include "ckv_mt.h"
 #include "ckv_q8.h"
 #include "cmha.h"
 #include "cmha_p.h"
+#include "cmha_mt.h"
 #include "cmha_q8.h"
 #include "microattn/c_api.hpp"
 #include "microattn/microattn.hpp"
@@ -36,6 +38,10 @@ MICROATTN_C_KV_LAYER(ckv, KvCfg);
 MICROATTN_C_KV_LAYER_CHUNKED(ckv5, 5, KvCfg);
 MICROATTN_C_CORE(ccore, CoreCfg);
 MICROATTN_C_LAYER(cmha_q8, MhaQ8Cfg);
+MICROATTN_C_LAYER(
+    cmha_mt, microattn::Config<24, 32, 4, 2, 8, microattn::Bias::kYes, microattn::MaxWorkers{3}>);
+MICROATTN_C_KV_LAYER(
+    ckv_mt, microattn::Config<24, 32, 4, 2, 8, microattn::Rope::kYes, microattn::MaxWorkers{3}>);
 MICROATTN_C_KV_LAYER_CHUNKED(ckv_q8, 5, KvQ8Cfg);
 
 static_assert(std::is_same<microattn_c_cmha::Object, microattn::MultiHeadAttention<MhaCfg>>::value,

@@ -20,8 +20,10 @@
 #include "ccore.h"
 #include "ckv.h"
 #include "ckv5.h"
+#include "ckv_mt.h"
 #include "ckv_q8.h"
 #include "cmha.h"
+#include "cmha_mt.h"
 #include "cmha_p.h"
 #include "cmha_q8.h"
 #include "demo_layer.h"
@@ -574,6 +576,76 @@ static void kv_sequence(int which) {
   CHECK_SAME(inplace, first, 7 * kDM);
 }
 
+/* A C executor: runs the n tasks on the calling thread, the last one first (any order and any
+ * threads are allowed), and counts its calls. */
+static void run_reversed(void* self, size_t n, void (*task)(void* arg, size_t i), void* arg) {
+  size_t* calls = (size_t*)self;
+  ++*calls;
+  for (size_t i = n; i-- > 0;) task(arg, i);
+}
+
+static void test_executor(void) {
+  static cmha_mt split, plain; /* .bss: no executor */
+  static ckv_mt kv_split, kv_plain;
+  size_t calls = 0;
+  const microattn_executor none = MICROATTN_EXECUTOR_NONE;
+  microattn_executor ex = {run_reversed, &calls, 3};
+  CHECK(CMHA_MT_MAX_WORKERS == 3 && CKV_MT_MAX_WORKERS == 3 && CMHA_MAX_WORKERS == 1);
+  /* Refusals change nothing. */
+  CHECK_STATUS(cmha_mt_set_executor(NULL, &ex), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_mt_set_executor(&split, NULL), MICROATTN_NULL_POINTER);
+  ex.workers = 4; /* > MAX_WORKERS */
+  CHECK_STATUS(cmha_mt_set_executor(&split, &ex), MICROATTN_BAD_ARGUMENT);
+  ex.workers = 2;
+  CHECK_STATUS(cmha_set_executor(&g_mha, &ex), MICROATTN_BAD_ARGUMENT); /* MaxWorkers 1 */
+  const microattn_executor no_run = {NULL, NULL, 2};
+  CHECK_STATUS(cmha_mt_set_executor(&split, &no_run), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(cmha_set_executor(&g_mha, &none), MICROATTN_OK);
+  CHECK_STATUS(ccore_set_executor(NULL, &none), MICROATTN_NULL_POINTER);
+
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  CHECK_STATUS(cmha_mt_set_weights(&split, &w), MICROATTN_OK);
+  CHECK_STATUS(cmha_mt_set_weights(&plain, &w), MICROATTN_OK);
+  CHECK_STATUS(cmha_mt_forward(&split, g_x, kT, g_ref), MICROATTN_OK);
+  CHECK(calls == 0); /* the refused executors were not kept */
+  CHECK_STATUS(cmha_mt_forward(&plain, g_x, kT, g_ref), MICROATTN_OK);
+  for (size_t workers = 2; workers <= 3; ++workers) {
+    ex.workers = workers;
+    CHECK_STATUS(cmha_mt_set_executor(&split, &ex), MICROATTN_OK);
+    poison(g_y, kT * kDM);
+    calls = 0;
+    CHECK_STATUS(cmha_mt_forward(&split, g_x, kT, g_y), MICROATTN_OK);
+    CHECK(calls > 0);
+    CHECK_SAME(g_y, g_ref, kT * kDM); /* bit-identical to one worker */
+  }
+  CHECK_STATUS(cmha_mt_set_executor(&split, &none), MICROATTN_OK);
+  calls = 0;
+  CHECK_STATUS(cmha_mt_forward(&split, g_x, kT, g_y), MICROATTN_OK);
+  CHECK(calls == 0);
+  CHECK_SAME(g_y, g_ref, kT * kDM);
+
+  /* KV layer: prefill 9 and decode 3 tokens with 3 workers, the same bits as without. */
+  const microattn_weights kw = {
+      .layout = MICROATTN_LAYOUT_IN_OUT, .w_q = g_wq, .w_k = g_wk, .w_v = g_wv, .w_o = g_wo};
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  r.enabled = 1;
+  ex.workers = 3;
+  CHECK_STATUS(ckv_mt_set_executor(&kv_split, &ex), MICROATTN_OK);
+  static float y_split[kT * kDM];
+  ckv_mt* objs[2] = {&kv_split, &kv_plain};
+  float* outs[2] = {y_split, g_y};
+  calls = 0;
+  for (int o = 0; o < 2; ++o) {
+    CHECK_STATUS(ckv_mt_set_weights(objs[o], &kw), MICROATTN_OK);
+    CHECK_STATUS(ckv_mt_set_rope(objs[o], &r), MICROATTN_OK);
+    CHECK_STATUS(ckv_mt_prefill(objs[o], g_x, 9, outs[o]), MICROATTN_OK);
+    for (size_t t = 9; t < 12; ++t)
+      CHECK_STATUS(ckv_mt_decode(objs[o], g_x + t * kDM, outs[o] + t * kDM), MICROATTN_OK);
+    if (o == 0) CHECK(calls >= 4); /* the prefill and every decode step went through it */
+  }
+  CHECK_SAME(y_split, g_y, 12 * kDM);
+}
+
 static void test_kv_sequence(void) { kv_sequence(0); }
 static void test_kv_chunked_sequence(void) { kv_sequence(1); }
 
@@ -1047,6 +1119,7 @@ int main(void) {
   RUN(test_q8_layer_set_weights_errors);
   RUN(test_q8_layer_forward_matches_cpp);
   RUN(test_q8_kv_sequence);
+  RUN(test_executor);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }
