@@ -88,8 +88,17 @@ struct Vec<ScalarArch> {
   static void storeu(float* p, type v) noexcept { *p = v; }
   static type set1(float v) noexcept { return v; }
   static type zero() noexcept { return 0.0f; }
-  /// a * b + c. Contracted to one fused instruction where the target has one (Cortex-M4F/M7).
-  static type fma(type a, type b, type c) noexcept { return a * b + c; }
+  /// a * b + c, fused (one rounding) where the target has a fused multiply-add (Cortex-M4F, M7,
+  /// M55, x86 with FMA): explicitly, not left to contraction, so that every form the compiler
+  /// gives a loop (GCC 12 auto-vectorises the scalar kernels for the M55's MVE, differently for
+  /// each micro-tile height) computes the same bits.
+  static type fma(type a, type b, type c) noexcept {
+#if defined(__ARM_FEATURE_FMA) || defined(__FMA__) || defined(__aarch64__)
+    return __builtin_fmaf(a, b, c);
+#else
+    return a * b + c;
+#endif
+  }
   /// c - a * b.
   static type fnma(type a, type b, type c) noexcept { return c - a * b; }
   static type max(type a, type b) noexcept { return a > b ? a : b; }

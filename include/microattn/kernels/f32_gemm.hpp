@@ -38,14 +38,16 @@ namespace kernels {
 /// full MR x NR tile with row stride ldc. B's elements are floats, or int8 (BE = int8_t: the
 /// qs8 attention kernels' cached K/V, widened to float in registers; their scales are applied
 /// by the caller).
-template <class Arch, std::size_t MR, std::size_t NRV, class BE = float>
+template <class Arch, std::size_t MR, std::size_t NRV, class BE = float, bool kSplitB = false>
 inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const BE* b,
                              std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
                              bool accumulate, std::size_t bvs = 0) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
-  const std::size_t vs = bvs != 0 ? bvs : W;
+  // The vector stride: W at compile time unless kSplitB (so every other caller's kernel is
+  // exactly the plain one: GCC 12's MVE auto-vectorisation of the scalar kernel depends on it).
+  const std::size_t vs = kSplitB ? bvs : W;
   T acc[MR][NRV];
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
@@ -83,20 +85,21 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
 namespace detail {
 // Calls the micro-kernel with MR = mr (1 <= mr <= MR), so tails keep their accumulators in
 // registers too.
-template <class Arch, std::size_t MR, std::size_t NRV, class BE>
+template <class Arch, std::size_t MR, std::size_t NRV, class BE, bool kSplitB = false>
 struct UkernelRows {
   static void call(std::size_t mr, std::size_t kc, const float* a, std::size_t lda, const BE* b,
                    std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
                    bool accumulate, std::size_t bvs) noexcept {
     if (mr == MR)
-      f32_gemm_ukernel<Arch, MR, NRV>(kc, a, lda, b, ldb, c, ldc, add_row, accumulate, bvs);
+      f32_gemm_ukernel<Arch, MR, NRV, BE, kSplitB>(kc, a, lda, b, ldb, c, ldc, add_row, accumulate,
+                                                   bvs);
     else
-      UkernelRows<Arch, MR - 1, NRV, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate,
-                                               bvs);
+      UkernelRows<Arch, MR - 1, NRV, BE, kSplitB>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
+                                                        accumulate, bvs);
   }
 };
-template <class Arch, std::size_t NRV, class BE>
-struct UkernelRows<Arch, 0, NRV, BE> {
+template <class Arch, std::size_t NRV, class BE, bool kSplitB>
+struct UkernelRows<Arch, 0, NRV, BE, kSplitB> {
   static void call(std::size_t, std::size_t, const float*, std::size_t, const BE*, std::size_t,
                    float*, std::size_t, const float*, bool, std::size_t) noexcept {}
 };
@@ -191,35 +194,36 @@ inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, s
 }
 }  // namespace detail
 
-/// The micro-kernel for any mr in 1..kMR rows: C[mr][kNR] (ldc) = or += A · B.
-template <class Arch, class BE = float>
+/// The micro-kernel for any mr in 1..kMR rows: C[mr][kNR] (ldc) = or += A · B (kSplitB: B's
+/// vectors bvs apart, see f32_gemm_ukernel).
+template <class Arch, class BE = float, bool kSplitB = false>
 inline void f32_gemm_ukernel_rows(std::size_t mr, std::size_t kc, const float* a, std::size_t lda,
                                   const BE* b, std::size_t ldb, float* c, std::size_t ldc,
                                   const float* add_row, bool accumulate,
                                   std::size_t bvs = 0) noexcept {
   using Tl = internal::Tiles<Arch>;
   MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR);
-  detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
-                                                           accumulate, bvs);
+  detail::UkernelRows<Arch, Tl::kMR, Tl::kNRVec, BE, kSplitB>::call(mr, kc, a, lda, b, ldb, c, ldc,
+                                                                    add_row, accumulate, bvs);
 }
 
 namespace detail {
 // Calls the micro-kernel on the first nv (1 <= nv <= NRV) vectors of the panel only.
-template <class Arch, std::size_t MR, std::size_t NRV, class BE>
+template <class Arch, std::size_t MR, std::size_t NRV, class BE, bool kSplitB>
 struct UkernelCols {
   static void call(std::size_t nv, std::size_t mr, std::size_t kc, const float* a, std::size_t lda,
                    const BE* b, std::size_t ldb, float* c, std::size_t ldc, const float* add_row,
                    bool accumulate, std::size_t bvs) noexcept {
     if (nv == NRV)
-      UkernelRows<Arch, MR, NRV, BE>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row, accumulate,
-                                           bvs);
+      UkernelRows<Arch, MR, NRV, BE, kSplitB>::call(mr, kc, a, lda, b, ldb, c, ldc, add_row,
+                                                    accumulate, bvs);
     else
-      UkernelCols<Arch, MR, NRV - 1, BE>::call(nv, mr, kc, a, lda, b, ldb, c, ldc, add_row,
-                                               accumulate, bvs);
+      UkernelCols<Arch, MR, NRV - 1, BE, kSplitB>::call(nv, mr, kc, a, lda, b, ldb, c, ldc, add_row,
+                                                        accumulate, bvs);
   }
 };
-template <class Arch, std::size_t MR, class BE>
-struct UkernelCols<Arch, MR, 0, BE> {
+template <class Arch, std::size_t MR, class BE, bool kSplitB>
+struct UkernelCols<Arch, MR, 0, BE, kSplitB> {
   static void call(std::size_t, std::size_t, std::size_t, const float*, std::size_t, const BE*,
                    std::size_t, float*, std::size_t, const float*, bool, std::size_t) noexcept {}
 };
@@ -228,15 +232,15 @@ struct UkernelCols<Arch, MR, 0, BE> {
 /// f32_gemm_ukernel_rows on the first nv (1 <= nv <= kNRVec) vectors of the panel: C's columns
 /// from nv * W on are neither read nor written. Narrow operands (a tiny layer's 2-column
 /// projection, d_head 2 in P·V) then cost one vector of FMAs per row and k, not a whole panel.
-template <class Arch, class BE = float>
+template <class Arch, class BE = float, bool kSplitB = false>
 inline void f32_gemm_ukernel_rows_nv(std::size_t nv, std::size_t mr, std::size_t kc, const float* a,
                                      std::size_t lda, const BE* b, std::size_t ldb, float* c,
                                      std::size_t ldc, const float* add_row, bool accumulate,
                                      std::size_t bvs = 0) noexcept {
   using Tl = internal::Tiles<Arch>;
   MICROATTN_ASSERT(mr >= 1 && mr <= Tl::kMR && nv >= 1 && nv <= Tl::kNRVec);
-  detail::UkernelCols<Arch, Tl::kMR, Tl::kNRVec, BE>::call(nv, mr, kc, a, lda, b, ldb, c, ldc,
-                                                           add_row, accumulate, bvs);
+  detail::UkernelCols<Arch, Tl::kMR, Tl::kNRVec, BE, kSplitB>::call(nv, mr, kc, a, lda, b, ldb, c,
+                                                                    ldc, add_row, accumulate, bvs);
 }
 
 /// Where the GEMM writes C(m, n): plain row-major with row stride ldc.
@@ -284,13 +288,15 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
         // packed (row stride NR). A partial tile reads only the vectors holding its nr
         // columns; lanes past nr (the panel's padding) go to tile columns never stored.
         const float* bp = pack;
-        std::size_t bld = NR, bvs = 0;
+        std::size_t bld = NR, bvs = Tl::kWidth;  // B's vector stride (read with kTwoPanels only)
         constexpr std::size_t P = kWeightPanel, W = Tl::kWidth;
+        // A tile of whole panels whose vectors are panels (AVX-512: two 16-wide panels).
+        constexpr bool kTwoPanels = W == P && NR % P == 0 && NR > P;
         const std::size_t read = nr == NR ? NR : internal::round_up(nr, W);
         if constexpr (std::is_same<BE, float>::value) {
           if (b_layout == WeightLayout::kPanel16 && jc % P + read <= P) {
             bp = b + (jc / P) * ldb + pc * P + jc % P, bld = P;
-          } else if (b_layout == WeightLayout::kPanel16 && nr == NR && NR % P == 0 && W == P) {
+          } else if (kTwoPanels && b_layout == WeightLayout::kPanel16 && nr == NR) {
             bp = b + (jc / P) * ldb + pc * P, bld = P, bvs = ldb;
           } else {
             detail::pack_b_panel<NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
@@ -304,8 +310,8 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
           const float* ablk = a + m0 * lda + pc;
           const float* add = (first && bias) ? bias_row : nullptr;
           if (store.direct() && nr == NR) {
-            f32_gemm_ukernel_rows<Arch>(mr, kc, ablk, lda, bp, bld, store.row(m0, jc), store.ld(),
-                                        add, !first, bvs);
+            f32_gemm_ukernel_rows<Arch, float, kTwoPanels>(
+                mr, kc, ablk, lda, bp, bld, store.row(m0, jc), store.ld(), add, !first, bvs);
             continue;
           }
           // Edge or scattered tile: compute into a local tile, then write what is in range.
@@ -313,9 +319,13 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
             for (std::size_t i = 0; i < mr; ++i)
               for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
           }
-          // Only the vectors holding the nr columns (a partial panel is zero past them).
-          f32_gemm_ukernel_rows_nv<Arch>((nr + W - 1) / W, mr, kc, ablk, lda, bp, bld, tile, NR,
-                                         add, !first, bvs);
+          // Only the vectors holding the nr columns (a partial panel is zero past them). Not on
+          // the scalar path: there each narrower width is one more instantiation for GCC 12 to
+          // auto-vectorise for Cortex-M55 (MVE) its own way, and a row's last bits then depended
+          // on its tile's height (NumericContract.LayerIsCausalBitForBit on the M55).
+          const std::size_t nv = W > 1 ? (nr + W - 1) / W : Tl::kNRVec;
+          f32_gemm_ukernel_rows_nv<Arch, float, kTwoPanels>(nv, mr, kc, ablk, lda, bp, bld, tile,
+                                                            NR, add, !first, bvs);
           for (std::size_t i = 0; i < mr; ++i)
             for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
         }
