@@ -42,6 +42,9 @@ inline void store_key_tiles(const float* k, std::size_t ldk, std::size_t n, std:
     const std::size_t r = row0 + i;
     float* dst = kt + (r / bk) * (kDHead * bk) + r % bk;
     const float* src = k + i * ldk;
+    // Rows are ldk apart (a head's slice of a wide K): ask for a row a few ahead.
+    if (i + 8 < n)
+      for (std::size_t d = 0; d < kDHead; d += 16) MICROATTN_PREFETCH_READ(src + 8 * ldk + d);
     for (std::size_t d = 0; d < kDHead; ++d) dst[d * bk] = src[d];
   }
 }
@@ -168,8 +171,9 @@ inline typename internal::Vec<Arch>::type keep_cols(
 /// two selects per edge vector. Returns the row's max over [a, b) through m_tile (hmax once),
 /// then (second call) writes 2^(s - m) there and returns their per-lane sum.
 template <class Arch>
-inline float tile_row_max(const float* s, std::size_t a, std::size_t b,
-                          typename internal::Vec<Arch>::type iota) noexcept {
+MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline float tile_row_max(
+    const float* s, std::size_t a, std::size_t b,
+    typename internal::Vec<Arch>::type iota) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
@@ -194,7 +198,7 @@ inline float tile_row_max(const float* s, std::size_t a, std::size_t b,
 /// s[j] = 2^(s[j] - m) for j in [a, b), 0 for the other lanes of the aligned vectors covering
 /// it; returns the weights' sum lane by lane (see tile_row_max).
 template <class Arch>
-inline typename internal::Vec<Arch>::type tile_row_exp2(
+MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline typename internal::Vec<Arch>::type tile_row_exp2(
     float* s, std::size_t a, std::size_t b, float m,
     typename internal::Vec<Arch>::type iota) noexcept {
   using V = internal::Vec<Arch>;
@@ -277,15 +281,32 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
   auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
+  // Work split (part of parts): query tiles dealt out back and forth (0 1 .. P-1 P-1 .. 1 0
+  // 0 1 ..): a causal tile costs about its index, so each part gets as many cheap as dear
+  // ones. A tile's work is the same whichever part runs it.
+  auto owner = [&](std::size_t t) {
+    const std::size_t m = t % (2 * parts);
+    return m < parts ? m : 2 * parts - 1 - m;
+  };
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
-    // Work split (part of parts): query tiles dealt out back and forth (0 1 .. P-1 P-1 .. 1 0
-    // 0 1 ..): a causal tile costs about its index, so each part gets as many cheap as dear
-    // ones. A tile's work is the same whichever part runs it.
-    if (parts > 1) {
-      const std::size_t t = r0 / BQ, m = t % (2 * parts);
-      if ((m < parts ? m : 2 * parts - 1 - m) != part) continue;
-    }
+    if (parts > 1 && owner(r0 / BQ) != part) continue;
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
+    // The caller's rows are read once and written once per tile, usually from memory further
+    // than L2 (a layer's whole Q and output): ask for the next tile's Q rows and this tile's
+    // output rows now, so they arrive while this tile's keys are processed.
+    if constexpr (Tl::kWidth > 1) {
+      std::size_t next = r0 + BQ;
+      while (parts > 1 && next < n_rows && owner(next / BQ) != part) next += BQ;
+      const std::size_t next_end = internal::min_size(next + BQ, n_rows);
+      for (std::size_t r = next; r < next_end; ++r) {
+        const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
+        for (std::size_t d = 0; d < kDHead; d += 16) MICROATTN_PREFETCH_READ(src + d);
+      }
+      for (std::size_t r = r0; r < r0 + bq; ++r) {
+        float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
+        for (std::size_t d = 0; d < kDHead; d += 16) MICROATTN_PREFETCH_WRITE(dst + d);
+      }
+    }
     // Scaled query rows, zeroed accumulators.
     for (std::size_t i = 0; i < bq; ++i) {
       const std::size_t r = r0 + i;
@@ -369,7 +390,9 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       // is 4 or 8 vectors): the rows' own keys at mask edges are many short calls.
       // Only the vectors that hold d_head's columns (o's padding past them stays 0: d_head 2
       // on AVX-512 is one vector of a 32-wide panel).
-      constexpr std::size_t kRowVecs = (kDHead + V::kWidth - 1) / V::kWidth;
+      // (Scalar path: every panel whole, see gemm_weights.)
+      constexpr std::size_t kRowVecs =
+          V::kWidth > 1 ? (kDHead + V::kWidth - 1) / V::kWidth : DPad / V::kWidth;
       auto pv = [&](std::size_t i, std::size_t mr, std::size_t a, std::size_t b) {
         if constexpr (kRowVecs <= 8 && V::kWidth > 1) {
           if (mr == 1) {
