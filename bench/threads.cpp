@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-core: P1-P4, A1 and D1 with an executor of 1 and 2 workers (examples/thread_pool.hpp),
+// Multi-core: P1-P4, A1, D1 and DQ1 (MQA decode over 4095 cached tokens, H=8, H_kv=1: one
+// key/value head, so two workers split its keys: split-K) with an executor of 1 and 2 workers
+// (examples/thread_pool.hpp),
 // named <case>/threads:<n>. Wall-clock time (UseRealTime: CPU time of the calling thread would
 // hide the other workers), so the speed-up is the ratio of the two real times in one run.
 // The objects are the same type in both (MaxWorkers{2}); threads:1 sets no executor.
@@ -23,6 +25,8 @@ using P4T = microattn::Config<512, 512, 8, 2, 64, MaxWorkers{2}>;
 using A1T = microattn::Config<1024, 512, 8, 8, 64, MaxWorkers{2}>;
 constexpr std::size_t kCtx = 1024;
 using D1T = microattn::Config<kCtx, 512, 8, 8, 64, MaxWorkers{2}>;
+constexpr std::size_t kCtxQ = 4096;
+using DQ1T = microattn::Config<kCtxQ, 512, 8, 1, 64, MaxWorkers{2}>;
 
 microattn_examples::ThreadPool& pool2() {
   static microattn_examples::ThreadPool p(2);
@@ -80,29 +84,29 @@ void bm_a1_mt(benchmark::State& state) {
                  " worker(s), real time");
 }
 
-template <int kThreads>
+template <int kThreads, class Cfg = D1T, std::size_t kN = kCtx>
 void bm_d1_mt(benchmark::State& state) {
-  using Kv = microattn::KvAttention<D1T>;
-  LayerData<D1T> d(108);
+  using Kv = microattn::KvAttention<Cfg>;
+  LayerData<Cfg> d(108);
   auto kv = std::make_unique<Kv>();
   if (kv->set_weights(d.weights(microattn::WeightLayout::kPanel16)) != microattn::Status::kOk ||
       !use_threads(*kv, kThreads) ||
-      kv->prefill(d.x.data(), kCtx - 1, d.y.data()) != microattn::Status::kOk) {
+      kv->prefill(d.x.data(), kN - 1, d.y.data()) != microattn::Status::kOk) {
     state.SkipWithError("setup failed");
     return;
   }
-  const float* x = d.x.data() + (kCtx - 1) * D1T::kDModel;
+  const float* x = d.x.data() + (kN - 1) * Cfg::kDModel;
   for (auto _ : state) {
     if (kv->decode(x, d.y.data()) != microattn::Status::kOk ||
-        kv->truncate(kCtx - 1) != microattn::Status::kOk) {
+        kv->truncate(kN - 1) != microattn::Status::kOk) {
       state.SkipWithError("decode failed");
       break;
     }
     benchmark::ClobberMemory();
   }
-  const std::size_t bytes = LayerData<D1T>::kWeightBytes + 2 * kCtx * D1T::kKvDim * sizeof(float);
-  set_flop_counters(
-      state, proj_flops(1, 512, 8, 8, 64) + 4.0 * 8 * 64 * kCtx + out_proj_flops(1, 512, 8, 64));
+  const std::size_t bytes = LayerData<Cfg>::kWeightBytes + 2 * kN * Cfg::kKvDim * sizeof(float);
+  set_flop_counters(state, proj_flops(1, 512, 8, Cfg::kKvHeads, 64) + 4.0 * 8 * 64 * kN +
+                               out_proj_flops(1, 512, 8, 64));
   set_byte_counters(state, static_cast<double>(bytes), bytes);
   state.SetLabel(arch_label<microattn::DefaultArch>() + ", kPanel16, " + std::to_string(kThreads) +
                  " worker(s), real time");
@@ -128,6 +132,8 @@ void register_thread_benchmarks() {
   reg("A1/threads:2", bm_a1_mt<2>, benchmark::kMillisecond);
   reg("D1/threads:1", bm_d1_mt<1>, benchmark::kMicrosecond);
   reg("D1/threads:2", bm_d1_mt<2>, benchmark::kMicrosecond);
+  reg("DQ1/threads:1", bm_d1_mt<1, DQ1T, kCtxQ>, benchmark::kMicrosecond);
+  reg("DQ1/threads:2", bm_d1_mt<2, DQ1T, kCtxQ>, benchmark::kMicrosecond);
 }
 
 }  // namespace microattn_bench

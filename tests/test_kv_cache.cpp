@@ -41,12 +41,16 @@ constexpr std::size_t cap(std::size_t t) { return kQuick && t > 24 ? 24 : t; }
 
 // Shared pools (one check runs at a time), so the test image stays small on Cortex-M.
 constexpr std::size_t kWideT = kQuick ? 20 : 70;  // T_max of the d_head = 64 configuration
-constexpr std::size_t kPoolIn = cap(70) * 40;     // x: T_max * d_model of the largest config
-constexpr std::size_t kPoolOut = cap(70) * 64;    // y: T_max * out_dim
+// x: T_max * d_model of the largest config (also the split-K ones: 150 x 24, 140 x 20)
+constexpr std::size_t kPoolIn = microattn::internal::max_size(cap(70) * 40, cap(150) * 24);
+constexpr std::size_t kPoolOut = microattn::internal::max_size(cap(70) * 64, cap(150) * 24);
 constexpr std::size_t kPoolRef = microattn::internal::max_size(
-    microattn::internal::max_size(cap(70) * (2 * 64 + 2 * 32) + cap(70),
-                                  cap(30) * (2 * 96 + 2 * 48) + cap(30)),
-    kWideT*(4 * 2 * 64) + kWideT);
+    microattn::internal::max_size(
+        microattn::internal::max_size(cap(70) * (2 * 64 + 2 * 32) + cap(70),
+                                      cap(30) * (2 * 96 + 2 * 48) + cap(30)),
+        kWideT*(4 * 2 * 64) + kWideT),
+    microattn::internal::max_size(cap(150) * (2 * 32 + 2 * 8) + cap(150),
+                                  cap(140) * (2 * 36 + 2 * 12) + cap(140)));
 float g_x[kPoolIn];
 float g_y_pre[kPoolOut], g_y_dec[kPoolOut], g_y_chunk[kPoolOut];
 double g_ref[kPoolOut];
@@ -219,6 +223,18 @@ TEST(KvCache, DecodeEqualsPrefillMqa) {
       8);  // 8 heads per group: more than one row block
   sweep_sequence<Config<cap(45), 17, 3, 1, 10, Bias::kYes, microattn::Rope::kYes>>(9);
   sweep_sequence<Config<cap(40), 32, 4, 1, 16, microattn::Rope::kYes>>(10);  // fits kPanel16
+}
+
+// More workers than key/value heads: decode splits each head's keys into fixed chunks (split-K,
+// partial max / sum / P·V merged in chunk order), here on one worker (the same bits as on
+// several: tests/test_threads.cpp). Against the double reference like the unsplit layers, with
+// T past two key tiles so that every chunk holds keys, and short T where some are empty.
+TEST(KvCache, DecodeSplitKEqualsPrefill) {
+  sweep_sequence<Config<cap(150), 24, 4, 1, 8, microattn::MaxWorkers{3}, microattn::Rope::kYes>>(
+      21);  // MQA: 3 chunks
+  sweep_sequence<
+      Config<cap(140), 20, 6, 2, 6, Bias::kYes, microattn::MaxWorkers{4}, microattn::Rope::kYes>>(
+      22);  // GQA, 2 heads: 2 chunks each
 }
 
 // Both weight layouts of the same weights give the same outputs (kOutIn = transposed copy).

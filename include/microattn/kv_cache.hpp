@@ -109,6 +109,12 @@ class KvAttention {
 
  private:
   using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad>;
+  /// Key chunks of one decode step's attention per key/value head: 1, unless the configuration
+  /// has more workers than key/value heads (MQA/GQA on many cores): then enough chunks for every
+  /// worker (flash-decoding's split-K), fixed by the configuration, so the result does not
+  /// depend on how many workers a call gets.
+  static constexpr std::size_t kSplitK =
+      HKV < Cfg::kMaxWorkers ? (Cfg::kMaxWorkers + HKV - 1) / HKV : 1;
   static_assert(DecScratch::kDPad == kDPad,
                 "decode and prefill kernels must agree on V's row stride");
 
@@ -146,6 +152,9 @@ class KvAttention {
     alignas(Tl::kAlign) float v[KD];
     alignas(Tl::kAlign) float ctx[QD];
     DecScratch att[Cfg::kMaxWorkers];
+    /// Split-K (only when there are more workers than key/value heads): each head's keys in
+    /// kSplitK chunks, their partial results, merged in chunk order.
+    kernels::DecodePartial<Arch, D, G> part[kSplitK > 1 ? HKV* kSplitK : 1];
   };
 
  public:
@@ -574,15 +583,37 @@ class KvAttention {
     const RingView rv = ring_view(L, 1);
     const std::size_t first =
         (Cfg::kWindow != 0 && L + 1 > Cfg::kWindow) ? L + 1 - Cfg::kWindow : 0;
-    const std::size_t groups = parts < HKV ? parts : HKV;
     const float sc = scale();
-    auto attn = [&](std::size_t i) {
-      for (std::size_t g = i; g < HKV; g += groups)
-        kernels::f32_attn_decode<Arch, D, G, kTPad>(
-            dw.q + g * G * D, D, ctx + g * G * D, D, L + 1 - first, kt_head(g), v_head(g), sc,
-            dw.att[i], ks_head(g), vs_head(g), first - rv.key_pos0);
-    };
-    ex_.run(groups, attn);
+    const std::size_t n_keys = L + 1 - first, key0 = first - rv.key_pos0;
+    if constexpr (kSplitK == 1) {
+      const std::size_t groups = parts < HKV ? parts : HKV;
+      auto attn = [&](std::size_t i) {
+        for (std::size_t g = i; g < HKV; g += groups)
+          kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D,
+                                                      n_keys, kt_head(g), v_head(g), sc, dw.att[i],
+                                                      ks_head(g), vs_head(g), key0);
+      };
+      ex_.run(groups, attn);
+    } else {
+      // Chunk c of head g is item g * kSplitK + c; task i takes items i, i + tasks, ...
+      constexpr std::size_t kItems = HKV * kSplitK;
+      const std::size_t tasks = parts < kItems ? parts : kItems;
+      auto attn = [&](std::size_t i) {
+        for (std::size_t t = i; t < kItems; t += tasks) {
+          const std::size_t g = t / kSplitK;
+          const internal::Range r = internal::split(n_keys, Tl::kBK, t % kSplitK, kSplitK);
+          dw.part[t].empty = r.begin >= r.end;
+          if (r.begin < r.end)
+            kernels::f32_attn_decode<Arch, D, G, kTPad>(
+                dw.q + g * G * D, D, nullptr, D, r.end - r.begin, kt_head(g), v_head(g), sc,
+                dw.att[i], ks_head(g), vs_head(g), key0 + r.begin, &dw.part[t]);
+        }
+      };
+      ex_.run(tasks, attn);
+      for (std::size_t g = 0; g < HKV; ++g)
+        kernels::f32_attn_decode_merge<Arch, D, G>(dw.part + g * kSplitK, kSplitK, ctx + g * G * D,
+                                                   D);
+    }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
       auto out = [&](std::size_t i) {

@@ -7,7 +7,9 @@
 // kernel. K and V are each streamed exactly once, front to back, and every K/V element loaded
 // serves all the query heads of the group. Flash-decoding's split-K (partial max/sum/O per key
 // chunk, merged at the end) exists to spread one query over many cores; on one core it only
-// adds the merge, so this kernel does not split (docs/inference.md has the measurements).
+// adds the merge, so the kernel runs whole rows unless asked for a partial result
+// (DecodePartial; KvAttention splits the keys only when a configuration has more workers than
+// key/value heads, docs/inference.md).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +33,19 @@ struct DecodeScratch {
   alignas(Tl::kAlign) float q[kRows * kDHead];  ///< scaled query rows
   alignas(Tl::kAlign) float s[kRows * kKeys];   ///< scores, then unnormalised probabilities
   alignas(Tl::kAlign) float o[kRows * kDPad];   ///< P·V rows
+};
+
+/// The partial result of f32_attn_decode over one chunk of the keys (split-K): per query head e
+/// the chunk's base-2 row max m[e], the sum l[e] of 2^(s - m[e]) over the chunk, and the
+/// unnormalised o[e] = sum 2^(s - m[e]) v (kDPad floats per head; columns past d_head 0).
+/// f32_attn_decode_merge combines the chunks' results into the attention output.
+template <class Arch, std::size_t kDHead, std::size_t kRows>
+struct DecodePartial {
+  static constexpr std::size_t kDPad = internal::round_up(kDHead, internal::Tiles<Arch>::kNR);
+  alignas(internal::Tiles<Arch>::kAlign) float o[kRows * kDPad];
+  float m[kRows];
+  float l[kRows];
+  bool empty;  ///< the chunk had no keys (then m, l, o are not set)
 };
 
 namespace detail {
@@ -82,7 +97,8 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                      std::size_t o_head_stride, std::size_t n_keys, const CE* kt, const CE* v,
                      float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc,
                      const float* k_scale = nullptr, const float* v_scale = nullptr,
-                     std::size_t key0 = 0) noexcept {
+                     std::size_t key0 = 0,
+                     DecodePartial<Arch, kDHead, kRows>* partial = nullptr) noexcept {
   constexpr bool kQ = !std::is_same<CE, float>::value;
   using V = internal::Vec<Arch>;
   using Tl = internal::Tiles<Arch>;
@@ -113,11 +129,12 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   }
 
   // Exact softmax of each row (unnormalised: P = 2^(S - max), l = sum P; S is in base 2).
-  float l[kRows];
+  float l[kRows], m[kRows];
   for (std::size_t e = 0; e < kRows; ++e) {
     float* s = sc.s + e * kKeys + key0;
     if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, k_scale + key0);
-    l[e] = detail::exp2_row<Arch>(s, n_keys, detail::row_max<Arch>(s, n_keys));
+    m[e] = detail::row_max<Arch>(s, n_keys);
+    l[e] = detail::exp2_row<Arch>(s, n_keys, m[e]);
     if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, v_scale + key0);
   }
 
@@ -135,10 +152,47 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                                                   sc.o + c0, DPad, j0 != key0);
   }
 
+  if (partial != nullptr) {  // split-K: the chunk's state, merged by f32_attn_decode_merge
+    for (std::size_t e = 0; e < kRows; ++e) {
+      partial->m[e] = m[e];
+      partial->l[e] = l[e];
+    }
+    for (std::size_t i = 0; i < kRows * DPad; ++i) partial->o[i] = sc.o[i];
+    partial->empty = false;
+    return;
+  }
   for (std::size_t e = 0; e < kRows; ++e) {
     const float inv = 1.0f / l[e];
     float* dst = out + e * o_head_stride;
     for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[e * DPad + d] * inv;
+  }
+}
+
+/// out_e = the attention over the keys of n chunks from their partial results (part[0 .. n),
+/// in that order: the same bits whichever worker computed which chunk):
+/// M = max m_c, L = sum l_c 2^(m_c - M), O = sum o_c 2^(m_c - M), out = O / L.
+template <class Arch, std::size_t kDHead, std::size_t kRows>
+void f32_attn_decode_merge(const DecodePartial<Arch, kDHead, kRows>* part, std::size_t n,
+                           float* out, std::size_t o_head_stride) noexcept {
+  constexpr std::size_t DPad = DecodePartial<Arch, kDHead, kRows>::kDPad;
+  for (std::size_t e = 0; e < kRows; ++e) {
+    bool any = false;
+    float mx = 0.0f;
+    for (std::size_t c = 0; c < n; ++c) {
+      if (part[c].empty) continue;
+      mx = (!any || part[c].m[e] > mx) ? part[c].m[e] : mx;
+      any = true;
+    }
+    float acc[kDHead] = {};
+    float l = 0.0f;
+    for (std::size_t c = 0; c < n; ++c) {
+      if (part[c].empty) continue;
+      const float f = f32_exp2_scalar(part[c].m[e] - mx);
+      l += part[c].l[e] * f;
+      for (std::size_t d = 0; d < kDHead; ++d) acc[d] += part[c].o[e * DPad + d] * f;
+    }
+    const float inv = 1.0f / l;
+    for (std::size_t d = 0; d < kDHead; ++d) out[e * o_head_stride + d] = acc[d] * inv;
   }
 }
 
