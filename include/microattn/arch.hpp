@@ -90,17 +90,6 @@
 #define MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE
 #endif
 
-/// A hint that the cache line at p will be read (MICROATTN_PREFETCH_READ) or written
-/// (MICROATTN_PREFETCH_WRITE) soon: the compilers' builtin (prefetcht0 / prefetchw on x86, PLD /
-/// PRFM on ARM, nothing where the core has no such instruction). Never faults.
-#if defined(__GNUC__)
-#define MICROATTN_PREFETCH_READ(p) __builtin_prefetch((p), 0, 3)
-#define MICROATTN_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
-#else
-#define MICROATTN_PREFETCH_READ(p) ((void)(p))
-#define MICROATTN_PREFETCH_WRITE(p) ((void)(p))
-#endif
-
 /// The operations the kernels need that xsimd 8.1 has no fast form of, per ISA
 /// (MICROATTN_I8_<ISA> says which ISA's are available):
 ///  - int8 -> fp32 widening loads (int8 weights and caches): xsimd's converting load goes

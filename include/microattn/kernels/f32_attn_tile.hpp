@@ -42,9 +42,6 @@ inline void store_key_tiles(const float* k, std::size_t ldk, std::size_t n, std:
     const std::size_t r = row0 + i;
     float* dst = kt + (r / bk) * (kDHead * bk) + r % bk;
     const float* src = k + i * ldk;
-    // Rows are ldk apart (a head's slice of a wide K): ask for a row a few ahead.
-    if (i + 8 < n)
-      for (std::size_t d = 0; d < kDHead; d += 16) MICROATTN_PREFETCH_READ(src + 8 * ldk + d);
     for (std::size_t d = 0; d < kDHead; ++d) dst[d * bk] = src[d];
   }
 }
@@ -291,22 +288,6 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
   for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
     if (parts > 1 && owner(r0 / BQ) != part) continue;
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
-    // The caller's rows are read once and written once per tile, usually from memory further
-    // than L2 (a layer's whole Q and output): ask for the next tile's Q rows and this tile's
-    // output rows now, so they arrive while this tile's keys are processed.
-    if constexpr (Tl::kWidth > 1) {
-      std::size_t next = r0 + BQ;
-      while (parts > 1 && next < n_rows && owner(next / BQ) != part) next += BQ;
-      const std::size_t next_end = internal::min_size(next + BQ, n_rows);
-      for (std::size_t r = next; r < next_end; ++r) {
-        const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
-        for (std::size_t d = 0; d < kDHead; d += 16) MICROATTN_PREFETCH_READ(src + d);
-      }
-      for (std::size_t r = r0; r < r0 + bq; ++r) {
-        float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
-        for (std::size_t d = 0; d < kDHead; d += 16) MICROATTN_PREFETCH_WRITE(dst + d);
-      }
-    }
     // Scaled query rows, zeroed accumulators.
     for (std::size_t i = 0; i < bq; ++i) {
       const std::size_t r = r0 + i;
