@@ -149,24 +149,34 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
   return sum;
 }
 
-/// The lanes of x at tile columns j .. j + W - 1 (idx = j + lane number) that lie in [a, b);
-/// `fill` in the others.
+/// The aligned vectors of a score row (the BK floats of one key tile, vector aligned) that cover
+/// its columns [a, b) (a < b): columns va .. vb - 1 all exist in the tile and were written by the
+/// score GEMM (it computes whole panels). keep() masks the lanes outside [a, b) by index, so the
+/// row's edges cost two selects per edge vector instead of a scalar tail.
 template <class Arch>
-inline typename internal::Vec<Arch>::type keep_cols(
-    typename internal::Vec<Arch>::type x, typename internal::Vec<Arch>::type idx,
-    typename internal::Vec<Arch>::type a, typename internal::Vec<Arch>::type b,
-    typename internal::Vec<Arch>::type fill) noexcept {
+struct TileCols {
   using V = internal::Vec<Arch>;
-  return V::select_lt(idx, b, V::select_lt(idx, a, fill, x), fill);
-}
+  using T = typename V::type;
+  static constexpr std::size_t W = V::kWidth;
+  std::size_t va, vb;
+  T fa, fb, iota;
+  TileCols(std::size_t a, std::size_t b, T lanes) noexcept
+      : va(a / W * W),
+        vb(internal::round_up(b, W)),
+        fa(V::set1(static_cast<float>(a))),
+        fb(V::set1(static_cast<float>(b))),
+        iota(lanes) {}
+  /// x (the vector at column j), with `fill` in the lanes outside [a, b).
+  T keep(T x, std::size_t j, T fill) const noexcept {
+    const T idx = iota + V::set1(static_cast<float>(j));
+    return V::select_lt(idx, fb, V::select_lt(idx, fa, fill, x), fill);
+  }
+};
 
-/// Online-softmax step of one row over the columns [a, b) (a < b) of its score row s (the
-/// BK floats of one key tile, vector aligned), in whole aligned vectors: the columns from
-/// a / W * W to round_up(b, W) all exist in the tile and were written by the score GEMM (it
-/// computes whole panels), and the lanes outside [a, b) are masked out by index (the lowest float
-/// for the max, 0 for the weights) instead of being handled one float at a time: no scalar tail, at
-/// two selects per edge vector. Returns the row's max over [a, b) through m_tile (hmax once),
-/// then (second call) writes 2^(s - m) there and returns their per-lane sum.
+/// Online-softmax steps of one row over the columns [a, b) of its score row s, in whole aligned
+/// vectors (TileCols; iota: the lane numbers 0 .. W - 1). tile_row_max: the max over [a, b)
+/// (lanes outside hold the lowest float; one hmax). tile_row_exp2: s[j] = 2^(s[j] - m) in
+/// [a, b), 0 in the other lanes of those vectors; returns the weights' sum lane by lane.
 template <class Arch>
 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline float tile_row_max(
     const float* s, std::size_t a, std::size_t b,
@@ -178,22 +188,16 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline float tile_row_max(
     (void)iota;
     return row_max<Arch>(s + a, b - a);
   } else {
-    const std::size_t va = a / W * W, vb = internal::round_up(b, W);
-    const T fa = V::set1(static_cast<float>(a)), fb = V::set1(static_cast<float>(b));
+    const TileCols<Arch> c(a, b, iota);
     const T lowest = V::set1(std::numeric_limits<float>::lowest());
-    T vmax =
-        keep_cols<Arch>(V::load(s + va), iota + V::set1(static_cast<float>(va)), fa, fb, lowest);
-    std::size_t j = va + W;
-    for (; j + W < vb; j += W) vmax = V::max(vmax, V::load(s + j));
-    if (j < vb)
-      vmax = V::max(vmax, keep_cols<Arch>(V::load(s + j), iota + V::set1(static_cast<float>(j)), fa,
-                                          fb, lowest));
+    T vmax = c.keep(V::load(s + c.va), c.va, lowest);
+    std::size_t j = c.va + W;
+    for (; j + W < c.vb; j += W) vmax = V::max(vmax, V::load(s + j));
+    if (j < c.vb) vmax = V::max(vmax, c.keep(V::load(s + j), j, lowest));
     return V::hmax(vmax);
   }
 }
 
-/// s[j] = 2^(s[j] - m) for j in [a, b), 0 for the other lanes of the aligned vectors covering
-/// it; returns the weights' sum lane by lane (see tile_row_max).
 template <class Arch>
 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline typename internal::Vec<Arch>::type tile_row_exp2(
     float* s, std::size_t a, std::size_t b, float m,
@@ -205,22 +209,19 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline typename internal::Vec<Arch>::type 
     (void)iota;
     return exp2_row<Arch>(s + a, b - a, m);
   } else {
-    const std::size_t va = a / W * W, vb = internal::round_up(b, W);
-    const T fa = V::set1(static_cast<float>(a)), fb = V::set1(static_cast<float>(b));
+    const TileCols<Arch> c(a, b, iota);
     const T vm = V::set1(m), zero = V::zero();
-    T p = keep_cols<Arch>(f32_softmax_exp2<Arch>(V::load(s + va) - vm),
-                          iota + V::set1(static_cast<float>(va)), fa, fb, zero);
-    V::store(s + va, p);
+    T p = c.keep(f32_softmax_exp2<Arch>(V::load(s + c.va) - vm), c.va, zero);
+    V::store(s + c.va, p);
     T vsum = p;
-    std::size_t j = va + W;
-    for (; j + W < vb; j += W) {
+    std::size_t j = c.va + W;
+    for (; j + W < c.vb; j += W) {
       p = f32_softmax_exp2<Arch>(V::load(s + j) - vm);
       V::store(s + j, p);
       vsum = vsum + p;
     }
-    if (j < vb) {
-      p = keep_cols<Arch>(f32_softmax_exp2<Arch>(V::load(s + j) - vm),
-                          iota + V::set1(static_cast<float>(j)), fa, fb, zero);
+    if (j < c.vb) {
+      p = c.keep(f32_softmax_exp2<Arch>(V::load(s + j) - vm), j, zero);
       V::store(s + j, p);
       vsum = vsum + p;
     }
