@@ -274,6 +274,9 @@ struct KernelParams<ScalarArch> {
 // 32 vector registers (AVX-512): 12 x 2 accumulators. kMC 264 (an A block of 264 KiB, for the
 // 1-2 MB L2 of AVX-512 Xeons): a 256-token prefill packs each weight panel once, not twice
 // (P2 3.57-3.59 vs 3.71-3.82 ms, P4 5.76-5.88 vs 5.92-6.13 ms, two alternated runs).
+// kBK 128: half the per-row online-softmax steps (horizontal max, rescale of the output row)
+// per key (A1 8.56-8.61 vs 9.57-9.61 ms, E1 4.07-4.12 vs 4.33-4.35 ms, W1_core 4.39-4.43 vs
+// 4.85-4.87 ms, decode unchanged; two alternated runs, with the two-pass softmax of f32_attn_rows).
 template <class Arch>
 struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>::value>> {
   static constexpr std::size_t kMR = 12;
@@ -281,7 +284,7 @@ struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 264;
   static constexpr std::size_t kBQ = 48;
-  static constexpr std::size_t kBK = 64;
+  static constexpr std::size_t kBK = 128;
 };
 // AArch64 NEON (32 registers), chosen with tools/mca_report.py (llvm-mca's models, not
 // measurements; docs/targets.md): 5 x 4 accumulators + 4 B + 5 A = 29 registers. 6 x 4 needs

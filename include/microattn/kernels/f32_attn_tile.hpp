@@ -323,8 +323,24 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
           f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
                                       sc.s + i * BK + jn, BK, nullptr, false);
       }
-      // Online softmax, row by row, over the keys the row sees; the first tile a row sees
-      // starts its running max and sum.
+      // Online softmax over the keys each row sees; the first tile a row sees starts its
+      // running max and sum. Two passes over the rows: every row's tile max first, then the
+      // exponentials, so the rows' horizontal-max chains overlap instead of each one stalling
+      // its row's exponentials (same operations per row, same bits).
+      float tile_max[BQ];
+      for (std::size_t i = 0; i < bq; ++i) {
+        const std::size_t pos = pos_of(r0 + i);
+        const std::size_t a = first(pos), b = last(pos);
+        if (a >= b) continue;
+        float* s0 = sc.s + i * BK;
+        if constexpr (kQ) detail::scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
+        if (maps) {
+          const std::size_t r = r0 + i;
+          float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
+          for (std::size_t j = 0; j < b - a; ++j) mrow[j] = s0[a + j];
+        }
+        tile_max[i] = detail::tile_row_max<Arch>(s0, a, b, iota);
+      }
       for (std::size_t i = 0; i < bq; ++i) {
         const std::size_t pos = pos_of(r0 + i);
         const std::size_t a = first(pos), b = last(pos);
@@ -332,23 +348,16 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
         const std::size_t n = b - a;
         float* s0 = sc.s + i * BK;
         float* srow = s0 + a;
-        if constexpr (kQ) detail::scale_row<Arch>(srow, n, k_scale + j0 + a);
-        if (maps) {
-          const std::size_t r = r0 + i;
-          float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
-          for (std::size_t j = 0; j < n; ++j) mrow[j] = srow[j];
-        }
-        const float tile_max = detail::tile_row_max<Arch>(s0, a, b, iota);
         float* lrow = sc.l + i * LW;
         if (!sc.started[i]) {
           sc.started[i] = 1;
-          sc.m[i] = tile_max;
-          V::store(lrow, detail::tile_row_exp2<Arch>(s0, a, b, tile_max, iota));
+          sc.m[i] = tile_max[i];
+          V::store(lrow, detail::tile_row_exp2<Arch>(s0, a, b, tile_max[i], iota));
           if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
           continue;
         }
         const float m_old = sc.m[i];
-        const float m_new = tile_max > m_old ? tile_max : m_old;
+        const float m_new = tile_max[i] > m_old ? tile_max[i] : m_old;
         const typename V::type row_sum = detail::tile_row_exp2<Arch>(s0, a, b, m_new, iota);
         if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
         if (m_new != m_old) {
