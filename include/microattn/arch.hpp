@@ -91,25 +91,25 @@
 #endif
 
 /// The operations the kernels need that xsimd 8.1 has no fast form of, per ISA
-/// (MICROATTN_I8_<ISA> says which ISA's are available):
+/// (MICROATTN_INTRIN_<ISA> says which ISA's are available):
 ///  - int8 -> fp32 widening loads (int8 weights and caches): xsimd's converting load goes
 ///    through a scalar loop. Each loads exactly the bytes it converts.
 ///  - the largest lane of a vector (the softmax's row max once per row and key tile): xsimd 8.1
 ///    has no reduce_max, and storing the lanes and comparing them one by one cost the AVX-512
 ///    tile kernel more than its exponentials at mask edges.
 #if MICROATTN_HAS_XSIMD && defined(__AVX512F__)
-#define MICROATTN_I8_AVX512 1
+#define MICROATTN_INTRIN_AVX512 1
 #endif
 #if MICROATTN_HAS_XSIMD && defined(__AVX2__)
-#define MICROATTN_I8_AVX2 1
+#define MICROATTN_INTRIN_AVX2 1
 #endif
 #if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
-#define MICROATTN_I8_NEON 1
+#define MICROATTN_INTRIN_NEON 1
 #endif
 
 namespace microattn {
 namespace intrin {
-#if defined(MICROATTN_I8_AVX512)
+#if defined(MICROATTN_INTRIN_AVX512)
 /// 16 int8 at p as 16 floats.
 inline __m512 i8x16_to_f32(const signed char* p) noexcept {
   return _mm512_cvtepi32_ps(
@@ -124,7 +124,7 @@ inline float hmax_f32x16(__m512 v) noexcept {
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 #endif
-#if defined(MICROATTN_I8_AVX2)
+#if defined(MICROATTN_INTRIN_AVX2)
 /// 8 int8 at p as 8 floats.
 inline __m256 i8x8_to_f32(const signed char* p) noexcept {
   return _mm256_cvtepi32_ps(
@@ -137,7 +137,7 @@ inline float hmax_f32x8(__m256 v) noexcept {
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 #endif
-#if defined(MICROATTN_I8_NEON)
+#if defined(MICROATTN_INTRIN_NEON)
 /// 4 int8 at p as 4 floats (one 32-bit load, two widening moves, one convert).
 inline float32x4_t i8x4_to_f32(const signed char* p) noexcept {
   std::int32_t u;

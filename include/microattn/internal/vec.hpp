@@ -142,17 +142,17 @@ struct Vec {
   static type load_elem(const float* p) noexcept { return type::load_unaligned(p); }
   static type load_elem(const std::int8_t* p) noexcept {
     const auto* b = reinterpret_cast<const signed char*>(p);
-#if defined(MICROATTN_I8_AVX512)
+#if defined(MICROATTN_INTRIN_AVX512)
     if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
       return type(intrin::i8x16_to_f32(b));
     } else
 #endif
-#if defined(MICROATTN_I8_AVX2)
+#if defined(MICROATTN_INTRIN_AVX2)
         if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8) {
       return type(intrin::i8x8_to_f32(b));
     } else
 #endif
-#if defined(MICROATTN_I8_NEON)
+#if defined(MICROATTN_INTRIN_NEON)
         if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4) {
       return type(intrin::i8x4_to_f32(b));
     } else
@@ -222,14 +222,14 @@ struct Vec {
   static float hsum(type v) noexcept { return xsimd::hadd(v); }
 #endif
   static float hmax(type v) noexcept {
-#if defined(MICROATTN_I8_AVX512)
+#if defined(MICROATTN_INTRIN_AVX512)
     if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) return intrin::hmax_f32x16(v.data);
 #endif
-#if defined(MICROATTN_I8_AVX2)
+#if defined(MICROATTN_INTRIN_AVX2)
     if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8)
       return intrin::hmax_f32x8(v.data);
 #endif
-#if defined(MICROATTN_I8_NEON)
+#if defined(MICROATTN_INTRIN_NEON)
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
       return intrin::hmax_f32x4(v.data);
 #endif
