@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -188,6 +189,11 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline float tile_row_max(
     (void)iota;
     return row_max<Arch>(s + a, b - a);
   } else {
+    if (a % W == 0 && b % W == 0) {  // whole vectors (a tile inside every row's range)
+      T vmax = V::load(s + a);
+      for (std::size_t j = a + W; j < b; j += W) vmax = V::max(vmax, V::load(s + j));
+      return V::hmax(vmax);
+    }
     const TileCols<Arch> c(a, b, iota);
     const T lowest = V::set1(std::numeric_limits<float>::lowest());
     T vmax = c.keep(V::load(s + c.va), c.va, lowest);
@@ -209,8 +215,19 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline typename internal::Vec<Arch>::type 
     (void)iota;
     return exp2_row<Arch>(s + a, b - a, m);
   } else {
-    const TileCols<Arch> c(a, b, iota);
     const T vm = V::set1(m), zero = V::zero();
+    if (a % W == 0 && b % W == 0) {  // whole vectors: the same sums in the same order
+      T p = f32_softmax_exp2<Arch>(V::load(s + a) - vm);
+      V::store(s + a, p);
+      T vsum = p;
+      for (std::size_t j = a + W; j < b; j += W) {
+        p = f32_softmax_exp2<Arch>(V::load(s + j) - vm);
+        V::store(s + j, p);
+        vsum = vsum + p;
+      }
+      return vsum;
+    }
+    const TileCols<Arch> c(a, b, iota);
     T p = c.keep(f32_softmax_exp2<Arch>(V::load(s + c.va) - vm), c.va, zero);
     V::store(s + c.va, p);
     T vsum = p;
@@ -266,6 +283,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
   using V = internal::Vec<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
   constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
+  static_assert(BK <= 0xFFFF, "f32_attn_rows: a key tile's column numbers are kept in 16 bits");
   const std::size_t n_keys = mask.n_keys;
   MICROATTN_ASSERT(n_keys >= 1);
 
@@ -312,13 +330,20 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
         const std::size_t b = mask.hi(pos);
         return b > j0 ? internal::min_size(b - j0, kvalid) : std::size_t{0};
       };
+      // Every row's keys in this tile, once: [ka[i], kb[i]) (a tile's width fits 16 bits).
+      std::uint16_t ka[BQ], kb[BQ];
+      for (std::size_t i = 0; i < bq; ++i) {
+        const std::size_t pos = pos_of(r0 + i);
+        ka[i] = static_cast<std::uint16_t>(first(pos));
+        kb[i] = static_cast<std::uint16_t>(last(pos));
+      }
       // S = (scale Q) K^T for this tile, by groups of MR rows, over the columns the group's rows
       // see (the first row's first key to the last row's last): on a tile crossing a mask edge
       // that skips the work outside it. Scores a row does not see are never read.
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t a = first(pos_of(r0 + i)) / NR * NR;
-        const std::size_t b = last(pos_of(r0 + i + mr - 1));
+        const std::size_t a = std::size_t{ka[i]} / NR * NR;
+        const std::size_t b = kb[i + mr - 1];
         for (std::size_t jn = a; jn < b; jn += NR)
           f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
                                       sc.s + i * BK + jn, BK, nullptr, false);
@@ -329,8 +354,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       // its row's exponentials (same operations per row, same bits).
       float tile_max[BQ];
       for (std::size_t i = 0; i < bq; ++i) {
-        const std::size_t pos = pos_of(r0 + i);
-        const std::size_t a = first(pos), b = last(pos);
+        const std::size_t a = ka[i], b = kb[i];
         if (a >= b) continue;
         float* s0 = sc.s + i * BK;
         if constexpr (kQ) detail::scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
@@ -342,8 +366,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
         tile_max[i] = detail::tile_row_max<Arch>(s0, a, b, iota);
       }
       for (std::size_t i = 0; i < bq; ++i) {
-        const std::size_t pos = pos_of(r0 + i);
-        const std::size_t a = first(pos), b = last(pos);
+        const std::size_t a = ka[i], b = kb[i];
         if (a >= b) continue;
         const std::size_t n = b - a;
         float* s0 = sc.s + i * BK;
@@ -401,13 +424,11 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       };
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t ca = first(pos_of(r0 + i + mr - 1));
-        const std::size_t cb = last(pos_of(r0 + i));
+        const std::size_t ca = ka[i + mr - 1], cb = kb[i];
         const bool common = ca < cb;
         if (common) pv(i, mr, ca, cb);
         for (std::size_t e = 0; e < mr; ++e) {
-          const std::size_t pos = pos_of(r0 + i + e);
-          const std::size_t a = first(pos), b = last(pos);
+          const std::size_t a = ka[i + e], b = kb[i + e];
           if (a >= b) continue;
           if (!common) {
             pv(i + e, 1, a, b);
