@@ -4,12 +4,17 @@
 //   f32_gemm_ukernel_<MR>x<NR>__<arch>/kc:K   the micro-kernel alone on L1-resident operands: the
 //                                             ceiling every GEMM-shaped step of the layer runs at
 //   f32_gemm__<arch>/M:../N:../K:..           the blocked driver with packing, on the shapes the
-//                                             layer cases run (per key/value group: K and V N=d_head,
-//                                             Q N=G*d_head; W_O N=d_model)
+//                                             layer cases run (per key/value group: K and V
+//                                             N=d_head, Q N=G*d_head; W_O N=d_model)
+//   f32_gemm_openblas/M:../N:../K:..          optional peer: cblas_sgemm (1 thread) on the same
+//                                             shapes and operands, when OpenBLAS is installed: what
+//                                             the best BLAS reaches against the same FMA peak
+#include "microattn/kernels/f32_gemm.hpp"
+
 #include <string>
 
 #include "bench_util.hpp"
-#include "microattn/kernels/f32_gemm.hpp"
+#include "peer_openblas.hpp"
 
 namespace microattn_bench {
 namespace {
@@ -23,8 +28,8 @@ void bm_ukernel(benchmark::State& state) {
   AlignedFloats b = uniform_floats(kc * NR, -1.0f, 1.0f, 2);
   AlignedFloats c(MR * NR);
   for (auto _ : state) {
-    microattn::kernels::f32_gemm_ukernel<Arch, MR, Tl::kNRVec>(kc, a.data(), kc, b.data(), NR, c.data(), NR,
-                                                               nullptr, false);
+    microattn::kernels::f32_gemm_ukernel<Arch, MR, Tl::kNRVec>(kc, a.data(), kc, b.data(), NR,
+                                                               c.data(), NR, nullptr, false);
     benchmark::ClobberMemory();
   }
   set_flop_counters(state, 2.0 * MR * NR * static_cast<double>(kc));
@@ -46,9 +51,31 @@ void bm_gemm(benchmark::State& state) {
                                        microattn::kernels::StoreRowMajor{c.data(), N}, pack.data());
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state, 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
+  set_flop_counters(state,
+                    2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
   state.SetLabel(arch_label<Arch>());
 }
+
+#if defined(MICROATTN_BENCH_OPENBLAS)
+void bm_gemm_openblas(benchmark::State& state) {
+  const std::size_t M = static_cast<std::size_t>(state.range(0));
+  const std::size_t N = static_cast<std::size_t>(state.range(1));
+  const std::size_t K = static_cast<std::size_t>(state.range(2));
+  AlignedFloats a = uniform_floats(M * K, -1.0f, 1.0f, 1);
+  AlignedFloats b = uniform_floats(K * N, -0.05f, 0.05f, 2);
+  AlignedFloats c(M * N);
+  openblas_peer::single_thread();
+  const auto I = [](std::size_t x) { return static_cast<blasint>(x); };
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(M), I(N), I(K), 1.0f, a.data(), I(K),
+                b.data(), I(N), 0.0f, c.data(), I(N));
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state,
+                    2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
+  state.SetLabel(openblas_peer::label());
+}
+#endif
 
 template <class Arch>
 void register_arch() {
@@ -61,17 +88,26 @@ void register_arch() {
       ->Arg(static_cast<std::int64_t>(Tl::kKC));
   benchmark::RegisterBenchmark(("f32_gemm__" + arch).c_str(), bm_gemm<Arch>)
       ->ArgNames({"M", "N", "K"})
-      ->Args({64, 64, 256})      // P1: K or V projection of one head
-      ->Args({256, 64, 512})     // P2
-      ->Args({1024, 64, 512})    // P3: K or V of one group
-      ->Args({1024, 512, 512})   // P3: W_O
-      ->Args({1, 512, 512});     // decode: one token through W_O
+      ->Args({64, 64, 256})     // P1: K or V projection of one head
+      ->Args({256, 64, 512})    // P2
+      ->Args({1024, 64, 512})   // P3: K or V of one group
+      ->Args({1024, 512, 512})  // P3: W_O
+      ->Args({1, 512, 512});    // decode: one token through W_O
 }
 
 }  // namespace
 
 void register_gemm_benchmarks() {
   register_arch<microattn::DefaultArch>();
+#if defined(MICROATTN_BENCH_OPENBLAS)
+  benchmark::RegisterBenchmark("f32_gemm_openblas", bm_gemm_openblas)
+      ->ArgNames({"M", "N", "K"})
+      ->Args({64, 64, 256})
+      ->Args({256, 64, 512})
+      ->Args({1024, 64, 512})
+      ->Args({1024, 512, 512})
+      ->Args({1, 512, 512});
+#endif
 #if MICROATTN_HAS_XSIMD
   register_arch<microattn::ScalarArch>();
 #endif
