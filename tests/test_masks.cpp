@@ -41,7 +41,7 @@ template <auto... kOpts>
 using Cfg = Config<kT, kDM, kH, kHkv, kD, Bias::kYes, kOpts...>;
 
 float g_x[kT * kDM], g_y[kT * 32],
-    g_y2[kT * 32];  // y: [T][d_model] (layer), [T][H * d_head] (core)
+    g_y2[kT * 32];      // y: [T][d_model] (layer), [T][H * d_head] (core)
 double g_ref[kT * 32];  // reference outputs: [T][d_model] (layer), [T][H * d_head] (core)
 double g_scratch[microattn_ref::layer_scratch(kT, kH, kHkv, kD)];
 float g_maps[kH * kT * kT];
@@ -150,6 +150,50 @@ void check_core_maps(std::uint64_t seed) {
       EXPECT_LE(microattn_test::max_diff(g_y, g_ref, T * QD), tol) << A::name() << " T " << T;
     }
   });
+}
+
+/// The multi-core split of the attention's query tiles (ranked by cost, dealt back and forth)
+/// gives every tile to exactly one part: with 2 to 5 workers an output pre-filled with NaN ends
+/// up the same bits as with one worker, for each mask, at T = 1 .. T_max in steps that put the
+/// partial last tile (2 T rows: 2 query heads per key/value head) at many ranks. The executor
+/// runs its tasks one after the other on this thread, last first, so every target runs it.
+template <class C>
+void check_split_covers_every_tile(std::uint64_t seed) {
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static ScaledDotProductAttention<C, A> core;
+    microattn::Executor serial;
+    serial.run = [](void*, std::size_t n, void (*task)(void*, std::size_t), void* arg) {
+      for (std::size_t i = n; i-- > 0;) task(arg, i);
+    };
+    for (std::size_t T = 1; T <= kT; T += kQuick ? 3 : 5) {
+      microattn_test::Rng rng(seed + T);
+      rng.fill(q, T * QD, -2.0f, 2.0f);
+      rng.fill(k, T * KD, -2.0f, 2.0f);
+      rng.fill(v, T * KD, -1.0f, 1.0f);
+      serial.workers = 1;
+      ASSERT_EQ(core.set_executor(serial), Status::kOk);
+      ASSERT_EQ(core.forward(q, k, v, T, g_y), Status::kOk);
+      for (std::size_t workers = 2; workers <= 5; ++workers) {
+        for (std::size_t i = 0; i < T * QD; ++i) g_y2[i] = std::nanf("");
+        serial.workers = workers;
+        ASSERT_EQ(core.set_executor(serial), Status::kOk);
+        ASSERT_EQ(core.forward(q, k, v, T, g_y2), Status::kOk);
+        EXPECT_EQ(std::memcmp(g_y, g_y2, T * QD * sizeof(float)), 0)
+            << A::name() << " T " << T << " workers " << workers;
+      }
+    }
+  });
+}
+
+TEST(Split, CausalTilesEachRunOnce) {
+  check_split_covers_every_tile<Cfg<microattn::MaxWorkers{5}>>(21);
+}
+TEST(Split, NoneTilesEachRunOnce) {
+  check_split_covers_every_tile<Cfg<Mask::kNone, microattn::MaxWorkers{5}>>(22);
+}
+TEST(Split, WindowTilesEachRunOnce) {
+  check_split_covers_every_tile<Cfg<SlidingWindow{13}, microattn::MaxWorkers{5}>>(23);
 }
 
 TEST(Maps, CoreCausal) { check_core_maps<Cfg<>>(11); }
