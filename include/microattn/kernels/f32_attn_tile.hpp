@@ -365,10 +365,21 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       // S = (scale Q) K^T for this tile, by groups of MR rows, over the columns the group's rows
       // see (the first row's first key to the last row's last): on a tile crossing a mask edge
       // that skips the work outside it. Scores a row does not see are never read.
+      // (SIMD arches: a group starting inside a panel starts at its first vector with only the
+      // panel's remaining vectors, not at the panel's first column: a window's lower edge.)
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t a = std::size_t{ka[i]} / NR * NR;
+        std::size_t a = std::size_t{ka[i]} / NR * NR;
         const std::size_t b = kb[i + mr - 1];
+        if constexpr (LW > 1) {
+          const std::size_t av = std::size_t{ka[i]} / LW * LW;
+          if (av > a && av < b) {
+            f32_gemm_ukernel_rows_nv<Arch>((a + NR - av) / LW, mr, kDHead, sc.q + i * kDHead,
+                                           kDHead, ktile + av, BK, sc.s + i * BK + av, BK, nullptr,
+                                           false);
+            a += NR;
+          }
+        }
         for (std::size_t jn = a; jn < b; jn += NR)
           f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
                                       sc.s + i * BK + jn, BK, nullptr, false);
