@@ -36,43 +36,58 @@ void bm_ukernel(benchmark::State& state) {
   state.SetLabel(arch_label<Arch>());
 }
 
+/// A GEMM case's operands from its arguments M, N, K: A (M x K), B (K x N), C (M x N).
+struct GemmOperands {
+  std::size_t M, N, K;
+  AlignedFloats a, b, c;
+  explicit GemmOperands(const benchmark::State& state)
+      : M(static_cast<std::size_t>(state.range(0))),
+        N(static_cast<std::size_t>(state.range(1))),
+        K(static_cast<std::size_t>(state.range(2))),
+        a(uniform_floats(M * K, -1.0f, 1.0f, 1)),
+        b(uniform_floats(K * N, -0.05f, 0.05f, 2)),
+        c(M * N) {}
+  double flops() const {
+    return 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  }
+};
+
+/// The shapes the layer cases run (per key/value group: K and V N=d_head, Q N=G*d_head; W_O
+/// N=d_model), for microattn and the peer alike.
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "N", "K"})
+      ->Args({64, 64, 256})     // P1: K or V projection of one head
+      ->Args({256, 64, 512})    // P2
+      ->Args({1024, 64, 512})   // P3: K or V of one group
+      ->Args({1024, 512, 512})  // P3: W_O
+      ->Args({1, 512, 512});    // decode: one token through W_O
+}
+
 template <class Arch>
 void bm_gemm(benchmark::State& state) {
-  const std::size_t M = static_cast<std::size_t>(state.range(0));
-  const std::size_t N = static_cast<std::size_t>(state.range(1));
-  const std::size_t K = static_cast<std::size_t>(state.range(2));
-  AlignedFloats a = uniform_floats(M * K, -1.0f, 1.0f, 1);
-  AlignedFloats b = uniform_floats(K * N, -0.05f, 0.05f, 2);
-  AlignedFloats c(M * N);
+  GemmOperands g(state);
   AlignedFloats pack(microattn::kernels::gemm_pack_floats<Arch>());
   for (auto _ : state) {
-    microattn::kernels::f32_gemm<Arch>(M, N, K, a.data(), K, b.data(), N,
-                                       microattn::WeightLayout::kInOut, nullptr,
-                                       microattn::kernels::StoreRowMajor{c.data(), N}, pack.data());
+    microattn::kernels::f32_gemm<Arch>(
+        g.M, g.N, g.K, g.a.data(), g.K, g.b.data(), g.N, microattn::WeightLayout::kInOut, nullptr,
+        microattn::kernels::StoreRowMajor{g.c.data(), g.N}, pack.data());
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state,
-                    2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
+  set_flop_counters(state, g.flops());
   state.SetLabel(arch_label<Arch>());
 }
 
 #if defined(MICROATTN_BENCH_OPENBLAS)
 void bm_gemm_openblas(benchmark::State& state) {
-  const std::size_t M = static_cast<std::size_t>(state.range(0));
-  const std::size_t N = static_cast<std::size_t>(state.range(1));
-  const std::size_t K = static_cast<std::size_t>(state.range(2));
-  AlignedFloats a = uniform_floats(M * K, -1.0f, 1.0f, 1);
-  AlignedFloats b = uniform_floats(K * N, -0.05f, 0.05f, 2);
-  AlignedFloats c(M * N);
+  GemmOperands g(state);
   openblas_peer::single_thread();
   const auto I = [](std::size_t x) { return static_cast<blasint>(x); };
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(M), I(N), I(K), 1.0f, a.data(), I(K),
-                b.data(), I(N), 0.0f, c.data(), I(N));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(g.M), I(g.N), I(g.K), 1.0f, g.a.data(),
+                I(g.K), g.b.data(), I(g.N), 0.0f, g.c.data(), I(g.N));
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state,
-                    2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K));
+  set_flop_counters(state, g.flops());
   state.SetLabel(openblas_peer::label());
 }
 #endif
@@ -87,12 +102,7 @@ void register_arch() {
       ->Arg(64)
       ->Arg(static_cast<std::int64_t>(Tl::kKC));
   benchmark::RegisterBenchmark(("f32_gemm__" + arch).c_str(), bm_gemm<Arch>)
-      ->ArgNames({"M", "N", "K"})
-      ->Args({64, 64, 256})     // P1: K or V projection of one head
-      ->Args({256, 64, 512})    // P2
-      ->Args({1024, 64, 512})   // P3: K or V of one group
-      ->Args({1024, 512, 512})  // P3: W_O
-      ->Args({1, 512, 512});    // decode: one token through W_O
+      ->Apply(gemm_shapes);  // decode: one token through W_O
 }
 
 }  // namespace
@@ -100,13 +110,7 @@ void register_arch() {
 void register_gemm_benchmarks() {
   register_arch<microattn::DefaultArch>();
 #if defined(MICROATTN_BENCH_OPENBLAS)
-  benchmark::RegisterBenchmark("f32_gemm_openblas", bm_gemm_openblas)
-      ->ArgNames({"M", "N", "K"})
-      ->Args({64, 64, 256})
-      ->Args({256, 64, 512})
-      ->Args({1024, 64, 512})
-      ->Args({1024, 512, 512})
-      ->Args({1, 512, 512});
+  benchmark::RegisterBenchmark("f32_gemm_openblas", bm_gemm_openblas)->Apply(gemm_shapes);
 #endif
 #if MICROATTN_HAS_XSIMD
   register_arch<microattn::ScalarArch>();
