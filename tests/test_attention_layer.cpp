@@ -19,8 +19,10 @@ namespace {
 
 using microattn::Bias;
 using microattn::Config;
+using microattn::MaxWorkers;
 using microattn::MultiHeadAttention;
 using microattn::OutProj;
+using microattn::ScaledDotProductAttention;
 using microattn::Status;
 using microattn::WeightLayout;
 using microattn::Weights;
@@ -270,20 +272,29 @@ TEST(AttentionLayer, Causality) {
   });
 }
 
-// The RAM formula in README.md ("Memory") matches sizeof, up to alignment padding.
+// The RAM formula in README.md ("Memory") matches sizeof, up to alignment padding: the layer's,
+// and the core's (K^T, V and tile scratch only); with MaxWorkers{n} the tile scratch and the GEMM
+// panel n times, the core's K^T and V min(n, H_kv) times.
 template <class Cfg, class A>
 void check_ram_formula() {
   using Tl = microattn::internal::Tiles<A>;
-  constexpr std::size_t D = Cfg::kDHead, BQ = Tl::kBQ, BK = Tl::kBK;
+  constexpr std::size_t D = Cfg::kDHead, BQ = Tl::kBQ, BK = Tl::kBK, n = Cfg::kMaxWorkers;
+  constexpr std::size_t staged = n < Cfg::kKvHeads ? n : Cfg::kKvHeads;
   constexpr std::size_t t_pad = microattn::internal::round_up(Cfg::kTMax, BK);
   constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
-  constexpr std::size_t floats =
-      Cfg::kTMax * Cfg::kGroup * D + (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + t_pad * D +
-      t_pad * d_pad + BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth + Tl::kKC * Tl::kNR;
+  constexpr std::size_t kv = t_pad * D + t_pad * d_pad;
+  constexpr std::size_t tile = BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth;
+  constexpr std::size_t floats = Cfg::kTMax * Cfg::kGroup * D +
+                                 (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + kv +
+                                 n * (tile + Tl::kKC * Tl::kNR);
   constexpr std::size_t formula = 4 * floats + sizeof(Weights<Cfg>);
   constexpr std::size_t ram = MultiHeadAttention<Cfg, A>::ram_bytes();
   EXPECT_GE(ram, formula) << A::name();
   EXPECT_LE(ram, formula + 8 * Tl::kAlign) << A::name();  // at most one alignment gap per buffer
+  constexpr std::size_t core_formula = 4 * (staged * kv + n * tile);
+  constexpr std::size_t core_ram = ScaledDotProductAttention<Cfg, A>::ram_bytes();
+  EXPECT_GE(core_ram, core_formula) << A::name();
+  EXPECT_LE(core_ram, core_formula + 8 * Tl::kAlign) << A::name();
 }
 
 TEST(AttentionLayer, RamMatchesReadmeFormula) {
@@ -292,6 +303,9 @@ TEST(AttentionLayer, RamMatchesReadmeFormula) {
     check_ram_formula<Config<64, 64, 4, 2, 16>, A>();
     check_ram_formula<Config<100, 24, 3, 1, 5, Bias::kYes, OutProj::kNo>, A>();
     check_ram_formula<Config<1024, 512, 8, 8, 64>, A>();
+    check_ram_formula<Config<64, 64, 4, 2, 16, MaxWorkers{3}>, A>();  // 2 staged heads
+    check_ram_formula<Config<64, 64, 8, 4, 16, MaxWorkers{2}>, A>();  // 2 staged heads
+    check_ram_formula<Config<100, 24, 3, 1, 5, MaxWorkers{4}>, A>();  // 1 staged head
   });
 }
 

@@ -196,6 +196,60 @@ TEST(Split, WindowTilesEachRunOnce) {
   check_split_covers_every_tile<Cfg<SlidingWindow{13}, microattn::MaxWorkers{5}>>(23);
 }
 
+/// With MaxWorkers{n} the core stages min(n, H_kv) key/value heads at once: with at least as
+/// many heads as workers each worker attends whole heads in its own stage, and the heads left
+/// over split their query tiles. Three key/value heads (two query heads each) with 1 to 4
+/// workers cover all three cases: 2 workers (two whole heads, one split), 3 (all whole), 4
+/// (all split). Outputs and maps, pre-filled with NaN, are the 1-worker bits.
+constexpr std::size_t kH3 = 6, kHkv3 = 3;
+float q3[kT * kH3 * kD], k3[kT * kHkv3 * kD], v3[kT * kHkv3 * kD], y1[kT * kH3 * kD],
+    yn[kT * kH3 * kD], m1[kH3 * kT * kT], mn[kH3 * kT * kT];
+
+TEST(Split, WholeHeadsAndLeftOverHeads) {
+  constexpr std::size_t H = kH3, Hkv = kHkv3, QD3 = H * kD, KD3 = Hkv * kD;
+  using C = Config<kT, kDM, H, Hkv, kD, microattn::MaxWorkers{4}>;
+  static_assert(ScaledDotProductAttention<C>::kStagedHeads == 3, "one stage per head");
+  static_assert(ScaledDotProductAttention<
+                    Config<kT, kDM, H, Hkv, kD, microattn::MaxWorkers{2}>>::kStagedHeads == 2,
+                "one stage per worker");
+  static_assert(ScaledDotProductAttention<Config<kT, kDM, H, Hkv, kD>>::kStagedHeads == 1,
+                "one stage without workers");
+  static_assert(ScaledDotProductAttention<C>::ram_bytes() >
+                    ScaledDotProductAttention<Config<kT, kDM, H, Hkv, kD>>::ram_bytes(),
+                "ram_bytes counts the stages");
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static ScaledDotProductAttention<C, A> core;
+    microattn::Executor serial;
+    serial.run = [](void*, std::size_t n, void (*task)(void*, std::size_t), void* arg) {
+      for (std::size_t i = n; i-- > 0;) task(arg, i);
+    };
+    for (std::size_t T : {std::size_t{1}, std::size_t{37}, kT}) {
+      microattn_test::Rng rng(31 + T);
+      rng.fill(q3, T * QD3, -2.0f, 2.0f);
+      rng.fill(k3, T * KD3, -2.0f, 2.0f);
+      rng.fill(v3, T * KD3, -1.0f, 1.0f);
+      serial.workers = 1;
+      ASSERT_EQ(core.set_executor(serial), Status::kOk);
+      ASSERT_EQ(core.forward_with_maps(q3, k3, v3, T, y1, m1, H * T * T), Status::kOk);
+      for (std::size_t workers = 2; workers <= 4; ++workers) {
+        for (std::size_t i = 0; i < T * QD3; ++i) yn[i] = std::nanf("");
+        for (std::size_t i = 0; i < H * T * T; ++i) mn[i] = std::nanf("");
+        serial.workers = workers;
+        ASSERT_EQ(core.set_executor(serial), Status::kOk);
+        ASSERT_EQ(core.forward_with_maps(q3, k3, v3, T, yn, mn, H * T * T), Status::kOk);
+        EXPECT_EQ(std::memcmp(y1, yn, T * QD3 * sizeof(float)), 0)
+            << A::name() << " T " << T << " workers " << workers;
+        EXPECT_EQ(std::memcmp(m1, mn, H * T * T * sizeof(float)), 0)
+            << A::name() << " T " << T << " workers " << workers;
+        ASSERT_EQ(core.forward(q3, k3, v3, T, yn), Status::kOk);
+        EXPECT_EQ(std::memcmp(y1, yn, T * QD3 * sizeof(float)), 0)
+            << A::name() << " T " << T << " workers " << workers;
+      }
+    }
+  });
+}
+
 TEST(Maps, CoreCausal) { check_core_maps<Cfg<>>(11); }
 TEST(Maps, CoreNone) { check_core_maps<Cfg<Mask::kNone>>(12); }
 TEST(Maps, CoreWindow) { check_core_maps<Cfg<SlidingWindow{6}>>(13); }

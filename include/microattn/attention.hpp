@@ -6,6 +6,7 @@
 #include <cmath>  // std::sqrt
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "microattn/arch.hpp"
 #include "microattn/config.hpp"
@@ -176,17 +177,22 @@ Status check_maps(const float* maps, std::size_t maps_floats, std::size_t T,
   return Status::kOk;
 }
 
-/// Key/value staging of one key/value head plus the tile scratch: what the attention core
-/// needs besides its inputs.
-template <class Cfg, class Arch>
+/// Key/value staging of kStages key/value heads (one per worker that attends whole heads; see
+/// ScaledDotProductAttention) plus the tile scratch: what the attention core needs besides its
+/// inputs.
+template <class Cfg, class Arch, std::size_t kStages = 1>
 struct CoreBuffers {
   using Tl = Tiles<Arch>;
   using Scratch = kernels::AttnScratch<Arch, Cfg::kDHead>;
   static constexpr std::size_t kTPad = round_up(Cfg::kTMax, Tl::kBK);
   static constexpr std::size_t kDPad = Scratch::kDPad;
-  alignas(Tl::kAlign) float kt[kTPad * Cfg::kDHead] = {};  ///< K^T in key tiles
-  alignas(Tl::kAlign) float v[kTPad * kDPad] = {};         ///< V rows, padded to kDPad
-  Scratch tile[Cfg::kMaxWorkers] = {};                     ///< one tile scratch per worker
+  static_assert(kStages >= 1, "at least one staged key/value head");
+  static_assert(kTPad * Cfg::kDHead * sizeof(float) % Tl::kAlign == 0 &&
+                    kTPad * kDPad * sizeof(float) % Tl::kAlign == 0,
+                "every stage's K^T and V start aligned");
+  alignas(Tl::kAlign) float kt[kStages][kTPad * Cfg::kDHead] = {};  ///< K^T in key tiles
+  alignas(Tl::kAlign) float v[kStages][kTPad * kDPad] = {};         ///< V rows, padded to kDPad
+  Scratch tile[Cfg::kMaxWorkers] = {};                              ///< one per worker
 };
 
 }  // namespace internal
@@ -202,11 +208,14 @@ struct CoreBuffers {
 template <class Cfg, class Arch = DefaultArch>
 class ScaledDotProductAttention {
  public:
-  /// RAM this object needs in bytes: K^T and V of one key/value head (T_max rows) plus the
-  /// tile scratch; nothing grows with T^2.
-  static constexpr std::size_t ram_bytes() noexcept {
-    return sizeof(internal::CoreBuffers<Cfg, Arch>);
-  }
+  /// Key/value heads staged at once: one, or with MaxWorkers{n} > 1 one per worker up to H_kv
+  /// (workers then attend whole heads, each in its own buffers; see set_executor).
+  static constexpr std::size_t kStagedHeads =
+      Cfg::kMaxWorkers < Cfg::kKvHeads ? Cfg::kMaxWorkers : Cfg::kKvHeads;
+
+  /// RAM this object needs in bytes: K^T and V of kStagedHeads key/value heads (T_max rows
+  /// each) plus one tile scratch per worker; nothing grows with T^2.
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(Buffers); }
 
   /// Softmax scale for every later call, default 1/sqrt(d_head) (the teaching notes' worked
   /// example uses 1).
@@ -287,33 +296,47 @@ class ScaledDotProductAttention {
     } else {
       (void)maps, (void)maps_floats;
     }
-    using B = internal::CoreBuffers<Cfg, Arch>;
-    constexpr std::size_t D = Cfg::kDHead, BK = internal::Tiles<Arch>::kBK;
-    for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
-      // Stage this group's K^T tiles and V rows, each part its rows; then attend.
-      const std::size_t stage_parts = ex_.parts();
-      auto stage = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, stage_parts);
-        if (r.begin >= r.end) return;
-        kernels::store_key_tiles<D>(k + r.begin * ldk + g * D, ldk, r.end - r.begin, r.begin, BK,
-                                    buf_.kt);
-        for (std::size_t t = r.begin; t < r.end; ++t) {
-          const float* vs = v + t * ldv + g * D;
-          for (std::size_t d = 0; d < D; ++d) buf_.v[t * B::kDPad + d] = vs[d];
+    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, BK = internal::Tiles<Arch>::kBK;
+    // Stages key/value head g's rows [b, e) into stage s: K^T tiles and padded V rows.
+    auto stage = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s) {
+      if (b >= e) return;
+      kernels::store_key_tiles<D>(k + b * ldk + g * D, ldk, e - b, b, BK, buf_.kt[s]);
+      for (std::size_t t = b; t < e; ++t)
+        std::memcpy(buf_.v[s] + t * Buffers::kDPad, v + t * ldv + g * D, D * sizeof(float));
+    };
+    // Part `part` of `parts` of head g's query tiles, over stage s, in tile scratch w.
+    const float sc = scale();
+    auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
+                      std::size_t parts) {
+      const kernels::QueryRows rows{q + g * G * D, ldq, D, out + g * G * D, ldo, D, T, G, 0};
+      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
+      kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt[s], buf_.v[s], sc,
+                                      buf_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr, part,
+                                      parts);
+    };
+    // With as many key/value heads as workers or more, each worker stages and attends whole
+    // heads in its own stage: one parallel region, nothing shared, no core reading what another
+    // staged. The heads left over (H_kv not a multiple of the workers, or fewer heads than
+    // workers) split their staging by rows and their query tiles by cost, one head at a time.
+    const std::size_t parts = ex_.parts();
+    const std::size_t whole = parts > 1 ? Cfg::kKvHeads / parts * parts : 0;
+    if (whole > 0) {
+      auto heads = [&](std::size_t i) {
+        for (std::size_t g = i; g < whole; g += parts) {
+          stage(g, 0, T, i);
+          attend(g, i, i, 0, 1);
         }
       };
-      ex_.run(stage_parts, stage);
-      const kernels::QueryRows rows{
-          q + g * Cfg::kGroup * D, ldq, D, out + g * Cfg::kGroup * D, ldo, D, T, Cfg::kGroup, 0};
-      const kernels::MapRows mr{kMaps ? maps + g * Cfg::kGroup * T * T : nullptr, T, T * T};
-      const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
-      const std::size_t parts = ex_.parts();
-      const float sc = scale();
-      auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt, buf_.v, sc,
-                                        buf_.tile[i], nullptr, nullptr, mrp, i, parts);
+      ex_.run(parts, heads);
+    }
+    for (std::size_t g = whole; g < Cfg::kKvHeads; ++g) {
+      auto rows = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+        stage(g, r.begin, r.end, 0);
       };
-      ex_.run(parts, attn);
+      ex_.run(parts, rows);
+      auto tiles = [&](std::size_t i) { attend(g, 0, i, i, parts); };
+      ex_.run(parts, tiles);
     }
     return Status::kOk;
   }
@@ -326,7 +349,8 @@ class ScaledDotProductAttention {
   [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
 
  private:
-  internal::CoreBuffers<Cfg, Arch> buf_;
+  using Buffers = internal::CoreBuffers<Cfg, Arch, kStagedHeads>;
+  Buffers buf_;
   internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
   internal::ScaleSetting scale_{};
 };
@@ -472,10 +496,10 @@ class MultiHeadAttention {
         // K row-major into those rows (free until Q is projected), then into key tiles.
         internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[i]);
         rope_.apply(qs, D, D, n, 1, r.begin);
-        kernels::store_key_tiles<D>(qs, D, n, r.begin, Tl::kBK, core_.kt);
+        kernels::store_key_tiles<D>(qs, D, n, r.begin, Tl::kBK, core_.kt[0]);
         internal::project<Arch>(
             n, D, DM, xa, DM, wv, bv,
-            kernels::StoreRowMajor{core_.v + r.begin * Core::kDPad, Core::kDPad}, pack_[i]);
+            kernels::StoreRowMajor{core_.v[0] + r.begin * Core::kDPad, Core::kDPad}, pack_[i]);
         internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
                                 pack_[i]);
         rope_.apply(qs, G * D, D, n, G, r.begin);
@@ -485,7 +509,7 @@ class MultiHeadAttention {
       const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
       const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
       auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt, core_.v,
+        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt[0], core_.v[0],
                                         scale, core_.tile[i], nullptr, nullptr, mrp, i, parts);
       };
       ex_.run(parts, attn);
