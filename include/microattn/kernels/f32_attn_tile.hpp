@@ -152,25 +152,24 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 
 /// The aligned vectors of a score row (the BK floats of one key tile, vector aligned) that cover
 /// its columns [a, b) (a < b): columns va .. vb - 1 all exist in the tile and were written by the
-/// score GEMM (it computes whole panels). keep() masks the lanes outside [a, b) by index, so the
-/// row's edges cost two selects per edge vector instead of a scalar tail.
+/// score GEMM (it computes whole panels). keep() masks the lanes outside [a, b) by index, only in
+/// a vector that has such lanes, so a row's edges cost two selects per edge vector instead of a
+/// scalar tail, and a row of whole vectors none.
 template <class Arch>
 struct TileCols {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   static constexpr std::size_t W = V::kWidth;
-  std::size_t va, vb;
-  T fa, fb, iota;
-  TileCols(std::size_t a, std::size_t b, T lanes) noexcept
-      : va(a / W * W),
-        vb(internal::round_up(b, W)),
-        fa(V::set1(static_cast<float>(a))),
-        fb(V::set1(static_cast<float>(b))),
-        iota(lanes) {}
+  std::size_t a, b, va, vb;
+  T iota;
+  TileCols(std::size_t a_, std::size_t b_, T lanes) noexcept
+      : a(a_), b(b_), va(a_ / W * W), vb(internal::round_up(b_, W)), iota(lanes) {}
   /// x (the vector at column j), with `fill` in the lanes outside [a, b).
   T keep(T x, std::size_t j, T fill) const noexcept {
+    if (a <= j && j + W <= b) return x;
     const T idx = iota + V::set1(static_cast<float>(j));
-    return V::select_lt(idx, fb, V::select_lt(idx, fa, fill, x), fill);
+    return V::select_lt(idx, V::set1(static_cast<float>(b)),
+                        V::select_lt(idx, V::set1(static_cast<float>(a)), fill, x), fill);
   }
 };
 
@@ -189,17 +188,11 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline float tile_row_max(
     (void)iota;
     return row_max<Arch>(s + a, b - a);
   } else {
-    if (a % W == 0 && b % W == 0) {  // whole vectors (a tile inside every row's range)
-      T vmax = V::load(s + a);
-      for (std::size_t j = a + W; j < b; j += W) vmax = V::max(vmax, V::load(s + j));
-      return V::hmax(vmax);
-    }
     const TileCols<Arch> c(a, b, iota);
     const T lowest = V::set1(std::numeric_limits<float>::lowest());
     T vmax = c.keep(V::load(s + c.va), c.va, lowest);
-    std::size_t j = c.va + W;
-    for (; j + W < c.vb; j += W) vmax = V::max(vmax, V::load(s + j));
-    if (j < c.vb) vmax = V::max(vmax, c.keep(V::load(s + j), j, lowest));
+    for (std::size_t j = c.va + W; j < c.vb; j += W)
+      vmax = V::max(vmax, c.keep(V::load(s + j), j, lowest));
     return V::hmax(vmax);
   }
 }
@@ -216,29 +209,10 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline typename internal::Vec<Arch>::type 
     return exp2_row<Arch>(s + a, b - a, m);
   } else {
     const T vm = V::set1(m), zero = V::zero();
-    if (a % W == 0 && b % W == 0) {  // whole vectors: the same sums in the same order
-      T p = f32_softmax_exp2<Arch>(V::load(s + a) - vm);
-      V::store(s + a, p);
-      T vsum = p;
-      for (std::size_t j = a + W; j < b; j += W) {
-        p = f32_softmax_exp2<Arch>(V::load(s + j) - vm);
-        V::store(s + j, p);
-        vsum = vsum + p;
-      }
-      return vsum;
-    }
     const TileCols<Arch> c(a, b, iota);
-    T p = c.keep(f32_softmax_exp2<Arch>(V::load(s + c.va) - vm), c.va, zero);
-    V::store(s + c.va, p);
-    T vsum = p;
-    std::size_t j = c.va + W;
-    for (; j + W < c.vb; j += W) {
-      p = f32_softmax_exp2<Arch>(V::load(s + j) - vm);
-      V::store(s + j, p);
-      vsum = vsum + p;
-    }
-    if (j < c.vb) {
-      p = c.keep(f32_softmax_exp2<Arch>(V::load(s + j) - vm), j, zero);
+    T vsum = zero;  // + the first weights: the same bits as starting from them (all >= +0)
+    for (std::size_t j = c.va; j < c.vb; j += W) {
+      const T p = c.keep(f32_softmax_exp2<Arch>(V::load(s + j) - vm), j, zero);
       V::store(s + j, p);
       vsum = vsum + p;
     }
