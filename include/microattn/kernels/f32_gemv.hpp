@@ -156,6 +156,8 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
   using T = typename V::type;
   constexpr std::size_t P = kWeightPanel, W = V::kWidth, PV = P / W;
   constexpr std::size_t kU = kNP * PV >= 8 ? 1 : 8 / (kNP * PV);
+  // The fixed-size loops are unrolled whatever the optimisation level (rolled, as GCC leaves
+  // them at -O2, the accumulators live in memory).
   T acc[kNP][kU][PV];
   for (std::size_t i = 0; i < kNP; ++i)
     for (std::size_t u = 0; u < kU; ++u)
@@ -163,15 +165,20 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
   const std::size_t k_step = K - K % kU;
   std::size_t k = 0;
   for (; k < k_step; k += kU)
+#pragma GCC unroll 16
     for (std::size_t u = 0; u < kU; ++u) {
       const T xk = V::set1(x[k + u]);
+#pragma GCC unroll 16
       for (std::size_t i = 0; i < kNP; ++i)
+#pragma GCC unroll 16
         for (std::size_t v = 0; v < PV; ++v)
           acc[i][u][v] = V::fma(xk, V::load_elem(pw[i] + (k + u) * P + v * W), acc[i][u][v]);
     }
   for (; k < K; ++k) {
     const T xk = V::set1(x[k]);
+#pragma GCC unroll 16
     for (std::size_t i = 0; i < kNP; ++i)
+#pragma GCC unroll 16
       for (std::size_t v = 0; v < PV; ++v)
         acc[i][0][v] = V::fma(xk, V::load_elem(pw[i] + k * P + v * W), acc[i][0][v]);
   }
