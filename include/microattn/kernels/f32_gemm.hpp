@@ -59,7 +59,6 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
   // The loops over i and j are unrolled whatever the optimisation level: rolled (GCC at -O2)
   // the accumulators live in memory and the kernel runs at a third of its speed.
   const float* arow[MR];
-#pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i) arow[i] = a + i * lda;
   for (std::size_t k = 0; k < kc; ++k, b += ldb) {
     T bv[NRV];
