@@ -171,9 +171,9 @@ def xsimd_dir(tmp, explicit):
     return d
 
 
-def compile_probes(t, tmp, xs, include, defs=(), tag=""):
+def compile_probes(t, tmp, xs, include, defs=(), tag="", opt="-O3"):
     out = os.path.join(tmp, "%s%s.s" % (t.name, tag))
-    cmd = ([t.cxx] + t.flags + ["-std=c++17", "-O3", "-DNDEBUG", "-I", include,
+    cmd = ([t.cxx] + t.flags + ["-std=c++17", opt, "-DNDEBUG", "-I", include,
                                 "-isystem", xs] + list(defs) + ["-S", "-o", out, PROBES])
     run(cmd)
     with open(out) as f:
@@ -463,6 +463,9 @@ def main():
     ap.add_argument("--include", default=os.path.join(ROOT, "include"),
                     help="microattn include folder (default: this tree's; e.g. a patched copy)")
     ap.add_argument("--keep", metavar="DIR", help="keep the assembly and loop bodies in DIR")
+    ap.add_argument("--opt", default="O3", choices=["O2", "O3", "Os"],
+                    help="optimisation level -O<OPT> (default O3, the Release flags; O2 is "
+                         "what RelWithDebInfo and many firmware builds use)")
     args = ap.parse_args()
 
     mca_bin = find_llvm_mca(args.llvm_mca)
@@ -515,11 +518,12 @@ def report(args, mca_bin, tmp):
         print("note: this llvm-mca has no Neoverse N1 model: no Cortex-A76 rows (LLVM 19 has it)")
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         asms = dict(zip([t.name for t in targets],
-                        ex.map(lambda t: compile_probes(t, tmp, xs, args.include), targets)))
+                        ex.map(lambda t: compile_probes(t, tmp, xs, args.include, opt="-" + args.opt),
+                               targets)))
     for t in targets:
         t.triple = triple_of(t, asms[t.name])
-        print("%-9s %s %s -std=c++17 -O3 -DNDEBUG  ->  llvm-mca -mtriple=%s -mcpu=%s"
-              % (t.name, t.cxx, " ".join(t.flags), t.triple,
+        print("%-9s %s %s -std=c++17 -%s -DNDEBUG  ->  llvm-mca -mtriple=%s -mcpu=%s"
+              % (t.name, t.cxx, " ".join(t.flags), args.opt, t.triple,
                  "/".join(c[1] for c in t.cores)))
     peaks = {}
     for t in targets:
@@ -561,7 +565,7 @@ def report(args, mca_bin, tmp):
                 mr, nrv = tile
                 asm = compile_probes(t, tmp, xs, args.include,
                                      ["-DMCA_MR=%d" % mr, "-DMCA_NRV=%d" % nrv],
-                                     tag=".%dx%d" % (mr, nrv))
+                                     tag=".%dx%d" % (mr, nrv), opt="-" + args.opt)
                 rs = analyse(t, asm, mca_bin, tmp, peaks, [LOOPS[0]], tag=".%dx%d" % (mr, nrv))
                 for r in rs:
                     r["loop"] = "gemm %dx%d" % (mr, nrv)

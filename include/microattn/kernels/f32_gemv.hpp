@@ -159,8 +159,11 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
   // The fixed-size loops are unrolled whatever the optimisation level (rolled, as GCC leaves
   // them at -O2, the accumulators live in memory).
   T acc[kNP][kU][PV];
+#pragma GCC unroll 16
   for (std::size_t i = 0; i < kNP; ++i)
+#pragma GCC unroll 16
     for (std::size_t u = 0; u < kU; ++u)
+#pragma GCC unroll 16
       for (std::size_t v = 0; v < PV; ++v) acc[i][u][v] = V::zero();
   const std::size_t k_step = K - K % kU;
   std::size_t k = 0;
@@ -182,9 +185,12 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
       for (std::size_t v = 0; v < PV; ++v)
         acc[i][0][v] = V::fma(xk, V::load_elem(pw[i] + k * P + v * W), acc[i][0][v]);
   }
+#pragma GCC unroll 16
   for (std::size_t i = 0; i < kNP; ++i)
+#pragma GCC unroll 16
     for (std::size_t v = 0; v < PV; ++v) {
       T s = acc[i][0][v];
+#pragma GCC unroll 16
       for (std::size_t u = 1; u < kU; ++u) s = s + acc[i][u][v];
       if (scale[i]) s = s * V::loadu(scale[i] + v * W);
       if (bias[i]) s = s + V::loadu(bias[i] + v * W);
