@@ -274,7 +274,7 @@ TEST(AttentionLayer, Causality) {
 
 // The RAM formula in README.md ("Memory") matches sizeof, up to alignment padding: the layer's,
 // and the core's (K^T, V and tile scratch only); with MaxWorkers{n} the tile scratch and the GEMM
-// panel n times, the core's K^T and V min(n, H_kv) times.
+// panel n times, Q, K^T and V min(n, H_kv) times.
 template <class Cfg, class A>
 void check_ram_formula() {
   using Tl = microattn::internal::Tiles<A>;
@@ -284,10 +284,11 @@ void check_ram_formula() {
   constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
   constexpr std::size_t kv = t_pad * D + t_pad * d_pad;
   constexpr std::size_t tile = BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth;
-  constexpr std::size_t floats = Cfg::kTMax * Cfg::kGroup * D +
-                                 (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) + kv +
+  constexpr std::size_t floats = staged * (Cfg::kTMax * Cfg::kGroup * D + kv) +
+                                 (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) +
                                  n * (tile + Tl::kKC * Tl::kNR);
   constexpr std::size_t formula = 4 * floats + sizeof(Weights<Cfg>);
+  static_assert(MultiHeadAttention<Cfg, A>::kStagedHeads == staged, "staged heads");
   constexpr std::size_t ram = MultiHeadAttention<Cfg, A>::ram_bytes();
   EXPECT_GE(ram, formula) << A::name();
   // At most one alignment gap per buffer: 8, and 7 more per extra worker (its tile scratch's

@@ -26,7 +26,7 @@ using microattn::Status;
 using microattn::WeightLayout;
 
 constexpr std::size_t kT = 150, kDM = 40, kMaxOut = 64;
-float g_x[kT * kDM], g_y1[kT * kMaxOut], g_yn[kT * kMaxOut];
+float g_x[kT * kDM], g_x2[kT * kDM], g_y1[kT * kMaxOut], g_yn[kT * kMaxOut];
 float g_maps1[4 * kT * kT], g_mapsn[4 * kT * kT];
 
 /// Pools of 2, 3 and 4 threads (the last one used with 3 workers: fewer tasks than threads).
@@ -54,7 +54,12 @@ void check_layer(std::uint64_t seed, WeightLayout layout) {
     microattn_test::Rng(seed + T).fill(g_x, T * kDM, -1, 1);
     ASSERT_EQ(layer.set_executor(Executor{}), Status::kOk);
     ASSERT_EQ(layer.forward(g_x, T, g_y1), Status::kOk);
+    microattn_test::Rng(seed + T + 1000).fill(g_x2, T * kDM, -1, 1);
     for (const auto& r : kRuns) {
+      // Another input first (one worker), so a part of the work left undone shows: the
+      // layer's buffers would otherwise still hold the 1-worker run's values.
+      ASSERT_EQ(layer.set_executor(Executor{}), Status::kOk);
+      ASSERT_EQ(layer.forward(g_x2, T, g_yn), Status::kOk);
       ASSERT_EQ(layer.set_executor(executor(r[0], r[1])), Status::kOk);
       ASSERT_EQ(layer.forward(g_x, T, g_yn), Status::kOk);
       EXPECT_EQ(std::memcmp(g_y1, g_yn, T * OD * sizeof(float)), 0)

@@ -195,6 +195,13 @@ struct CoreBuffers {
   Scratch tile[Cfg::kMaxWorkers] = {};                              ///< one per worker
 };
 
+/// Key/value heads a layer stages at once: one, or with MaxWorkers{n} > 1 one per worker up to
+/// H_kv (workers then take whole heads, each in its own buffers).
+template <class Cfg>
+constexpr std::size_t staged_heads() noexcept {
+  return Cfg::kMaxWorkers < Cfg::kKvHeads ? Cfg::kMaxWorkers : Cfg::kKvHeads;
+}
+
 }  // namespace internal
 
 /// Scaled dot-product attention with Cfg's mask (causal by default, like PyTorch's
@@ -210,8 +217,7 @@ class ScaledDotProductAttention {
  public:
   /// Key/value heads staged at once: one, or with MaxWorkers{n} > 1 one per worker up to H_kv
   /// (workers then attend whole heads, each in its own buffers; see set_executor).
-  static constexpr std::size_t kStagedHeads =
-      Cfg::kMaxWorkers < Cfg::kKvHeads ? Cfg::kMaxWorkers : Cfg::kKvHeads;
+  static constexpr std::size_t kStagedHeads = internal::staged_heads<Cfg>();
 
   /// RAM this object needs in bytes: K^T and V of kStagedHeads key/value heads (T_max rows
   /// each) plus one tile scratch per worker; nothing grows with T^2.
@@ -363,21 +369,29 @@ class ScaledDotProductAttention {
 ///
 /// The object holds the weight views and all working memory (no heap, no globals); sizeof is
 /// the RAM budget, ram_bytes() says it, and it can be a static object in a chosen section.
-/// Key/value heads are processed one at a time, so only one head's K and V are ever staged.
+/// Key/value heads are processed one at a time, so only one head's K and V are staged; with
+/// MaxWorkers{n} > 1, up to min(n, H_kv) (kStagedHeads: workers then take whole heads).
 template <class Cfg, class Arch = DefaultArch>
 class MultiHeadAttention {
   using Tl = internal::Tiles<Arch>;
-  using Core = internal::CoreBuffers<Cfg, Arch>;
+
+ public:
+  /// Key/value heads staged at once (each with its Q buffer): see ScaledDotProductAttention.
+  static constexpr std::size_t kStagedHeads = internal::staged_heads<Cfg>();
+
+ private:
+  using Core = internal::CoreBuffers<Cfg, Arch, kStagedHeads>;
 
  public:
   /// Floats of each working buffer, for RAM budgets:
   static constexpr std::size_t kQFloats =
-      Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group
+      Cfg::kTMax * Cfg::kGroup * Cfg::kDHead;  ///< Q of one group (kStagedHeads of them)
   static constexpr std::size_t kCtxFloats =
       Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1;  ///< concat
   static constexpr std::size_t kPackFloats =
-      kernels::gemm_pack_floats<Arch>();                   ///< GEMM B panel (one per worker)
-  static constexpr std::size_t kCoreBytes = sizeof(Core);  ///< K^T, V of one group + tile scratch
+      kernels::gemm_pack_floats<Arch>();  ///< GEMM B panel (one per worker)
+  static constexpr std::size_t kCoreBytes =
+      sizeof(Core);  ///< K^T, V of kStagedHeads groups + tile scratch
 
   MultiHeadAttention() = default;
   explicit MultiHeadAttention(const Weights<Cfg>& w) noexcept : w_(w) {}
@@ -471,48 +485,68 @@ class MultiHeadAttention {
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
-  // Per key/value group: one parallel region projects K, V and Q of each part's rows (and
-  // rotates them, and stores the keys), a second attends each part's query tiles; then W_O by
-  // rows. Each part stages its keys in its own rows of the Q buffer.
+  // With as many key/value groups as workers or more, each worker projects, stages and attends
+  // whole groups in its own Q buffer and stage: one parallel region, nothing shared. Groups
+  // left over (H_kv not a multiple of the workers, or fewer groups than workers) go one at a
+  // time: a region projects each part's rows, a second attends each part's query tiles. Then
+  // W_O by rows.
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
     constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
     const WeightLayout lay = w_.layout;
     const std::size_t parts = ex_.parts();
     float* ctx = Cfg::kHasOutProj ? ctx_ : y;
-    for (std::size_t g = 0; g < Cfg::kKvHeads; ++g) {
+    // K, V and Q of group g for the tokens [b, e): K through those rows of Q buffer s (free
+    // until Q is projected; rotated there) into stage s's key tiles, V into its rows, then Q;
+    // B panels packed in pack_[p].
+    auto project = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t p) {
+      if (b >= e) return;
       const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D, w_.s_k);
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D, w_.s_v);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D, w_.s_q);
       const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
       const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
       const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
+      const std::size_t n = e - b;
+      const float* xa = x + b * DM;
+      float* qs = q_[s] + b * G * D;
+      internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[p]);
+      rope_.apply(qs, D, D, n, 1, b);
+      kernels::store_key_tiles<D>(qs, D, n, b, Tl::kBK, core_.kt[s]);
+      internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
+                              kernels::StoreRowMajor{core_.v[s] + b * Core::kDPad, Core::kDPad},
+                              pack_[p]);
+      internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
+                              pack_[p]);
+      rope_.apply(qs, G * D, D, n, G, b);
+    };
+    // Part `part` of `parts` of group g's query tiles, over stage s, in tile scratch w.
+    auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
+                      std::size_t n_parts) {
+      const kernels::QueryRows rows{q_[s], G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
+      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
+      kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt[s], core_.v[s],
+                                      scale, core_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr,
+                                      part, n_parts);
+    };
+    const std::size_t whole = parts > 1 ? Cfg::kKvHeads / parts * parts : 0;
+    if (whole > 0) {
+      auto groups = [&](std::size_t i) {
+        for (std::size_t g = i; g < whole; g += parts) {
+          project(g, 0, T, i, i);
+          attend(g, i, i, 0, 1);
+        }
+      };
+      ex_.run(parts, groups);
+    }
+    for (std::size_t g = whole; g < Cfg::kKvHeads; ++g) {
       auto proj = [&](std::size_t i) {
         const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        if (r.begin >= r.end) return;
-        const std::size_t n = r.end - r.begin;
-        const float* xa = x + r.begin * DM;
-        float* qs = q_ + r.begin * G * D;  // this part's rows of the Q buffer
-        // K row-major into those rows (free until Q is projected), then into key tiles.
-        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[i]);
-        rope_.apply(qs, D, D, n, 1, r.begin);
-        kernels::store_key_tiles<D>(qs, D, n, r.begin, Tl::kBK, core_.kt[0]);
-        internal::project<Arch>(
-            n, D, DM, xa, DM, wv, bv,
-            kernels::StoreRowMajor{core_.v[0] + r.begin * Core::kDPad, Core::kDPad}, pack_[i]);
-        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
-                                pack_[i]);
-        rope_.apply(qs, G * D, D, n, G, r.begin);
+        project(g, r.begin, r.end, 0, i);
       };
       ex_.run(parts, proj);
-      const kernels::QueryRows rows{q_, G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
-      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
-      const kernels::MapRows* mrp = kMaps ? &mr : nullptr;
-      auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt[0], core_.v[0],
-                                        scale, core_.tile[i], nullptr, nullptr, mrp, i, parts);
-      };
-      ex_.run(parts, attn);
+      auto tiles = [&](std::size_t i) { attend(g, 0, i, i, parts); };
+      ex_.run(parts, tiles);
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);
@@ -530,7 +564,9 @@ class MultiHeadAttention {
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
   internal::ScaleSetting scale_{};
   internal::RopeState<Cfg> rope_{};
-  alignas(Tl::kAlign) float q_[kQFloats] = {};
+  // Q buffers padded to whole alignment units, so every one starts aligned.
+  static constexpr std::size_t kQStride = internal::round_up(kQFloats, Tl::kAlign / sizeof(float));
+  alignas(Tl::kAlign) float q_[kStagedHeads][kQStride] = {};
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[Cfg::kMaxWorkers][kPackFloats] = {};
   Core core_{};
