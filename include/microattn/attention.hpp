@@ -202,6 +202,41 @@ constexpr std::size_t staged_heads() noexcept {
   return Cfg::kMaxWorkers < Cfg::kKvHeads ? Cfg::kMaxWorkers : Cfg::kKvHeads;
 }
 
+/// The key/value heads of a prefill call (T tokens) over the executor's parts. With at least as
+/// many heads as parts, each part takes whole heads in one parallel region, in its own buffers:
+/// part i calls prepare(g, 0, T, i, i) then attend(g, i, i, 0, 1) for g = i, i + parts, ...
+/// (nothing shared, no core reading what another prepared). The heads left over (H_kv not a
+/// multiple of the parts, or fewer heads than parts) go one at a time over buffer 0: a region
+/// prepares each part's token rows (prepare(g, b, e, 0, i)), a second attends each part's share
+/// of the query tiles (attend(g, 0, i, i, parts)).
+///   prepare(g, b, e, s, w): stage or project head g's tokens [b, e) into buffer s (worker w);
+///   attend(g, s, w, part, parts): part `part` of head g's query tiles over buffer s, in
+///                                  worker w's tile scratch.
+template <class Arch, std::size_t kHeads, std::size_t kMaxWorkers, class Prepare, class Attend>
+void run_heads(const ExecutorSetting<kMaxWorkers>& ex, std::size_t T, Prepare& prepare,
+               Attend& attend) noexcept {
+  const std::size_t parts = ex.parts();
+  const std::size_t whole = parts > 1 ? kHeads / parts * parts : 0;
+  if (whole > 0) {
+    auto heads = [&](std::size_t i) {
+      for (std::size_t g = i; g < whole; g += parts) {
+        prepare(g, std::size_t{0}, T, i, i);
+        attend(g, i, i, std::size_t{0}, std::size_t{1});
+      }
+    };
+    ex.run(parts, heads);
+  }
+  for (std::size_t g = whole; g < kHeads; ++g) {
+    auto rows = [&](std::size_t i) {
+      const Range r = token_rows<Arch>(T, i, parts);
+      prepare(g, r.begin, r.end, std::size_t{0}, i);
+    };
+    ex.run(parts, rows);
+    auto tiles = [&](std::size_t i) { attend(g, std::size_t{0}, i, i, parts); };
+    ex.run(parts, tiles);
+  }
+}
+
 }  // namespace internal
 
 /// Scaled dot-product attention with Cfg's mask (causal by default, like PyTorch's
@@ -304,46 +339,23 @@ class ScaledDotProductAttention {
     }
     constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, BK = internal::Tiles<Arch>::kBK;
     // Stages key/value head g's rows [b, e) into stage s: K^T tiles and padded V rows.
-    auto stage = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s) {
+    auto stage = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t) {
       if (b >= e) return;
       kernels::store_key_tiles<D>(k + b * ldk + g * D, ldk, e - b, b, BK, buf_.kt[s]);
       for (std::size_t t = b; t < e; ++t)
         std::memcpy(buf_.v[s] + t * Buffers::kDPad, v + t * ldv + g * D, D * sizeof(float));
     };
-    // Part `part` of `parts` of head g's query tiles, over stage s, in tile scratch w.
+    // Part `part` of `n_parts` of head g's query tiles, over stage s, in tile scratch w.
     const float sc = scale();
     auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
-                      std::size_t parts) {
+                      std::size_t n_parts) {
       const kernels::QueryRows rows{q + g * G * D, ldq, D, out + g * G * D, ldo, D, T, G, 0};
       const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
       kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt[s], buf_.v[s], sc,
                                       buf_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr, part,
-                                      parts);
+                                      n_parts);
     };
-    // With as many key/value heads as workers or more, each worker stages and attends whole
-    // heads in its own stage: one parallel region, nothing shared, no core reading what another
-    // staged. The heads left over (H_kv not a multiple of the workers, or fewer heads than
-    // workers) split their staging by rows and their query tiles by cost, one head at a time.
-    const std::size_t parts = ex_.parts();
-    const std::size_t whole = parts > 1 ? Cfg::kKvHeads / parts * parts : 0;
-    if (whole > 0) {
-      auto heads = [&](std::size_t i) {
-        for (std::size_t g = i; g < whole; g += parts) {
-          stage(g, 0, T, i);
-          attend(g, i, i, 0, 1);
-        }
-      };
-      ex_.run(parts, heads);
-    }
-    for (std::size_t g = whole; g < Cfg::kKvHeads; ++g) {
-      auto rows = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        stage(g, r.begin, r.end, 0);
-      };
-      ex_.run(parts, rows);
-      auto tiles = [&](std::size_t i) { attend(g, 0, i, i, parts); };
-      ex_.run(parts, tiles);
-    }
+    internal::run_heads<Arch, Cfg::kKvHeads>(ex_, T, stage, attend);
     return Status::kOk;
   }
 
@@ -485,11 +497,9 @@ class MultiHeadAttention {
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
-  // With as many key/value groups as workers or more, each worker projects, stages and attends
-  // whole groups in its own Q buffer and stage: one parallel region, nothing shared. Groups
-  // left over (H_kv not a multiple of the workers, or fewer groups than workers) go one at a
-  // time: a region projects each part's rows, a second attends each part's query tiles. Then
-  // W_O by rows.
+  // The key/value groups as internal::run_heads splits them (whole groups per worker, each in
+  // its own Q buffer and stage, where there are enough; the rest by token rows and query
+  // tiles), then W_O by rows.
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
     constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
@@ -520,7 +530,7 @@ class MultiHeadAttention {
                               pack_[p]);
       rope_.apply(qs, G * D, D, n, G, b);
     };
-    // Part `part` of `parts` of group g's query tiles, over stage s, in tile scratch w.
+    // Part `part` of `n_parts` of group g's query tiles, over stage s, in tile scratch w.
     auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
                       std::size_t n_parts) {
       const kernels::QueryRows rows{q_[s], G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
@@ -529,25 +539,7 @@ class MultiHeadAttention {
                                       scale, core_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr,
                                       part, n_parts);
     };
-    const std::size_t whole = parts > 1 ? Cfg::kKvHeads / parts * parts : 0;
-    if (whole > 0) {
-      auto groups = [&](std::size_t i) {
-        for (std::size_t g = i; g < whole; g += parts) {
-          project(g, 0, T, i, i);
-          attend(g, i, i, 0, 1);
-        }
-      };
-      ex_.run(parts, groups);
-    }
-    for (std::size_t g = whole; g < Cfg::kKvHeads; ++g) {
-      auto proj = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        project(g, r.begin, r.end, 0, i);
-      };
-      ex_.run(parts, proj);
-      auto tiles = [&](std::size_t i) { attend(g, 0, i, i, parts); };
-      ex_.run(parts, tiles);
-    }
+    internal::run_heads<Arch, Cfg::kKvHeads>(ex_, T, project, attend);
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);
       auto out = [&](std::size_t i) {
