@@ -2,6 +2,7 @@
 // The build really runs the kernels it was configured for: a target can never fall back to
 // scalar silently (MICROATTN_EXPECT_ARCH is set per preset/toolchain).
 #include <cstring>
+#include <limits>
 
 #include "microattn/arch.hpp"
 #include "microattn/internal/vec.hpp"
@@ -26,3 +27,65 @@ TEST(Arch, VectorWidthMatchesTheArch) {
     EXPECT_GE(w, 4u) << microattn::arch_name<>();
   }
 }
+
+namespace {
+using VecD = microattn::internal::Vec<microattn::DefaultArch>;
+constexpr std::size_t kW = VecD::kWidth;
+
+// Vec::select_lt(a, b, t, f) against the scalar compare, lane by lane, over values where a
+// shortcut would go wrong: signed zeros, infinities, NaN of either sign, equal values, the
+// largest floats (a - b overflows) and values one ulp apart. (armv7 computes it from the sign
+// of a - b, see vec.hpp; denormals are left out: NEON flushes them before comparing.)
+TEST(Vec, SelectLtIsTheCompareLaneByLane) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float big = std::numeric_limits<float>::max();
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__  // -ffast-math: no inf, no NaN
+  const float vals[] = {-big, -87.33654f, -1.0f, -0.0f, 0.0f, 1e-30f, 1.0f, 1.0000001f, 3.0f, big};
+  (void)inf, (void)nan;
+#else
+  const float vals[] = {-inf, -big,       -87.33654f, -1.0f, -0.0f, 0.0f, 1e-30f,
+                        1.0f, 1.0000001f, 3.0f,       big,   inf,   nan,  -nan};
+#endif
+  const std::size_t n = sizeof vals / sizeof vals[0];
+  alignas(64) float a[kW], b[kW], out[kW];
+  std::size_t pairs = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      // Lane k holds (vals[i], vals[j]) in lane 0 and other pairs of the set in the rest, so
+      // a lane mixed up with its neighbour shows too.
+      for (std::size_t k = 0; k < kW; ++k) {
+        a[k] = vals[(i + k) % n];
+        b[k] = vals[(j + 3 * k) % n];
+      }
+      const auto r =
+          VecD::select_lt(VecD::loadu(a), VecD::loadu(b), VecD::set1(1.0f), VecD::set1(0.0f));
+      VecD::storeu(out, r);
+      for (std::size_t k = 0; k < kW; ++k) {
+        EXPECT_EQ(out[k], a[k] < b[k] ? 1.0f : 0.0f) << a[k] << " < " << b[k] << " lane " << k;
+        ++pairs;
+      }
+    }
+  }
+  EXPECT_EQ(pairs, n * n * kW);
+}
+
+// Vec::fnma(a, b, c) is c - a b, operands in that order: with a b exact in float (a small
+// integer times ln2_hi's 16 significant bits, as in f32_exp's reduction), fused or not, the
+// result is c - a b rounded once.
+TEST(Vec, FnmaIsCMinusAB) {
+  const float as[] = {3.0f, -7.0f, 128.0f, 0.0f};
+  const float bs[] = {0.693145751953125f, -1.5f};
+  const float cs[] = {1.5f, -87.3f, 1e-3f, 100.0f};
+  for (float x : as)
+    for (float y : bs)
+      for (float z : cs) {
+        alignas(64) float out[kW];
+        VecD::storeu(out, VecD::fnma(VecD::set1(x), VecD::set1(y), VecD::set1(z)));
+        const float want = static_cast<float>(static_cast<double>(z) -
+                                              static_cast<double>(x) * static_cast<double>(y));
+        for (std::size_t k = 0; k < kW; ++k)
+          EXPECT_EQ(out[k], want) << z << " - " << x << " * " << y;
+      }
+}
+}  // namespace

@@ -50,6 +50,13 @@ MICROATTN_GCC12_AVX512_WARNINGS_OFF
 #else
 #define MICROATTN_NEON_INTRINSICS 0
 #endif
+/// 1 on 32-bit ARM NEON (armv7), where Vec replaces two xsimd 8.1 operations that GCC 12
+/// compiles lane by lane (fnma, select_lt; see there).
+#if MICROATTN_NEON_INTRINSICS && defined(__arm__) && !defined(__aarch64__)
+#define MICROATTN_NEON32_FIXES 1
+#else
+#define MICROATTN_NEON32_FIXES 0
+#endif
 
 namespace microattn {
 namespace internal {
@@ -168,10 +175,33 @@ struct Vec {
   static type set1(float v) noexcept { return type(v); }
   static type zero() noexcept { return type(0.0f); }
   static type fma(type a, type b, type c) noexcept { return xsimd::fma(a, b, c); }
-  static type fnma(type a, type b, type c) noexcept { return xsimd::fnma(a, b, c); }
+  /// c - a b. (armv7 NEON with FMA: one vfms. xsimd 8.1 has no NEON fnma, and its generic
+  /// -a * b + c came out, with GCC 12's armv7 arm_neon.h, as a negation lane by lane through
+  /// the stack and a separate multiply and add.)
+  static type fnma(type a, type b, type c) noexcept {
+#if MICROATTN_NEON32_FIXES && defined(__ARM_FEATURE_FMA)
+    if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
+      return type(vfmsq_f32(c.data, a.data, b.data));
+#endif
+    return xsimd::fnma(a, b, c);
+  }
   static type max(type a, type b) noexcept { return xsimd::max(a, b); }
   static type min(type a, type b) noexcept { return xsimd::min(a, b); }
+  /// a < b ? t : f lane by lane.
+  /// armv7: GCC 12's arm_neon.h writes vcltq_f32 (and xsimd's a < b) as a generic vector
+  /// compare, which it lowers, unless -ffast-math, to four scalar VFP compares and a mask built
+  /// on the stack. Instead, a < b is read off d = a - b: true when d's bits, unsigned, exceed
+  /// 0x80000000 (negative and not -0). Exact as a compare: a - b rounds to nearest, so it is
+  /// negative exactly when a < b, and +0 when a == b; a NaN difference (a NaN operand, or
+  /// inf - inf) is the positive default NaN in NEON arithmetic, so false, as IEEE says.
+  /// Denormal operands are flushed to zero first, as NEON's own compare does too.
   static type select_lt(type a, type b, type t, type f) noexcept {
+#if MICROATTN_NEON32_FIXES
+    if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4) {
+      const uint32x4_t d = vreinterpretq_u32_f32(vsubq_f32(a.data, b.data));
+      return type(vbslq_f32(vcgtq_u32(d, vdupq_n_u32(0x80000000u)), t.data, f.data));
+    }
+#endif
     return xsimd::select(a < b, t, f);
   }
   static type shl23_bits(type v) noexcept {
