@@ -80,6 +80,13 @@
 #define MICROATTN_GCC12_AVX512_WARNINGS_ON
 #endif
 
+/// Forces a function into its caller (GCC and clang), where a frame of its own costs stack.
+#if defined(__GNUC__)
+#define MICROATTN_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define MICROATTN_ALWAYS_INLINE
+#endif
+
 /// GCC 12 for Cortex-M55 (MVE) vectorises f32_gemv_dot's two-accumulator scalar loop into
 /// `vld21.32 {q0, q1}, [r1], r2`, a writeback form MVE does not have: the assembler rejects the
 /// user's build (d_model 32 to 40, -O3). Functions marked with this are not loop-vectorised on

@@ -212,9 +212,10 @@ constexpr std::size_t staged_heads() noexcept {
 ///   prepare(g, b, e, s, w): stage or project head g's tokens [b, e) into buffer s (worker w);
 ///   attend(g, s, w, part, parts): part `part` of head g's query tiles over buffer s, in
 ///                                  worker w's tile scratch.
+/// (Always inlined: a frame of its own added 96 B to the layer's worst-case stack on Cortex-M4.)
 template <class Arch, std::size_t kHeads, std::size_t kMaxWorkers, class Prepare, class Attend>
-void run_heads(const ExecutorSetting<kMaxWorkers>& ex, std::size_t T, Prepare& prepare,
-               Attend& attend) noexcept {
+MICROATTN_ALWAYS_INLINE inline void run_heads(const ExecutorSetting<kMaxWorkers>& ex, std::size_t T,
+                                              Prepare& prepare, Attend& attend) noexcept {
   const std::size_t parts = ex.parts();
   const std::size_t whole = parts > 1 ? kHeads / parts * parts : 0;
   if (whole > 0) {
