@@ -35,7 +35,8 @@ constexpr std::size_t kW = VecD::kWidth;
 // Vec::select_lt(a, b, t, f) against the scalar compare, lane by lane, over values where a
 // shortcut would go wrong: signed zeros, infinities, NaN of either sign, equal values, the
 // largest floats (a - b overflows) and values one ulp apart. (armv7 computes it from the sign
-// of a - b, see vec.hpp; denormals are left out: NEON flushes them before comparing.)
+// of a - b, see vec.hpp; denormals, and values within 2^-126 of each other, are left out: NEON
+// flushes them.)
 TEST(Vec, SelectLtIsTheCompareLaneByLane) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -191,10 +191,12 @@ struct Vec {
   /// armv7: GCC 12's arm_neon.h writes vcltq_f32 (and xsimd's a < b) as a generic vector
   /// compare, which it lowers, unless -ffast-math, to four scalar VFP compares and a mask built
   /// on the stack. Instead, a < b is read off d = a - b: true when d's bits, unsigned, exceed
-  /// 0x80000000 (negative and not -0). Exact as a compare: a - b rounds to nearest, so it is
-  /// negative exactly when a < b, and +0 when a == b; a NaN difference (a NaN operand, or
-  /// inf - inf) is the positive default NaN in NEON arithmetic, so false, as IEEE says.
-  /// Denormal operands are flushed to zero first, as NEON's own compare does too.
+  /// 0x80000000 (negative and not -0). a - b rounds to nearest, so it is negative when a < b
+  /// and +0 when a == b; a NaN difference (a NaN operand, or inf - inf) is the positive default
+  /// NaN in NEON arithmetic, so false, as IEEE says. Where it differs from a compare: NEON
+  /// flushes denormals, so denormal operands count as zero (as NEON's own compare does), and a
+  /// difference below 2^-126 (a and b both that close to zero) flushes to a zero: a < b is
+  /// then false. The kernels compare small whole numbers (column indices) and x with -87.3.
   static type select_lt(type a, type b, type t, type f) noexcept {
 #if MICROATTN_NEON32_FIXES
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4) {
