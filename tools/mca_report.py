@@ -9,9 +9,9 @@ project's cross compiler and the flags of its toolchain file (read from toolchai
 with `cmake -P`, so they cannot drift apart) plus the Release flags (-O3 -DNDEBUG; --opt O2
 or Os for a user's RelWithDebInfo or MinSizeRel build), to assembly. Each probe is one
 extern "C" function holding one hot loop: the GEMM micro-kernel, the attention tile's Q K^T,
-P V and exp2 loops, the decode GEMVs, exp. In each probe's
-assembly (and the functions it calls) the tool takes the innermost loop with the most
-multiply-add lanes, and runs llvm-mca on that loop body for each core:
+P V and exp2 loops, the decode GEMVs, exp. In each probe's assembly (and the functions it
+calls) the tool takes the innermost loop with the most multiply-add lanes, and runs llvm-mca
+on that loop body for each core:
 
     llvm-mca -mtriple=<triple> -mcpu=<model cpu> -iterations=500 <loop body>
 
