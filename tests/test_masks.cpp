@@ -12,6 +12,7 @@
 #include "support/check.hpp"
 #include "support/random_weights.hpp"
 #include "support/rng.hpp"
+#include "support/serial_executor.hpp"
 #include "support/unit.hpp"
 
 namespace {
@@ -152,16 +153,6 @@ void check_core_maps(std::uint64_t seed) {
   });
 }
 
-/// An executor that runs its tasks one after the other on this thread, last first (set
-/// `workers` before use): a split's ownership checked on every target, threads or not.
-microattn::Executor serial_executor() {
-  microattn::Executor e;
-  e.run = [](void*, std::size_t n, void (*task)(void*, std::size_t), void* arg) {
-    for (std::size_t i = n; i-- > 0;) task(arg, i);
-  };
-  return e;
-}
-
 /// The multi-core split of the attention's query tiles (ranked by cost, dealt back and forth)
 /// gives every tile to exactly one part: with 2 to 5 workers an output pre-filled with NaN ends
 /// up the same bits as with one worker, for each mask, at T = 1 .. T_max in steps that put the
@@ -172,7 +163,7 @@ void check_split_covers_every_tile(std::uint64_t seed) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     static ScaledDotProductAttention<C, A> core;
-    microattn::Executor serial = serial_executor();
+    microattn::Executor serial = microattn_test::serial_executor();
     for (std::size_t T = 1; T <= kT; T += kQuick ? 3 : 5) {
       microattn_test::Rng rng(seed + T);
       rng.fill(q, T * QD, -2.0f, 2.0f);
@@ -227,7 +218,7 @@ TEST(Split, WholeHeadsAndLeftOverHeads) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     static ScaledDotProductAttention<C, A> core;
-    microattn::Executor serial = serial_executor();
+    microattn::Executor serial = microattn_test::serial_executor();
     for (std::size_t T : {std::size_t{1}, std::size_t{37}, kT}) {
       microattn_test::Rng rng(31 + T);
       rng.fill(q3, T * QD3, -2.0f, 2.0f);

@@ -8,6 +8,7 @@
 
 #include "microattn/microattn.hpp"
 #include "support/rng.hpp"
+#include "support/serial_executor.hpp"
 #include "support/unit.hpp"
 
 #if defined(__has_feature)
@@ -264,11 +265,7 @@ TEST(NoHeap, ExecutorSplitPaths) {
   static float w[4][32 * 64];
   microattn_test::Rng rng(9);
   for (auto& m : w) rng.fill(m, 32 * 64, -0.2f, 0.2f);
-  microattn::Executor e;
-  e.workers = 3;
-  e.run = [](void*, std::size_t n, void (*task)(void*, std::size_t), void* arg) {
-    for (std::size_t i = n; i-- > 0;) task(arg, i);
-  };
+  const microattn::Executor e = microattn_test::serial_executor(3);
   Status st[8];
   for (Status& s : st) s = Status::kBadArgument;
   EXPECT_EQ(allocations_during([&] {
