@@ -4,7 +4,7 @@
 analyzer (llvm-mca): a MODEL ESTIMATE, not a measurement (there is no ARM board here, and
 timings under QEMU mean nothing).
 
-For each target (aarch64, armv7, Cortex-M7) the tool compiles tools/mca/probes.cpp with the
+For each target (aarch64, armv7, Cortex-M7, Cortex-M55) the tool compiles tools/mca/probes.cpp with the
 project's cross compiler and the flags of its toolchain file (read from toolchains/*.cmake
 with `cmake -P`, so they cannot drift apart) plus the Release flags (-O3 -DNDEBUG; --opt O2
 or Os for a user's RelWithDebInfo or MinSizeRel build), to assembly. Each probe is one
@@ -32,6 +32,7 @@ Models (what LLVM has; the core a row names is not always the model it uses):
   Cortex-A72  LLVM's Cortex-A57 model (LLVM has no A72 model of its own), AArch64 and AArch32.
   Cortex-A55  LLVM's Cortex-A55 model (AArch64 only: the 32-bit backend has none).
   Cortex-M7   LLVM's Cortex-M7 model.
+  Cortex-M55  LLVM's Cortex-M55 model (Helium: MveArch's kernels; LLVM 16 and newer).
 
 Usage:
   python3 tools/mca_report.py                 # the table (text)
@@ -105,6 +106,11 @@ def make_targets(n1_model):
         Target("cortex-m7", "arm-none-eabi.cmake", ["-DMICROATTN_CPU=cortex-m7"],
                [("Cortex-M7", "cortex-m7", "Cortex-M7 model")],
                [("vfma.f32 s{i}, s28, s29", 1), ("vmla.f32 s{i}, s28, s29", 1)]),
+        # Helium: eight Q registers, so the peak block has six accumulators (q0-q5).
+        Target("cortex-m55", "arm-none-eabi.cmake", ["-DMICROATTN_CPU=cortex-m55"],
+               [("Cortex-M55", "cortex-m55", "Cortex-M55 model")],
+               [("vfma.f32 q{i6}, q6, q7", 4), ("vfma.f32 q{i6}, q6, r0", 4),
+                ("vfma.f32 s{i}, s28, s29", 1)]),
     ]
 
 
@@ -186,7 +192,8 @@ def compile_probes(t, tmp, xs, include, defs=(), tag="", opt="-O3"):
 # --- assembly ---------------------------------------------------------------------------
 
 LABEL = re.compile(r"^([.\w$]+):")
-BRANCH = re.compile(r"^(b|b\.\w+|b[a-z]{2}(\.[nw])?|cbn?z|tbn?z|bl|blx)\s+(?:.*,\s*)?"
+# (le / letp: Armv8.1-M's low-overhead loop end, which GCC emits for the M55.)
+BRANCH = re.compile(r"^(b|b\.\w+|b[a-z]{2}(\.[nw])?|cbn?z|tbn?z|bl|blx|le|letp)\s+(?:.*,\s*)?"
                     r"([.\w$]+)(\(PLT\))?\s*$")
 
 
@@ -362,7 +369,7 @@ def peak_lanes(mca_bin, t, cpu, tmp):
     best = 0.0
     for k, (form, lanes) in enumerate(t.fma_forms):
         n = 12
-        body = [form.format(i=i) for i in range(1, n + 1)]
+        body = [form.format(i=i, i6=i % 6) for i in range(1, n + 1)]
         _, rth, _ = mca(mca_bin, t.triple, cpu, body, tmp, "peak%d" % k, iterations=100)
         best = max(best, n * lanes / rth)
     return best
@@ -374,6 +381,8 @@ def triple_of(t, asm):
         return "aarch64-linux-gnu"
     if t.name == "armv7":
         return ("thumbv7a" if thumb else "armv7a") + "-linux-gnueabihf"
+    if t.name == "cortex-m55":
+        return "thumbv8.1m.main-none-eabihf"
     return "thumbv7em-none-eabihf"
 
 
@@ -449,7 +458,8 @@ def fmt_table(rows, markdown):
 # Register tiles (kMR, kNRVec) --sweep compiles the micro-kernel with.
 SWEEP = {"aarch64": [(2, 4), (3, 4), (4, 4), (5, 4), (6, 4), (7, 4), (4, 5), (4, 3), (6, 3),
                      (7, 3), (8, 3), (4, 2), (8, 2), (10, 2), (12, 2)],
-         "armv7": [(4, 2), (5, 2), (6, 2), (3, 3), (4, 3), (2, 4), (3, 4)]}
+         "armv7": [(4, 2), (5, 2), (6, 2), (3, 3), (4, 3), (2, 4), (3, 4)],
+         "cortex-m55": [(2, 1), (3, 1), (4, 1), (6, 1), (7, 1), (2, 2), (3, 2), (2, 3)]}
 
 
 def main():
@@ -458,7 +468,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="assert the NEON GEMM targets")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--sweep", action="store_true", help="also compare GEMM register tiles")
-    ap.add_argument("--target", action="append", help="aarch64, armv7, cortex-m7 (default: all)")
+    ap.add_argument("--target", action="append", help="aarch64, armv7, cortex-m7, cortex-m55 (default: all)")
     ap.add_argument("--loop", action="append", help="loops to analyse (default: all)")
     ap.add_argument("--show", metavar="LOOP", help="print this loop's body for each target")
     ap.add_argument("--llvm-mca", help="llvm-mca to use (default: the newest llvm-mca-N)")
