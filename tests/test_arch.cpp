@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The build really runs the kernels it was configured for: a target can never fall back to
 // scalar silently (MICROATTN_EXPECT_ARCH is set per preset/toolchain).
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -88,5 +89,57 @@ TEST(Vec, FnmaIsCMinusAB) {
         for (std::size_t k = 0; k < kW; ++k)
           EXPECT_EQ(out[k], want) << z << " - " << x << " * " << y;
       }
+}
+
+// Vec::fma_scalar(a, b, c) (the GEMM micro-kernel's FMA; Helium's VFMA with a core-register
+// operand) is a b + c, lane by lane, the same bits as fma with a broadcast a. With a b exact
+// (a small integer times a 16-bit-mantissa constant) the result is a b + c rounded once, fused
+// or not; lanes of b and c differ so a swapped operand or lane shows.
+TEST(Vec, FmaScalarIsABPlusC) {
+  const float as[] = {3.0f, -7.0f, 128.0f, 0.0f};
+  alignas(64) float b[kW], c[kW], out[kW], ref[kW];
+  for (float x : as) {
+    for (std::size_t k = 0; k < kW; ++k) {
+      b[k] = 0.693145751953125f * static_cast<float>(k + 1);
+      c[k] = 1.5f - 11.25f * static_cast<float>(k);
+    }
+    VecD::storeu(out, VecD::fma_scalar(x, VecD::loadu(b), VecD::loadu(c)));
+    VecD::storeu(ref, VecD::fma(VecD::set1(x), VecD::loadu(b), VecD::loadu(c)));
+    for (std::size_t k = 0; k < kW; ++k) {
+      const float want = static_cast<float>(static_cast<double>(x) * static_cast<double>(b[k]) +
+                                            static_cast<double>(c[k]));
+      EXPECT_EQ(out[k], want) << x << " * " << b[k] << " + " << c[k] << " lane " << k;
+      EXPECT_EQ(out[k], ref[k]) << "lane " << k;
+    }
+  }
+}
+
+// Vec::load_elem(int8) widens kW int8 values to floats in lane order (Helium: one VLDRB.S32),
+// over the whole int8 range.
+TEST(Vec, LoadElemWidensInt8) {
+  std::int8_t q[256 + kW];
+  for (int i = 0; i < 256 + static_cast<int>(kW); ++i) q[i] = static_cast<std::int8_t>(i - 128);
+  alignas(64) float out[kW];
+  for (std::size_t i = 0; i < 256; i += 1) {
+    VecD::storeu(out, VecD::load_elem(q + i));
+    for (std::size_t k = 0; k < kW; ++k)
+      EXPECT_EQ(out[k], static_cast<float>(q[i + k])) << "offset " << i << " lane " << k;
+  }
+}
+
+// Vec::hmax and Vec::hsum read every lane: the largest value in each lane position in turn,
+// and a sum of distinct powers of two (exact in any order).
+TEST(Vec, HmaxAndHsumSeeEveryLane) {
+  alignas(64) float v[kW];
+  for (std::size_t top = 0; top < kW; ++top) {
+    for (std::size_t k = 0; k < kW; ++k) v[k] = k == top ? 5.0f : -3.0f - static_cast<float>(k);
+    EXPECT_EQ(VecD::hmax(VecD::loadu(v)), 5.0f) << "max in lane " << top;
+  }
+  float want = 0.0f;
+  for (std::size_t k = 0; k < kW; ++k) {
+    v[k] = static_cast<float>(1u << k);
+    want += v[k];
+  }
+  EXPECT_EQ(VecD::hsum(VecD::loadu(v)), want);
 }
 }  // namespace

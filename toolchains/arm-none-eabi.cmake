@@ -49,8 +49,14 @@ set(CMAKE_ASM_FLAGS_INIT "${_common}")
 # newlib-nano; -nostartfiles: ports/cortex-m/startup.cpp is the whole C runtime start-up.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "--specs=nano.specs -nostartfiles -Wl,--gc-sections")
 
-# Kernel arch the tests must report (tests/test_arch.cpp).
-set(MICROATTN_EXPECT_ARCH "scalar" CACHE STRING "Kernel arch the tests must see")
+# Kernel arch the tests must report (tests/test_arch.cpp, ports/cortex-m/port_test.cpp): Helium
+# (MVE-F) kernels on the M55, scalar ones on the M4 and M7 or with -DMICROATTN_FORCE_SCALAR=ON.
+if(MICROATTN_CPU STREQUAL "cortex-m55" AND NOT MICROATTN_FORCE_SCALAR)
+  set(_expect_arch mve)
+else()
+  set(_expect_arch scalar)
+endif()
+set(MICROATTN_EXPECT_ARCH "${_expect_arch}" CACHE STRING "Kernel arch the tests must see")
 
 # Find programs on the build machine, everything else only in the (absent) target root.
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)

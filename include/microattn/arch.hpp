@@ -2,8 +2,9 @@
 // microattn: the one place that translates compiler feature macros into a kernel architecture.
 //
 // Kernels are templates on an arch tag. Where xsimd 8.1 has an architecture for the target
-// (SSE2 and up, AVX2+FMA, AVX-512, NEON, NEON64) the tag is an xsimd arch; otherwise (Cortex-M,
-// or MICROATTN_FORCE_SCALAR) it is ScalarArch, which has the same kernel interface.
+// (SSE2 and up, AVX2+FMA, AVX-512, NEON, NEON64) the tag is an xsimd arch; on Cortex-M cores
+// with Helium (M55, M85) it is MveArch; otherwise (Cortex-M4/M7, or MICROATTN_FORCE_SCALAR) it
+// is ScalarArch. All have the same kernel interface (internal/vec.hpp's Vec<Arch>).
 // Nothing else in the library tests __ARM_NEON, __AVX2__ and friends.
 #pragma once
 
@@ -32,6 +33,26 @@
 #endif
 #else
 #define MICROATTN_HAS_XSIMD 0
+#endif
+
+/// 1 on Armv8.1-M cores with the M-profile Vector Extension's floating point (Helium, MVE-F:
+/// Cortex-M55, M85; GCC's -mcpu=cortex-m55 without +nomve.fp), where xsimd has no arch: the
+/// kernels then run on microattn's own MveArch (four float lanes in a Q register, arm_mve.h).
+/// MICROATTN_FORCE_SCALAR keeps such a core on the scalar kernels.
+#if !defined(MICROATTN_FORCE_SCALAR) && !MICROATTN_HAS_XSIMD && defined(__ARM_FEATURE_MVE) && \
+    (__ARM_FEATURE_MVE & 2)
+#define MICROATTN_HAS_MVE 1
+#include <arm_mve.h>
+#else
+#define MICROATTN_HAS_MVE 0
+#endif
+
+/// 1 where a scalar float fused multiply-add is one instruction (Cortex-M4F, M7, M55, x86 with
+/// FMA, AArch64): Vec<ScalarArch>::fma is then an explicit fmaf.
+#if defined(__ARM_FEATURE_FMA) || defined(__FMA__) || defined(__aarch64__)
+#define MICROATTN_SCALAR_FMA 1
+#else
+#define MICROATTN_SCALAR_FMA 0
 #endif
 
 /// 1 where an empty GNU asm statement can pin an x86 vector in a register (Vec::pin).
@@ -113,6 +134,17 @@
 #if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
 #define MICROATTN_INTRIN_NEON 1
 #endif
+/// 1 on 32-bit ARM NEON (armv7), where Vec replaces two xsimd 8.1 operations that GCC 12
+/// compiles lane by lane (fnma, select_lt; see internal/vec.hpp); MICROATTN_NEON32_FMA when
+/// that NEON has fused multiply-add (VFPv4).
+#if defined(MICROATTN_INTRIN_NEON) && defined(__arm__) && !defined(__aarch64__)
+#define MICROATTN_NEON32_FIXES 1
+#if defined(__ARM_FEATURE_FMA)
+#define MICROATTN_NEON32_FMA 1
+#endif
+#else
+#define MICROATTN_NEON32_FIXES 0
+#endif
 
 namespace microattn {
 namespace intrin {
@@ -165,15 +197,26 @@ inline float hmax_f32x4(float32x4_t v) noexcept {
 #endif
 }  // namespace intrin
 
-/// Portable scalar kernels: what Cortex-M ships, and the float oracle SIMD kernels are
+/// Portable scalar kernels: what Cortex-M4/M7 ship, and the float oracle SIMD kernels are
 /// tested against.
 struct ScalarArch {
   static constexpr const char* name() noexcept { return "scalar"; }
 };
 
+#if MICROATTN_HAS_MVE
+/// Helium (MVE-F) kernels: 128-bit vectors of four floats in eight Q registers. xsimd has no
+/// arch for it; internal/vec.hpp's Vec<MveArch> is written on arm_mve.h.
+struct MveArch {
+  static constexpr const char* name() noexcept { return "mve"; }
+  static constexpr unsigned alignment() noexcept { return 16; }
+};
+#endif
+
 #if MICROATTN_HAS_XSIMD
 /// The architecture the compiler flags (-march, -mfpu, ...) select, fixed at build time.
 using DefaultArch = xsimd::default_arch;
+#elif MICROATTN_HAS_MVE
+using DefaultArch = MveArch;
 #else
 using DefaultArch = ScalarArch;
 #endif

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "microattn/attention.hpp"
+#include "microattn/internal/vec.hpp"
 #include "support/tiny_test.hpp"
 
 namespace {
@@ -39,12 +40,14 @@ TEST(CortexMPort, ArgumentErrorsWriteNothing) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], 7.0f) << "i=" << i;
 }
 
-// Cortex-M has no xsimd arch: the build must run the scalar kernels, never something else.
-TEST(CortexMPort, ScalarKernels) {
-  const char* name = microattn::arch_name<>();
-  EXPECT_EQ(name[0], 's') << name;
-  EXPECT_EQ(name[1], 'c') << name;
-  EXPECT_EQ(name[6], '\0') << name;
+// Cortex-M has no xsimd arch: the build must run microattn's own kernels for the core
+// (MICROATTN_EXPECT_ARCH: "mve" on the M55, "scalar" on the M4 and M7), never something else.
+TEST(CortexMPort, KernelsOfTheCore) {
+  EXPECT_EQ(std::strcmp(microattn::arch_name<>(), MICROATTN_EXPECT_ARCH), 0)
+      << microattn::arch_name<>() << ", expected " << MICROATTN_EXPECT_ARCH;
+  const std::size_t w = microattn::internal::Vec<microattn::DefaultArch>::kWidth;
+  EXPECT_EQ(w, std::strcmp(MICROATTN_EXPECT_ARCH, "mve") == 0 ? 4u : 1u)
+      << microattn::arch_name<>() << ": " << w;
 }
 
 // The FPU is on (startup sets CPACR) and computes in hardware with IEEE single precision.

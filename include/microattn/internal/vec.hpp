@@ -44,20 +44,6 @@ namespace internal {
 
 MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
-/// 1 where the NEON intrinsics (arm_neon.h, included by xsimd) serve a Vec operation directly.
-#if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
-#define MICROATTN_NEON_INTRINSICS 1
-#else
-#define MICROATTN_NEON_INTRINSICS 0
-#endif
-/// 1 on 32-bit ARM NEON (armv7), where Vec replaces two xsimd 8.1 operations that GCC 12
-/// compiles lane by lane (fnma, select_lt; see there).
-#if MICROATTN_NEON_INTRINSICS && defined(__arm__) && !defined(__aarch64__)
-#define MICROATTN_NEON32_FIXES 1
-#else
-#define MICROATTN_NEON32_FIXES 0
-#endif
-
 namespace microattn {
 namespace internal {
 
@@ -100,12 +86,14 @@ struct Vec<ScalarArch> {
   /// gives a loop (GCC 12 auto-vectorises the scalar kernels for the M55's MVE, differently for
   /// each micro-tile height) computes the same bits.
   static type fma(type a, type b, type c) noexcept {
-#if defined(__ARM_FEATURE_FMA) || defined(__FMA__) || defined(__aarch64__)
+#if MICROATTN_SCALAR_FMA
     return __builtin_fmaf(a, b, c);
 #else
     return a * b + c;
 #endif
   }
+  /// a * b + c with a scalar a (fma_scalar: the GEMM micro-kernel's broadcast A value).
+  static type fma_scalar(float a, type b, type c) noexcept { return fma(a, b, c); }
   /// c - a * b.
   static type fnma(type a, type b, type c) noexcept { return c - a * b; }
   static type max(type a, type b) noexcept { return a > b ? a : b; }
@@ -175,11 +163,12 @@ struct Vec {
   static type set1(float v) noexcept { return type(v); }
   static type zero() noexcept { return type(0.0f); }
   static type fma(type a, type b, type c) noexcept { return xsimd::fma(a, b, c); }
+  static type fma_scalar(float a, type b, type c) noexcept { return xsimd::fma(type(a), b, c); }
   /// c - a b. (armv7 NEON with FMA: one vfms. xsimd 8.1 has no NEON fnma, and its generic
   /// -a * b + c came out, with GCC 12's armv7 arm_neon.h, as a negation lane by lane through
   /// the stack and a separate multiply and add.)
   static type fnma(type a, type b, type c) noexcept {
-#if MICROATTN_NEON32_FIXES && defined(__ARM_FEATURE_FMA)
+#if defined(MICROATTN_NEON32_FMA)
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
       return type(vfmsq_f32(c.data, a.data, b.data));
 #endif
@@ -207,7 +196,7 @@ struct Vec {
     return xsimd::select(a < b, t, f);
   }
   static type shl23_bits(type v) noexcept {
-#if MICROATTN_NEON_INTRINSICS
+#if defined(MICROATTN_INTRIN_NEON)
     // xsimd 8.1's NEON bitwise_cast goes through a table of function pointers that GCC 12
     // calls out of line: a call (and spills around it) per vector in every exp loop.
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
@@ -274,6 +263,67 @@ struct Vec {
 };
 #endif
 
+#if MICROATTN_HAS_MVE
+/// Helium (MVE-F, Cortex-M55/M85): four floats per Q register, on arm_mve.h (xsimd has no arch
+/// for it). Element-aligned loads and stores suffice (VLDRW/VSTRW); every operation is one
+/// instruction, with two exceptions: hsum (no float add-across) and hmax with a seed lane.
+/// NaN: max and min are VMAXNM / VMINNM (a NaN operand loses to a number, as the kernels allow:
+/// see row_max; f32_softmax_exp2 turns a NaN score into a NaN weight on every arch), and a
+/// compare with a NaN is false (see select_lt).
+template <>
+struct Vec<MveArch> {
+  using type = float32x4_t;
+  static constexpr std::size_t kWidth = 4;
+  static constexpr std::size_t kAlign = 16;
+
+  static type load(const float* p) noexcept { return vld1q_f32(p); }
+  static type loadu(const float* p) noexcept { return vld1q_f32(p); }
+  /// 4 floats, or 4 int8 widened by the load itself (VLDRB.S32) and converted.
+  static type load_elem(const float* p) noexcept { return vld1q_f32(p); }
+  static type load_elem(const std::int8_t* p) noexcept {
+    return vcvtq_f32_s32(vldrbq_s32(reinterpret_cast<const signed char*>(p)));
+  }
+  static void store(float* p, type v) noexcept { vst1q_f32(p, v); }
+  static void storeu(float* p, type v) noexcept { vst1q_f32(p, v); }
+  static type set1(float v) noexcept { return vdupq_n_f32(v); }
+  static type zero() noexcept { return vdupq_n_f32(0.0f); }
+  static type fma(type a, type b, type c) noexcept { return vfmaq_f32(c, a, b); }
+  /// VFMA with a scalar operand from a core register: no broadcast, one Q register fewer.
+  static type fma_scalar(float a, type b, type c) noexcept { return vfmaq_n_f32(c, b, a); }
+  static type fnma(type a, type b, type c) noexcept { return vfmsq_f32(c, a, b); }
+  static type max(type a, type b) noexcept { return vmaxnmq_f32(a, b); }
+  static type min(type a, type b) noexcept { return vminnmq_f32(a, b); }
+  /// a < b as b > a: MVE's VCMP condition LT is "less than or unordered" (true when a or b is
+  /// NaN), GT is ordered (Vec.SelectLtIsTheCompareLaneByLane).
+  static type select_lt(type a, type b, type t, type f) noexcept {
+    return vpselq_f32(t, f, vcmpgtq_f32(b, a));
+  }
+  static type shl23_bits(type v) noexcept {
+    return vreinterpretq_f32_s32(vshlq_n_s32(vreinterpretq_s32_f32(v), 23));
+  }
+  static float hsum(type v) noexcept {
+    return (vgetq_lane_f32(v, 0) + vgetq_lane_f32(v, 1)) +
+           (vgetq_lane_f32(v, 2) + vgetq_lane_f32(v, 3));
+  }
+  static float hmax(type v) noexcept { return vmaxnmvq_f32(vgetq_lane_f32(v, 0), v); }
+  static void pin(type&) noexcept {}
+  static type opaque(type v) noexcept {
+#if defined(MICROATTN_OPAQUE_VEC)
+    __asm__("" : MICROATTN_OPAQUE_VEC(v));
+    return v;
+#else
+    alignas(16) float lanes[kWidth];
+    vst1q_f32(lanes, v);
+    for (std::size_t i = 0; i < kWidth; ++i) {
+      volatile float t = lanes[i];
+      lanes[i] = t;
+    }
+    return vld1q_f32(lanes);
+#endif
+  }
+};
+#endif
+
 /// Register blocking and tile sizes of the kernels for Arch (all compile-time, so every buffer
 /// size is a constexpr of the configuration and the arch).
 ///   kMR x kNR   GEMM micro-tile (rows x columns of C held in registers); kNR = kNRVec vectors
@@ -301,6 +351,21 @@ struct KernelParams<ScalarArch> {
   static constexpr std::size_t kBQ = 16;
   static constexpr std::size_t kBK = 16;
 };
+
+#if MICROATTN_HAS_MVE
+// Helium: eight Q registers. The micro-kernel's FMA takes its A value from a core register
+// (Vec::fma_scalar), so MR x NRV accumulators + NRV B vectors must fit in eight; tiles as small
+// as the scalar path's (a microcontroller's RAM).
+template <>
+struct KernelParams<MveArch> {
+  static constexpr std::size_t kMR = 4;
+  static constexpr std::size_t kNRVec = 1;
+  static constexpr std::size_t kKC = 128;
+  static constexpr std::size_t kMC = 64;
+  static constexpr std::size_t kBQ = 16;
+  static constexpr std::size_t kBK = 16;
+};
+#endif
 
 #if MICROATTN_HAS_XSIMD
 // 32 vector registers (AVX-512): 12 x 2 accumulators. kMC 264 (an A block of 264 KiB, for the

@@ -71,9 +71,9 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
     }
 #pragma GCC unroll 64
     for (std::size_t i = 0; i < MR; ++i) {
-      const T av = V::set1(arow[i][k]);
+      const float av = arow[i][k];
 #pragma GCC unroll 64
-      for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+      for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma_scalar(av, bv[j], acc[i][j]);
     }
   }
 #pragma GCC unroll 64
