@@ -4,7 +4,8 @@
 # aarch64 and armv7 under qemu-user; x86-avx2 and x86-avx512 natively when this CPU has the
 # instruction set (x86-64-v3 / x86-64-v4 flags in /proc/cpuinfo), build only otherwise (QEMU
 # 7.2 cannot emulate AVX-512); the three Cortex-M boards under qemu-system-arm, and the
-# Cortex-M4 once more with -Ofast (cortex-m4-ofast: the numerics under -ffast-math).
+# Cortex-M4 (scalar kernels) and Cortex-M55 (Helium kernels) once more with -Ofast
+# (cortex-m4-ofast, cortex-m55-ofast: the numerics, and the code, under -ffast-math).
 # CI runs it after the host tests (scripts/test_all.sh).
 #
 #   scripts/test_targets.sh                   all targets
@@ -17,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(aarch64 armv7 x86-avx2 x86-avx512 cortex-m4 cortex-m7 cortex-m55 cortex-m4-ofast)
+all=(aarch64 armv7 x86-avx2 x86-avx512 cortex-m4 cortex-m7 cortex-m55 cortex-m4-ofast cortex-m55-ofast)
 if [ $# -gt 0 ]; then targets=("$@")
 elif [ -n "${MICROATTN_TARGETS:-}" ]; then read -r -a targets <<< "$MICROATTN_TARGETS"
 else targets=("${all[@]}"); fi

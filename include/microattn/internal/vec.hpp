@@ -275,16 +275,23 @@ struct Vec<MveArch> {
   using type = float32x4_t;
   static constexpr std::size_t kWidth = 4;
   static constexpr std::size_t kAlign = 16;
+  /// Four floats in memory as the compiler must see them: element-aligned, and aliasing
+  /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32: GCC 12 writes those as accesses through
+  /// an int pointer, so under strict aliasing (-O2 and up) it may move a float store to the
+  /// same bytes past the vector load (the -Ofast M55 build loaded a lane before it was written:
+  /// F32Exp.AtMostTwoUlpOverSoftmaxRange). The same VLDRW / VSTRW instructions.
+  using Mem = float __attribute__((vector_size(16), aligned(4), may_alias));
 
-  static type load(const float* p) noexcept { return vld1q_f32(p); }
-  static type loadu(const float* p) noexcept { return vld1q_f32(p); }
-  /// 4 floats, or 4 int8 widened by the load itself (VLDRB.S32) and converted.
-  static type load_elem(const float* p) noexcept { return vld1q_f32(p); }
+  static type load(const float* p) noexcept { return *reinterpret_cast<const Mem*>(p); }
+  static type loadu(const float* p) noexcept { return *reinterpret_cast<const Mem*>(p); }
+  /// 4 floats, or 4 int8 widened by the load itself (VLDRB.S32: a character type, which
+  /// aliases anything) and converted.
+  static type load_elem(const float* p) noexcept { return loadu(p); }
   static type load_elem(const std::int8_t* p) noexcept {
     return vcvtq_f32_s32(vldrbq_s32(reinterpret_cast<const signed char*>(p)));
   }
-  static void store(float* p, type v) noexcept { vst1q_f32(p, v); }
-  static void storeu(float* p, type v) noexcept { vst1q_f32(p, v); }
+  static void store(float* p, type v) noexcept { *reinterpret_cast<Mem*>(p) = v; }
+  static void storeu(float* p, type v) noexcept { *reinterpret_cast<Mem*>(p) = v; }
   static type set1(float v) noexcept { return vdupq_n_f32(v); }
   static type zero() noexcept { return vdupq_n_f32(0.0f); }
   static type fma(type a, type b, type c) noexcept { return vfmaq_f32(c, a, b); }
@@ -313,12 +320,12 @@ struct Vec<MveArch> {
     return v;
 #else
     alignas(16) float lanes[kWidth];
-    vst1q_f32(lanes, v);
+    store(lanes, v);
     for (std::size_t i = 0; i < kWidth; ++i) {
       volatile float t = lanes[i];
       lanes[i] = t;
     }
-    return vld1q_f32(lanes);
+    return load(lanes);
 #endif
   }
 };
