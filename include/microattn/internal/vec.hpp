@@ -361,16 +361,12 @@ struct KernelParams<ScalarArch> {
 
 #if MICROATTN_HAS_MVE
 // Helium: eight Q registers. The micro-kernel's FMA takes its A value from a core register
-// (Vec::fma_scalar), so MR x NRV accumulators + NRV B vectors must fit in eight; tiles as small
-// as the scalar path's (a microcontroller's RAM).
+// (Vec::fma_scalar), so MR x NRV accumulators + NRV B vectors must fit in eight: 4 x 1 vector,
+// the scalar path's 4 x 4 floats. Every other size is the scalar path's (a microcontroller's
+// RAM).
 template <>
-struct KernelParams<MveArch> {
-  static constexpr std::size_t kMR = 4;
+struct KernelParams<MveArch> : KernelParams<ScalarArch> {
   static constexpr std::size_t kNRVec = 1;
-  static constexpr std::size_t kKC = 128;
-  static constexpr std::size_t kMC = 64;
-  static constexpr std::size_t kBQ = 16;
-  static constexpr std::size_t kBK = 16;
 };
 #endif
 
