@@ -314,19 +314,11 @@ struct Vec<MveArch> {
   }
   static float hmax(type v) noexcept { return vmaxnmvq_f32(vgetq_lane_f32(v, 0), v); }
   static void pin(type&) noexcept {}
+  /// (GNU C only, as the vector operators and Mem above: arch.hpp gives every GNU ARM compiler
+  /// MICROATTN_OPAQUE_VEC.)
   static type opaque(type v) noexcept {
-#if defined(MICROATTN_OPAQUE_VEC)
     __asm__("" : MICROATTN_OPAQUE_VEC(v));
     return v;
-#else
-    alignas(16) float lanes[kWidth];
-    store(lanes, v);
-    for (std::size_t i = 0; i < kWidth; ++i) {
-      volatile float t = lanes[i];
-      lanes[i] = t;
-    }
-    return load(lanes);
-#endif
   }
 };
 #endif
