@@ -111,7 +111,7 @@ struct Vec<ScalarArch> {
   }
   static float hsum(type v) noexcept { return v; }
   static float hmax(type v) noexcept { return v; }
-  static void pin(type&) noexcept {}
+  static type pinned(type v) noexcept { return v; }
   /// v, as a value the optimiser knows nothing about (see the xsimd Vec::opaque).
   static type opaque(type v) noexcept {
 #if defined(MICROATTN_OPAQUE_F32)
@@ -209,15 +209,17 @@ struct Vec {
     return xsimd::bitwise_cast<type>(xsimd::bitwise_cast<ibatch>(v) << 23);
 #endif
   }
-  /// Makes v a register value the compiler cannot re-derive from memory. GCC 12 folds the B
+  /// v as a register value the compiler cannot re-derive from memory. GCC 12 folds the B
   /// loads of a 4-row micro-kernel into every FMA (12 loads per 8 FMAs, load-port bound:
   /// 64 GFLOP/s on Zen 3); pinned, the loads stay 2 per k (83 GFLOP/s). Emits no instruction.
-  static void pin(type& v) noexcept {
+  /// By value, not by reference: pinning an element of the micro-kernel's B array in place
+  /// made GCC 12 store every B vector to the stack on every k once the kernel was inlined into
+  /// f32_attn_rows (2 dead stores per 24 FMAs in each of its micro-kernel loops).
+  static type pinned(type v) noexcept {
 #if MICROATTN_PIN_X86
     __asm__("" : "+v"(v.data));
-#else
-    (void)v;
 #endif
+    return v;
   }
   /// v, as a value the optimiser knows nothing about: an empty asm statement that "changes"
   /// the register. Emits no instruction. Under -ffast-math (-fassociative-math) the compiler
@@ -313,7 +315,7 @@ struct Vec<MveArch> {
            (vgetq_lane_f32(v, 2) + vgetq_lane_f32(v, 3));
   }
   static float hmax(type v) noexcept { return vmaxnmvq_f32(vgetq_lane_f32(v, 0), v); }
-  static void pin(type&) noexcept {}
+  static type pinned(type v) noexcept { return v; }
   /// (GNU C only, as the vector operators and Mem above: arch.hpp gives every GNU ARM compiler
   /// MICROATTN_OPAQUE_VEC.)
   static type opaque(type v) noexcept {

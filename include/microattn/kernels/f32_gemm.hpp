@@ -64,10 +64,10 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
     T bv[NRV];
 #pragma GCC unroll 64
     for (std::size_t j = 0; j < NRV; ++j) {
-      bv[j] = V::load_elem(b + j * vs);
-      // One load per B vector, not one per use (see Vec::pin). With one row each vector has
+      // One load per B vector, not one per use (see Vec::pinned). With one row each vector has
       // one use, and pinning 2 x NRV + 1 live vectors could run out of registers.
-      if (MR > 1) V::pin(bv[j]);
+      bv[j] = V::load_elem(b + j * vs);
+      if (MR > 1) bv[j] = V::pinned(bv[j]);
     }
 #pragma GCC unroll 64
     for (std::size_t i = 0; i < MR; ++i) {
@@ -151,12 +151,33 @@ inline void pack_b_panel_q8(const std::int8_t* b, std::size_t ldb, WeightLayout 
       pack[k * NR + j] = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) * sc[j] : 0.0f;
 }
 
+/// Whether the GEMM copies the rows of edge tiles and partial panels with copy_row: on the
+/// xsimd arches. (The scalar and Helium kernels keep their plain loops: GCC 12 emits no string
+/// instruction for those targets, and their code stays as it was.)
+template <class Arch>
+constexpr bool kCopyRowVectors = (MICROATTN_HAS_XSIMD != 0) && internal::Vec<Arch>::kWidth > 1;
+
+/// dst[0 .. n) = src[0 .. n): a row of an edge tile or of a partial panel (n < kNR), as whole
+/// vectors, then one float at a time through an empty asm (Vec<ScalarArch>::opaque, no
+/// instruction). As a plain loop GCC 12 makes it a memcpy, which it inlines on x86 as
+/// `rep movsq` (-march=native and the presets' -march=x86-64-v3/v4 alike), whose start-up cost
+/// was 60 % of the projections' time in the teaching notes' tiny layer (S1) on an Emerald
+/// Rapids Xeon.
+template <class Arch>
+inline void copy_row(float* dst, const float* src, std::size_t n) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth;
+  std::size_t j = 0;
+  for (; j + W <= n; j += W) V::storeu(dst + j, V::loadu(src + j));
+  for (; j < n; ++j) dst[j] = internal::Vec<ScalarArch>::opaque(src[j]);
+}
+
 /// Packs the kc x NR panel of B at depth pc, column jc (nr <= NR valid columns, the rest
 /// zero) into pack[k * NR + j]. Full panels copy rows of NR contiguous floats with a
 /// fixed-size memcpy, which every compiler turns into whole-vector moves at any optimisation
 /// level (a loop is vectorised by GCC 12 only at -O3: at -O2 it needs an alias check): this
 /// copy runs once per panel and row block, so it must be cheap.
-template <std::size_t NR>
+template <class Arch, std::size_t NR>
 inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, std::size_t pc,
                          std::size_t kc, std::size_t jc, std::size_t nr, float* pack) noexcept {
   constexpr std::size_t P = kWeightPanel;
@@ -191,14 +212,19 @@ inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, s
   // then copy the nr columns with the layout decided once, not per element.
   for (std::size_t i = 0; i < kc * NR; ++i) pack[i] = 0.0f;
   if (layout == WeightLayout::kInOut) {
-    // Four floats at a time by fixed-size memcpy (one vector move at any -O level), then the
-    // rest one by one.
-    const std::size_t n4 = nr / 4 * 4;
-    for (std::size_t k = 0; k < kc; ++k) {
-      const float* src = b + (pc + k) * ldb + jc;
-      std::size_t j = 0;
-      for (; j < n4; j += 4) std::memcpy(pack + k * NR + j, src + j, 4 * sizeof(float));
-      for (; j < nr; ++j) pack[k * NR + j] = src[j];
+    if constexpr (kCopyRowVectors<Arch>) {
+      for (std::size_t k = 0; k < kc; ++k)
+        copy_row<Arch>(pack + k * NR, b + (pc + k) * ldb + jc, nr);
+    } else {
+      // Four floats at a time by fixed-size memcpy (one vector move at any -O level), then the
+      // rest one by one.
+      const std::size_t n4 = nr / 4 * 4;
+      for (std::size_t k = 0; k < kc; ++k) {
+        const float* src = b + (pc + k) * ldb + jc;
+        std::size_t j = 0;
+        for (; j < n4; j += 4) std::memcpy(pack + k * NR + j, src + j, 4 * sizeof(float));
+        for (; j < nr; ++j) pack[k * NR + j] = src[j];
+      }
     }
   } else if (layout == WeightLayout::kOutIn) {
     for (std::size_t j = 0; j < nr; ++j)
@@ -292,7 +318,11 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
       // loads from a null pointer, and a masked load that would fault takes a microcode assist
       // (a fifth of a tiny layer's time).
       if (bias) {
-        for (std::size_t j = 0; j < nr; ++j) bias_row[j] = bias[jc + j];
+        if constexpr (kCopyRowVectors<Arch>) {
+          copy_row<Arch>(bias_row, bias + jc, nr);
+        } else {
+          for (std::size_t j = 0; j < nr; ++j) bias_row[j] = bias[jc + j];
+        }
         for (std::size_t j = nr; j < NR; ++j) bias_row[j] = 0.0f;
       }
       for (std::size_t pc = 0; pc < K; pc += KC) {
@@ -315,7 +345,7 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
           } else if (kTwoPanels && b_layout == WeightLayout::kPanel16 && nr == NR) {
             bp = b + (jc / P) * ldb + pc * P, bld = P, bvs = ldb;
           } else {
-            detail::pack_b_panel<NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
+            detail::pack_b_panel<Arch, NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
           }
         } else {
           detail::pack_b_panel_q8<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
@@ -332,8 +362,13 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
           }
           // Edge or scattered tile: compute into a local tile, then write what is in range.
           if (!first) {
-            for (std::size_t i = 0; i < mr; ++i)
-              for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
+            for (std::size_t i = 0; i < mr; ++i) {
+              if constexpr (kCopyRowVectors<Arch>) {
+                copy_row<Arch>(tile + i * NR, store.row(m0 + i, jc), nr);
+              } else {
+                for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
+              }
+            }
           }
           // Only the vectors holding the nr columns (a partial panel is zero past them). Not on
           // the scalar path: there each narrower width is one more instantiation for GCC 12 to
@@ -342,8 +377,13 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
           const std::size_t nv = W > 1 ? (nr + W - 1) / W : Tl::kNRVec;
           f32_gemm_ukernel_rows_nv<Arch, float, kTwoPanels>(nv, mr, kc, ablk, lda, bp, bld, tile,
                                                             NR, add, !first, bvs);
-          for (std::size_t i = 0; i < mr; ++i)
-            for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
+          for (std::size_t i = 0; i < mr; ++i) {
+            if constexpr (kCopyRowVectors<Arch>) {
+              copy_row<Arch>(store.row(m0 + i, jc), tile + i * NR, nr);
+            } else {
+              for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
+            }
+          }
         }
       }
     }
