@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Cycles per loop iteration of the kernels' hot loops on ARM cores, from LLVM's machine-code
-analyzer (llvm-mca): a MODEL ESTIMATE, not a measurement (there is no ARM board here, and
-timings under QEMU mean nothing).
+"""Cycles per loop iteration of the kernels' hot loops on ARM cores and on the x86 cores not at
+hand, from LLVM's machine-code analyzer (llvm-mca): a MODEL ESTIMATE, not a measurement (there
+is no ARM board here, timings under QEMU mean nothing, and the Zen 3 / Zen 4 boxes are not
+always the machine at hand).
 
-For each target (aarch64, armv7, Cortex-M7, Cortex-M55) the tool compiles tools/mca/probes.cpp with the
-project's cross compiler and the flags of its toolchain file (read from toolchains/*.cmake
+For each target (aarch64, armv7, Cortex-M7, Cortex-M55, x86-avx2, x86-avx512) the tool compiles
+tools/mca/probes.cpp with the project's cross compiler (the host's g++ for x86) and the flags of its toolchain file (read from toolchains/*.cmake
 with `cmake -P`, so they cannot drift apart) plus the Release flags (-O3 -DNDEBUG; --opt O2
 or Os for a user's RelWithDebInfo or MinSizeRel build), to assembly. Each probe is one
 extern "C" function holding one hot loop: the GEMM micro-kernel, the attention tile's Q K^T,
-P V and exp2 loops, the decode GEMVs, exp. In each probe's assembly (and the functions it
+P V and exp2 loops, the whole attention tile kernel (attn_rows), the decode GEMVs, exp. In each probe's assembly (and the functions it
 calls) the tool takes the innermost loop with the most multiply-add lanes, and runs llvm-mca
 on that loop body for each core:
 
@@ -33,6 +34,10 @@ Models (what LLVM has; the core a row names is not always the model it uses):
   Cortex-A55  LLVM's Cortex-A55 model (AArch64 only: the 32-bit backend has none).
   Cortex-M7   LLVM's Cortex-M7 model.
   Cortex-M55  LLVM's Cortex-M55 model (Helium: MveArch's kernels; LLVM 16 and newer).
+  Zen 3       LLVM's znver3 model (x86-avx2: -march=x86-64-v3, kernels fma3+avx2).
+  Zen 4, Sapphire Rapids  LLVM's znver4 and sapphirerapids models (x86-avx512: -march=x86-64-v4,
+              kernels avx512bw). The Zen 4 model sends a 16-lane broadcast load through an FMA
+              pipe too, which puts the 12 x 2 micro-kernel at 67 % there.
 
 Usage:
   python3 tools/mca_report.py                 # the table (text)
@@ -44,9 +49,12 @@ Usage:
 --check: the NEON GEMM micro-kernel reaches >= 85 % of the modelled FMA bound on Cortex-A76
 (N1 model) and Cortex-A72 (A57 model), the Helium one >= 60 % on the Cortex-M55 model (67 %
 with its A values as VFMA's core-register operand, 50 % with a broadcast each), with no stack
-access in the loop (aarch64, armv7, Cortex-M55); and f32_exp's loop is found (exp inlined)
-with no stack access on all three (armv7 once had a call per vector at -O2 and 11 stack
-accesses per vector at -O3, from xsimd's compare and fnma).
+access in the loop (aarch64, armv7, Cortex-M55; on x86 no vector stored to the stack); f32_exp's
+loop is found (exp inlined) with no stack access on all of them (armv7 once had a call per
+vector at -O2 and 11 stack accesses per vector at -O3, from xsimd's compare and fnma); and no
+multiply-add loop of the whole f32_attn_rows stores a vector to the stack (aarch64, M55, x86;
+armv7's known q-register spill there is reported, not failed): inlined there, the x86
+micro-kernel once stored its B vectors to the stack on every k step.
 Exit status: 0 ok, 1 a target missed, 2 usage or tool error, 77 skipped (llvm-mca, cmake or
 a cross compiler missing, or no llvm-mca with an N1 model).
 Only the Python 3 standard library is needed.
@@ -76,6 +84,8 @@ LOOPS = [
      "GEMM micro-kernel, one k step of the kMR x kNR tile (C += A B, packed B panel)"),
     ("mca_attn_qk", "attn_qk", "attention tile, S = Q K^T: the micro-kernel over d_head 64"),
     ("mca_attn_pv", "attn_pv", "attention tile, O += P V: the micro-kernel over the keys"),
+    ("mca_attn_rows", "attn_rows",
+     "the whole f32_attn_rows (d_head 64): its hottest loop, a micro-kernel inlined there"),
     ("mca_attn_exp2_row", "attn_exp2_row", "attention tile, p = 2^(s - m) and its sum: 1 vector"),
     ("mca_gemv_panel16", "gemv_panel16", "decode GEMV, kPanel16 weights: one k of two panels"),
     ("mca_gemv_axpy", "gemv_axpy", "decode GEMV, kInOut weights: one vector of four rows"),
@@ -94,6 +104,8 @@ class Target:
         self.cxx = None
         self.flags = []
         self.triple = None
+        self.arch = ("x86" if name.startswith("x86") else
+                     "aarch64" if name == "aarch64" else "arm32")
 
 
 def make_targets(n1_model):
@@ -116,6 +128,16 @@ def make_targets(n1_model):
                [("Cortex-M55", "cortex-m55", "Cortex-M55 model")],
                [("vfma.f32 q{i6}, q6, q7", 4), ("vfma.f32 q{i6}, q6, r0", 4),
                 ("vfma.f32 s{i}, s28, s29", 1)]),
+        # x86 (the host's g++ with the x86 toolchain files' -march): the machines the x86
+        # presets stand for, including the ones not at hand (Zen 3 for AVX2, Zen 4 for
+        # AVX-512). This Xeon (Emerald Rapids) runs the Sapphire Rapids pipeline.
+        Target("x86-avx2", "x86_64-avx2.cmake", [],
+               [("Zen 3", "znver3", "Zen 3 model")],
+               [("vfmadd231ps %ymm14, %ymm15, %ymm{i}", 8)]),
+        Target("x86-avx512", "x86_64-avx512.cmake", [],
+               [("Zen 4", "znver4", "Zen 4 model"),
+                ("Sapphire Rapids", "sapphirerapids", "Sapphire Rapids model")],
+               [("vfmadd231ps %zmm30, %zmm31, %zmm{i}", 16)]),
     ]
 
 
@@ -200,22 +222,37 @@ LABEL = re.compile(r"^([.\w$]+):")
 # (le / letp: Armv8.1-M's low-overhead loop end, which GCC emits for the M55.)
 BRANCH = re.compile(r"^(b|b\.\w+|b[a-z]{2}(\.[nw])?|cbn?z|tbn?z|bl|blx|le|letp)\s+(?:.*,\s*)?"
                     r"([.\w$]+)(\(PLT\))?\s*$")
+# x86 (AT&T syntax, GCC's -S): jumps and calls to a label.
+X86_BRANCH = re.compile(r"^(j[a-z]+|call)\s+([.\w$]+)(@PLT)?\s*$")
 
 
-def strip_comment(line, arm32):
-    for c in (("@",) if arm32 else ()) + ("//",):
+def branch(line):
+    """(kind, label) of a branch to a label: kind "call" or "jump"; None for anything else."""
+    m = X86_BRANCH.match(line)
+    if m:
+        return ("call" if m.group(1) == "call" else "jump", m.group(2))
+    m = BRANCH.match(line)
+    if m:
+        return ("call" if m.group(1) in ("bl", "blx") else "jump", m.group(3))
+    return None
+
+
+def strip_comment(line, arch):
+    """The line without its comment: "@" starts one on 32-bit ARM, "#" on x86 (where it is
+    not an immediate's prefix), "//" everywhere."""
+    for c in {"arm32": ("@", "//"), "x86": ("#", "//")}.get(arch, ("//",)):
         i = line.find(c)
         if i >= 0:
             line = line[:i]
     return " ".join(line.split())
 
 
-def functions(asm, arm32):
+def functions(asm, arch):
     """{name: [lines]} of the functions in the assembly (from `name:` to `.size name`)."""
     names = set(re.findall(r"^\s*\.type\s+([.\w$]+),\s*[%@#]function", asm, re.M))
     out, cur = {}, None
     for raw in asm.splitlines():
-        line = strip_comment(raw, arm32)
+        line = strip_comment(raw, arch)
         m = LABEL.match(line)
         if m and m.group(1) in names:
             cur = m.group(1)
@@ -242,9 +279,9 @@ def reachable(funcs, start):
             continue
         seen.append(f)
         for line in funcs[f]:
-            m = BRANCH.match(line)
-            if m and m.group(3) in funcs:
-                todo.append(m.group(3))
+            b = branch(line)
+            if b and b[1] in funcs:
+                todo.append(b[1])
     return seen
 
 
@@ -253,6 +290,15 @@ def fma_lanes(insn, arch):
     op, _, rest = insn.partition(" ")
     op = op.split(".")[0] if arch == "aarch64" else op
     rest = rest.strip()
+    if arch == "x86":
+        # vfmadd231ps / vfnmadd213ss ...: the destination (last operand) gives the width.
+        m = re.match(r"vfn?m(add|sub)\d{3}(ps|ss)$", op)
+        if not m:
+            return 0
+        if m.group(2) == "ss":
+            return 1
+        dest = rest.split(",")[-1].strip()
+        return {"%z": 16, "%y": 8, "%x": 4}.get(dest[:2], 0)
     if arch == "aarch64":
         if op not in ("fmla", "fmls", "fmadd", "fmsub", "fnmadd", "fnmsub"):
             return 0
@@ -277,18 +323,18 @@ def loops(lines):
             pos[m.group(1)] = i
     res = []
     for i, line in enumerate(lines):
-        m = BRANCH.match(line)
-        if m and m.group(1) not in ("bl", "blx") and m.group(3) in pos and pos[m.group(3)] < i:
-            res.append((pos[m.group(3)], i))
+        b = branch(line)
+        if b and b[0] == "jump" and b[1] in pos and pos[b[1]] < i:
+            res.append((pos[b[1]], i))
     return res
 
 
-def hot_loop(asm, func, arch, arm32):
-    """Body (instructions) of the innermost loop with the most FMA lanes reachable from func."""
-    funcs = functions(asm, arm32)
+def fma_loops(asm, func, arch):
+    """[(function, body)] of every innermost loop with multiply-adds reachable from func."""
+    funcs = functions(asm, arch)
     if func not in funcs:
         raise Error("%s not found in the assembly" % func)
-    best = None
+    out = []
     for f in reachable(funcs, func):
         lines = funcs[f]
         ls = loops(lines)
@@ -296,13 +342,18 @@ def hot_loop(asm, func, arch, arm32):
             if any((s2, e2) != (s, e) and s <= s2 and e2 <= e for (s2, e2) in ls):
                 continue  # not innermost
             body = [l for l in lines[s:e + 1] if is_insn(l)]
-            lanes = sum(fma_lanes(l, arch) for l in body)
-            key = (lanes, -len(body))
-            if best is None or key > best[0]:
-                best = (key, f, body)
-    if best is None or best[0][0] == 0:
+            if any(fma_lanes(l, arch) for l in body):
+                out.append((f, body))
+    return out
+
+
+def hot_loop(asm, func, arch):
+    """Body (instructions) of the innermost loop with the most FMA lanes reachable from func
+    (the first of them on a tie; fewer instructions first among equal lanes)."""
+    candidates = fma_loops(asm, func, arch)
+    if not candidates:
         raise Error("no loop with multiply-adds in %s" % func)
-    return best[1], best[2]
+    return max(candidates, key=lambda fb: (sum(fma_lanes(l, arch) for l in fb[1]), -len(fb[1])))
 
 
 POST_STORE_A64 = re.compile(r"^(st[a-z0-9]*) (.*), \[(\w+)\], #?(-?\d+)$")
@@ -317,7 +368,8 @@ def split_store_writeback(body, arch):
     not wait for the data). None if the loop has no such store."""
     out, changed = [], False
     for l in body:
-        m = POST_STORE_A64.match(l) if arch == "aarch64" else POST_STORE_A32.match(l)
+        m = (POST_STORE_A64.match(l) if arch == "aarch64" else
+             POST_STORE_A32.match(l) if arch == "arm32" else None)
         if m and arch == "aarch64":
             out += ["%s %s, [%s]" % (m.group(1), m.group(2), m.group(3)),
                     "add %s, %s, #%s" % (m.group(3), m.group(3), m.group(4))]
@@ -333,16 +385,34 @@ def split_store_writeback(body, arch):
 
 
 def calls(body):
-    return sum(1 for l in body if re.match(r"blx? ", l))
+    return sum(1 for l in body if re.match(r"(blx?|call) ", l))
 
 
 def stack_ops(body):
-    return sum(1 for l in body if re.search(r"\[sp\b", l) or re.match(r"v?(push|pop)\b", l))
+    """Loads and stores to the stack: [sp on ARM; (%rsp) or (%rbp) on x86 (GCC keeps %rbp the
+    frame pointer in functions that realign the stack for vectors, and otherwise rarely uses it
+    for data in these kernels)."""
+    return sum(1 for l in body if re.search(r"\[sp\b|\(%r[sb]p\b", l) or
+               re.match(r"v?(push|pop)[a-z]?\b", l))
+
+
+def vector_stack_stores(body, arch):
+    """Stores of a vector or FP register to the stack: a value spilled and reloaded in the
+    loop. (Loads alone are not counted: x86 GCC keeps a loop-invariant constant it has no
+    register for on the stack and reads it as a memory operand, like a constant in .rodata;
+    a reloaded pointer is one scalar load.)"""
+    if arch == "x86":
+        # AT&T: the destination is the last operand.
+        return sum(1 for l in body
+                   if re.search(r"%[xyz]mm\d+, -?\w*\(%r[sb]p\b[^,]*\)$", l))
+    reg = r"\b[qdsv]\d+\b" if arch == "aarch64" else r"\b[qds]\d+\b"
+    return sum(1 for l in body
+               if re.match(r"(v?st|v?push)", l) and re.search(r"\[sp\b|\{", l) and
+               re.search(reg, l) and ("[sp" in l or "push" in l))
 
 
 def internal_branches(body):
-    return sum(1 for l in body[:-1]
-               if BRANCH.match(l) and not BRANCH.match(l).group(1).startswith("bl"))
+    return sum(1 for l in body[:-1] if branch(l) and branch(l)[0] == "jump")
 
 
 # --- llvm-mca ---------------------------------------------------------------------------
@@ -388,6 +458,8 @@ def triple_of(t, asm):
         return ("thumbv7a" if thumb else "armv7a") + "-linux-gnueabihf"
     if t.name == "cortex-m55":
         return "thumbv8.1m.main-none-eabihf"
+    if t.arch == "x86":
+        return "x86_64-linux-gnu"
     return "thumbv7em-none-eabihf"
 
 
@@ -395,10 +467,10 @@ def triple_of(t, asm):
 
 def analyse(t, asm, mca_bin, tmp, peaks, loops_wanted, tag=""):
     rows = []
-    arch = "aarch64" if t.name == "aarch64" else "arm32"
+    arch = t.arch
     for func, name, _ in loops_wanted:
         try:
-            fn, body = hot_loop(asm, func, arch, arch != "aarch64")
+            fn, body = hot_loop(asm, func, arch)
         except Error as e:
             rows.append({"loop": name, "target": t.name, "error": str(e)})
             continue
@@ -464,7 +536,9 @@ def fmt_table(rows, markdown):
 SWEEP = {"aarch64": [(2, 4), (3, 4), (4, 4), (5, 4), (6, 4), (7, 4), (4, 5), (4, 3), (6, 3),
                      (7, 3), (8, 3), (4, 2), (8, 2), (10, 2), (12, 2)],
          "armv7": [(4, 2), (5, 2), (6, 2), (3, 3), (4, 3), (2, 4), (3, 4)],
-         "cortex-m55": [(2, 1), (3, 1), (4, 1), (6, 1), (7, 1), (2, 2), (3, 2), (2, 3)]}
+         "cortex-m55": [(2, 1), (3, 1), (4, 1), (6, 1), (7, 1), (2, 2), (3, 2), (2, 3)],
+         "x86-avx2": [(4, 2), (5, 2), (6, 2), (3, 3), (4, 3), (2, 4), (3, 4)],
+         "x86-avx512": [(8, 2), (10, 2), (12, 2), (14, 2), (6, 3), (8, 3), (4, 4), (6, 4)]}
 
 
 def main():
@@ -473,7 +547,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="assert the NEON GEMM targets")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--sweep", action="store_true", help="also compare GEMM register tiles")
-    ap.add_argument("--target", action="append", help="aarch64, armv7, cortex-m7, cortex-m55 (default: all)")
+    ap.add_argument("--target", action="append", help="aarch64, armv7, cortex-m7, cortex-m55, x86-avx2, "
+                    "x86-avx512 (default: all)")
     ap.add_argument("--loop", action="append", help="loops to analyse (default: all)")
     ap.add_argument("--show", metavar="LOOP", help="print this loop's body for each target")
     ap.add_argument("--llvm-mca", help="llvm-mca to use (default: the newest llvm-mca-N)")
@@ -509,8 +584,8 @@ def report(args, mca_bin, tmp):
     version = llvm_version(mca_bin)
     n1 = has_n1_model(mca_bin, tmp)
     targets = make_targets(n1)
-    want = args.target or (["aarch64", "armv7", "cortex-m55"] if args.check
-                           else [t.name for t in targets])
+    want = args.target or (["aarch64", "armv7", "cortex-m55", "x86-avx2", "x86-avx512"]
+                           if args.check else [t.name for t in targets])
     # The Cortex-M55 model is LLVM 16's, and its loops end in `le`, which the model has no data
     # for: llvm-mca 18's -skip-unsupported-instructions leaves it out. Older: no M55 rows.
     major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0
@@ -521,7 +596,7 @@ def report(args, mca_bin, tmp):
     targets = [t for t in targets if t.name in want]
     loops_wanted = [l for l in LOOPS if not args.loop or l[1] in args.loop]
     if args.check:
-        loops_wanted = [l for l in LOOPS if l[1] in ("gemm_ukernel", "exp")]
+        loops_wanted = [l for l in LOOPS if l[1] in ("gemm_ukernel", "exp", "attn_rows")]
     missing = []
     for t in targets:
         t.cxx, t.flags = toolchain_flags(t, tmp)
@@ -561,11 +636,11 @@ def report(args, mca_bin, tmp):
 
     if args.show:
         for t in targets:
-            arch = "aarch64" if t.name == "aarch64" else "arm32"
+            arch = t.arch
             func = [l[0] for l in LOOPS if l[1] == args.show]
             if not func:
                 raise Error("no loop %s" % args.show)
-            fn, body = hot_loop(asms[t.name], func[0], arch, arch != "aarch64")
+            fn, body = hot_loop(asms[t.name], func[0], arch)
             print("\n== %s, %s (in %s): %d instructions" % (args.show, t.name, fn, len(body)))
             print("\n".join("  " + l for l in body))
         return 0
@@ -605,15 +680,21 @@ def report(args, mca_bin, tmp):
 
     if not args.check:
         return 0
-    failed, checked, spilled = [], [], set()
+    failed, checked, spilled, checked_spills = [], [], set(), []
     for r in rows:
         if "error" in r:
             failed.append("%s %s: %s" % (r["loop"], r["target"], r["error"]))
             continue
-        if r["stack"] and (r["loop"], r["target"]) not in spilled:
+        if r["loop"] == "attn_rows":
+            continue  # every loop of it, below
+        # x86: vector spills only (the 12-row micro-kernel has more row pointers than x86 has
+        # general registers: one is reloaded from the stack per k, a load beside 14 others).
+        n_stack = (vector_stack_stores(r["body"], "x86") if r["target"].startswith("x86")
+                   else r["stack"])
+        if n_stack and (r["loop"], r["target"]) not in spilled:
             spilled.add((r["loop"], r["target"]))
             failed.append("%s %s: %d stack accesses in the loop (spills)" % (
-                r["loop"], r["target"], r["stack"]))
+                r["loop"], r["target"], n_stack))
         if (r["loop"] == "gemm_ukernel" and r["target"] == "aarch64"
                 and r["core"] in ("Cortex-A76", "Cortex-A72")):
             checked.append(r["core"])
@@ -625,15 +706,50 @@ def report(args, mca_bin, tmp):
             if r["pct"] < CHECK_PCT_M55:
                 failed.append("%s %s %s: %.1f %% of the FMA bound (target >= %.0f %%)" % (
                     r["loop"], r["target"], r["core"], r["pct"], CHECK_PCT_M55))
+    # f32_attn_rows: no loop of it spills a vector to the stack. armv7's micro-kernel tile uses
+    # all 16 q registers and GCC 12 spills one where it is inlined there (1 store + 1 load per
+    # 12 FMAs, a known cost, reported and not failed).
+    notes = []
+    for t in targets:
+        spills = [vector_stack_stores(body, t.arch)
+                  for (_, body) in fma_loops(asms[t.name], "mca_attn_rows", t.arch)]
+        bad = [n for n in spills if n]
+        if not spills:
+            failed.append("attn_rows %s: no loop with multiply-adds found" % t.name)
+        elif bad and t.name == "armv7":
+            notes.append("attn_rows armv7: %d of %d loops spill a q register to the stack "
+                         "(known, not failed)" % (len(bad), len(spills)))
+        elif bad:
+            failed.append("attn_rows %s: %d of its %d multiply-add loops spill vectors to the "
+                          "stack (%s stores)" % (t.name, len(bad), len(spills),
+                                                   "+".join(str(n) for n in bad)))
+        else:
+            checked_spills.append("%s (%d loops)" % (t.name, len(spills)))
+    # x86: no string move in the projections' GEMM (a `rep movsq` per row of an edge tile
+    # once cost S1, the teaching notes' 11-token layer, 60 % of its GEMM time).
+    for t in targets:
+        if t.arch != "x86":
+            continue
+        funcs = functions(asms[t.name], t.arch)
+        reps = [l for f in reachable(funcs, "mca_gemm") for l in funcs[f]
+                if re.match(r"rep\w* movs", l)]
+        if reps:
+            failed.append("gemm %s: %d string moves (%s) in f32_gemm's code" % (
+                t.name, len(reps), reps[0]))
+        else:
+            checked_spills.append("%s gemm without rep movs" % t.name)
     print()
+    for n in notes:
+        print("note: " + n)
     for f in failed:
         print("FAIL: " + f)
     if failed:
         print("(the loop: --show gemm_ukernel --target aarch64; other tiles: --sweep; "
-              "docs/targets.md, ARM cycle estimates)")
+              "docs/targets.md, Cycle estimates)")
         return 1
     print("PASS: GEMM micro-kernel >= %.0f %% of the modelled FMA bound on %s; it and "
-          "exp without spills" % (CHECK_PCT, ", ".join(checked)))
+          "exp without spills; f32_attn_rows' loops without vector spills on %s"
+          % (CHECK_PCT, ", ".join(checked), ", ".join(checked_spills)))
     if not n1:
         print("SKIP: Cortex-A76 not checked: llvm-mca %s has no Neoverse N1 model" % version)
         return SKIP

@@ -31,8 +31,7 @@ constexpr std::size_t kDPad = k::AttnScratch<Arch, kD>::kDPad;
 
 // GEMM micro-kernel as f32_gemm runs it on a packed B panel (row stride kNR), C += A B.
 MCA_PROBE void mca_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, const float* b,
-                                float* c, std::size_t ldc, const float* add_row,
-                                bool accumulate) {
+                                float* c, std::size_t ldc, const float* add_row, bool accumulate) {
   k::f32_gemm_ukernel<Arch, kMR, kNRV>(kc, a, lda, b, kNRV * V::kWidth, c, ldc, add_row,
                                        accumulate);
 }
@@ -47,6 +46,23 @@ MCA_PROBE void mca_attn_qk(std::size_t mr, const float* q, const float* ktile, f
 MCA_PROBE void mca_attn_pv(std::size_t mr, std::size_t n, const float* p, const float* v,
                            float* o) {
   k::f32_gemm_ukernel_rows<Arch>(mr, n, p, Tl::kBK, v, kDPad, o, kDPad, nullptr, true);
+}
+
+// The projections' GEMM (kInOut weights, row-major C), edges included: mca_report.py --check
+// looks for string instructions in it on x86 (GCC 12 once turned its edge tiles' row copies
+// into an inlined `rep movsq`, most of a tiny layer's time).
+MCA_PROBE void mca_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, const float* b,
+                        const float* bias, float* c, float* pack) {
+  k::detail::gemm_weights<Arch>(M, N, K, a, K, b, N, microattn::WeightLayout::kInOut, nullptr, bias,
+                                k::StoreRowMajor{c, N}, pack);
+}
+
+// The whole attention tile kernel, as the library instantiates it: its micro-kernel loops
+// inlined among the softmax's and the mask's work (where GCC 12 once kept the x86 kernel's B
+// vectors on the stack: mca_report.py --check looks at every loop of it).
+MCA_PROBE void mca_attn_rows(const k::QueryRows& rows, const k::KeyMask& mask, const float* kt,
+                             const float* v, float scale, k::AttnScratch<Arch, kD>& sc) {
+  k::f32_attn_rows<Arch, kD>(rows, mask, kt, v, scale, sc);
 }
 
 // Attention tile, online softmax: p = 2^(s - m) over a score row, and its sum.
