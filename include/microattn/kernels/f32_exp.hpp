@@ -10,6 +10,11 @@ MICROATTN_GCC12_AVX512_WARNINGS_OFF
 namespace microattn {
 namespace kernels {
 
+// The three exponentials below are always inlined (MICROATTN_ALWAYS_INLINE): each is the body
+// of a loop over a row. With xsimd 14's headers GCC 12 at -O3 left f32_exp and the scalar
+// f32_exp2 out of line (a call per vector; tools/mca_report.py --check found no loop in its exp
+// probe on x86), where with xsimd 8.1 it inlines them.
+
 /// exp(x) lane by lane, written once for every arch (the scalar path runs the same steps).
 ///
 /// Domain: accurate on [-87.33654, 88] (results are normal floats there); returns exactly 0 for
@@ -24,7 +29,8 @@ namespace kernels {
 /// [-87.3, 0] by tests/test_f32_exp.cpp: at most 1 ulp on AVX2+FMA and scalar (the test
 /// asserts <= 2 ulp, the budget).
 template <class Arch>
-inline typename internal::Vec<Arch>::type f32_exp(typename internal::Vec<Arch>::type x) noexcept {
+MICROATTN_ALWAYS_INLINE inline typename internal::Vec<Arch>::type f32_exp(
+    typename internal::Vec<Arch>::type x) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   const T lo = V::set1(-87.33654f);
@@ -75,7 +81,8 @@ constexpr float kLog2e = 1.44269504088896341f;
 /// with FMA (AVX2 and the contracted scalar path), 1.23 ulp with separate multiply and add (the
 /// test asserts <= 2 ulp, the budget for the softmax's exponential).
 template <class Arch>
-inline typename internal::Vec<Arch>::type f32_exp2(typename internal::Vec<Arch>::type x) noexcept {
+MICROATTN_ALWAYS_INLINE inline typename internal::Vec<Arch>::type f32_exp2(
+    typename internal::Vec<Arch>::type x) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   // max(x, -127) first: -inf becomes -127, whose 2^n has a zero exponent field (+0).
@@ -109,7 +116,7 @@ inline float f32_exp2_scalar(float x) noexcept { return f32_exp2<ScalarArch>(x);
 /// come from non-finite inputs or overflow, and NaN is the honest answer. Costs one FMA;
 /// under -ffinite-math-only the compiler removes it (non-finite inputs are then undefined).
 template <class Arch>
-inline typename internal::Vec<Arch>::type f32_softmax_exp2(
+MICROATTN_ALWAYS_INLINE inline typename internal::Vec<Arch>::type f32_softmax_exp2(
     typename internal::Vec<Arch>::type x) noexcept {
   using V = internal::Vec<Arch>;
   return V::fma(x, V::zero(), f32_exp2<Arch>(x));  // x * 0 is 0, or NaN for inf and NaN

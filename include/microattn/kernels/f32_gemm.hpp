@@ -157,18 +157,19 @@ inline void pack_b_panel_q8(const std::int8_t* b, std::size_t ldb, WeightLayout 
 template <class Arch>
 constexpr bool kCopyRowVectors = (MICROATTN_HAS_XSIMD != 0) && internal::Vec<Arch>::kWidth > 1;
 
-/// dst[0 .. n) = src[0 .. n): a row of an edge tile or of a partial panel (n < kNR), as whole
-/// vectors, then one float at a time through an empty asm (Vec<ScalarArch>::opaque, no
-/// instruction). As a plain loop GCC 12 makes it a memcpy, which it inlines on x86 as
-/// `rep movsq` (-march=native and the presets' -march=x86-64-v3/v4 alike), whose start-up cost
-/// was 60 % of the projections' time in the teaching notes' tiny layer (S1) on an Emerald
-/// Rapids Xeon.
+/// dst[0 .. n) = src[0 .. n): a row of an edge tile or of a partial panel (n < kNR), whole
+/// vectors then single floats, each through an empty asm (Vec::opaque, no instruction). As a
+/// plain loop GCC 12 makes it a memcpy, which it inlines on x86 as `rep movsq` (-march=native
+/// and the presets' -march=x86-64-v3/v4 alike), whose start-up cost was 60 % of the
+/// projections' time in the teaching notes' tiny layer (S1) on an Emerald Rapids Xeon. The
+/// vector loop needs the asm too: with xsimd 14's loads and stores GCC 12 recognises it as a
+/// memcpy as well (xsimd 8.1's it does not).
 template <class Arch>
 inline void copy_row(float* dst, const float* src, std::size_t n) noexcept {
   using V = internal::Vec<Arch>;
   constexpr std::size_t W = V::kWidth;
   std::size_t j = 0;
-  for (; j + W <= n; j += W) V::storeu(dst + j, V::loadu(src + j));
+  for (; j + W <= n; j += W) V::storeu(dst + j, V::opaque(V::loadu(src + j)));
   for (; j < n; ++j) dst[j] = internal::Vec<ScalarArch>::opaque(src[j]);
 }
 
