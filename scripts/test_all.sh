@@ -37,6 +37,13 @@ start=$(date +%s)
 FUZZ_SKIP_SETUP=1 bash scripts/fuzz_smoke.sh || failed+=("fuzz")
 echo "=== fuzz: $(( $(date +%s) - start )) s"
 if [ "$host_only" -eq 0 ]; then
+  # The host preset's kernels (its demo's first line): test_targets.sh skips the x86 preset
+  # that would build and run those same kernels again (x86-avx512 on an AVX-512 CPU, x86-avx2
+  # on an AVX2 one), to keep a CI run short. Run by hand, test_targets.sh runs every target.
+  if [ -x build/host/examples/microattn_demo ]; then
+    MICROATTN_HOST_KERNELS=$(build/host/examples/microattn_demo | sed -n '1s/^microattn \(.*\) kernels$/\1/p')
+    export MICROATTN_HOST_KERNELS
+  fi
   bash scripts/test_targets.sh || failed+=("cross targets (see the summary above)")
 fi
 
