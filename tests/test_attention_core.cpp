@@ -24,6 +24,45 @@ using microattn_test::for_each_arch;
 const float kEx_QK[3 * 2] = {1, 0, 0, 1, 1, 1};
 const float kEx_V[3 * 2] = {1, 2, 3, 0, 0, 1};
 
+// store_key_tiles (the K^T staging of the core, the layer and the KV cache) writes every key's
+// row into its tile column and nothing else, for any start key and count: the x86 register
+// transposes (W x W blocks from a key that is a multiple of W, the plain loop around them and
+// for the dimensions past the last whole W) against the plain formula, element by element.
+template <class A, std::size_t D>
+void check_key_tiles() {
+  constexpr std::size_t BK = microattn::internal::Tiles<A>::kBK, LDK = D + 7;
+  constexpr std::size_t kRows = 3 * BK;
+  static float k[kRows * LDK], kt[kRows * D], want[kRows * D];
+  microattn_test::Rng rng(D);
+  rng.fill(k, kRows * LDK, -1.0f, 1.0f);
+  for (std::size_t row0 : {std::size_t{0}, std::size_t{3}, std::size_t{16}, BK - 5, BK + 37}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{33},
+                          std::size_t{70}, 2 * BK - row0 % BK}) {
+      if (row0 + n > kRows) continue;
+      for (std::size_t i = 0; i < kRows * D; ++i) kt[i] = want[i] = -9.0f;
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t r = row0 + i;
+        for (std::size_t d = 0; d < D; ++d)
+          want[(r / BK) * D * BK + d * BK + r % BK] = k[i * LDK + d];
+      }
+      microattn::kernels::store_key_tiles<A, D>(k, LDK, n, row0, BK, kt);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < kRows * D; ++i) bad += kt[i] != want[i];
+      EXPECT_EQ(bad, 0u) << A::name() << " D=" << D << " row0=" << row0 << " n=" << n;
+    }
+  }
+}
+
+TEST(AttentionCore, KeyTilesHoldEveryKeyRow) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    check_key_tiles<A, 64>();
+    check_key_tiles<A, 20>();
+    check_key_tiles<A, 5>();
+    check_key_tiles<A, 16>();
+  });
+}
+
 TEST(AttentionCore, WorkedExampleScaleOne) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
@@ -165,7 +204,8 @@ TEST(AttentionCore, HugeScores) {
     ASSERT_EQ(attn.forward(q, QD, k, KD, v, KD, T, out, QD), Status::kOk);
     microattn_ref::core(qd, kd, vd, T, T, 2, 1, 8, 1.0, ref, s);
     bool finite = true;
-    for (std::size_t i = 0; i < T * QD; ++i) finite = finite && microattn::internal::finite_bits(out[i]);
+    for (std::size_t i = 0; i < T * QD; ++i)
+      finite = finite && microattn::internal::finite_bits(out[i]);
     EXPECT_TRUE(finite) << A::name();
     // Scores of size S carry absolute error ~ 8 eps S, so the weights of near-ties move by
     // that much: with S ~ 1e4, 8 * 6e-8 * 1e4 = 5e-3 relative per weight in the worst case.

@@ -125,6 +125,9 @@
 ///  - the largest lane of a vector (the softmax's row max once per row and key tile): xsimd 8.1
 ///    has no reduce_max, and storing the lanes and comparing them one by one cost the AVX-512
 ///    tile kernel more than its exponentials at mask edges.
+///  - a W x W transpose in registers (the keys' K^T staging, x86): xsimd 8.1 has no transpose,
+///    and its AVX / AVX-512 zip_lo / zip_hi interleave within 128-bit lanes only (the
+///    unpack instructions), unlike its SSE and NEON ones and newer xsimd releases.
 #if MICROATTN_HAS_XSIMD && defined(__AVX512F__)
 #define MICROATTN_INTRIN_AVX512 1
 #endif
@@ -162,8 +165,53 @@ inline float hmax_f32x16(__m512 v) noexcept {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
+/// r[i] = column i of the 16 x 16 matrix whose row j was r[j]: unpack pairs of rows, then
+/// 64-bit pairs within 128-bit lanes (column k + 4 L of four rows in lane L), then whole
+/// 128-bit lanes across the four row groups (64 shuffles).
+inline void transpose_f32x16(__m512 (&r)[16]) noexcept {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    // Lanes (group 0 L0, group 0 L2, group 1 L0, group 1 L2) and (... L1, L3), then groups 2, 3.
+    const __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xDD);
+    r[k] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[4 + k] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[8 + k] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[12 + k] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
 #endif
 #if defined(MICROATTN_INTRIN_AVX2)
+/// r[i] = column i of the 8 x 8 matrix whose row j was r[j] (24 shuffles).
+inline void transpose_f32x8(__m256 (&r)[8]) noexcept {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 2; ++g) {
+    u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    r[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+    r[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+  }
+}
 /// 8 int8 at p as 8 floats.
 inline __m256 i8x8_to_f32(const signed char* p) noexcept {
   return _mm256_cvtepi32_ps(

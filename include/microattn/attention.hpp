@@ -342,7 +342,7 @@ class ScaledDotProductAttention {
     // Stages key/value head g's rows [b, e) into stage s: K^T tiles and padded V rows.
     auto stage = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t) {
       if (b >= e) return;
-      kernels::store_key_tiles<D>(k + b * ldk + g * D, ldk, e - b, b, BK, buf_.kt[s]);
+      kernels::store_key_tiles<Arch, D>(k + b * ldk + g * D, ldk, e - b, b, BK, buf_.kt[s]);
       for (std::size_t t = b; t < e; ++t)
         std::memcpy(buf_.v[s] + t * Buffers::kDPad, v + t * ldv + g * D, D * sizeof(float));
     };
@@ -523,7 +523,7 @@ class MultiHeadAttention {
       float* qs = q_[s] + b * G * D;
       internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[p]);
       rope_.apply(qs, D, D, n, 1, b);
-      kernels::store_key_tiles<D>(qs, D, n, b, Tl::kBK, core_.kt[s]);
+      kernels::store_key_tiles<Arch, D>(qs, D, n, b, Tl::kBK, core_.kt[s]);
       internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
                               kernels::StoreRowMajor{core_.v[s] + b * Core::kDPad, Core::kDPad},
                               pack_[p]);

@@ -455,7 +455,7 @@ class KvAttention {
   void store_keys(std::size_t g, const float* k, std::size_t ldk, std::size_t n,
                   std::size_t row0) noexcept {
     if constexpr (!kQCache) {
-      kernels::store_key_tiles<D>(k, ldk, n, row0, Tl::kBK, kt_head(g));
+      kernels::store_key_tiles<Arch, D>(k, ldk, n, row0, Tl::kBK, kt_head(g));
     } else {
       for (std::size_t i = 0; i < n; ++i) {
         const std::size_t r = row0 + i;

@@ -71,6 +71,7 @@ struct Vec<ScalarArch> {
   using type = float;
   static constexpr std::size_t kWidth = 1;
   static constexpr std::size_t kAlign = alignof(float);
+  static constexpr bool kTranspose = false;  ///< see Vec<Arch>::transpose
 
   static type load(const float* p) noexcept { return *p; }
   static type loadu(const float* p) noexcept { return *p; }
@@ -239,6 +240,45 @@ struct Vec {
     return type::load_aligned(lanes);
 #endif
   }
+  /// Whether transpose() is a register transpose here (x86); elsewhere callers keep their
+  /// scalar loops.
+#if defined(MICROATTN_INTRIN_AVX512) || defined(MICROATTN_INTRIN_AVX2)
+  static constexpr bool kTranspose =
+#if defined(MICROATTN_INTRIN_AVX512)
+      std::is_base_of<xsimd::avx512f, Arch>::value ||
+#endif
+      (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8);
+#else
+  static constexpr bool kTranspose = false;
+#endif
+  /// r[i] = column i of the kWidth x kWidth matrix whose row j was r[j] (kTranspose arches).
+  static void transpose(type (&r)[kWidth]) noexcept {
+#if defined(MICROATTN_INTRIN_AVX512)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
+      __m512 x[16];
+      for (std::size_t i = 0; i < 16; ++i) x[i] = r[i].data;
+      intrin::transpose_f32x16(x);
+      for (std::size_t i = 0; i < 16; ++i) r[i] = type(x[i]);
+      return;
+    }
+#endif
+#if defined(MICROATTN_INTRIN_AVX2)
+    if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8) {
+      __m256 x[8];
+      for (std::size_t i = 0; i < 8; ++i) x[i] = r[i].data;
+      intrin::transpose_f32x8(x);
+      for (std::size_t i = 0; i < 8; ++i) r[i] = type(x[i]);
+      return;
+    }
+#endif
+    alignas(Arch::alignment()) float m[kWidth * kWidth];
+    for (std::size_t i = 0; i < kWidth; ++i) r[i].store_aligned(m + i * kWidth);
+    alignas(Arch::alignment()) float c[kWidth];
+    for (std::size_t i = 0; i < kWidth; ++i) {
+      for (std::size_t j = 0; j < kWidth; ++j) c[j] = m[j * kWidth + i];
+      r[i] = type::load_aligned(c);
+    }
+  }
 #if XSIMD_VERSION_MAJOR >= 9
   static float hsum(type v) noexcept { return xsimd::reduce_add(v); }
 #else
@@ -277,6 +317,7 @@ struct Vec<MveArch> {
   using type = float32x4_t;
   static constexpr std::size_t kWidth = 4;
   static constexpr std::size_t kAlign = 16;
+  static constexpr bool kTranspose = false;  ///< see Vec<Arch>::transpose
   /// Four floats in memory as the compiler must see them: element-aligned, and aliasing
   /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32: GCC 12 writes those as accesses through
   /// an int pointer, so under strict aliasing (-O2 and up) it may move a float store to the

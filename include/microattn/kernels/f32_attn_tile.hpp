@@ -36,15 +36,43 @@ struct AttnScratch {
 /// Writes n keys (rows of k, row stride ldk, kDHead floats each) as keys row0 .. row0 + n - 1
 /// of the key-tile layout f32_attn_rows reads: tile t = [kDHead][bk] floats at kt + t*kDHead*bk.
 /// (A transpose after a row-major projection: far cheaper than scattering from the GEMM.)
-template <std::size_t kDHead>
+/// Where Vec<Arch> transposes in registers (x86; bk a multiple of the width W), W keys starting
+/// at a multiple of W go W x W blocks at a time: W row loads, W vector stores, where the plain
+/// loop's W * W scalar stores each touched a different cache line (W consecutive keys of one
+/// dimension are one vector of the tile). Keys before and after such blocks, and dimensions
+/// past the last whole W, take the plain loop. Either way the tiles hold the same values.
+template <class Arch, std::size_t kDHead>
 inline void store_key_tiles(const float* k, std::size_t ldk, std::size_t n, std::size_t row0,
                             std::size_t bk, float* kt) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth;
+  auto plain = [&](std::size_t i, std::size_t d0) {
     const std::size_t r = row0 + i;
     float* dst = kt + (r / bk) * (kDHead * bk) + r % bk;
     const float* src = k + i * ldk;
-    for (std::size_t d = 0; d < kDHead; ++d) dst[d * bk] = src[d];
+    for (std::size_t d = d0; d < kDHead; ++d) dst[d * bk] = src[d];
+  };
+  std::size_t i = 0;
+  if constexpr (V::kTranspose && kDHead >= W) {
+    if (bk % W == 0) {
+      constexpr std::size_t DW = kDHead / W * W;
+      for (; i < n && (row0 + i) % W != 0; ++i) plain(i, 0);
+      for (; i + W <= n; i += W) {
+        const std::size_t r = row0 + i;
+        float* dst = kt + (r / bk) * (kDHead * bk) + r % bk;
+        const float* src = k + i * ldk;
+        for (std::size_t d0 = 0; d0 < DW; d0 += W) {
+          typename V::type x[W];
+          for (std::size_t j = 0; j < W; ++j) x[j] = V::loadu(src + j * ldk + d0);
+          V::transpose(x);
+          for (std::size_t c = 0; c < W; ++c) V::storeu(dst + (d0 + c) * bk, x[c]);
+        }
+        if constexpr (DW < kDHead)
+          for (std::size_t j = 0; j < W; ++j) plain(i + j, DW);
+      }
+    }
   }
+  for (; i < n; ++i) plain(i, 0);
 }
 
 /// The query rows attended together: n_tokens consecutive tokens (absolute positions pos0,
