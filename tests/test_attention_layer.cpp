@@ -103,6 +103,41 @@ TEST(AttentionLayer, BiasPerProjectionAndOutDim) {
   sweep_layer<Config<70, 12, 3, 1, 4, Bias::kK, OutProj::kNo>>(16);
 }
 
+// A prompt longer than the GEMM's row block (kMC: 264 rows on AVX-512, 192 on AVX2, 100 on
+// aarch64 NEON, 64 scalar) is projected block by block, with RoPE from each block's own
+// position and K staged from each block's first key: T = kMC + 1 and T = 600 (two to nine
+// blocks, the last partial) with GQA, biases and RoPE from position 5, against the double
+// reference.
+TEST(AttentionLayer, LongPromptsProjectedByRowBlocks) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Cfg = Config<600, 16, 4, 2, 8, Bias::kYes, microattn::Rope::kYes>;
+    constexpr std::size_t N = Cfg::kTMax;
+    static RandomWeights<Cfg> w;
+    static MultiHeadAttention<Cfg, A> layer;
+    static float x[N * Cfg::kDModel], y[N * Cfg::kOutDim];
+    static double ref[N * Cfg::kOutDim];
+    static double scratch[microattn_ref::layer_scratch(N, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead)];
+    w.fill(91);
+    microattn_test::Rng(92).fill(x, N * Cfg::kDModel, -1, 1);
+    ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+    microattn::RopeConfig r;
+    r.enabled = true;
+    r.start_position = 5;
+    ASSERT_EQ(layer.set_rope(r), Status::kOk);
+    for (std::size_t T : {microattn::internal::Tiles<A>::kMC + 1, N}) {
+      ASSERT_EQ(layer.forward(x, T, y), Status::kOk);
+      const microattn_ref::RopeRef rr{Cfg::kDHead, 10000.0, false, 5.0};
+      microattn_ref::layer_rope(w.ref(WeightLayout::kInOut), rr, x, T,
+                                microattn::default_scale<Cfg>(), ref, scratch);
+      const double chain = Cfg::kDModel + 2.0 * Cfg::kDHead + T + Cfg::kQDim + 4;
+      EXPECT_LE(microattn_test::max_diff(y, ref, T * Cfg::kOutDim),
+                microattn_test::tolerance(chain, microattn_test::max_abs(ref, T * Cfg::kOutDim)))
+          << A::name() << " T=" << T;
+    }
+  });
+}
+
 // RoPE in the plain layer (Config option Rope::kYes): both pairings, partial rotation and start
 // positions, against the double reference; without Rope::kYes only a disabled RoPE is accepted.
 TEST(AttentionLayer, RopeWithStartPosition) {

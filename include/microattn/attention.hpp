@@ -509,27 +509,31 @@ class MultiHeadAttention {
     float* ctx = Cfg::kHasOutProj ? ctx_ : y;
     // K, V and Q of group g for the tokens [b, e): K through those rows of Q buffer s (free
     // until Q is projected; rotated there) into stage s's key tiles, V into its rows, then Q;
-    // B panels packed in pack_[p].
+    // B panels packed in pack_[p]. By blocks of the GEMM's kMC rows, so the three projections
+    // read a block of x while it is in L2 (one block per GEMM row block: the same work and
+    // the same bits as whole calls). Whole, a long prompt's x (P3: 1024 x 512 floats, 2 MiB)
+    // came from further out three times per group.
     auto project = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t p) {
-      if (b >= e) return;
       const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D, w_.s_k);
       const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D, w_.s_v);
       const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D, w_.s_q);
       const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
       const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
       const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
-      const std::size_t n = e - b;
-      const float* xa = x + b * DM;
-      float* qs = q_[s] + b * G * D;
-      internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[p]);
-      rope_.apply(qs, D, D, n, 1, b);
-      kernels::store_key_tiles<Arch, D>(qs, D, n, b, Tl::kBK, core_.kt[s]);
-      internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
-                              kernels::StoreRowMajor{core_.v[s] + b * Core::kDPad, Core::kDPad},
-                              pack_[p]);
-      internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
-                              pack_[p]);
-      rope_.apply(qs, G * D, D, n, G, b);
+      for (std::size_t rb = b; rb < e; rb += Tl::kMC) {
+        const std::size_t n = internal::min_size(Tl::kMC, e - rb);
+        const float* xa = x + rb * DM;
+        float* qs = q_[s] + rb * G * D;
+        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[p]);
+        rope_.apply(qs, D, D, n, 1, rb);
+        kernels::store_key_tiles<Arch, D>(qs, D, n, rb, Tl::kBK, core_.kt[s]);
+        internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
+                                kernels::StoreRowMajor{core_.v[s] + rb * Core::kDPad, Core::kDPad},
+                                pack_[p]);
+        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
+                                pack_[p]);
+        rope_.apply(qs, G * D, D, n, G, rb);
+      }
     };
     // Part `part` of `n_parts` of group g's query tiles, over stage s, in tile scratch w.
     auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
