@@ -241,18 +241,17 @@ struct Vec {
 #endif
   }
   /// Whether transpose() is a register transpose here (x86); elsewhere callers keep their
-  /// scalar loops.
+  /// scalar loops and transpose() does not exist.
 #if defined(MICROATTN_INTRIN_AVX512) || defined(MICROATTN_INTRIN_AVX2)
   static constexpr bool kTranspose =
 #if defined(MICROATTN_INTRIN_AVX512)
       std::is_base_of<xsimd::avx512f, Arch>::value ||
 #endif
       (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8);
-#else
-  static constexpr bool kTranspose = false;
-#endif
-  /// r[i] = column i of the kWidth x kWidth matrix whose row j was r[j] (kTranspose arches).
+  /// r[i] = column i of the kWidth x kWidth matrix whose row j was r[j] (kTranspose arches only:
+  /// callers test kTranspose first).
   static void transpose(type (&r)[kWidth]) noexcept {
+    static_assert(kTranspose, "Vec::transpose: no register transpose for this arch");
 #if defined(MICROATTN_INTRIN_AVX512)
     if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
       __m512 x[16];
@@ -260,25 +259,18 @@ struct Vec {
       intrin::transpose_f32x16(x);
       for (std::size_t i = 0; i < 16; ++i) r[i] = type(x[i]);
       return;
-    }
+    } else
 #endif
-#if defined(MICROATTN_INTRIN_AVX2)
-    if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8) {
+    {
       __m256 x[8];
       for (std::size_t i = 0; i < 8; ++i) x[i] = r[i].data;
       intrin::transpose_f32x8(x);
       for (std::size_t i = 0; i < 8; ++i) r[i] = type(x[i]);
-      return;
-    }
-#endif
-    alignas(Arch::alignment()) float m[kWidth * kWidth];
-    for (std::size_t i = 0; i < kWidth; ++i) r[i].store_aligned(m + i * kWidth);
-    alignas(Arch::alignment()) float c[kWidth];
-    for (std::size_t i = 0; i < kWidth; ++i) {
-      for (std::size_t j = 0; j < kWidth; ++j) c[j] = m[j * kWidth + i];
-      r[i] = type::load_aligned(c);
     }
   }
+#else
+  static constexpr bool kTranspose = false;
+#endif
 #if XSIMD_VERSION_MAJOR >= 9
   static float hsum(type v) noexcept { return xsimd::reduce_add(v); }
 #else
