@@ -338,7 +338,10 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
     const std::size_t bq = internal::min_size(BQ, n_rows - r0);
     // Scaled query rows, zeroed accumulators. In whole vectors, written out: GCC 12 at -O2
     // left the scaling loop scalar (a multiply and a store per float: it would need a runtime
-    // overlap check of q and the scratch to vectorise it). The same products, so the same bits.
+    // overlap check of q and the scratch to vectorise it), and the M55's loops here are scalar
+    // by attribute. The same products, so the same bits, except that a denormal product is
+    // flushed to 0 where the vector unit flushes them (armv7 NEON; the rest of its kernels run
+    // on NEON already).
     for (std::size_t i = 0; i < bq; ++i) {
       const std::size_t r = r0 + i;
       const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
