@@ -10,6 +10,8 @@
 //   D1_256  D1's layer decoding over 256 cached tokens (no window): DW1's yardstick
 //   D1_q8, D2_q8  D1, D2 with int8 weights (WeightType::kInt8, kPanel16): a quarter of the
 //             weight bytes; D1_q8_kv8, D2_q8_kv8 also with the int8 cache (CacheType::kInt8)
+//   KP3  a 1024-token prompt prefilled into an empty cache in one call, P3's shape (d_model=512
+//        H=8 d_head=64, [in][out] weights): the KV layer's prefill next to the layer's P3
 //   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
 //             softmax, V_g^T P), when Eigen is installed
 //   D1_openblas, D2_openblas  optional peer: the same with cblas_sgemv / cblas_sgemm (1 thread)
@@ -171,6 +173,33 @@ void bm_decode(benchmark::State& state) {
                  ", rollback: " + rollback);
 }
 #endif
+
+/// KP3: one prefill of the whole prompt into an empty cache (reset() is O(1): it is timed).
+template <class Cfg>
+void bm_kv_prefill(benchmark::State& state) {
+  using Kv = microattn::KvAttention<Cfg, microattn::DefaultArch>;
+  constexpr std::size_t T = Cfg::kTMax;
+  LayerData<Cfg> d(static_cast<std::uint32_t>(T));
+  auto kv = std::make_unique<Kv>();
+  if (kv->set_weights(d.weights(microattn::WeightLayout::kInOut)) != microattn::Status::kOk) {
+    state.SkipWithError("set_weights failed");
+    return;
+  }
+  for (auto _ : state) {
+    kv->reset();
+    if (kv->prefill(d.x.data(), T, d.y.data()) != microattn::Status::kOk) {
+      state.SkipWithError("prefill failed");
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state,
+                    attn_pair_flops(attended_pairs(T, true, 0), Cfg::kHeads, Cfg::kDHead) +
+                        proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+                        out_proj_flops(T, Cfg::kOutDim, Cfg::kHeads, Cfg::kDHead));
+  state.SetLabel(arch_label<microattn::DefaultArch>() + ", " + std::to_string(T) +
+                 " tokens in one prefill");
+}
 
 /// One decode step after n_before tokens (the stream or cache), rolled back each iteration;
 /// counters over the keys the step attends (at most the window).
@@ -335,6 +364,8 @@ void register_decode_benchmarks() {
   benchmark::RegisterBenchmark("DW1", [](benchmark::State& st) {
     bm_decode_at<DW1Cfg, 1>(st, kStreamLen - 1);
   })->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("KP3", bm_kv_prefill<microattn::Config<kCtx, 512, 8, 8, 64>>)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("D1_256", [](benchmark::State& st) {
     bm_decode_at<D256Cfg, D256Cfg::kTMax>(st, kRingW - 1);
   })->Unit(benchmark::kMicrosecond);

@@ -41,16 +41,27 @@ constexpr std::size_t cap(std::size_t t) { return kQuick && t > 24 ? 24 : t; }
 
 // Shared pools (one check runs at a time), so the test image stays small on Cortex-M.
 constexpr std::size_t kWideT = kQuick ? 20 : 70;  // T_max of the d_head = 64 configuration
+// PrefillLongerThanARowBlock: T_max of an arch = its GEMM row block kMC + 7 (d_model 12).
+template <class A>
+constexpr std::size_t long_t() {
+  return microattn::internal::Tiles<A>::kMC + 7;
+}
+constexpr std::size_t kLongT = microattn::internal::max_size(long_t<microattn::DefaultArch>(),
+                                                             long_t<microattn::ScalarArch>());
 // x: T_max * d_model of the largest config (also the split-K ones: 150 x 24, 140 x 20)
-constexpr std::size_t kPoolIn = microattn::internal::max_size(cap(70) * 40, cap(150) * 24);
-constexpr std::size_t kPoolOut = microattn::internal::max_size(cap(70) * 64, cap(150) * 24);
+constexpr std::size_t kPoolIn = microattn::internal::max_size(
+    microattn::internal::max_size(cap(70) * 40, cap(150) * 24), kLongT * 12);
+constexpr std::size_t kPoolOut = microattn::internal::max_size(
+    microattn::internal::max_size(cap(70) * 64, cap(150) * 24), kLongT * 12);
 constexpr std::size_t kPoolRef = microattn::internal::max_size(
     microattn::internal::max_size(
         microattn::internal::max_size(cap(70) * (2 * 64 + 2 * 32) + cap(70),
                                       cap(30) * (2 * 96 + 2 * 48) + cap(30)),
         kWideT*(4 * 2 * 64) + kWideT),
-    microattn::internal::max_size(cap(150) * (2 * 32 + 2 * 8) + cap(150),
-                                  cap(140) * (2 * 36 + 2 * 12) + cap(140)));
+    microattn::internal::max_size(
+        microattn::internal::max_size(cap(150) * (2 * 32 + 2 * 8) + cap(150),
+                                      cap(140) * (2 * 36 + 2 * 12) + cap(140)),
+        kLongT*(2 * 16 + 2 * 16) + kLongT));
 float g_x[kPoolIn];
 float g_y_pre[kPoolOut], g_y_dec[kPoolOut], g_y_chunk[kPoolOut];
 double g_ref[kPoolOut];
@@ -463,6 +474,54 @@ TEST(KvCache, RopeUpToCapacity) {
                            rope_cfg(true, RopePairing::kHalfSplit, 10, 5.0f));
     check_sequence<Cfg, A>(Cfg::kTMax, 124, WeightLayout::kInOut,
                            rope_cfg(true, RopePairing::kAdjacent, 0, 2.0f));
+  });
+}
+
+// One prefill call longer than the GEMM's row block (kMC: 64 scalar/Helium, 96-264 SIMD): the
+// projections run block by block (K, V, Q of one block of x, then the next), each block's rows
+// going to their own positions in the cache and the Q rows. Against the double reference, so a
+// block written to the wrong rows or positions (errors of order 1) fails: fp32 cache with RoPE
+// (keys through the Q rows), and the ring (sliding window) with K and V side by side in the Q
+// rows (G >= 2) and with V through its own stage (G == 1).
+template <class Cfg, class A>
+void check_long_prefill(std::uint64_t seed) {
+  constexpr std::size_t T = Cfg::kTMax, DM = Cfg::kDModel, OD = Cfg::kOutDim;
+  static_assert(T > microattn::internal::Tiles<A>::kMC, "one call must span two row blocks");
+  static_assert(T * DM <= kPoolIn && T * OD <= kPoolOut, "test pools too small");
+  static_assert(
+      microattn_ref::layer_rope_scratch(T, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) <= kPoolRef,
+      "test scratch pool too small");
+  static RandomWeights<Cfg> w;
+  static KvAttention<Cfg, A> kv;
+  w.fill(seed);
+  microattn_test::Rng(seed + 1).fill(g_x, T * DM, -1, 1);
+  const RopeConfig rc = rope_cfg(true, RopePairing::kHalfSplit, 0, 100.0f);
+  kv.reset();
+  ASSERT_EQ(kv.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+  ASSERT_EQ(kv.set_rope(rc), Status::kOk);
+  ASSERT_EQ(kv.prefill(g_x, T, g_y_pre), Status::kOk);
+  microattn_ref::LayerRef ref = w.ref(WeightLayout::kInOut);
+  ref.window = Cfg::kWindow;
+  microattn_ref::layer_rope(ref, rope_ref_of(rc, Cfg::kDHead), g_x, T,
+                            microattn::default_scale<Cfg>(), g_ref, g_scratch);
+  // check_sequence's chain, with the keys a row sees (T, or the window) for T.
+  const double keys = Cfg::kSliding ? double(Cfg::kWindow) : double(T);
+  const double chain = DM + 2.0 * Cfg::kDHead + keys + Cfg::kQDim + 8;
+  const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * OD));
+  EXPECT_LE(microattn_test::max_diff(g_y_pre, g_ref, T * OD), tol)
+      << A::name() << " H " << Cfg::kHeads << " H_kv " << Cfg::kKvHeads << " window "
+      << Cfg::kWindow;
+}
+
+TEST(KvCache, PrefillLongerThanARowBlock) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    constexpr std::size_t T = long_t<A>();
+    check_long_prefill<Config<T, 12, 4, 2, 4, Bias::kYes, microattn::Rope::kYes>, A>(61);
+    check_long_prefill<Config<T, 12, 4, 1, 4, microattn::SlidingWindow{40}, microattn::Rope::kYes>,
+                       A>(62);
+    check_long_prefill<Config<T, 12, 2, 2, 4, microattn::SlidingWindow{40}, microattn::Rope::kYes>,
+                       A>(63);
   });
 }
 

@@ -501,12 +501,12 @@ class KvAttention {
       const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
       const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
       const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
-      auto proj = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        if (r.begin >= r.end) return;
-        const std::size_t n = r.end - r.begin, P = L + r.begin;  // rows, first position
-        const float* xa = x + r.begin * DM;
-        float* qs = pw.q + r.begin * G * D;
+      // Part i's rows, by blocks of the GEMM's kMC rows, so the three projections read a block
+      // of x while it is in L2 (the layer's way: the same work and bits as whole calls).
+      auto proj_rows = [&](std::size_t i, std::size_t rb, std::size_t n) {
+        const std::size_t P = L + rb;  // first position
+        const float* xa = x + rb * DM;
+        float* qs = pw.q + rb * G * D;
         float* pack = pw.pack[i];
         // K: projected row-major into this part's Q rows, rotated, then transposed into the
         // cache's key tiles (cheaper than scattering from the GEMM's tiles).
@@ -525,13 +525,18 @@ class KvAttention {
         } else {
           // Ring: K and V side by side in the Q rows (G * D >= 2 * D when G >= 2; with G == 1
           // V goes through vstage), then into their slots.
-          float* vbuf = G >= 2 ? qs + n * D : pw.vstage + r.begin * D;
+          float* vbuf = G >= 2 ? qs + n * D : pw.vstage + rb * D;
           internal::project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{vbuf, D}, pack);
           store_kv(g, qs, D, vbuf, D, n, P);
         }
         internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
                                 pack);
         rope_.apply(qs, G * D, D, n, G, P);
+      };
+      auto proj = [&](std::size_t i) {
+        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+        for (std::size_t rb = r.begin; rb < r.end; rb += Tl::kMC)
+          proj_rows(i, rb, internal::min_size(Tl::kMC, r.end - rb));
       };
       ex_.run(parts, proj);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
