@@ -5,7 +5,7 @@
 //   P2  T=256  d_model=512 H=8 d_head=64        P1_reference  P1 by the plain triple-loop path
 //   P3  T=1024 d_model=512 H=8 d_head=64                      (reference_layer.hpp)
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
-//   P1_panel16, P2_panel16, P4_panel16  with the weights stored as kPanel16 (the GEMM reads them
+//   P1_panel16 .. P4_panel16  with the weights stored as kPanel16 (the GEMM reads them
 //               in place, without packing, on every arch)
 //   S1  the teaching notes' tiny layer: T=11 d_in=8 H=2 d_head=2, W_O 4 -> 4 (per-call overhead)
 //   E1  encoder: T=256 d_model=512 H=8 d_head=64, Mask::kNone (every token sees every token)
@@ -143,6 +143,9 @@ void register_layer_benchmarks() {
                                bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P3_panel16",
+                               bm_layer<P3Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_q8", bm_layer<P2q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("E1", bm_layer<E1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("S1", bm_layer<S1Cfg, DefaultArch>)->Unit(benchmark::kMicrosecond);
