@@ -6,6 +6,8 @@
 //   A1          attention core only, T=1024 H=8 d_head=64 (default arch)
 //   W1_core     the attention core of W1: T=1024 H=8 d_head=64 with SlidingWindow{256}; gflops
 //               counts the band's pairs, so W1_core's rate / A1's is how close it is to ideal
+//   A1_nomask   A1 with Mask::kNone: every key tile whole, no mask edge (A1's rate / this one's
+//               is what the causal diagonal costs)
 //   A1_scalar   the same on microattn::ScalarArch (what Cortex-M runs), for the SIMD/scalar ratio
 //   A1_eigen    optional peer: Eigen 3 composition (peer_eigen.hpp: blocks of query rows,
 //               S = Q K^T, masked softmax with Eigen's vector exp, O = P V), when installed
@@ -27,6 +29,7 @@ constexpr std::size_t kT = 1024, kH = 8, kD = 64;
 using A1Cfg = microattn::Config<kT, kH * kD, kH, kH, kD>;
 constexpr std::size_t kW1 = 256;
 using W1CoreCfg = microattn::Config<kT, kH * kD, kH, kH, kD, microattn::SlidingWindow{kW1}>;
+using A1NoneCfg = microattn::Config<kT, kH * kD, kH, kH, kD, microattn::Mask::kNone>;
 constexpr std::size_t kQDim = kH * kD;
 
 struct A1Data {
@@ -50,7 +53,8 @@ void bm_a1(benchmark::State& state) {
   }
   set_flop_counters(
       state, attn_pair_flops(attended_pairs(kT, Cfg::kCausal, double(Cfg::kWindow)), kH, kD));
-  state.SetLabel(arch_label<Arch>() + (Cfg::kSliding ? ", window 256" : ""));
+  state.SetLabel(arch_label<Arch>() + (Cfg::kSliding ? ", window 256" : "") +
+                 (Cfg::kCausal ? "" : ", no mask"));
 }
 
 #if defined(MICROATTN_BENCH_EIGEN)
@@ -86,6 +90,8 @@ void bm_a1_openblas(benchmark::State& state) {
 
 void register_attn_benchmarks() {
   benchmark::RegisterBenchmark("A1", bm_a1<microattn::DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("A1_nomask", bm_a1<microattn::DefaultArch, A1NoneCfg>)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("W1_core", bm_a1<microattn::DefaultArch, W1CoreCfg>)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("A1_scalar", bm_a1<microattn::ScalarArch>)
