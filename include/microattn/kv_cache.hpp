@@ -535,8 +535,11 @@ class KvAttention {
       };
       auto proj = [&](std::size_t i) {
         const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        for (std::size_t rb = r.begin; rb < r.end; rb += Tl::kMC)
-          proj_rows(i, rb, internal::min_size(Tl::kMC, r.end - rb));
+        // (A chunk that fits one row block, a microcontroller's, in one pass: no loop.)
+        for (std::size_t rb = r.begin, n = 0; rb < r.end; rb += n) {
+          n = kPrefillChunk <= Tl::kMC ? r.end - rb : internal::min_size(Tl::kMC, r.end - rb);
+          proj_rows(i, rb, n);
+        }
       };
       ex_.run(parts, proj);
       const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
