@@ -149,6 +149,10 @@
 #define MICROATTN_NEON32_FIXES 0
 #endif
 
+// (The intrinsic helpers below are kernel code too: inlined into a user's function, GCC 12 with
+// xsimd 14 at -O3 / -Ofast reported transpose_f32x16's shuffles; see the macros above.)
+MICROATTN_GCC12_AVX512_WARNINGS_OFF
+
 namespace microattn {
 namespace intrin {
 #if defined(MICROATTN_INTRIN_AVX512)
@@ -276,3 +280,5 @@ constexpr const char* arch_name() noexcept {
 }
 
 }  // namespace microattn
+
+MICROATTN_GCC12_AVX512_WARNINGS_ON
