@@ -504,7 +504,8 @@ void check_long_prefill(std::uint64_t seed) {
   ref.window = Cfg::kWindow;
   microattn_ref::layer_rope(ref, rope_ref_of(rc, Cfg::kDHead), g_x, T,
                             microattn::default_scale<Cfg>(), g_ref, g_scratch);
-  // check_sequence's chain, with the keys a row sees (T, or the window) for T.
+  // check_sequence's chain (d_model per projection, d_head per score, the keys a row sees per
+  // P V row: T or the window, H d_head per W_O term), plus 8 for RoPE as the ring tests have.
   const double keys = Cfg::kSliding ? double(Cfg::kWindow) : double(T);
   const double chain = DM + 2.0 * Cfg::kDHead + keys + Cfg::kQDim + 8;
   const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * OD));
