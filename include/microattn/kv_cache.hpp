@@ -501,8 +501,7 @@ class KvAttention {
       const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
       const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
       const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
-      // Part i's rows, by blocks of the GEMM's kMC rows, so the three projections read a block
-      // of x while it is in L2 (the layer's way: the same work and bits as whole calls).
+      // Part i's rows [rb, rb + n), a row block (internal::row_block) of the layer's kind.
       auto proj_rows = [&](std::size_t i, std::size_t rb, std::size_t n) {
         const std::size_t P = L + rb;  // first position
         const float* xa = x + rb * DM;
@@ -535,9 +534,8 @@ class KvAttention {
       };
       auto proj = [&](std::size_t i) {
         const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        // (A chunk that fits one row block, a microcontroller's, in one pass: no loop.)
         for (std::size_t rb = r.begin, n = 0; rb < r.end; rb += n) {
-          n = kPrefillChunk <= Tl::kMC ? r.end - rb : internal::min_size(Tl::kMC, r.end - rb);
+          n = internal::row_block<Arch, kPrefillChunk>(r.end - rb);
           proj_rows(i, rb, n);
         }
       };
