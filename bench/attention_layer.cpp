@@ -45,16 +45,6 @@ using S1Cfg = microattn::Config<11, 8, 2, 2, 2, microattn::OutDim{4}>;
 using W1Cfg = microattn::Config<1024, 512, 8, 8, 64, microattn::SlidingWindow{256}>;
 using P3q8 = microattn::Config<1024, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 
-/// Only the pairs the mask attends count (a sliding window's band, all T^2 without a mask).
-template <class Cfg>
-constexpr double flops() {
-  constexpr double T = Cfg::kTMax;
-  return attn_pair_flops(attended_pairs(T, Cfg::kCausal, double(Cfg::kWindow)), Cfg::kHeads,
-                         Cfg::kDHead) +
-         proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
-         (Cfg::kHasOutProj ? out_proj_flops(T, Cfg::kOutDim, Cfg::kHeads, Cfg::kDHead) : 0.0);
-}
-
 template <class Cfg, class Arch, microattn::WeightLayout kLayout = microattn::WeightLayout::kInOut>
 void bm_layer(benchmark::State& state) {
   LayerData<Cfg> d(static_cast<std::uint32_t>(Cfg::kTMax));
@@ -71,7 +61,7 @@ void bm_layer(benchmark::State& state) {
     }
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state, flops<Cfg>());
+  set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel(arch_label<Arch>() +
                  (kLayout == microattn::WeightLayout::kInOut ? "" : ", kPanel16") +
                  (Cfg::kInt8Weights ? ", int8 weights" : ""));
@@ -86,7 +76,7 @@ void bm_reference(benchmark::State& state) {
     ref.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state, flops<Cfg>());
+  set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel("plain float loops");
 }
 
@@ -103,7 +93,7 @@ void bm_eigen(benchmark::State& state) {
     layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state, flops<Cfg>());
+  set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel(eigen_peer::label());
 }
 #endif
@@ -121,7 +111,7 @@ void bm_openblas(benchmark::State& state) {
     layer.forward(d.x.data(), Cfg::kTMax, d.y.data());
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state, flops<Cfg>());
+  set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel(openblas_peer::label());
 }
 #endif

@@ -55,7 +55,7 @@ void register_layer_benchmarks();    ///< P1..P4, P1_scalar, P1_reference (atten
 void register_decode_benchmarks();   ///< D1, D2 (kv_cache.cpp)
 /// M1..M3, MD1 and variants: the Cortex-M bench's cases on this machine (cortex_m_shapes.cpp)
 void register_cortex_m_shape_benchmarks();
-void register_thread_benchmarks();   ///< <case>/threads:1 and :2 (threads.cpp)
+void register_thread_benchmarks();  ///< <case>/threads:1 and :2 (threads.cpp)
 
 // ---- counters ---------------------------------------------------------------------------------
 
@@ -104,8 +104,15 @@ constexpr double attended_pairs(double T, bool causal, double window) {
 /// Attention flops of H heads of width D over that many pairs (Q K^T and P V: 4 D per pair).
 constexpr double attn_pair_flops(double pairs, double H, double D) { return 4.0 * H * D * pairs; }
 
-constexpr double layer_flops(double T, double DM, double H, double Hkv, double D) {
-  return attn_flops(T, H, D) + proj_flops(T, DM, H, Hkv, D) + out_proj_flops(T, DM, H, D);
+/// A layer of configuration Cfg over T tokens: the pairs its mask attends (a sliding window's
+/// band, all T^2 without a mask), the Q, K and V projections, and W_O when it has one. The
+/// prefill cases' count (P*, KP3, the thread cases).
+template <class Cfg>
+constexpr double config_flops(double T = Cfg::kTMax) {
+  return attn_pair_flops(attended_pairs(T, Cfg::kCausal, double(Cfg::kWindow)), Cfg::kHeads,
+                         Cfg::kDHead) +
+         proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
+         (Cfg::kHasOutProj ? out_proj_flops(T, Cfg::kOutDim, Cfg::kHeads, Cfg::kDHead) : 0.0);
 }
 
 // ---- data --------------------------------------------------------------------------------------

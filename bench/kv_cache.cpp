@@ -193,10 +193,7 @@ void bm_kv_prefill(benchmark::State& state) {
     }
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state,
-                    attn_pair_flops(attended_pairs(T, true, 0), Cfg::kHeads, Cfg::kDHead) +
-                        proj_flops(T, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead) +
-                        out_proj_flops(T, Cfg::kOutDim, Cfg::kHeads, Cfg::kDHead));
+  set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel(arch_label<microattn::DefaultArch>() + ", " + std::to_string(T) +
                  " tokens in one prefill");
 }

@@ -54,8 +54,7 @@ void bm_layer_mt(benchmark::State& state) {
     }
     benchmark::ClobberMemory();
   }
-  set_flop_counters(state,
-                    layer_flops(Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads, Cfg::kDHead));
+  set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel(arch_label<microattn::DefaultArch>() + ", " + std::to_string(kThreads) +
                  " worker(s), real time");
 }
