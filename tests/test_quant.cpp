@@ -358,13 +358,29 @@ using Q8KV8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8, Ca
 using Q8OddCfg = Config<cap(30), 21, 3, 1, 7, Bias::kQkv, WeightType::kInt8, CacheType::kInt8,
                         microattn::OutProj::kNo, microattn::Rope::kYes>;
 
+// Int8Cache.PrefillLongerThanARowBlock: Q8OddCfg's shape with T_max = the arch's GEMM row
+// block kMC + 7, so one prefill call spans two row blocks.
+template <class A>
+constexpr std::size_t long_t() {
+  return microattn::internal::Tiles<A>::kMC + 7;
+}
+template <class A>
+using LongOddCfg = Config<long_t<A>(), 21, 3, 1, 7, Bias::kQkv, CacheType::kInt8,
+                          microattn::OutProj::kNo, microattn::Rope::kYes>;
+constexpr std::size_t kLongT = microattn::internal::max_size(long_t<microattn::DefaultArch>(),
+                                                             long_t<microattn::ScalarArch>());
+
 QWeights<Q8CfgF32> g_qw;
 QWeights<Q8OddCfg> g_qw_odd;
 constexpr std::size_t kT = cap(70), kDM = 40, kOD = 48;
-float g_x[kT * kDM], g_y[kT * kOD], g_y2[kT * kOD], g_y3[kT * kOD];
-double g_ref[kT * kOD], g_ref32[kT * kOD];
-double g_scratch[microattn_ref::layer_scratch(kT, 4, 2, 16)];
-float g_kc[kT * 32], g_vc[kT * 32], g_kc2[kT * 32], g_vc2[kT * 32];
+constexpr std::size_t kIn = microattn::internal::max_size(kT * kDM, kLongT * 21);
+constexpr std::size_t kOut = microattn::internal::max_size(kT * kOD, kLongT * 21);
+float g_x[kIn], g_y[kOut], g_y2[kOut], g_y3[kOut];
+double g_ref[kOut], g_ref32[kT * kOD];
+double g_scratch[microattn::internal::max_size(microattn_ref::layer_scratch(kT, 4, 2, 16),
+                                               microattn_ref::layer_scratch(kLongT, 3, 1, 7))];
+constexpr std::size_t kKv = microattn::internal::max_size(kT * 32, kLongT * 7);
+float g_kc[kKv], g_vc[kKv], g_kc2[kKv], g_vc2[kKv];
 
 microattn_ref::RopeRef rope_ref(const RopeConfig& r, std::size_t d_head) {
   if (!r.enabled) return {0, 0.0, false};
@@ -421,10 +437,13 @@ TEST(Int8Weights, LayerEqualsFp32OnDequantisedWeights) {
 /// The KV layer over T tokens three ways (prefill, token by token, three chunks), each compared
 /// with the reference: on the dequantised weights, and, with an int8 cache, over the keys and
 /// values the cache holds (export_cache: the dequantised rows), so the comparison is tight.
-template <class Cfg, class A, class QW>
+/// kWhole: prefill chunk T_max even under emulation (else 8 there: less RAM, the target's path).
+template <class Cfg, class A, bool kWhole = false, class QW>
 void check_kv(const QW& qw, int layout, std::size_t T, bool rope) {
   constexpr std::size_t DM = Cfg::kDModel, OD = Cfg::kOutDim, KD = Cfg::kKvDim;
-  static KvAttention<Cfg, A, kQuick ? 8 : Cfg::kTMax> kv;
+  static_assert(Cfg::kTMax * DM <= kIn && Cfg::kTMax * OD <= kOut && Cfg::kTMax * KD <= kKv,
+                "test pools too small");
+  static KvAttention<Cfg, A, kQuick && !kWhole ? 8 : Cfg::kTMax> kv;
   float* outs[3] = {g_y, g_y2, g_y3};
   const RopeConfig rc = rope ? rope_on(Cfg::kDHead) : RopeConfig{};
   microattn_test::Rng rng(T * 7 + layout);
@@ -512,6 +531,20 @@ TEST(Int8Cache, Int8WeightsEveryLayoutAndOddShape) {
     using A = decltype(arch);
     for (int l = 0; l < 3; ++l) check_kv<Q8KV8Cfg, A>(g_qw, l, l == 2 ? kT : 33 % kT, l != 0);
     for (int l = 0; l < 2; ++l) check_kv<Q8OddCfg, A>(g_qw_odd, l, cap(30) - l * 7, true);
+  });
+}
+
+// One prefill call of kMC + 7 tokens (two of the GEMM's row blocks, internal::row_block) into
+// the int8 cache, MQA, odd head width: its outputs against the reference over its cache, and
+// its cache against the token-by-token and three-chunk runs' (check_kv's `moved` count: a row
+// block stored at the wrong positions moves most of the cache).
+TEST(Int8Cache, PrefillLongerThanARowBlock) {
+  g_qw_odd.fill(10);
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    using Cfg = LongOddCfg<A>;
+    static_assert(Cfg::kTMax > microattn::internal::Tiles<A>::kMC, "two row blocks");
+    check_kv<Cfg, A, true>(g_qw_odd, 0, Cfg::kTMax, true);
   });
 }
 
