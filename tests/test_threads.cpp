@@ -182,6 +182,13 @@ TEST(Threads, KvCacheRing) {
       Config<40, kDM, 4, 2, 8, MaxWorkers{4}, microattn::SlidingWindow{9}, microattn::Rope::kYes>,
       8>(14, WeightLayout::kInOut);
 }
+// G == 1: each worker's V rows go through its own part of the prefill's V stage (with G >= 2
+// they sit beside K in the Q rows). A whole-prompt chunk, so the parts have rows to share.
+TEST(Threads, KvCacheRingMha) {
+  check_kv<
+      Config<40, kDM, 4, 4, 8, MaxWorkers{4}, microattn::SlidingWindow{9}, microattn::Rope::kYes>>(
+      15, WeightLayout::kInOut);
+}
 
 TEST(Threads, SetExecutorChecks) {
   static MultiHeadAttention<MhaWin> layer;  // MaxWorkers{3}
