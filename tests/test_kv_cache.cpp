@@ -28,6 +28,8 @@ using microattn::Status;
 using microattn::WeightLayout;
 using microattn::Weights;
 using microattn_test::for_each_arch;
+using microattn_test::kLongT;
+using microattn_test::long_t;
 
 #if defined(MICROATTN_TEST_QUICK)
 constexpr bool kQuick = true;
@@ -41,13 +43,7 @@ constexpr std::size_t cap(std::size_t t) { return kQuick && t > 24 ? 24 : t; }
 
 // Shared pools (one check runs at a time), so the test image stays small on Cortex-M.
 constexpr std::size_t kWideT = kQuick ? 20 : 70;  // T_max of the d_head = 64 configuration
-// PrefillLongerThanARowBlock: T_max of an arch = its GEMM row block kMC + 7 (d_model 12).
-template <class A>
-constexpr std::size_t long_t() {
-  return microattn::internal::Tiles<A>::kMC + 7;
-}
-constexpr std::size_t kLongT = microattn::internal::max_size(long_t<microattn::DefaultArch>(),
-                                                             long_t<microattn::ScalarArch>());
+// PrefillLongerThanARowBlock: T_max of an arch = long_t<A>() (d_model 12).
 // x: T_max * d_model of the largest config (also the split-K ones: 150 x 24, 140 x 20)
 constexpr std::size_t kPoolIn = microattn::internal::max_size(
     microattn::internal::max_size(cap(70) * 40, cap(150) * 24), kLongT * 12);

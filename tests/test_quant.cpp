@@ -31,6 +31,8 @@ using microattn::WeightLayout;
 using microattn::Weights;
 using microattn::WeightType;
 using microattn_test::for_each_arch;
+using microattn_test::kLongT;
+using microattn_test::long_t;
 
 #if defined(MICROATTN_TEST_QUICK)
 constexpr bool kQuick = true;
@@ -361,14 +363,8 @@ using Q8OddCfg = Config<cap(30), 21, 3, 1, 7, Bias::kQkv, WeightType::kInt8, Cac
 // Int8Cache.PrefillLongerThanARowBlock: Q8OddCfg's shape with T_max = the arch's GEMM row
 // block kMC + 7, so one prefill call spans two row blocks.
 template <class A>
-constexpr std::size_t long_t() {
-  return microattn::internal::Tiles<A>::kMC + 7;
-}
-template <class A>
 using LongOddCfg = Config<long_t<A>(), 21, 3, 1, 7, Bias::kQkv, CacheType::kInt8,
                           microattn::OutProj::kNo, microattn::Rope::kYes>;
-constexpr std::size_t kLongT = microattn::internal::max_size(long_t<microattn::DefaultArch>(),
-                                                             long_t<microattn::ScalarArch>());
 
 QWeights<Q8CfgF32> g_qw;
 QWeights<Q8OddCfg> g_qw_odd;

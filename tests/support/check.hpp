@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "microattn/arch.hpp"
+#include "microattn/internal/vec.hpp"
 
 namespace microattn_test {
 
@@ -45,5 +46,15 @@ void for_each_arch(F&& f) {
   f(microattn::DefaultArch{});
   if (!std::is_same<microattn::DefaultArch, microattn::ScalarArch>::value) f(microattn::ScalarArch{});
 }
+
+/// Token count of the tests that span two GEMM row blocks in one call: the arch's row block
+/// kMC + 7 (271 on AVX-512, 71 scalar).
+template <class A>
+constexpr std::size_t long_t() {
+  return microattn::internal::Tiles<A>::kMC + 7;
+}
+/// The largest long_t of the arches for_each_arch runs, to size shared pools.
+constexpr std::size_t kLongT = microattn::internal::max_size(long_t<microattn::DefaultArch>(),
+                                                             long_t<microattn::ScalarArch>());
 
 }  // namespace microattn_test
