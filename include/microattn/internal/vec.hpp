@@ -113,6 +113,27 @@ struct Vec<ScalarArch> {
   static float hsum(type v) noexcept { return v; }
   static float hmax(type v) noexcept { return v; }
   static type pinned(type v) noexcept { return v; }
+  /// Cortex-M with an FPU: the GEMM micro-kernel (4 x 4) loads its k step's four A and four B
+  /// values, passes all eight through this empty asm (no instruction), then does its 16
+  /// multiply-adds, so no load is scheduled between the multiply-adds. GCC 12's Cortex-M7
+  /// schedule interleaves them; in llvm-mca's Cortex-M7 model (an in-order core whose register
+  /// writes commit in program order, VFMA.F32 latency 5 against VLDR's 1) each load after a
+  /// multiply-add waits for its write-back: 48 cycles per 16 multiply-adds interleaved, 30 with
+  /// the loads first (tools/mca_report.py; docs/targets.md). The kPanel16 decode GEMV does the
+  /// same by groups of 8 weights. The same instructions either way, so the same bits; M4 and
+  /// M55 builds get the same order (the M55's kernels are Helium).
+#if defined(__GNUC__) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && \
+    defined(__ARM_FP) && !defined(__SOFTFP__)
+  static constexpr bool kLoadsFirst = true;
+  static void loads_first(float (&a)[4], float (&b)[4]) noexcept {
+    __asm__(""
+            : "+t"(a[0]), "+t"(a[1]), "+t"(a[2]), "+t"(a[3]), "+t"(b[0]), "+t"(b[1]), "+t"(b[2]),
+              "+t"(b[3]));
+  }
+#else
+  static constexpr bool kLoadsFirst = false;
+  static void loads_first(float (&)[4], float (&)[4]) noexcept {}
+#endif
   /// v, as a value the optimiser knows nothing about (see the xsimd Vec::opaque).
   static type opaque(type v) noexcept {
 #if defined(MICROATTN_OPAQUE_F32)
@@ -271,6 +292,7 @@ struct Vec {
 #else
   static constexpr bool kTranspose = false;
 #endif
+  static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
 #if XSIMD_VERSION_MAJOR >= 9
   static float hsum(type v) noexcept { return xsimd::reduce_add(v); }
 #else
@@ -310,6 +332,7 @@ struct Vec<MveArch> {
   static constexpr std::size_t kWidth = 4;
   static constexpr std::size_t kAlign = 16;
   static constexpr bool kTranspose = false;  ///< see Vec<Arch>::transpose
+  static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
   /// Four floats in memory as the compiler must see them: element-aligned, and aliasing
   /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32: GCC 12 writes those as accesses through
   /// an int pointer, so under strict aliasing (-O2 and up) it may move a float store to the

@@ -69,11 +69,23 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
       bv[j] = V::load_elem(b + j * vs);
       if (MR > 1) bv[j] = V::pinned(bv[j]);
     }
+    if constexpr (V::kLoadsFirst && MR == 4 && NRV == 4) {
+      // Cortex-M: every load of the k step before its multiply-adds (Vec::loads_first).
+      float av[MR];
 #pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) {
-      const float av = arow[i][k];
+      for (std::size_t i = 0; i < MR; ++i) av[i] = arow[i][k];
+      V::loads_first(av, bv);
 #pragma GCC unroll 64
-      for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma_scalar(av, bv[j], acc[i][j]);
+      for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+        for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma(av[i], bv[j], acc[i][j]);
+    } else {
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) {
+        const float av = arow[i][k];
+#pragma GCC unroll 64
+        for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::fma_scalar(av, bv[j], acc[i][j]);
+      }
     }
   }
 #pragma GCC unroll 64

@@ -167,6 +167,28 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
       for (std::size_t v = 0; v < PV; ++v) acc[i][u][v] = V::zero();
   const std::size_t k_step = K - K % kU;
   std::size_t k = 0;
+  if constexpr (V::kLoadsFirst && kNP == 1 && kU == 1 && PV == 16) {
+    // Cortex-M: a panel row's 16 weights in two groups of 8, each group's loads before its
+    // multiply-adds (Vec<ScalarArch>::loads_first; 16 at once would need 33 registers).
+    for (; k < K; ++k) {
+      const float xk = x[k];
+#pragma GCC unroll 2
+      for (std::size_t h = 0; h < 2; ++h) {
+        float wa[4], wb[4];
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < 4; ++v) {
+          wa[v] = V::load_elem(pw[0] + k * P + h * 8 + v);
+          wb[v] = V::load_elem(pw[0] + k * P + h * 8 + 4 + v);
+        }
+        V::loads_first(wa, wb);
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < 4; ++v) {
+          acc[0][0][h * 8 + v] = V::fma(xk, wa[v], acc[0][0][h * 8 + v]);
+          acc[0][0][h * 8 + 4 + v] = V::fma(xk, wb[v], acc[0][0][h * 8 + 4 + v]);
+        }
+      }
+    }
+  }
   for (; k < k_step; k += kU)
 #pragma GCC unroll 16
     for (std::size_t u = 0; u < kU; ++u) {
