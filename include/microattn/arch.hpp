@@ -55,6 +55,18 @@
 #define MICROATTN_SCALAR_FMA 0
 #endif
 
+/// 1 where that multiply-add is written as a `vfma.f32` asm statement instead of fmaf: clang for
+/// bare-metal 32-bit ARM (arm-none-eabi: Cortex-M, and A-profile firmware) keeps math errno on
+/// by default, and there it compiles __builtin_fmaf to a call of the C library's fmaf, one
+/// call per multiply-add in every scalar kernel (test clang_cortex_m_fma). GCC, and clang with
+/// -fno-math-errno (-ffast-math, -Ofast), emit the instruction for the builtin.
+#if MICROATTN_SCALAR_FMA && defined(__clang__) && defined(__arm__) && !defined(__aarch64__) && \
+    !defined(__NO_MATH_ERRNO__) && defined(__ARM_FP) && (__ARM_FP & 4) && !defined(__SOFTFP__)
+#define MICROATTN_SCALAR_FMA_ASM 1
+#else
+#define MICROATTN_SCALAR_FMA_ASM 0
+#endif
+
 /// 1 where an empty GNU asm statement can pin an x86 vector in a register (Vec::pin).
 #if MICROATTN_HAS_XSIMD && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define MICROATTN_PIN_X86 1

@@ -87,7 +87,10 @@ struct Vec<ScalarArch> {
   /// gives a loop (GCC 12 auto-vectorises the scalar kernels for the M55's MVE, differently for
   /// each micro-tile height) computes the same bits.
   static type fma(type a, type b, type c) noexcept {
-#if MICROATTN_SCALAR_FMA
+#if MICROATTN_SCALAR_FMA_ASM
+    __asm__("vfma.f32 %0, %1, %2" : "+t"(c) : "t"(a), "t"(b));
+    return c;
+#elif MICROATTN_SCALAR_FMA
     return __builtin_fmaf(a, b, c);
 #else
     return a * b + c;
