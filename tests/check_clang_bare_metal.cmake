@@ -2,7 +2,8 @@
 # A firmware user's clang build: tests/werror_user.cpp compiled by clang++ for bare-metal
 # Cortex-M4F, M7 and M55 (-Werror, no exceptions or RTTI), with the C and C++ library headers of
 # the arm-none-eabi GCC toolchain (newlib, libstdc++) and clang's own compiler headers, to
-# assembly. Fails on a warning, and on any call of the C library's fmaf: clang keeps math errno
+# assembly. Fails on a warning, on any call of the C library's fmaxf (Vec<ScalarArch>::clamp_below
+# is one VMAXNM), and on any call of fmaf: clang keeps math errno
 # on for bare-metal targets and compiled each scalar multiply-add to such a call
 # (MICROATTN_SCALAR_FMA_ASM in arch.hpp), and on a build with no vfma.f32 at all.
 # -D CLANGXX=... -D GXX=arm-none-eabi-g++ -D SRC=<project> -D OUT=<dir>
@@ -42,15 +43,15 @@ foreach(c ${_cores})
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "clang for Cortex-${name}: the build failed:\n${out}")
   endif()
-  file(STRINGS ${asm} calls REGEX "^[ \t]+bl?[ \t]+fmaf$")
+  file(STRINGS ${asm} calls REGEX "^[ \t]+bl?[ \t]+fmax?f$")
   file(STRINGS ${asm} fmas REGEX "^[ \t]+vfma\\.f32")
   list(LENGTH calls n_calls)
   list(LENGTH fmas n_fmas)
   if(n_calls GREATER 0)
-    message(FATAL_ERROR "clang for Cortex-${name}: ${n_calls} calls of fmaf (${asm})")
+    message(FATAL_ERROR "clang for Cortex-${name}: ${n_calls} calls of fmaf / fmaxf (${asm})")
   endif()
   if(n_fmas EQUAL 0)
     message(FATAL_ERROR "clang for Cortex-${name}: no vfma.f32 in the build (${asm})")
   endif()
-  message(STATUS "clang for Cortex-${name}: ${n_fmas} vfma.f32, no fmaf call")
+  message(STATUS "clang for Cortex-${name}: ${n_fmas} vfma.f32, no fmaf or fmaxf call")
 endforeach()

@@ -101,6 +101,27 @@ struct Vec<ScalarArch> {
   /// c - a * b.
   static type fnma(type a, type b, type c) noexcept { return c - a * b; }
   static type max(type a, type b) noexcept { return a > b ? a : b; }
+  /// max(x, lo) for a constant lo that is not NaN (the exponentials' lower clamp): lo where x is
+  /// NaN, as max above. One VMAXNM on the Cortex-M FPUs that have it (FPv5 with double precision,
+  /// the M7's fpv5-d16; Armv8-M: M33, M55), where the compare's flag transfer and branch split
+  /// the chains of the scalar softmax's exponentials that the core could overlap.
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && \
+    !defined(__SOFTFP__) && ((__ARM_FP & 8) || __ARM_ARCH >= 8)
+  static type clamp_below(type x, type lo) noexcept { return __builtin_fmaxf(x, lo); }
+#else
+  static type clamp_below(type x, type lo) noexcept { return max(x, lo); }
+#endif
+  /// Softmax weights computed per step of the scalar exp2_row: 4 on the Cortex-M cores with a
+  /// double-precision FPU (M7 with fpv5-d16, M55, M85: they issue two instructions a cycle in
+  /// order, and overlap four weights' chains once no branch separates them: 59 -> 35 cycles
+  /// per weight in the M7's model), 1 elsewhere (the M4 issues one at a time, and there the
+  /// unrolled loops would only cost 2 KB of flash).
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && \
+    !defined(__SOFTFP__) && (__ARM_FP & 8)
+  static constexpr std::size_t kExpStep = 4;
+#else
+  static constexpr std::size_t kExpStep = 1;
+#endif
   static type min(type a, type b) noexcept { return a < b ? a : b; }
   /// a < b ? t : f, lane by lane.
   static type select_lt(type a, type b, type t, type f) noexcept { return a < b ? t : f; }
@@ -200,6 +221,7 @@ struct Vec {
     return xsimd::fnma(a, b, c);
   }
   static type max(type a, type b) noexcept { return xsimd::max(a, b); }
+  static type clamp_below(type x, type lo) noexcept { return max(x, lo); }
   static type min(type a, type b) noexcept { return xsimd::min(a, b); }
   /// a < b ? t : f lane by lane.
   /// armv7: GCC 12's arm_neon.h writes vcltq_f32 (and xsimd's a < b) as a generic vector
@@ -296,6 +318,7 @@ struct Vec {
   static constexpr bool kTranspose = false;
 #endif
   static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
+  static constexpr std::size_t kExpStep = 1;  ///< see Vec<ScalarArch>::kExpStep
 #if XSIMD_VERSION_MAJOR >= 9
   static float hsum(type v) noexcept { return xsimd::reduce_add(v); }
 #else
@@ -336,6 +359,7 @@ struct Vec<MveArch> {
   static constexpr std::size_t kAlign = 16;
   static constexpr bool kTranspose = false;  ///< see Vec<Arch>::transpose
   static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
+  static constexpr std::size_t kExpStep = 1;  ///< see Vec<ScalarArch>::kExpStep
   /// Four floats in memory as the compiler must see them: element-aligned, and aliasing
   /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32: GCC 12 writes those as accesses through
   /// an int pointer, so under strict aliasing (-O2 and up) it may move a float store to the
@@ -360,6 +384,7 @@ struct Vec<MveArch> {
   static type fma_scalar(float a, type b, type c) noexcept { return vfmaq_n_f32(c, b, a); }
   static type fnma(type a, type b, type c) noexcept { return vfmsq_f32(c, a, b); }
   static type max(type a, type b) noexcept { return vmaxnmq_f32(a, b); }
+  static type clamp_below(type x, type lo) noexcept { return max(x, lo); }
   static type min(type a, type b) noexcept { return vminnmq_f32(a, b); }
   /// a < b as b > a: MVE's VCMP condition LT is "less than or unordered" (true when a or b is
   /// NaN), GT is ordered (Vec.SelectLtIsTheCompareLaneByLane).

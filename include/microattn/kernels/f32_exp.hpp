@@ -86,7 +86,7 @@ MICROATTN_ALWAYS_INLINE inline typename internal::Vec<Arch>::type f32_exp2(
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   // max(x, -127) first: -inf becomes -127, whose 2^n has a zero exponent field (+0).
-  const T xc = V::max(x, V::set1(-127.0f));
+  const T xc = V::clamp_below(x, V::set1(-127.0f));
   // 1.5 * 2^23 + 127: adding it rounds x to the integer n held in the low mantissa bits,
   // biased by 127, so shifting those bits up by 23 gives the float 2^n (0 for n = -127).
   const T magic = V::set1(12582912.0f + 127.0f);
