@@ -2,10 +2,10 @@
 # A firmware user's clang build: tests/werror_user.cpp compiled by clang++ for bare-metal
 # Cortex-M4F, M7 and M55 (-Werror, no exceptions or RTTI), with the C and C++ library headers of
 # the arm-none-eabi GCC toolchain (newlib, libstdc++) and clang's own compiler headers, to
-# assembly. Fails on a warning, on any call of the C library's fmaxf (Vec<ScalarArch>::clamp_below
-# is one VMAXNM), and on any call of fmaf: clang keeps math errno
-# on for bare-metal targets and compiled each scalar multiply-add to such a call
-# (MICROATTN_SCALAR_FMA_ASM in arch.hpp), and on a build with no vfma.f32 at all.
+# assembly. Fails on a warning; on any call of the C library's fmaf (clang keeps math errno on
+# for bare-metal targets and compiled each scalar multiply-add to such a call: see
+# MICROATTN_SCALAR_FMA_ASM in arch.hpp) or fmaxf (Vec<ScalarArch>::clamp_below is one VMAXNM);
+# and on a build with no vfma.f32 at all.
 # -D CLANGXX=... -D GXX=arm-none-eabi-g++ -D SRC=<project> -D OUT=<dir>
 set(_cores
     "m4|thumbv7em-none-eabihf|-mcpu=cortex-m4,-mfpu=fpv4-sp-d16,-mfloat-abi=hard"

@@ -115,7 +115,7 @@ struct Vec<ScalarArch> {
   /// double-precision FPU (M7 with fpv5-d16, M55, M85: they issue two instructions a cycle in
   /// order, and overlap four weights' chains once no branch separates them: 59 -> 35 cycles
   /// per weight in the M7's model), 1 elsewhere (the M4 issues one at a time, and there the
-  /// unrolled loops would only cost 2 KB of flash).
+  /// unrolled loops cost 2 KB of flash for a gain no model here can show).
 #if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && \
     !defined(__SOFTFP__) && (__ARM_FP & 8)
   static constexpr std::size_t kExpStep = 4;
