@@ -67,6 +67,16 @@
 #define MICROATTN_SCALAR_FMA_ASM 0
 #endif
 
+/// 1 on a Cortex-M (M-profile) core with a hardware FPU and a hard- or softfp float ABI: the
+/// scalar kernels' Cortex-M scheduling choices (Vec<ScalarArch>::loads_first, clamp_below,
+/// kExpStep) build on it.
+#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && \
+    !defined(__SOFTFP__)
+#define MICROATTN_CORTEX_M_FPU 1
+#else
+#define MICROATTN_CORTEX_M_FPU 0
+#endif
+
 /// 1 where an empty GNU asm statement can pin an x86 vector in a register (Vec::pin).
 #if MICROATTN_HAS_XSIMD && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define MICROATTN_PIN_X86 1

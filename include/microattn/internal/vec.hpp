@@ -105,8 +105,7 @@ struct Vec<ScalarArch> {
   /// NaN, as max above. One VMAXNM on the Cortex-M FPUs that have it (FPv5 with double precision,
   /// the M7's fpv5-d16; Armv8-M: M33, M55), where the compare's flag transfer and branch split
   /// the chains of the scalar softmax's exponentials that the core could overlap.
-#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && \
-    !defined(__SOFTFP__) && ((__ARM_FP & 8) || __ARM_ARCH >= 8)
+#if MICROATTN_CORTEX_M_FPU && ((__ARM_FP & 8) || __ARM_ARCH >= 8)
   static type clamp_below(type x, type lo) noexcept { return __builtin_fmaxf(x, lo); }
 #else
   static type clamp_below(type x, type lo) noexcept { return max(x, lo); }
@@ -116,8 +115,7 @@ struct Vec<ScalarArch> {
   /// order, and overlap four weights' chains once no branch separates them: 59 -> 35 cycles
   /// per weight in the M7's model), 1 elsewhere (the M4 issues one at a time, and there the
   /// unrolled loops cost 2 KB of flash for a gain no model here can show).
-#if defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP) && \
-    !defined(__SOFTFP__) && (__ARM_FP & 8)
+#if MICROATTN_CORTEX_M_FPU && (__ARM_FP & 8)
   static constexpr std::size_t kExpStep = 4;
 #else
   static constexpr std::size_t kExpStep = 1;
@@ -146,8 +144,7 @@ struct Vec<ScalarArch> {
   /// the loads first (tools/mca_report.py; docs/targets.md). The kPanel16 decode GEMV does the
   /// same by groups of 8 weights. The same instructions either way, so the same bits; M4 and
   /// M55 builds get the same order (the M55's kernels are Helium).
-#if defined(__GNUC__) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && \
-    defined(__ARM_FP) && !defined(__SOFTFP__)
+#if MICROATTN_CORTEX_M_FPU && defined(__GNUC__)
   static constexpr bool kLoadsFirst = true;
   static void loads_first(float (&a)[4], float (&b)[4]) noexcept {
     __asm__(""
@@ -156,7 +153,6 @@ struct Vec<ScalarArch> {
   }
 #else
   static constexpr bool kLoadsFirst = false;
-  static void loads_first(float (&)[4], float (&)[4]) noexcept {}
 #endif
   /// v, as a value the optimiser knows nothing about (see the xsimd Vec::opaque).
   static type opaque(type v) noexcept {

@@ -164,12 +164,13 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
   const std::size_t nv = n - n % W;
   const T vm = V::set1(m);
   T vsum = V::zero();
+  std::size_t j = 0;
   if constexpr (W == 1 && V::kExpStep > 1) {
     // Scalar on a dual-issue Cortex-M: kExpStep weights per step, so the in-order core overlaps
     // their dependency chains (the polynomial's multiply-adds wait on each other); the sum is
-    // added in the same order, so the bits are those of one at a time (docs/targets.md).
+    // added in the same order, so the bits are those of one at a time (docs/targets.md). The
+    // loop below takes the rest.
     constexpr std::size_t S = V::kExpStep;
-    std::size_t j = 0;
     for (; j + S <= n; j += S) {
       float p[S];
 #pragma GCC unroll 8
@@ -179,20 +180,14 @@ inline float exp2_row(float* a, std::size_t n, float m) noexcept {
 #pragma GCC unroll 8
       for (std::size_t u = 0; u < S; ++u) vsum = vsum + p[u];
     }
-    for (; j < n; ++j) {
-      const float p = f32_softmax_exp2<Arch>(a[j] - m);
-      a[j] = p;
-      vsum = vsum + p;
-    }
-    return vsum;
   }
-  for (std::size_t j = 0; j < nv; j += W) {
+  for (; j < nv; j += W) {
     const T p = f32_softmax_exp2<Arch>(V::loadu(a + j) - vm);
     V::storeu(a + j, p);
     vsum = vsum + p;
   }
   float sum = V::hsum(vsum);
-  for (std::size_t j = nv; j < n; ++j) {
+  for (j = nv; j < n; ++j) {
     const float p = f32_softmax_exp2<ScalarArch>(a[j] - m);
     a[j] = p;
     sum += p;
