@@ -100,6 +100,54 @@ TEST(F32Gemm, BlockingBoundaries) {
   });
 }
 
+#define AT A::name() << " " << layout_name(layout) << " K=" << K << " N=" << N << " pc=" << pc \
+                    << " jc=" << jc
+// The panel gemm_weights prefetches while it computes one: for every panel in its order (depth
+// blocks within a column panel), the strips of the next one, each inside the weight matrix's
+// K x N elements; none after the last, and none for kPanel16 (contiguous panels).
+TEST(F32Gemm, NextPanelStrips) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Tl = microattn::internal::Tiles<A>;
+    using microattn::kernels::detail::next_panel_strips;
+    const std::size_t ks[] = {1, Tl::kKC, Tl::kKC + 1, 3 * Tl::kKC - 5};
+    const std::size_t ns[] = {1, Tl::kNR, Tl::kNR + 3, 4 * Tl::kNR};
+    for (std::size_t K : ks)
+      for (std::size_t N : ns)
+        for (WeightLayout layout : {WeightLayout::kInOut, WeightLayout::kOutIn}) {
+          const bool inout = layout == WeightLayout::kInOut;
+          const std::size_t ldb = inout ? N + 5 : K + 3;  // strides wider than the rows
+          std::size_t visited = 0, prefetched = 0;
+          for (std::size_t jc = 0; jc < N; jc += Tl::kNR)
+            for (std::size_t pc = 0; pc < K; pc += Tl::kKC) {
+              ++visited;
+              const auto s = next_panel_strips<A>(layout, K, N, ldb, pc, jc);
+              const bool deeper = pc + Tl::kKC < K;
+              const std::size_t npc = deeper ? pc + Tl::kKC : 0, njc = deeper ? jc : jc + Tl::kNR;
+              if (njc >= N) {
+                EXPECT_EQ(s.count, 0u) << AT;
+                continue;
+              }
+              ++prefetched;
+              const std::size_t kc = K - npc < Tl::kKC ? K - npc : Tl::kKC;
+              const std::size_t nr = N - njc < Tl::kNR ? N - njc : Tl::kNR;
+              // [in][out]: kc rows of nr columns; [out][in]: nr columns of kc rows.
+              EXPECT_EQ(s.first, inout ? npc * ldb + njc : njc * ldb + npc) << AT;
+              EXPECT_EQ(s.count, inout ? kc : nr) << AT;
+              EXPECT_EQ(s.elems, inout ? nr : kc) << AT;
+              EXPECT_EQ(s.stride, ldb) << AT;
+              const std::size_t last = s.first + (s.count - 1) * s.stride;
+              EXPECT_LE(last % ldb + s.elems, inout ? N : K) << AT << ": a strip past its row";
+              EXPECT_LT(last / ldb, inout ? K : N) << AT << ": a strip past the matrix";
+            }
+          EXPECT_EQ(prefetched + 1, visited) << "every panel but the first is prefetched";
+          const auto p = next_panel_strips<A>(WeightLayout::kPanel16, K, N, ldb, 0, 0);
+          EXPECT_EQ(p.count, 0u) << "kPanel16 panels are contiguous";
+        }
+  });
+}
+#undef AT
+
 // Panel-aligned widths of the layer (every head a whole number of panels), where kNR == 16
 // arches use the panels in place, and widths that split a panel between GEMM column blocks.
 TEST(F32Gemm, PanelLayoutWidths) {

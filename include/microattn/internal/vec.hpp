@@ -62,6 +62,19 @@ constexpr std::size_t round_up(std::size_t n, std::size_t m) noexcept {
 constexpr std::size_t min_size(std::size_t a, std::size_t b) noexcept { return a < b ? a : b; }
 constexpr std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a > b ? a : b; }
 
+/// Asks the cache for the lines holding bytes [p, p + n), n >= 1, to be read soon: into L2 but
+/// not L1 (`prefetcht1` on x86). A hint with no architectural effect, which never faults. A
+/// no-op for compilers without GNU builtins.
+inline void prefetch_l2(const void* p, std::size_t n) noexcept {
+#if defined(__GNUC__)
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t i = 0; i < n; i += 64) __builtin_prefetch(c + i, 0, 2);
+  __builtin_prefetch(c + n - 1, 0, 2);  // the last line, when p does not start one
+#else
+  (void)p, (void)n;
+#endif
+}
+
 /// Vector operations on floats for Arch. The primary template wraps xsimd::batch<float, Arch>.
 template <class Arch>
 struct Vec;
