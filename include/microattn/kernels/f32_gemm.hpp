@@ -407,7 +407,7 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
         // every miss. P2's projections (three 512 x 64 weight slices per head and W_O, over 256
         // rows, the weights coming from memory; a Zen 4 VM, three runs) with [in][out] weights
         // ran at 0.89-0.92 of the speed with kPanel16 weights in the same run before, 0.97-0.99
-        // after with AVX-512; 0.83-0.91 and 0.99-1.00 with AVX2. The same loads in the same
+        // after with AVX-512; 0.83-0.91 and 0.98-1.01 with AVX2. The same loads in the same
         // order: the same bits. (Not on ARM: unmeasured; Cortex-M has no cache to fill.)
         PanelStrips next{};
         std::size_t next_per_tile = 0;
