@@ -7,6 +7,8 @@
 //   P4  T=512  d_model=512 H=8 H_kv=2 d_head=64 (GQA)
 //   P1_panel16 .. P4_panel16  with the weights stored as kPanel16 (the GEMM reads them
 //               in place, without packing, on every arch)
+//   P1_outin .. P4_outin  with the weights in PyTorch's [out][in] (kOutIn, the exporter's
+//               default; the GEMM packs each panel by a transposing copy)
 //   S1  the teaching notes' tiny layer: T=11 d_in=8 H=2 d_head=2, W_O 4 -> 4 (per-call overhead)
 //   E1  encoder: T=256 d_model=512 H=8 d_head=64, Mask::kNone (every token sees every token)
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
@@ -63,7 +65,9 @@ void bm_layer(benchmark::State& state) {
   }
   set_flop_counters(state, config_flops<Cfg>());
   state.SetLabel(arch_label<Arch>() +
-                 (kLayout == microattn::WeightLayout::kInOut ? "" : ", kPanel16") +
+                 (kLayout == microattn::WeightLayout::kInOut   ? ""
+                  : kLayout == microattn::WeightLayout::kOutIn ? ", kOutIn"
+                                                               : ", kPanel16") +
                  (Cfg::kInt8Weights ? ", int8 weights" : ""));
 }
 
@@ -146,6 +150,19 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4_panel16",
                                bm_layer<P4Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
+      ->Unit(benchmark::kMillisecond);
+  // PyTorch's [out][in], the layout tools/export_pytorch.py writes by default.
+  benchmark::RegisterBenchmark("P1_outin",
+                               bm_layer<P1Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P2_outin",
+                               bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P3_outin",
+                               bm_layer<P3Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P4_outin",
+                               bm_layer<P4Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
       ->Unit(benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("P1_eigen", bm_eigen<P1Cfg>)->Unit(benchmark::kMicrosecond);

@@ -201,9 +201,23 @@ inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, s
         std::memcpy(pack + k * NR, src, NR * sizeof(float));
       return;
     }
-    if (layout == WeightLayout::kOutIn) {
+    if (layout == WeightLayout::kOutIn) {  // PyTorch's layout: a transposing copy
       const float* src = b + jc * ldb + pc;
-      for (std::size_t k = 0; k < kc; ++k)
+      std::size_t k0 = 0;
+      using V = internal::Vec<Arch>;
+      if constexpr (V::kTranspose && NR % V::kWidth == 0) {
+        // x86: W x W blocks through Vec::transpose (W loads, the transpose's shuffles, W
+        // stores) instead of W * W single floats; the scalar loop does the last kc % W rows.
+        constexpr std::size_t W = V::kWidth;
+        for (; k0 + W <= kc; k0 += W)
+          for (std::size_t j0 = 0; j0 < NR; j0 += W) {
+            typename V::type r[W];
+            for (std::size_t i = 0; i < W; ++i) r[i] = V::loadu(src + (j0 + i) * ldb + k0);
+            V::transpose(r);
+            for (std::size_t i = 0; i < W; ++i) V::storeu(pack + (k0 + i) * NR + j0, r[i]);
+          }
+      }
+      for (std::size_t k = k0; k < kc; ++k)
         for (std::size_t j = 0; j < NR; ++j) pack[k * NR + j] = src[j * ldb + k];
       return;
     }
