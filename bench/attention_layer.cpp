@@ -24,6 +24,7 @@
 // gflops counts the attended pairs (the causal half, all T^2 for E1, the band for W1) plus the
 // projections and W_O.
 #include <memory>
+#include <string>
 
 #include "bench_util.hpp"
 #include "layer_data.hpp"
@@ -120,6 +121,21 @@ void bm_openblas(benchmark::State& state) {
 }
 #endif
 
+/// The layer named `name` (Cfg) with its weights in the other two layouts: <name>_panel16
+/// (kPanel16) and <name>_outin (PyTorch's [out][in], what tools/export_pytorch.py writes by
+/// default).
+template <class Cfg>
+void register_layouts(const std::string& name, benchmark::TimeUnit unit) {
+  using microattn::DefaultArch;
+  using microattn::WeightLayout;
+  benchmark::RegisterBenchmark((name + "_panel16").c_str(),
+                               bm_layer<Cfg, DefaultArch, WeightLayout::kPanel16>)
+      ->Unit(unit);
+  benchmark::RegisterBenchmark((name + "_outin").c_str(),
+                               bm_layer<Cfg, DefaultArch, WeightLayout::kOutIn>)
+      ->Unit(unit);
+}
+
 }  // namespace
 
 void register_layer_benchmarks() {
@@ -129,17 +145,11 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P1_scalar", bm_layer<P1Cfg, ScalarArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P1_reference", bm_reference<P1Cfg>)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("P1_panel16",
-                               bm_layer<P1Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
-      ->Unit(benchmark::kMicrosecond);
+  register_layouts<P1Cfg>("P1", benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2", bm_layer<P2Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("P2_panel16",
-                               bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
-      ->Unit(benchmark::kMillisecond);
+  register_layouts<P2Cfg>("P2", benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("P3_panel16",
-                               bm_layer<P3Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
-      ->Unit(benchmark::kMillisecond);
+  register_layouts<P3Cfg>("P3", benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_q8", bm_layer<P2q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("E1", bm_layer<E1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("S1", bm_layer<S1Cfg, DefaultArch>)->Unit(benchmark::kMicrosecond);
@@ -148,22 +158,7 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("W1", bm_layer<W1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P3_q8", bm_layer<P3q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("P4_panel16",
-                               bm_layer<P4Cfg, DefaultArch, microattn::WeightLayout::kPanel16>)
-      ->Unit(benchmark::kMillisecond);
-  // PyTorch's [out][in], the layout tools/export_pytorch.py writes by default.
-  benchmark::RegisterBenchmark("P1_outin",
-                               bm_layer<P1Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("P2_outin",
-                               bm_layer<P2Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("P3_outin",
-                               bm_layer<P3Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("P4_outin",
-                               bm_layer<P4Cfg, DefaultArch, microattn::WeightLayout::kOutIn>)
-      ->Unit(benchmark::kMillisecond);
+  register_layouts<P4Cfg>("P4", benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("P1_eigen", bm_eigen<P1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2_eigen", bm_eigen<P2Cfg>)->Unit(benchmark::kMillisecond);

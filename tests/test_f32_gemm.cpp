@@ -100,11 +100,10 @@ TEST(F32Gemm, BlockingBoundaries) {
   });
 }
 
-#define AT A::name() << " " << layout_name(layout) << " K=" << K << " N=" << N << " pc=" << pc \
-                    << " jc=" << jc
 // The panel gemm_weights prefetches while it computes one: for every panel in its order (depth
-// blocks within a column panel), the strips of the next one, each inside the weight matrix's
-// K x N elements; none after the last, and none for kPanel16 (contiguous panels).
+// blocks within a column panel, listed here), the strips of the next one in the list, each
+// inside the weight matrix's K x N elements; none after the last, and none for kPanel16
+// (contiguous panels).
 TEST(F32Gemm, NextPanelStrips) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
@@ -117,36 +116,34 @@ TEST(F32Gemm, NextPanelStrips) {
         for (WeightLayout layout : {WeightLayout::kInOut, WeightLayout::kOutIn}) {
           const bool inout = layout == WeightLayout::kInOut;
           const std::size_t ldb = inout ? N + 5 : K + 3;  // strides wider than the rows
-          std::size_t visited = 0, prefetched = 0;
+          std::size_t pcs[16], jcs[16], n = 0;            // the panels, in the GEMM's order
           for (std::size_t jc = 0; jc < N; jc += Tl::kNR)
-            for (std::size_t pc = 0; pc < K; pc += Tl::kKC) {
-              ++visited;
-              const auto s = next_panel_strips<A>(layout, K, N, ldb, pc, jc);
-              const bool deeper = pc + Tl::kKC < K;
-              const std::size_t npc = deeper ? pc + Tl::kKC : 0, njc = deeper ? jc : jc + Tl::kNR;
-              if (njc >= N) {
-                EXPECT_EQ(s.count, 0u) << AT;
-                continue;
-              }
-              ++prefetched;
-              const std::size_t kc = K - npc < Tl::kKC ? K - npc : Tl::kKC;
-              const std::size_t nr = N - njc < Tl::kNR ? N - njc : Tl::kNR;
-              // [in][out]: kc rows of nr columns; [out][in]: nr columns of kc rows.
-              EXPECT_EQ(s.first, inout ? npc * ldb + njc : njc * ldb + npc) << AT;
-              EXPECT_EQ(s.count, inout ? kc : nr) << AT;
-              EXPECT_EQ(s.elems, inout ? nr : kc) << AT;
-              EXPECT_EQ(s.stride, ldb) << AT;
-              const std::size_t last = s.first + (s.count - 1) * s.stride;
-              EXPECT_LE(last % ldb + s.elems, inout ? N : K) << AT << ": a strip past its row";
-              EXPECT_LT(last / ldb, inout ? K : N) << AT << ": a strip past the matrix";
+            for (std::size_t pc = 0; pc < K; pc += Tl::kKC) pcs[n] = pc, jcs[n] = jc, ++n;
+          for (std::size_t i = 0; i < n; ++i) {
+            const auto s = next_panel_strips<A>(layout, K, N, ldb, pcs[i], jcs[i]);
+            if (i + 1 == n) {
+              EXPECT_EQ(s.count, 0u) << A::name() << " K=" << K << " N=" << N << ": the last";
+              continue;
             }
-          EXPECT_EQ(prefetched + 1, visited) << "every panel but the first is prefetched";
+            const std::size_t pc = pcs[i + 1], jc = jcs[i + 1];
+            const std::size_t kc = K - pc < Tl::kKC ? K - pc : Tl::kKC;
+            const std::size_t nr = N - jc < Tl::kNR ? N - jc : Tl::kNR;
+            // [in][out]: kc rows of nr columns; [out][in]: nr columns of kc rows.
+            EXPECT_EQ(s.first, inout ? pc * ldb + jc : jc * ldb + pc)
+                << A::name() << " " << layout_name(layout) << " K=" << K << " N=" << N << " panel "
+                << i;
+            EXPECT_EQ(s.count, inout ? kc : nr) << A::name() << " K=" << K << " N=" << N;
+            EXPECT_EQ(s.elems, inout ? nr : kc) << A::name() << " K=" << K << " N=" << N;
+            EXPECT_EQ(s.stride, ldb);
+            const std::size_t last = s.first + (s.count - 1) * s.stride;
+            EXPECT_LE(last % ldb + s.elems, inout ? N : K) << "a strip past its row";
+            EXPECT_LT(last / ldb, inout ? K : N) << "a strip past the matrix";
+          }
           const auto p = next_panel_strips<A>(WeightLayout::kPanel16, K, N, ldb, 0, 0);
           EXPECT_EQ(p.count, 0u) << "kPanel16 panels are contiguous";
         }
   });
 }
-#undef AT
 
 // Panel-aligned widths of the layer (every head a whole number of panels), where kNR == 16
 // arches use the panels in place, and widths that split a panel between GEMM column blocks.
