@@ -329,16 +329,22 @@ constexpr std::size_t gemm_pack_floats() noexcept {
 }
 
 namespace detail {
-/// Where a dense weight panel lies: `count` strips of `elems` contiguous elements, `stride`
-/// elements apart, the first `first` elements from b.
+/// Where B's kc x nr panel at depth pc, columns jc, lies in a dense weight layout: `count`
+/// strips of `elems` contiguous elements, `stride` elements apart, the first `first` elements
+/// from b. [in][out]: a strip per row k (its nr columns); [out][in]: a strip per column n (its
+/// kc rows). kPanel16: none (a panel is contiguous, which hardware prefetchers follow).
 struct PanelStrips {
   std::size_t first = 0, count = 0, stride = 0, elems = 0;
 };
+inline PanelStrips panel_strips(WeightLayout layout, std::size_t ldb, std::size_t pc,
+                                std::size_t kc, std::size_t jc, std::size_t nr) noexcept {
+  if (layout == WeightLayout::kInOut) return PanelStrips{pc * ldb + jc, kc, ldb, nr};
+  if (layout == WeightLayout::kOutIn) return PanelStrips{jc * ldb + pc, nr, ldb, kc};
+  return PanelStrips{};
+}
 
 /// The strips of the panel gemm_weights reads after the one at (pc, jc) within a row block of
-/// its K x N weights (the next depth block, else the next columns' first): a strip per row k of
-/// its nr columns in [in][out], per column n of its kc rows in [out][in]. None after the last
-/// panel, nor for kPanel16 (a panel is contiguous, which hardware prefetchers follow).
+/// its K x N weights: the next depth block, else the next columns' first; none after the last.
 template <class Arch>
 PanelStrips next_panel_strips(WeightLayout layout, std::size_t K, std::size_t N, std::size_t ldb,
                               std::size_t pc, std::size_t jc) noexcept {
@@ -346,11 +352,8 @@ PanelStrips next_panel_strips(WeightLayout layout, std::size_t K, std::size_t N,
   const bool deeper = pc + Tl::kKC < K;
   const std::size_t npc = deeper ? pc + Tl::kKC : 0, njc = deeper ? jc : jc + Tl::kNR;
   if (njc >= N) return PanelStrips{};
-  const std::size_t kc = internal::min_size(Tl::kKC, K - npc);
-  const std::size_t nr = internal::min_size(Tl::kNR, N - njc);
-  if (layout == WeightLayout::kInOut) return PanelStrips{npc * ldb + njc, kc, ldb, nr};
-  if (layout == WeightLayout::kOutIn) return PanelStrips{njc * ldb + npc, nr, ldb, kc};
-  return PanelStrips{};
+  return panel_strips(layout, ldb, npc, internal::min_size(Tl::kKC, K - npc), njc,
+                      internal::min_size(Tl::kNR, N - njc));
 }
 
 template <class Arch, class Store, class BE>
