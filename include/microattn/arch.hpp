@@ -123,6 +123,15 @@
 #define MICROATTN_GCC12_AVX512_WARNINGS_ON
 #endif
 
+/// x86 (GCC and clang): keeps a function out of its callers and inlines every call in it (the
+/// micro-kernel, with the caller's compile-time strides). f32_attn_rows runs its row groups'
+/// micro-kernel calls through such functions (see detail::score_panels).
+#if MICROATTN_PIN_X86
+#define MICROATTN_OWN_FRAME_X86 __attribute__((noinline, flatten))
+#else
+#define MICROATTN_OWN_FRAME_X86
+#endif
+
 /// Forces a function into its caller (GCC and clang), where a frame of its own costs stack.
 #if defined(__GNUC__)
 #define MICROATTN_ALWAYS_INLINE __attribute__((always_inline))

@@ -265,6 +265,62 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline typename internal::Vec<Arch>::type 
   }
 }
 
+/// The score micro-kernel calls of one group of mr rows of f32_attn_rows: s[i][j] for the
+/// columns [a, b) of the key tile (whole panels from `a`; with av < a, first the vectors av ..
+/// a - 1 alone, a window's lower edge), q: the group's scaled query rows.
+template <class Arch, std::size_t kDHead, class CE>
+MICROATTN_ALWAYS_INLINE MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline void score_panels(
+    std::size_t mr, std::size_t av, std::size_t a, std::size_t b, const float* q, const CE* ktile,
+    float* s) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t NR = Tl::kNR, BK = Tl::kBK, LW = internal::Vec<Arch>::kWidth;
+  if (av < a)
+    f32_gemm_ukernel_rows_nv<Arch>((a - av) / LW, mr, kDHead, q, kDHead, ktile + av, BK, s + av, BK,
+                                   nullptr, false);
+  for (std::size_t jn = a; jn < b; jn += NR)
+    f32_gemm_ukernel_rows<Arch>(mr, kDHead, q, kDHead, ktile + jn, BK, s + jn, BK, nullptr, false);
+}
+
+/// The P V micro-kernel calls of a group of mr > 1 rows of f32_attn_rows over n keys: o (row
+/// stride kDPad) += p (row stride kBK) v (row stride kDPad), over the vectors of each row that
+/// hold d_head's columns.
+template <class Arch, std::size_t kDHead, class CE>
+MICROATTN_ALWAYS_INLINE MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline void pv_rows(
+    std::size_t mr, std::size_t n, const float* p, const CE* v, float* o) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad, W = internal::Vec<Arch>::kWidth;
+  constexpr std::size_t kRowVecs = W > 1 ? (kDHead + W - 1) / W : DPad / W;
+  for (std::size_t dn = 0; dn < DPad; dn += Tl::kNR) {
+    const std::size_t nv = internal::min_size(Tl::kNRVec, kRowVecs - dn / W);
+    f32_gemm_ukernel_rows_nv<Arch>(nv, mr, n, p, Tl::kBK, v + dn, DPad, o + dn, DPad, nullptr,
+                                   true);
+  }
+}
+
+/// score_panels and pv_rows in frames of their own on x86 (not inlined; the micro-kernel inlined
+/// in them, with the tile's compile-time strides), for heads of at least a vector. Inlined into
+/// f32_attn_rows, GCC 12 at -O2 allocated the AVX-512 micro-kernel's registers differently with
+/// what else the translation unit held, and in some units kept a B vector on the stack (a store
+/// and 12 memory-operand multiply-adds per k: tools/mca_report.py --check --opt O2 failed twice
+/// after changes to f32_gemm.hpp that did not touch the attention). In a frame of its own it has
+/// the registers to itself, at one call per row group and key tile (noinline alone left GCC 12
+/// calling the shared out-of-line micro-kernel, with run-time strides: A1 4.7 % slower; with
+/// flatten it is inlined here, and A1 ran at 0.99-1.00 of its inlined time, medians of two 8-run
+/// alternations on the Zen 4 VM). Only AVX2 and AVX-512, for heads of at least a vector: a tiny
+/// layer pays for the calls (the teaching notes' S1, d_head 2: S1_scalar, the scalar path on
+/// x86, ran 10-25 % slower with them).
+template <class Arch, std::size_t kDHead, class CE>
+MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void score_panels_framed(
+    std::size_t mr, std::size_t av, std::size_t a, std::size_t b, const float* q, const CE* ktile,
+    float* s) noexcept {
+  score_panels<Arch, kDHead>(mr, av, a, b, q, ktile, s);
+}
+template <class Arch, std::size_t kDHead, class CE>
+MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void pv_rows_framed(
+    std::size_t mr, std::size_t n, const float* p, const CE* v, float* o) noexcept {
+  pv_rows<Arch, kDHead>(mr, n, p, v, o);
+}
+
 }  // namespace detail
 
 /// Attention of `rows` over keys 0 .. mask.n_keys - 1 under `mask` (see KeyMask).
@@ -313,6 +369,8 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
   for (std::size_t w = 0; w < V::kWidth; ++w) lane_no[w] = static_cast<float>(w);
   const typename V::type iota = V::load(lane_no);
   constexpr std::size_t LW = V::kWidth;
+  // The row groups' micro-kernel calls in frames of their own (x86; see score_panels_framed).
+  constexpr bool kFramed = MICROATTN_PIN_X86 && LW >= 8 && kDHead >= LW;
   const typename V::type vqscale = V::set1(qscale);
   const std::size_t G = rows.heads;
   const std::size_t n_rows = rows.n_tokens * G;
@@ -402,19 +460,17 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
         std::size_t a = std::size_t{ka[i]} / NR * NR;
+        std::size_t av = a;
         const std::size_t b = kb[i + mr - 1];
         if constexpr (LW > 1) {
-          const std::size_t av = std::size_t{ka[i]} / LW * LW;
-          if (av > a && av < b) {
-            f32_gemm_ukernel_rows_nv<Arch>((a + NR - av) / LW, mr, kDHead, sc.q + i * kDHead,
-                                           kDHead, ktile + av, BK, sc.s + i * BK + av, BK, nullptr,
-                                           false);
-            a += NR;
-          }
+          const std::size_t v0 = std::size_t{ka[i]} / LW * LW;
+          if (v0 > a && v0 < b) av = v0, a += NR;
         }
-        for (std::size_t jn = a; jn < b; jn += NR)
-          f32_gemm_ukernel_rows<Arch>(mr, kDHead, sc.q + i * kDHead, kDHead, ktile + jn, BK,
-                                      sc.s + i * BK + jn, BK, nullptr, false);
+        if constexpr (kFramed)
+          detail::score_panels_framed<Arch, kDHead>(mr, av, a, b, sc.q + i * kDHead, ktile,
+                                                    sc.s + i * BK);
+        else
+          detail::score_panels<Arch, kDHead>(mr, av, a, b, sc.q + i * kDHead, ktile, sc.s + i * BK);
       }
       // Online softmax over the keys each row sees; the first tile a row sees starts its
       // running max and sum. Two passes over the rows: every row's tile max first, then the
@@ -483,12 +539,12 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
             return;
           }
         }
-        for (std::size_t dn = 0; dn < DPad; dn += NR) {
-          const std::size_t nv = internal::min_size(Tl::kNRVec, kRowVecs - dn / V::kWidth);
-          f32_gemm_ukernel_rows_nv<Arch>(nv, mr, b - a, sc.s + i * BK + a, BK,
-                                         vtile + a * DPad + dn, DPad, sc.o + i * DPad + dn, DPad,
-                                         nullptr, true);
-        }
+        if constexpr (kFramed)
+          detail::pv_rows_framed<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad,
+                                               sc.o + i * DPad);
+        else
+          detail::pv_rows<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad,
+                                        sc.o + i * DPad);
       };
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
