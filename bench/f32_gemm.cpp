@@ -60,6 +60,8 @@ void gemm_shapes(benchmark::internal::Benchmark* b) {
       ->Args({256, 64, 512})    // P2
       ->Args({1024, 64, 512})   // P3: K or V of one group
       ->Args({1024, 512, 512})  // P3: W_O
+      ->Args({264, 64, 1024})   // d_model 1024: rows of A 4 KiB apart (gemm_weights splits
+      ->Args({264, 64, 1040})   // AVX-512 tiles there); 1040: the same work, rows staggered
       ->Args({1, 512, 512});    // decode: one token through W_O
 }
 

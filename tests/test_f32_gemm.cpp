@@ -100,6 +100,60 @@ TEST(F32Gemm, BlockingBoundaries) {
   });
 }
 
+// A's rows a multiple of 4 KiB apart (lda 1024): gemm_weights computes a tile of more than 8
+// rows (AVX-512's 12) as two calls of half as many. The result must be the same bits as with the
+// same A at a row stride that is not split (lda 1040), and right against the double reference:
+// rows dropped, shifted or computed twice by the split fail it. The two M end on a tail tile of
+// more than half a tile and one of less; N has whole panels and a partial one (the edge path); a
+// bias (added by the first depth block only) and two depth blocks.
+TEST(F32Gemm, RowsFourKibApart) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Tl = microattn::internal::Tiles<A>;
+    constexpr std::size_t kLda = 1024, kPad = 1040;
+    static float pack[microattn::kernels::gemm_pack_floats<A>()];
+    static float c_pad[kMaxM * kMaxN];
+    const std::size_t N = 2 * Tl::kNR + 3, K = Tl::kKC + 9;
+    for (const std::size_t M : {3 * Tl::kMR - 1, 2 * Tl::kMR + Tl::kMR / 2 - 1}) {
+      // A at stride kPad in g_a, then the same rows moved down to stride kLda.
+      if ((M - 1) * kPad + K > kMaxM * kMaxK || N > kMaxN || K > kMaxK) {
+        ADD_FAILURE() << A::name() << " shape over the test's buffers: M=" << M << " N=" << N;
+        return;
+      }
+      microattn_test::Rng rng(M * 4096 + N);
+      rng.fill(g_b, K * N, -1, 1);
+      rng.fill(g_bias, N, -1, 1);
+      for (WeightLayout layout : {WeightLayout::kInOut, WeightLayout::kPanel16}) {
+        microattn_test::Rng ra(M + static_cast<std::size_t>(layout));
+        for (std::size_t m = 0; m < M; ++m) ra.fill(g_a + m * kPad, K, -1, 1);
+        const std::size_t ldb = store_b(layout, N, K);
+        for (std::size_t i = 0; i < M * N + 1; ++i) g_c[i] = c_pad[i] = 12345.0f;
+        microattn::kernels::f32_gemm<A>(M, N, K, g_a, kPad, g_bs, ldb, layout, g_bias,
+                                        microattn::kernels::StoreRowMajor{c_pad, N}, pack);
+        for (std::size_t m = 0; m < M; ++m)  // down to stride kLda (first row first)
+          for (std::size_t k = 0; k < K; ++k) g_a[m * kLda + k] = g_a[m * kPad + k];
+        microattn::kernels::f32_gemm<A>(M, N, K, g_a, kLda, g_bs, ldb, layout, g_bias,
+                                        microattn::kernels::StoreRowMajor{g_c, N}, pack);
+        std::size_t differ = 0;
+        double err = 0;
+        for (std::size_t m = 0; m < M; ++m)
+          for (std::size_t n = 0; n < N; ++n) {
+            differ += g_c[m * N + n] != c_pad[m * N + n];
+            double acc = g_bias[n];
+            for (std::size_t k = 0; k < K; ++k) acc += double(g_a[m * kLda + k]) * g_b[k * N + n];
+            const double d = std::fabs(g_c[m * N + n] - acc);
+            err = d <= err ? err : d;  // NaN propagates as a failure
+          }
+        EXPECT_EQ(differ, std::size_t{0}) << A::name() << " M=" << M << " " << layout_name(layout);
+        // As check_gemm: K products of magnitude <= 1 and a bias.
+        EXPECT_LE(err, microattn_test::tolerance(K + 1, 1.0))
+            << A::name() << " M=" << M << " " << layout_name(layout);
+        EXPECT_EQ(g_c[M * N], 12345.0f) << A::name() << " wrote past C";
+      }
+    }
+  });
+}
+
 // The panel gemm_weights prefetches while it computes one: for every panel in its order (depth
 // blocks within a column panel, listed here), the strips of the next one in the list, each
 // inside the weight matrix's K x N elements; none after the last, and none for kPanel16

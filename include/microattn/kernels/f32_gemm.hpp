@@ -356,6 +356,20 @@ PanelStrips next_panel_strips(WeightLayout layout, std::size_t K, std::size_t N,
                       internal::min_size(Tl::kNR, N - njc));
 }
 
+/// A micro-tile of more than kL1SetWays rows is computed as two calls of half as many rows when
+/// its rows of A lie a multiple of 4 KiB (kL1WayFloats floats) apart (lda 1024, 2048, ...:
+/// d_model 1024 and up). The lines the micro-kernel reads at one k then all fall in one set of a
+/// 64-set L1 (4 KiB a way), which holds 8 lines on Zen 3 and Zen 4: the 12 rows of the AVX-512
+/// tile evicted each other on every k. Measured on the Zen 4 VM (a scratch GEMM of 264 x 64 x K,
+/// K = lda, kPanel16 and [in][out] weights, two alternated runs): lda 1024 and 2048 ran at
+/// 101-103 GFLOP/s against 108-111 with lda 1040 and 2064; as two calls of 6 rows, 112-115.
+/// Lda 512 (2 KiB: two sets, 6 rows each) loses nothing measurable and keeps whole tiles. The
+/// AVX2 tile's 6 rows fit a set (in calls of 3 or 2 rows it ran at 57-85 instead of 106-112), so
+/// only tiles of more than 8 rows are split. Each row's multiply-adds are the same whichever call
+/// computes them: the same bits.
+constexpr std::size_t kL1SetWays = 8;
+constexpr std::size_t kL1WayFloats = 4096 / sizeof(float);
+
 template <class Arch, class Store, class BE>
 void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
                   const BE* b, std::size_t ldb, WeightLayout b_layout, const float* b_scale,
@@ -365,6 +379,9 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
   alignas(Tl::kAlign) float tile[MR * NR];
   alignas(Tl::kAlign) float bias_row[NR];
   constexpr bool kPrefetchNext = Tl::kWidth >= 8 && kCopyRowVectors<Arch>;  // AVX2, AVX-512
+  constexpr std::size_t kHalf = (MR + 1) / 2;
+  constexpr bool kSplitTiles = MR > kL1SetWays;
+  const bool split_tiles = kSplitTiles && lda % kL1WayFloats == 0;
   for (std::size_t ic = 0; ic < M; ic += MC) {
     const std::size_t mc = internal::min_size(MC, M - ic);
     for (std::size_t jc = 0; jc < N; jc += NR) {
@@ -442,6 +459,13 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
           const float* ablk = a + m0 * lda + pc;
           const float* add = (first && bias) ? bias_row : nullptr;
           if (store.direct() && nr == NR) {
+            if (kSplitTiles && split_tiles) {
+              for (std::size_t h = 0; h < mr; h += kHalf)
+                f32_gemm_ukernel_rows<Arch, float, kTwoPanels>(
+                    internal::min_size(kHalf, mr - h), kc, ablk + h * lda, lda, bp, bld,
+                    store.row(m0 + h, jc), store.ld(), add, !first, bvs);
+              continue;
+            }
             f32_gemm_ukernel_rows<Arch, float, kTwoPanels>(
                 mr, kc, ablk, lda, bp, bld, store.row(m0, jc), store.ld(), add, !first, bvs);
             continue;
