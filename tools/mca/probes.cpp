@@ -58,8 +58,9 @@ MCA_PROBE void mca_gemm(std::size_t M, std::size_t N, std::size_t K, const float
 }
 
 // The whole attention tile kernel, as the library instantiates it: its micro-kernel loops
-// inlined among the softmax's and the mask's work (where GCC 12 once kept the x86 kernel's B
-// vectors on the stack: mca_report.py --check looks at every loop of it).
+// inlined among the softmax's and the mask's work, or on x86 in the row groups' frames of their
+// own (score_panels_framed, pv_rows_framed; where GCC 12 once kept the x86 kernel's B vectors on
+// the stack: mca_report.py --check looks at every loop of it and of the functions it calls).
 MCA_PROBE void mca_attn_rows(const k::QueryRows& rows, const k::KeyMask& mask, const float* kt,
                              const float* v, float scale, k::AttnScratch<Arch, kD>& sc) {
   k::f32_attn_rows<Arch, kD>(rows, mask, kt, v, scale, sc);

@@ -365,8 +365,10 @@ PanelStrips next_panel_strips(WeightLayout layout, std::size_t K, std::size_t N,
 /// 101-103 GFLOP/s against 108-111 with lda 1040 and 2064; as two calls of 6 rows, 112-115.
 /// Lda 512 (2 KiB: two sets, 6 rows each) loses nothing measurable and keeps whole tiles. The
 /// AVX2 tile's 6 rows fit a set (in calls of 3 or 2 rows it ran at 57-85 instead of 106-112), so
-/// only tiles of more than 8 rows are split. Each row's multiply-adds are the same whichever call
-/// computes them: the same bits.
+/// only tiles of more than 8 rows are split. (Intel's AVX-512 cores have 12-way 48 KiB L1s, also
+/// 4 KiB a way: the split applies there too, unmeasured.) Tiles of whole panels only, which are
+/// written in place; an edge tile keeps its one call. Each row's multiply-adds are the same
+/// whichever call computes them: the same bits.
 constexpr std::size_t kL1SetWays = 8;
 constexpr std::size_t kL1WayFloats = 4096 / sizeof(float);
 
