@@ -125,7 +125,7 @@
 
 /// x86 (GCC and clang): keeps a function out of its callers and inlines every call in it (the
 /// micro-kernel, with the caller's compile-time strides). f32_attn_rows runs its row groups'
-/// micro-kernel calls through such functions (see detail::score_panels).
+/// micro-kernel calls through such functions (kernels/f32_attn_tile.hpp, score_panels_framed).
 #if MICROATTN_PIN_X86
 #define MICROATTN_OWN_FRAME_X86 __attribute__((noinline, flatten))
 #else
