@@ -475,6 +475,165 @@ TEST(Ring, TruncateResetAndBounds) {
   EXPECT_EQ(a.prefill(g_sx, kRingT + 1, y1), Status::kBadTokenCount);  // a call is <= T_max
 }
 
+// Speculative decoding on a window model truncates after every rejected draft, several times in
+// a row. Random sequences of decode, prefill and truncate, checked after every append against
+//  - a fresh object that replays only the calls of the tokens still in the sequence (a truncated
+//    call cut to its surviving tokens): the same bits (each row's projections and attention do
+//    not depend on the other rows of its call), or within float rounding under -ffast-math;
+//  - fp32: the windowed double reference over the surviving tokens;
+//  - truncate: accepted exactly when every token the next position sees is still in its slot
+//    (the test's own model: which position each slot holds last), a refused one changes
+//    nothing; oldest(): the oldest position from which on every slot holds its own position;
+//  - export_cache of every position held: the fresh object's keys and values, bit for bit.
+constexpr std::size_t kHist = 40;  // longest surviving sequence the test builds
+float g_hx[kHist * kDM], g_hy[kHist * kDM], g_hy2[kHist * kDM];
+double g_href[kHist * kDM];
+double g_hscratch[microattn_ref::layer_scratch(kHist, kH, kHkv, kD)];
+
+/// Feeds `fresh` (reset) the calls that wrote positions 0 .. len - 1: call[p] is the first
+/// position of the call that last wrote p, decoded[p] whether it was a decode.
+template <class Kv>
+void replay(Kv& fresh, std::size_t len, const std::size_t* call, const bool* decoded) {
+  fresh.reset();
+  for (std::size_t p = 0; p < len;) {
+    std::size_t n = 1;
+    while (p + n < len && call[p + n] == call[p] && !decoded[p]) ++n;
+    const Status s = decoded[p] ? fresh.decode(g_hx + p * kDM, g_hy2 + p * kDM)
+                                : fresh.prefill(g_hx + p * kDM, n, g_hy2 + p * kDM);
+    ASSERT_EQ(s, Status::kOk);
+    p += n;
+  }
+}
+
+bool same_or_close(const float* a, const float* b, std::size_t n) {
+#if defined(__FAST_MATH__)
+  // -ffast-math may order a row's sums by the call's size (README, numeric contract).
+  double m = 0, d = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    m = std::fmax(m, std::fabs(double(b[i]))), d = std::fmax(d, std::fabs(double(a[i]) - b[i]));
+  return d <= microattn_test::tolerance(kDM + 2.0 * kD + kW + kH * kD + 8, m);
+#else
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+#endif
+}
+
+template <class C>
+void check_ring_sequences(std::uint64_t seed, std::size_t ops) {
+  static microattn_test::RandomWeights<C> w;
+  w.fill(seed);
+  microattn_ref::LayerRef ref = w.ref(WeightLayout::kInOut);
+  ref.window = kW;
+  const microattn_ref::RopeRef rr{kD, 100.0, false};
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    using Kv = KvAttention<C, A, kChunk>;
+    constexpr std::size_t R = Kv::kRingTokens;
+    static Kv kv, fresh;
+    for (Kv* o : {&kv, &fresh}) {
+      o->reset();
+      ASSERT_EQ(o->set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+      ASSERT_EQ(o->set_rope(rope_on()), Status::kOk);
+    }
+    microattn_test::Rng rng(seed + 1);
+    std::size_t slot_pos[R];  // the position each slot holds (SIZE_MAX: none yet)
+    for (std::size_t& p : slot_pos) p = SIZE_MAX;
+    std::size_t call[kHist];
+    bool decoded[kHist];
+    std::size_t len = 0, truncates = 0, refused = 0;
+    for (std::size_t op = 0; op < ops; ++op) {
+      const std::uint32_t kind = rng.next_u32() % 8;
+      if (kind < 3 && len > 0) {  // truncate 0 .. kChunk + 2 tokens back
+        const std::size_t back = rng.next_u32() % (kChunk + 3);
+        const std::size_t n = back > len ? 0 : len - back;
+        bool held = true;
+        for (std::size_t q = n + 1 > kW ? n + 1 - kW : 0; q < n; ++q) held &= slot_pos[q % R] == q;
+        const Status s = kv.truncate(n);
+        EXPECT_EQ(s, held ? Status::kOk : Status::kBadArgument)
+            << A::name() << " op " << op << ": truncate(" << n << ") at length " << len;
+        if (s == Status::kOk) {
+          len = n, ++truncates;
+        } else {
+          ++refused;
+        }
+        ASSERT_EQ(kv.length(), len);
+        continue;
+      }
+      // Append T new tokens (1 = decode).
+      const std::size_t T = kind < 6 ? 1 : 1 + rng.next_u32() % kRingT;
+      if (len + T > kHist) {  // a new sequence (truncate(0) is always accepted)
+        ASSERT_EQ(kv.truncate(0), Status::kOk);
+        len = 0;
+        continue;
+      }
+      rng.fill(g_hx + len * kDM, T * kDM, -1, 1);
+      const Status s = T == 1 ? kv.decode(g_hx + len * kDM, g_hy + len * kDM)
+                              : kv.prefill(g_hx + len * kDM, T, g_hy + len * kDM);
+      ASSERT_EQ(s, Status::kOk) << A::name() << " op " << op;
+      for (std::size_t p = len; p < len + T; ++p)
+        slot_pos[p % R] = p, call[p] = len, decoded[p] = T == 1;
+      len += T;
+      const float* y = g_hy + (len - T) * kDM;
+      replay(fresh, len, call, decoded);
+      EXPECT_TRUE(same_or_close(y, g_hy2 + (len - T) * kDM, T * kDM))
+          << A::name() << " op " << op << ": " << T << " tokens at position " << len - T;
+      if constexpr (!C::kInt8Cache) {
+        microattn_ref::layer_rope(ref, rr, g_hx, len, microattn::default_scale<C>(), g_href,
+                                  g_hscratch);
+        const double tol = microattn_test::tolerance(kDM + 2.0 * kD + kW + kH * kD + 8,
+                                                     microattn_test::max_abs(g_href, len * kDM));
+        EXPECT_LE(microattn_test::max_diff(y, g_href + (len - T) * kDM, T * kDM), tol)
+            << A::name() << " op " << op << ": " << T << " tokens at position " << len - T;
+      }
+      std::size_t oldest = len;
+      while (oldest > 0 && slot_pos[(oldest - 1) % R] == oldest - 1) --oldest;
+      ASSERT_EQ(kv.oldest(), oldest) << A::name() << " op " << op;
+      // Every position held, exported, against the replaying object's.
+      static float k1[R * kHkv * kD], v1[R * kHkv * kD], k2[R * kHkv * kD], v2[R * kHkv * kD];
+      microattn::CacheSlice i1, i2;
+      const std::size_t n = len - oldest;
+      ASSERT_EQ(kv.export_cache(oldest, n, k1, v1, &i1), Status::kOk);
+      ASSERT_EQ(fresh.export_cache(oldest, n, k2, v2, &i2), Status::kOk);
+      EXPECT_TRUE(same_or_close(k1, k2, n * kHkv * kD) && same_or_close(v1, v2, n * kHkv * kD))
+          << A::name() << " op " << op << ": export of " << oldest << " .. " << len - 1;
+    }
+    EXPECT_GT(truncates, ops / 8) << "the sequence must exercise truncate";
+    EXPECT_GT(refused, 0u) << "and refuse some";
+  });
+}
+
+TEST(Ring, RandomDecodePrefillTruncateEqualFreshObject) {
+  check_ring_sequences<RingCfg>(81, kQuick ? 60 : 200);
+}
+TEST(Ring, RandomDecodePrefillTruncateInt8Cache) {
+  using Q = Config<kRingT, kDM, kH, kHkv, kD, Bias::kYes, SlidingWindow{kW}, microattn::Rope::kYes,
+                   microattn::CacheType::kInt8>;
+  check_ring_sequences<Q>(91, kQuick ? 40 : 120);
+}
+
+// The reproduction: ring of 4 (window 4, chunk 1), ten decodes, truncate(9) and
+// truncate(8): the second must be refused, since position 8 would see position 5, whose slot
+// (5 mod 4) now holds position 9.
+TEST(Ring, SecondTruncateIntoAnOverwrittenSlotIsRefused) {
+  using C = Config<16, 8, 1, 1, 8, SlidingWindow{4}>;
+  static microattn_test::RandomWeights<C> w;
+  w.fill(97);
+  static KvAttention<C, microattn::DefaultArch, 1> kv;
+  ASSERT_EQ(kv.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
+  float x[11 * 8], y[8];
+  microattn_test::Rng(98).fill(x, 11 * 8, -1, 1);
+  for (std::size_t t = 0; t < 10; ++t) ASSERT_EQ(kv.decode(x + t * 8, y), Status::kOk);
+  EXPECT_EQ(kv.oldest(), 6u);
+  ASSERT_EQ(kv.truncate(9), Status::kOk);  // position 9 sees 6, 7, 8: held
+  EXPECT_EQ(kv.oldest(), 6u);
+  EXPECT_EQ(kv.truncate(8), Status::kBadArgument);  // position 8 would see 5: overwritten
+  EXPECT_EQ(kv.length(), 9u);
+  ASSERT_EQ(kv.decode(x + 10 * 8, y), Status::kOk);  // position 9 again: overwrites slot 1 (5)
+  EXPECT_EQ(kv.oldest(), 6u);
+  EXPECT_EQ(kv.truncate(9), Status::kOk);
+  EXPECT_EQ(kv.truncate(0), Status::kOk);  // always: the next token sees nothing
+  EXPECT_EQ(kv.oldest(), 0u);
+}
+
 TEST(Ring, Int8CacheFollowsTheFp32Ring) {
   using Q =
       Config<kRingT, kDM, kH, kHkv, kD, Bias::kYes, SlidingWindow{kW}, microattn::CacheType::kInt8>;

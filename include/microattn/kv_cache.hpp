@@ -67,9 +67,10 @@ struct CacheSlice {
 ///     p - W + 1 .. p; positions grow without bound (never kCacheFull), RoPE rotates at the
 ///     absolute position, the cache holds the last W + kPrefillChunk - 1 tokens (RAM O(W), not
 ///     O(stream)); prefill calls of up to T_max tokens, longer than the free space or not,
-///     run in chunks of kPrefillChunk. truncate() can roll back at most kPrefillChunk tokens
-///     (older ones are overwritten). T_max is then the longest call (and the RoPE table's
-///     span), not a capacity.
+///     run in chunks of kPrefillChunk. truncate(n) is accepted while the tokens position n
+///     would see are still held (n == 0, or n - W + 1 >= oldest()): kPrefillChunk tokens back
+///     from the furthest position written, fewer after earlier truncates. T_max is then the
+///     longest call (and the RoPE table's span), not a capacity.
 ///
 /// The object holds the weight views, the cache, the RoPE tables and all working memory (no
 /// heap, no globals, no exceptions); sizeof == ram_bytes(), broken down below. Every method
@@ -250,7 +251,7 @@ class KvAttention {
     for (std::size_t t0 = 0; t0 < T; t0 += kPrefillChunk) {
       const std::size_t n = internal::min_size(kPrefillChunk, T - t0);
       run_prefill(x + t0 * DM, n, y + t0 * Cfg::kOutDim);
-      length_ += n;
+      appended(n);
     }
     return Status::kOk;
   }
@@ -271,7 +272,7 @@ class KvAttention {
       return Status::kOverlap;
     if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
     run_decode(x, y);
-    length_ += 1;
+    appended(1);
     return Status::kOk;
   }
 
@@ -333,23 +334,30 @@ class KvAttention {
     for (std::size_t t = 0; t < info.tokens; ++t)
       for (std::size_t g = 0; g < HKV; ++g)
         store_kv(g, k + t * KD + g * D, KD, v + t * KD + g * D, KD, 1, length_ + t);
-    length_ += info.tokens;
+    appended(info.tokens);
     return Status::kOk;
   }
 
   /// Forgets the cached tokens at positions >= length (the next token gets position length).
+  /// In ring mode the slots of dropped tokens still hold them until overwritten, and a token
+  /// written after a truncate overwrites an older one: the oldest position held is oldest(),
+  /// and a truncate is accepted only while every token position `length` sees is held.
   /// @return kOk, or kBadArgument (nothing changed) when length > length() or, in ring mode,
-  ///         length < length() - kPrefillChunk (the tokens the next ones would see are gone).
+  ///         0 < length and length - W + 1 < oldest() (a token the next one sees is gone).
   [[nodiscard]] Status truncate(std::size_t length) noexcept {
     if (length > length_) return Status::kBadArgument;
-    if (kRing && length_ - length > kPrefillChunk && length != 0) return Status::kBadArgument;
+    if constexpr (kRing) {
+      const std::size_t first_seen = length >= Cfg::kWindow ? length + 1 - Cfg::kWindow : 0;
+      if (length != 0 && first_seen < kept_) return Status::kBadArgument;
+      if (length == 0) kept_ = 0;
+    }
     length_ = length;
     return Status::kOk;
   }
 
   /// Empties the cache (weights, RoPE and scale settings stay). Stale cache contents are never
   /// read: a new sequence gives bit-for-bit the outputs of a fresh object.
-  void reset() noexcept { length_ = 0; }
+  void reset() noexcept { length_ = 0, kept_ = 0; }
 
   /// Tokens in the cache (the position of the next token).
   std::size_t length() const noexcept { return length_; }
@@ -358,11 +366,10 @@ class KvAttention {
   /// keeps the last kRingTokens).
   static constexpr std::size_t capacity() noexcept { return kRing ? SIZE_MAX : Cfg::kTMax; }
 
-  /// The oldest position still held (0, or in ring mode length() - kRingTokens once the ring
-  /// has wrapped).
-  std::size_t oldest() const noexcept {
-    return (kRing && length_ > kRingTokens) ? length_ - kRingTokens : 0;
-  }
+  /// The oldest position still held: 0, or in ring mode the oldest position whose slot no later
+  /// token has overwritten (length() - kRingTokens once the ring has wrapped, more after a
+  /// truncate). Positions oldest() .. length() - 1 are held (export_cache reads them).
+  std::size_t oldest() const noexcept { return kRing ? kept_ : 0; }
 
  private:
   /// With W_O, prefill writes a chunk's y rows after reading its x rows and before reading
@@ -401,6 +408,15 @@ class KvAttention {
       return cache_.vs + g * kTPad;
     else
       return (void)g, nullptr;
+  }
+
+  /// After n tokens were stored at positions length_ .. length_ + n - 1. Ring: each overwrote
+  /// the slot of the position kRingTokens before it (or of a dropped one), so the positions held
+  /// are the last kRingTokens at most (invariant: length_ - kept_ <= kRingTokens).
+  void appended(std::size_t n) noexcept {
+    length_ += n;
+    if constexpr (kRing)
+      if (length_ > kRingTokens && length_ - kRingTokens > kept_) kept_ = length_ - kRingTokens;
   }
 
   /// Cache slot of position p (ring: p mod kRingTokens, mirrored kRingTokens above).
@@ -633,6 +649,7 @@ class KvAttention {
   // Every member's default is zero bytes (see the class comment): no default may need code.
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: prefill/decode say kNullPointer until set
   std::size_t length_ = 0;
+  std::size_t kept_ = 0;  // ring: oldest position still in its slot (see oldest())
   internal::ScaleSetting scale_{};
   Cache cache_{};
   internal::RopeState<Cfg> rope_{};
