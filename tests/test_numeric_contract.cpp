@@ -81,14 +81,15 @@ const std::size_t kCuts[] = {0,  1,  2,  3,  5,  6,  7,  11, 15, 16,
 
 // Outputs of tokens 0..p are bit-identical whatever tokens p+1.. hold, and bit-identical to a
 // call with only tokens 0..p. Later rows that hold NaN or Inf make every later output element
-// non-finite.
-TEST(NumericContract, LayerIsCausalBitForBit) {
-  for_each_arch([](auto arch) {
+// non-finite (with a window: the rows that see them; checked by test_masks.cpp).
+template <class C>
+void check_layer_causal_bits(std::uint64_t seed) {
+  for_each_arch([seed](auto arch) {
     using A = decltype(arch);
-    static RandomWeights<LayerCfg> w;
-    static MultiHeadAttention<LayerCfg, A> layer;
+    static RandomWeights<C> w;
+    static MultiHeadAttention<C, A> layer;
     static float x[kT * kDM], xp[kT * kDM], y0[kT * kOD], y1[kT * kOD];
-    w.fill(11);
+    w.fill(seed);
     ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
     microattn_test::Rng rng(12);
     rng.fill(x, kT * kDM, -1.0f, 1.0f);
@@ -103,7 +104,7 @@ TEST(NumericContract, LayerIsCausalBitForBit) {
         ASSERT_EQ(layer.forward(xp, kT, y1), Status::kOk);
         EXPECT_EQ(std::memcmp(y0, y1, (p + 1) * kOD * sizeof(float)), 0)
             << A::name() << " p=" << p << " poison kind " << kind;
-        if (kind >= 2 && p + 1 < kT) {  // NaN, Inf: every later element non-finite
+        if (kind >= 2 && p + 1 < kT && !C::kSliding) {  // NaN, Inf: every later element
           std::size_t finite = 0;
           for (std::size_t i = (p + 1) * kOD; i < kT * kOD; ++i) finite += nonfinite(y1[i]) ? 0 : 1;
           EXPECT_EQ(finite, 0u) << A::name() << " p=" << p << " poison kind " << kind;
@@ -120,6 +121,43 @@ TEST(NumericContract, LayerIsCausalBitForBit) {
     }
   });
 }
+
+TEST(NumericContract, LayerIsCausalBitForBit) { check_layer_causal_bits<LayerCfg>(11); }
+// A window's rows see different first keys, so a micro-tile's rows share fewer keys: each row's
+// sums must still not depend on which rows follow it in the call.
+TEST(NumericContract, WindowLayerIsCausalBitForBit) {
+  check_layer_causal_bits<
+      Config<70, 12, 4, 2, 5, microattn::Bias::kYes, microattn::SlidingWindow{5}>>(13);
+  check_layer_causal_bits<
+      Config<70, 12, 4, 2, 5, microattn::Bias::kYes, microattn::SlidingWindow{17}>>(14);
+}
+
+#if !defined(__FAST_MATH__)
+// The core with a window (one key/value head of two query heads, d_head 4): row p of a call of
+// T tokens is the same bits for every T > p.
+TEST(NumericContract, WindowCoreRowDoesNotDependOnLaterRows) {
+  using C = Config<40, 8, 2, 1, 4, microattn::SlidingWindow{5}>;
+  constexpr std::size_t T = C::kTMax, QD = C::kQDim, KD = C::kKvDim;
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    static ScaledDotProductAttention<C, A> core;
+    static float q[T * QD], k[T * KD], v[T * KD], y0[T * QD], y1[T * QD];
+    microattn_test::Rng rng(15);
+    rng.fill(q, T * QD, -2.0f, 2.0f);
+    rng.fill(k, T * KD, -2.0f, 2.0f);
+    rng.fill(v, T * KD, -1.0f, 1.0f);
+    std::size_t differ = 0;
+    for (std::size_t n = 1; n <= T; ++n) {
+      ASSERT_EQ(core.forward(q, QD, k, KD, v, KD, n, y1, QD), Status::kOk);
+      if (n > 1)
+        for (std::size_t p = 0; p < n - 1; ++p)
+          differ += std::memcmp(y0 + p * QD, y1 + p * QD, QD * sizeof(float)) != 0;
+      std::memcpy(y0, y1, n * QD * sizeof(float));
+    }
+    EXPECT_EQ(differ, 0u) << A::name() << ": (row, T) pairs whose row differs from the T - 1 call";
+  });
+}
+#endif
 
 // The core: a NaN or Inf in key/value row j reaches exactly the rows i >= j of the query heads
 // of that key/value group; a NaN in one query element makes exactly that row of that head NaN.

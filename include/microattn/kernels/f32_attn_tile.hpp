@@ -548,7 +548,11 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
       };
       for (std::size_t i = 0; i < bq; i += MR) {
         const std::size_t mr = internal::min_size(MR, bq - i);
-        const std::size_t ca = ka[i + mr - 1], cb = kb[i];
+        // The shared keys start at the first key of the group's last row in a full tile, not
+        // of its last row in this call: a row's order of sums must not depend on the rows after
+        // it (with a window, a shorter call's last row sees earlier keys).
+        const std::size_t ca = first(pos_of(r0 + i + internal::min_size(MR, BQ - i) - 1));
+        const std::size_t cb = kb[i];
         const bool common = ca < cb;
         if (common) pv(i, mr, ca, cb);
         for (std::size_t e = 0; e < mr; ++e) {
