@@ -3,6 +3,7 @@
 // qc8w kernels, and the layers, each against the double-precision reference run on the
 // dequantised values (tight fp32 tolerance: the int8 paths dequantise and compute in fp32), plus
 // the quantisation error itself, measured against the fp32 layer and bounded.
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -150,6 +151,55 @@ TEST(Quantize, RoundsHalfAwayFromZeroAndSaturates) {
   EXPECT_EQ(microattn::quantize_value(1.0e6f, 0.5f), 127);
   EXPECT_EQ(microattn::quantize_value(-1.0e6f, 0.5f), -127);  // never -128
   EXPECT_EQ(microattn::quantize_value(5.0f, 0.0f), 0);        // zero scale: zero, no NaN
+}
+
+// Columns at the ends of the float range: 127 * scale is a finite float (a column of maxima
+// near FLT_MAX dequantised to inf in the GEMM), and every weight is within half a scale of its
+// int8 value (plus the rounding of w / scale), subnormal columns too (a subnormal amax / 127 has
+// few bits: rounded down, the largest weight clamped by up to 63 scales).
+TEST(Quantize, ScaleCoversTheColumnAndStaysFinite) {
+  constexpr std::size_t kIn = 6;
+  const auto from_bits = [](std::uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  };
+  static float amax[40];
+  std::size_t n = 0;
+  amax[n++] = FLT_MAX;
+  amax[n++] = from_bits(0x7f7ffffeu);  // the float below FLT_MAX
+  amax[n++] = 3.0e38f;
+  amax[n++] = 2.7e38f;
+  for (std::uint32_t units :
+       {1u, 2u, 63u, 64u, 100u, 126u, 127u, 128u, 190u, 253u, 254u, 255u, 1000u, 65535u, 0x7fffffu})
+    amax[n++] = from_bits(units);  // subnormals: units of 2^-149
+  amax[n++] = FLT_MIN;
+  amax[n++] = 1.0e-30f;
+  microattn_test::Rng rng(7);
+  while (n < 40) amax[n++] = std::ldexp(rng.uniform(0.5f, 1.0f), int(rng.next_u32() % 200) - 100);
+  static float w[40 * kIn];  // [out][in]: row o is column o
+  static std::int8_t q[40 * kIn];
+  static float sc[40];
+  for (std::size_t o = 0; o < n; ++o) {
+    const float a = amax[o];
+    const float col[kIn] = {
+        a, -a, a * 0.5f, -a * rng.uniform(0.0f, 1.0f), a * rng.uniform(0.0f, 1.0f), 0.0f};
+    for (std::size_t i = 0; i < kIn; ++i) w[o * kIn + i] = col[i];
+  }
+  ASSERT_EQ(microattn::quantize_int8(w, WeightLayout::kOutIn, kIn, n, WeightLayout::kOutIn, q, sc),
+            Status::kOk);
+  for (std::size_t o = 0; o < n; ++o) {
+    volatile float s127 = sc[o] * 127.0f;  // what a kernel's dequantisation computes
+    EXPECT_TRUE(std::isfinite(s127)) << "column " << o << " amax " << amax[o];
+    EXPECT_GT(sc[o], 0.0f) << "column " << o;
+    for (std::size_t i = 0; i < kIn; ++i) {
+      const double e = std::fabs(double(w[o * kIn + i]) - double(sc[o]) * q[o * kIn + i]);
+      EXPECT_LE(e, double(sc[o]) * (0.5 + std::ldexp(1.0, -17)))
+          << "column " << o << " amax " << amax[o] << " w " << w[o * kIn + i] << " q "
+          << int(q[o * kIn + i]) << " scale " << sc[o];
+    }
+    EXPECT_EQ(microattn::column_scale(amax[o]), sc[o]);
+  }
 }
 
 TEST(Quantize, BadInputWritesNothing) {

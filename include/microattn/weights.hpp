@@ -2,6 +2,7 @@
 // microattn: views over caller-owned weights (which may live in flash).
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -131,10 +132,32 @@ inline std::int8_t quantize_value(float w, float scale) noexcept {
   return static_cast<std::int8_t>(r < 0.0f ? -q : q);
 }
 
+/// Scale of a column whose largest |w| is amax: amax / 127 in float; a subnormal one a float up
+/// if 127 * scale falls short of amax (it has few bits: the largest weight would clamp by up to
+/// 63 scales; a normal one falls short by at most 64 ulps, within the rounding bound), and one
+/// float down if 127 * scale is not a finite float (dequantising the largest weight would
+/// overflow). The products are compared in double, where they are exact.
+inline float column_scale(float amax) noexcept {
+  float s = amax / internal::opaque_divisor(127.0f);
+  const auto step = [](float v, int d) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    u = d > 0 ? u + 1 : u - 1;
+    std::memcpy(&v, &u, sizeof u);
+    return v;
+  };
+  if (s < FLT_MIN && static_cast<double>(s) * 127.0 < static_cast<double>(amax)) s = step(s, 1);
+  if (static_cast<double>(s) * 127.0 > static_cast<double>(FLT_MAX)) s = step(s, -1);
+  return s;
+}
+
 /// Quantises one fp32 weight matrix (in_dim inputs, out_dim outputs, stored in `from`: kInOut
-/// or kOutIn) to int8, symmetric, per output column: scale[o] = max_i |W(i, o)| / 127 (float
-/// arithmetic), q(i, o) = quantize_value(W(i, o), scale[o]), so W(i, o) ~ scale[o] * q(i, o)
-/// with |error| <= scale[o] / 2. An all-zero column gets scale 0 and q 0 (no NaN).
+/// or kOutIn) to int8, symmetric, per output column: scale[o] = column_scale(max_i |W(i, o)|)
+/// (max / 127 but at the ends of the float range), q(i, o) = quantize_value(W(i, o), scale[o]),
+/// so W(i, o) ~ scale[o] * q(i, o) with |error| <= scale[o] * (1/2 + 2^-17) (the 2^-17: the
+/// rounding of w / scale), and 127 * scale[o] a finite float, for every finite weight
+/// (subnormal columns included; kernels on flush-to-zero hardware, armv7 NEON, read subnormal
+/// products as 0). An all-zero column gets scale 0 and q 0 (no NaN).
 /// dst holds weight_floats(to, in_dim, out_dim) int8 values in layout `to` (any layout;
 /// kPanel16 pads the last panel with zeros), scales out_dim floats. err (may be null) receives
 /// the error the rounding introduced. No heap; runs on the host (the exporter's twin) or on a
@@ -176,7 +199,7 @@ inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_
       const float a = at(i, o) < 0.0f ? -at(i, o) : at(i, o);
       amax = a > amax ? a : amax;
     }
-    const float s = amax / internal::opaque_divisor(127.0f);
+    const float s = column_scale(amax);
     scales[o] = s;
     for (std::size_t i = 0; i < in_dim; ++i) {
       const float w = at(i, o);
