@@ -3,8 +3,22 @@
 """Export PyTorch attention weights as a C/C++ header of const float arrays for microattn
 (or int8 arrays with fp32 scales: --quant int8).
 
-  python3 tools/export_pytorch.py --module model.pt [--path encoder.layers.0] \\
-      --name layer0 --out layer0_weights.h [--layout panel16] [--quant int8]
+  /usr/bin/python3 tools/export_pytorch.py --module model.pt [--path encoder.layers.0] \\
+      --mask none --name layer0 --out layer0_weights.h [--layout panel16] [--quant int8]
+
+--mask (required) says how the module is called, which its weights cannot tell:
+  causal     token i sees tokens 0 .. i (a decoder; attn_mask = causal, is_causal=True);
+             microattn::Mask::kCausal, the Config's default
+  none       every token sees every token (an encoder: BERT, ViT, Whisper's encoder, an
+             nn.TransformerEncoderLayer called without a mask); microattn::Mask::kNone
+  window:W   causal, token i sees tokens i - W + 1 .. i (Mistral, a Hugging Face config's
+             sliding_window); microattn::SlidingWindow{W}, W a whole number >= 1
+The header records it (NAME_MASK, NAME_WINDOW, the Config line) and name_weights<Cfg>() is a
+compile error when Cfg's Mask or SlidingWindow differs. Where the module hints at another
+choice (a config with sliding_window, is_causal, an encoder or decoder layer) a one-line note
+goes to stderr and into the header; the choice stays yours. MultiHeadAttention computes every
+mask; KvAttention (KV cache, decode) causal and window only; ScaledDotProductAttention (your own
+Q, K, V) every mask.
 
 reads a whole pickled module (torch.save(module)) and takes every shape from it: heads,
 key/value heads, head width, which projections have a bias, W_O's output width. It accepts
@@ -18,37 +32,46 @@ projections may have a bias (Qwen2: Q, K, V; Whisper: all but K), and W_O may ma
 width than d_model (the teaching notes' out_proj = Linear(d_out, d_out)). --path picks a
 submodule.
 
-  python3 tools/export_pytorch.py --state-dict model.pt --heads 8 [--kv-heads 2] \\
-      [--prefix layers.0.attn.] --name layer0 --out layer0_weights.h
+  /usr/bin/python3 tools/export_pytorch.py --state-dict model.pt --heads 8 [--kv-heads 2] \\
+      [--prefix layers.0.attn.] --mask causal --name layer0 --out layer0_weights.h
 
 reads a state dict instead: nn.MultiheadAttention keys (in_proj_weight, in_proj_bias,
 out_proj.weight, out_proj.bias) or LLaMA-style ones (q_proj.weight, k_proj.weight, v_proj.weight,
 o_proj.weight or out_proj.weight, or W_query/W_key/W_value.weight and out_proj.weight; each
 with an optional .bias). A state dict does not record the number of heads, so --heads is
 required (and cannot be checked beyond d_head = query rows / heads being whole); key/value heads
-follow from the key rows. Prefer --module.
+follow from the key rows. Keys saved with a prefix (layers.0.self_attn.q_proj.weight) need
+--prefix; without it the error names the prefixes found. Prefer --module.
 
 Anything microattn cannot compute exactly as the module does is refused with a one-line message
 and exit status 2 (add_bias_kv, add_zero_attn, kdim/vdim != embed_dim, unknown parameters,
-non-finite weights, shapes that disagree ...).
+non-finite weights, shapes that disagree, a missing --mask, an --out folder that does not exist,
+a Python without torch ...).
+
+A LLaMA-style layer's rotary embedding (RoPE) is applied in its forward, not stored in its
+weights: give the Config microattn::Rope::kYes and call set_rope() on MultiHeadAttention or
+KvAttention (docs/inference.md); the header notes it for modules with o_proj.
 
 The header is valid C11 and C++17 and can be included by several translation units (the arrays
 are static). It defines NAME_D_MODEL, NAME_HEADS, NAME_KV_HEADS, NAME_D_HEAD, NAME_OUT_DIM
 (W_O's output width: the row length of y), NAME_BIAS_Q, NAME_BIAS_K, NAME_BIAS_V, NAME_BIAS_O
-(0/1), NAME_HAS_OUT_PROJ, NAME_LAYOUT (the microattn::WeightLayout value: 0 kInOut, 1 kOutIn,
-2 kPanel16), NAME_LAYOUT_NAME, NAME_WEIGHT_TYPE (the microattn::WeightType value: 0 kF32,
-1 kInt8) and NAME_SCALE (the module's softmax scale) for C users, the arrays name_wq, name_wk,
-name_wv, name_wo (and name_bq, name_bk, name_bv, name_bo for the biases the module has), and in
-C++ the shape struct name_shape and name_weights<Cfg>(), so that
+(0/1), NAME_HAS_OUT_PROJ, NAME_MASK (the microattn::Mask value: 0 kCausal, also with a sliding
+window, 1 kNone), NAME_WINDOW (W of --mask window:W, 0 without a window), NAME_LAYOUT (the
+microattn::WeightLayout value: 0 kInOut, 1 kOutIn, 2 kPanel16), NAME_LAYOUT_NAME,
+NAME_WEIGHT_TYPE (the microattn::WeightType value: 0 kF32, 1 kInt8) and NAME_SCALE (the module's
+softmax scale) for C users, the arrays name_wq, name_wk, name_wv, name_wo (and name_bq, name_bk,
+name_bv, name_bo for the biases the module has), and in C++ the shape struct name_shape and
+name_weights<Cfg>(), so that
 
   attn.set_weights(layer0_weights<Cfg>());
 
 sets layout and pointers, and a Cfg that differs from the exported shape (heads, widths, Bias
-flags, OutDim) is a compile error. Its first lines name the Config to use, e.g.
-Config<T_max, 896, 14, 2, 64, microattn::Bias::kQkv, microattn::OutProj::kYes> for a Qwen2
-layer. When the module scales scores by something else than 1/sqrt(d_head), the header says so:
-call attn.set_scale(NAME_SCALE) once (MultiHeadAttention, KvAttention and
-ScaledDotProductAttention each keep their scale).
+flags, OutDim, Mask, SlidingWindow) is a compile error. Its first lines name the Config to use,
+e.g. Config<T_max, 896, 14, 2, 64, microattn::Bias::kQkv, microattn::OutProj::kYes> for a Qwen2
+layer exported with --mask causal (..., microattn::Mask::kNone> with --mask none,
+..., microattn::SlidingWindow{4096}> with --mask window:4096). When the module scales scores by
+something else than 1/sqrt(d_head), the header says so: call attn.set_scale(NAME_SCALE) once
+(MultiHeadAttention, KvAttention and ScaledDotProductAttention each keep their scale).
 
 By default the arrays keep PyTorch's own layout ([out][in], microattn::WeightLayout::kOutIn),
 so nothing is transposed: a microcontroller uses them straight from flash. --layout panel16
@@ -67,18 +90,23 @@ header too). The quantisation error of each matrix (max |w - s*q|, rms, ||W - Wq
 goes to stderr and into the header's comment. The default, --quant none, writes fp32 arrays.
 
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
-export_module(module, name=...) and export_state_dict(sd, heads=..., name=...) return the text.
+export_module(module, name=..., mask=...) and export_state_dict(sd, heads=..., name=...,
+mask=...) return the text (mask: "causal", "none" or "window:W", required there too).
 
-  python3 tools/export_pytorch.py --fixtures tests/data/pytorch_fixtures.h
+  /usr/bin/python3 tools/export_pytorch.py --fixtures tests/data/pytorch_fixtures.h
 
 regenerates the test fixtures: small layers run by PyTorch itself (nn.MultiheadAttention with a
 causal mask; a LLaMA-style GQA layer written with torch ops), with inputs and outputs, that
-tests/test_pytorch_fixtures.cpp compares microattn against. Needs Debian's python3-torch
-(use /usr/bin/python3); the generated header is committed, so the tests do not need torch.
+tests/test_pytorch_fixtures.cpp compares microattn against (their masks are fixed: no --mask).
+
+Needs PyTorch and numpy: Debian's python3-torch, run with /usr/bin/python3 (a pyenv or venv
+python3 earlier on PATH does not see it); the generated header is committed, so the tests do not
+need torch.
 """
 import argparse
 import math
 import numbers
+import os
 import re
 import sys
 
@@ -91,8 +119,11 @@ MODULE_KINDS = ("nn.MultiheadAttention, nn.TransformerEncoderLayer/TransformerDe
                 "(their self_attn), or a LLaMA-style module with q_proj/k_proj/v_proj/o_proj "
                 "nn.Linear children")
 ROPE_NOTE = ("LLaMA-style layers usually apply RoPE to Q and K in their forward, which is not "
-             "part of the weights: for that, use KvAttention with set_rope() "
-             "(docs/inference.md); MultiHeadAttention applies none")
+             "part of the weights: for that, give the Config microattn::Rope::kYes and call "
+             "set_rope() on MultiHeadAttention or KvAttention (docs/inference.md)")
+MASK_REQUIRED = ("--mask is required: causal (a decoder: token i sees tokens 0 .. i), none (an "
+                 "encoder: every token sees every token) or window:W (causal, the last W "
+                 "tokens); the weights do not say how the module is called")
 # Names of the four projections in the module kinds read as "LLaMA-style": role -> candidates.
 # LLaMA/Qwen2: q_proj ... o_proj; Whisper/BART: q_proj ... out_proj; the teaching notes'
 # MultiHeadAttention: W_query, W_key, W_value, out_proj.
@@ -108,6 +139,67 @@ QUANTS = {"none": ("kF32", 0), "int8": ("kInt8", 1)}
 
 class Refusal(Exception):
     """Something the exporter cannot represent; main() prints it as one line, exit status 2."""
+
+
+class Mask:
+    """The attention mask a header is exported for (--mask): kind "causal", "none" or
+    "window" (causal and banded: token i sees i - W + 1 .. i), and W (0 unless a window)."""
+
+    def __init__(self, kind, window=0):
+        self.kind, self.window = kind, window
+
+    @classmethod
+    def parse(cls, text):
+        """"causal", "none" or "window:W" (W a whole number >= 1, decimal digits only); a Mask
+        passes through. None (not given) and anything else are refused."""
+        if isinstance(text, cls):
+            return text
+        if text is None:
+            raise Refusal(MASK_REQUIRED)
+        if text in ("causal", "none"):
+            return cls(text)
+        m = re.fullmatch(r"window:([0-9]+)", text) if isinstance(text, str) else None
+        if m and int(m.group(1)) >= 1:
+            return cls("window", int(m.group(1)))
+        raise Refusal(f"--mask {text!r}: not one of causal, none, window:W (W a whole number "
+                      ">= 1)")
+
+    @property
+    def arg(self):
+        """As given on the command line: causal, none, window:W."""
+        return f"window:{self.window}" if self.kind == "window" else self.kind
+
+    @property
+    def enum(self):
+        """The microattn::Mask enumerator (a sliding window is causal)."""
+        return "kNone" if self.kind == "none" else "kCausal"
+
+    @property
+    def value(self):
+        """The microattn::Mask value: 0 kCausal, 1 kNone."""
+        return int(self.kind == "none")
+
+    @property
+    def cfg_option(self):
+        """What the Config line adds for it (the causal default needs nothing)."""
+        return {"causal": "", "none": ", microattn::Mask::kNone"}.get(
+            self.kind, f", microattn::SlidingWindow{{{self.window}}}")
+
+    def describe(self):
+        """The header comment's lines: what each token sees, and which entry points fit."""
+        if self.kind == "none":
+            return ["every token sees every token (microattn::Mask::kNone: an encoder).",
+                    "  Use MultiHeadAttention (or ScaledDotProductAttention on your own Q, K, V); "
+                    "KvAttention is causal only."]
+        if self.kind == "window":
+            W = self.window
+            return [f"token i sees tokens i - {W - 1} .. i (microattn::SlidingWindow{{{W}}}: "
+                    "causal, a window of " + (f"{W} tokens)." if W > 1 else "1 token)."),
+                    "  Use MultiHeadAttention, or KvAttention (prefill and decode; a ring-buffer "
+                    "KV cache of O(W) tokens, streams of any length)."]
+        return ["token i sees tokens 0 .. i (microattn::Mask::kCausal, the Config's default: "
+                "a decoder).",
+                "  Use MultiHeadAttention, or KvAttention (prefill and decode with a KV cache)."]
 
 
 def one_line(text):
@@ -165,9 +257,11 @@ def quantize_int8(w):
     """Symmetric per-output-column int8 quantisation of one weight matrix in PyTorch's [out][in]
     layout (one scale per row here = per output column o of W(i, o)), bit for bit what
     microattn::quantize_int8() computes in C++ (include/microattn/weights.hpp), in float32
-    throughout (no float64 intermediate):
-      scale[o] = max_i |W(i, o)| / 127;  scale 0 (an all-zero column, or one whose scale
-        underflows): q = 0;
+    (float64 only to compare exact products):
+      scale[o] = max_i |W(i, o)| / 127, then (microattn::column_scale) a subnormal scale one
+        float up if 127 * scale < max (it has few bits: the largest weight would clamp by many
+        scales), and one float down if 127 * scale is not a finite float32;  scale 0 (an
+        all-zero column): q = 0;
       r = w / scale;  a = |r|;  f = trunc(min(a, 127));  a = f + 1 if a - f >= 0.5 and f < 127
         else f;  q = -a if r < 0 else a  (round half away from zero, clamped to [-127, 127]).
     w: finite float32 [out][in]. Returns (q int8 [out][in], scale float32 [out])."""
@@ -176,6 +270,11 @@ def quantize_int8(w):
     f32 = np.float32
     amax = np.abs(w).max(axis=1) if w.shape[1] else np.zeros(w.shape[0], dtype=f32)
     scale = (amax / f32(127.0)).astype(f32)
+    f64 = np.float64
+    up = (scale < np.finfo(f32).tiny) & (scale.astype(f64) * 127.0 < amax.astype(f64))
+    scale = np.where(up, np.nextafter(scale, f32(np.inf)), scale).astype(f32)
+    down = scale.astype(f64) * 127.0 > f64(np.finfo(f32).max)
+    scale = np.where(down, np.nextafter(scale, f32(0.0)), scale).astype(f32)
     zero = scale == f32(0.0)
     div = np.where(zero, f32(1.0), scale).astype(f32)[:, None]
     r = w / div
@@ -253,6 +352,9 @@ class Layer:
         self.biases = ()      # the bias roles present, in BIAS_ROLES order (check_shapes)
         self.scale = None     # the module's score scale when it says so
         self.notes = []
+        # What the module says about how it is called, [(kind, why)]: kind "causal", "none" or
+        # a window W (int); mask_hints() compares it with --mask. (A state dict says nothing.)
+        self.evidence = []
 
     def put(self, role, label, tensor):
         self.t[role] = to_float32(label, tensor)
@@ -458,19 +560,64 @@ def from_llama(m, where, subj, heads_arg, kv_arg):
     groups = int_attr(m, "num_key_value_groups", where)
     if groups is not None and K is not None and K * groups != H:
         raise Refusal(f"{where}num_key_value_groups {groups} != heads {H} / key/value heads {K}")
-    if getattr(m, "is_causal", True) is False:
-        L.notes.append("the module says is_causal=False; microattn computes causal attention")
-    window = getattr(cfg, "sliding_window", None) if cfg is not None else None
-    if isinstance(window, numbers.Integral) and not isinstance(window, bool) and \
-            getattr(cfg, "use_sliding_window", True):
-        L.notes.append(f"the module's config has sliding_window {window}; microattn attends "
-                       f"to every earlier token (the same for T <= {window})")
+    causal = getattr(m, "is_causal", None)
+    if isinstance(causal, bool):
+        L.evidence.append(("causal" if causal else "none", f"{subj} says is_causal={causal}"))
+    window = module_window(m, cfg, subj)
+    if window is not None:
+        L.evidence.append(window)
     scaling = getattr(m, "scaling", None)
     if isinstance(scaling, numbers.Real) and not isinstance(scaling, bool):
         L.scale = float(scaling)
     if names["o"] == "o_proj":  # LLaMA, Qwen2, Mistral ...; Whisper and the notes have no RoPE
         L.notes.append(ROPE_NOTE)
     return L
+
+
+def module_window(m, cfg, subj):
+    """(W, why) when a Hugging Face-style module says its layer attends through a sliding window
+    of W tokens, else None. The module's own sliding_window attribute decides when it has one
+    (newer transformers set it per layer, None for full-attention layers); else its config's
+    sliding_window, unless use_sliding_window is False (Qwen2's default), config.layer_types
+    names this layer (layer_idx) "full_attention", or layer_idx < max_window_layers (Qwen2:
+    the first max_window_layers layers attend fully)."""
+    def whole(v):
+        return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+    if "sliding_window" in vars(m):
+        w = vars(m)["sliding_window"]
+        return (int(w), f"{subj} has sliding_window {w}") if whole(w) else None
+    w = getattr(cfg, "sliding_window", None) if cfg is not None else None
+    if not whole(w) or getattr(cfg, "use_sliding_window", True) is False:
+        return None
+    idx = getattr(m, "layer_idx", None)
+    types = getattr(cfg, "layer_types", None)
+    if whole(idx) or (isinstance(idx, numbers.Integral) and not isinstance(idx, bool) and
+                      idx == 0):
+        if isinstance(types, (list, tuple)) and idx < len(types):
+            if types[idx] != "sliding_attention":
+                return None
+        elif whole(getattr(cfg, "max_window_layers", None)) and idx < cfg.max_window_layers:
+            return None
+    use = " and use_sliding_window True" if getattr(cfg, "use_sliding_window", None) else ""
+    return int(w), f"{subj}'s config has sliding_window {w}{use}"
+
+
+def mask_hints(L, mask):
+    """One line for each hint of the module that disagrees with --mask (for stderr and the
+    header; never a refusal: the module's own forward may be called either way)."""
+    out = []
+    for kind, why in L.evidence:
+        if isinstance(kind, int):
+            if mask.kind != "window" or mask.window != kind:
+                out.append(f"{why}: if this layer attends through that window, pass --mask "
+                           f"window:{kind} (this header: --mask {mask.arg})")
+        elif kind == "causal" and mask.kind == "none":
+            out.append(f"{why}, so it is probably called with a causal mask: if so, pass --mask "
+                       "causal (this header: --mask none, every token sees every token)")
+        elif kind == "none" and mask.kind != "none":
+            out.append(f"{why}, so it probably attends to every token (no mask): if so, pass "
+                       f"--mask none (this header: --mask {mask.arg})")
+    return out
 
 
 # --- modules ----------------------------------------------------------------------------------
@@ -528,14 +675,17 @@ def layer_from_module(root, path=None, heads=None, kv_heads=None, origin="the mo
         L = from_mha(m.self_attn, where + "self_attn.",
                      quoted(where + "self_attn", origin), heads, kv_heads)
         L.source = f"the self_attn of {type(m).__name__} {quoted(path, origin)}"
+        decoder = isinstance(m, torch.nn.TransformerDecoderLayer)
         L.notes.append(f"{type(m).__name__}: only its self-attention is exported (not the "
-                       "feed-forward, norms" + (", cross-attention" if
-                       isinstance(m, torch.nn.TransformerDecoderLayer) else "") +
-                       "); microattn computes causal attention (the layer's own mask, if any, "
-                       "is not part of the export)")
+                       "feed-forward, norms" + (", cross-attention" if decoder else "") +
+                       "); the mask is --mask's, not part of the weights")
+        if decoder:
+            L.evidence.append(("causal", f"{quoted(path, origin)} is a "
+                                         "TransformerDecoderLayer"))
+        else:
+            L.evidence.append(("none", f"{quoted(path, origin)} is a TransformerEncoderLayer"))
     elif kind == "mha":
         L = from_mha(m, where, quoted(path, origin), heads, kv_heads)
-        L.notes.append("microattn computes causal attention (like attn_mask = causal)")
     else:
         L = from_llama(m, where, quoted(path, origin), heads, kv_heads)
     return L
@@ -553,7 +703,8 @@ def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state
     p = prefix
     under = sorted(k[len(p):] for k in sd if k.startswith(p))
     if not under:
-        raise Refusal(f"{origin} has no keys under prefix '{p}' (it has {summary(sd)})")
+        raise Refusal(f"{origin} has no keys under prefix '{p}' (it has {summary(sd)})"
+                      + prefix_hint(sd, p))
 
     def need(key):
         if p + key not in sd:
@@ -593,7 +744,6 @@ def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state
             L.t.update(bq=b[:E], bk=b[E:2 * E], bv=b[2 * E:])
         if b_out is not None:
             L.put("bo", p + "out_proj.bias", b_out)
-        L.notes.append("microattn computes causal attention (like attn_mask = causal)")
     elif any(p + f"{n}.weight" in sd for n in ("q_proj", "k_proj", "v_proj", "o_proj",
                                                 "W_query", "W_key", "W_value")):
         names = proj_names(
@@ -609,6 +759,10 @@ def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state
         if names["o"] == "o_proj":
             L.notes.append(ROPE_NOTE)
     else:
+        hint = prefix_hint(sd, p)
+        if hint:  # the weights are there, under another prefix: say which
+            raise Refusal(f"{origin} has no attention weights under '{p}'{hint} (keys there: "
+                          f"{summary(under)})")
         raise Refusal(f"{origin} has no attention weights under '{p}': expected in_proj_weight "
                       "+ out_proj.weight (nn.MultiheadAttention) or q_proj.weight, "
                       "k_proj.weight, v_proj.weight, o_proj.weight or out_proj.weight "
@@ -629,6 +783,31 @@ def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state
                       f"d_head {L.d_head} = {derived} key/value heads")
     L.kv_heads = derived
     return L
+
+
+# Keys that end a layer's attention weights in a state dict: what comes before one is a prefix.
+QUERY_KEYS = ("in_proj_weight", "q_proj_weight", "q_proj.weight", "W_query.weight")
+
+
+def prefix_hint(sd, prefix, limit=4):
+    """"; keys look like they have the prefix 'X': pass --prefix X" (or a few candidates) for a
+    state dict whose attention keys sit under other prefixes than --prefix; "" when none does."""
+    found = []
+    for k in sd:
+        for q in QUERY_KEYS:
+            if k.endswith(q) and (len(k) == len(q) or k[-len(q) - 1] == "."):
+                c = k[:-len(q)]
+                if c != prefix and c not in found:
+                    found.append(c)
+    if not found:
+        return ""
+    if found == [""]:
+        return "; its attention keys have no prefix: leave out --prefix"
+    if len(found) == 1:
+        return f"; keys look like they have the prefix '{found[0]}': pass --prefix {found[0]}"
+    more = f", ... ({len(found)} in all)" if len(found) > limit else ""
+    return ("; keys look like they have a prefix: pass --prefix with one of "
+            + ", ".join(f"'{c}'" for c in found[:limit]) + more)
 
 
 def summary(keys, limit=12):
@@ -683,16 +862,27 @@ def bias_words(biases):
     return f"biases on {listed(letters)} (none on {listed(missing)})"
 
 
-def render(L, name, layout="outin", quant="none", report=None):
-    """The header text. quant "int8": the four matrices quantised per output column
-    (quantize_int8), with their scales; report (a list) receives one line per matrix with the
-    quantisation error, for stderr."""
+def mask_words(mask):
+    return f"microattn::Mask::{mask.enum}" + (", a sliding window" if mask.window else "")
+
+
+def window_words(mask):
+    return f"microattn::SlidingWindow{{{mask.window}}}" if mask.window else "no SlidingWindow"
+
+
+def render(L, name, layout="outin", quant="none", report=None, mask=None):
+    """The header text. mask: "causal", "none", "window:W" or a Mask (required: the weights do
+    not say how the module is called). quant "int8": the four matrices quantised per output
+    column (quantize_int8), with their scales; report (a list) receives the notes on the mask
+    (mask_hints) and one line per matrix with the quantisation error, for stderr."""
     import numpy as np
     import torch
+    mask = Mask.parse(mask)
     check_name(name)
     check_shapes(L, layout)
     if quant not in QUANTS:
         raise Refusal(f"--quant {quant!r}: not one of {', '.join(QUANTS)}")
+    hints = mask_hints(L, mask)
     lay, lay_num = LAYOUTS[layout]
     wtype, wtype_num = QUANTS[quant]
     int8 = quant == "int8"
@@ -712,7 +902,7 @@ def render(L, name, layout="outin", quant="none", report=None):
                   for r, a in arrays.items()}
     cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, {bias_expr(L.biases)}, "
            "microattn::OutProj::kYes" + (f", microattn::OutDim{{{OD}}}" if OD != D else "")
-           + (", microattn::WeightType::kInt8>" if int8 else ">"))
+           + (", microattn::WeightType::kInt8" if int8 else "") + mask.cfg_option + ">")
     od = "d_model" if OD == D else "out_dim"
     shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", f"[{od}][H*d_head]"),
               "panel16": ("[H*d_head/16][d_model][16]", "[H_kv*d_head/16][d_model][16]",
@@ -726,10 +916,13 @@ def render(L, name, layout="outin", quant="none", report=None):
         + (f" to out_dim {OD} (microattn::OutDim; not d_model)" if OD != D else "")
         + f"; layout microattn::WeightLayout::{lay}"
         + ("; int8 weights (--quant int8)." if int8 else "."),
+        f"// Mask (--mask {mask.arg}): {mask.describe()[0]}",
+        f"// {mask.describe()[1]}",
+        "//   The weights do not say how the module is called: this is what --mask said.",
         f"// Use with {cfg}",
         f"//   (T_max: your largest token count). In C++ `attn.set_weights({name}_weights<Cfg>())`",
-        "//   sets the layout and every pointer, and a Cfg that differs from this shape is a",
-        "//   compile error that names the parameter.",
+        "//   sets the layout and every pointer, and a Cfg that differs from this shape or mask",
+        "//   is a compile error that names the parameter.",
         f"// C: {N}_LAYOUT is the microattn::WeightLayout value (0 kInOut, 1 kOutIn, 2 kPanel16);",
     ]
     if int8:
@@ -758,7 +951,7 @@ def render(L, name, layout="outin", quant="none", report=None):
                      f"attn.set_scale({N}_SCALE) once")
         lines.append("//   before forward (MultiHeadAttention, KvAttention and "
                      "ScaledDotProductAttention keep the scale they are given).")
-    for n in L.notes:
+    for n in L.notes + hints:
         lines.append(f"// Note: {n}.")
     g = f"MICROATTN_EXPORTED_{N}_H"
     lines += ["", f"#ifndef {g}", f"#define {g}", "",
@@ -766,6 +959,10 @@ def render(L, name, layout="outin", quant="none", report=None):
               f"#define {N}_D_HEAD {dh}", f"#define {N}_OUT_DIM {OD}",
               *(f"#define {N}_BIAS_{r[1].upper()} {int(r in L.biases)}" for r in BIAS_ROLES),
               f"#define {N}_HAS_OUT_PROJ 1",
+              f"#define {N}_MASK {mask.value} /* microattn::Mask::{mask.enum} */",
+              f"#define {N}_WINDOW {mask.window} /* "
+              + (f"microattn::SlidingWindow{{{mask.window}}}" if mask.window else
+                 "no sliding window") + " */",
               f"#define {N}_LAYOUT {lay_num} /* microattn::WeightLayout::{lay} */",
               f'#define {N}_LAYOUT_NAME "{lay}"',
               f"#define {N}_WEIGHT_TYPE {wtype_num} /* microattn::WeightType::{wtype} */",
@@ -830,6 +1027,10 @@ def render(L, name, layout="outin", quant="none", report=None):
         "  static constexpr bool kHasOutProj = true;",
         f"  static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::{lay};",
         f"  static constexpr microattn::WeightType kWeightType = microattn::WeightType::{wtype};",
+        f"  /// The mask it was exported for (--mask {mask.arg}); {name}_weights<Cfg>() checks it.",
+        f"  static constexpr microattn::Mask kMask = microattn::Mask::{mask.enum};",
+        "  /// SlidingWindow{W}'s W; 0: no window.",
+        f"  static constexpr std::size_t kWindow = {N}_WINDOW;",
         "  /// The module's softmax scale"
         + (" (1/sqrt(d_head), the layers' default)." if default_scale else
            ": not the layers' default 1/sqrt(d_head), so"),
@@ -840,14 +1041,24 @@ def render(L, name, layout="outin", quant="none", report=None):
         f"              \"{N}_LAYOUT no longer matches microattn::WeightLayout\");",
         f"static_assert(static_cast<int>({name}_shape::kWeightType) == {N}_WEIGHT_TYPE,",
         f"              \"{N}_WEIGHT_TYPE no longer matches microattn::WeightType\");",
+        f"static_assert(static_cast<int>({name}_shape::kMask) == {N}_MASK,",
+        f"              \"{N}_MASK no longer matches microattn::Mask\");",
         *size_checks,
         "",
         f"/// Weights view of {name}'s arrays for Cfg (a compile error when Cfg differs from",
-        f"/// {name}_shape). static, like the arrays it points at: an inline function with",
-        "/// external linkage that names internal-linkage arrays would break the one-definition",
-        "/// rule when two translation units include this header.",
+        f"/// {name}_shape; exported_weights() checks the shape, the mask is checked here).",
+        "/// static, like the arrays it points at: an inline function with external linkage that",
+        "/// names internal-linkage arrays would break the one-definition rule when two",
+        "/// translation units include this header.",
         "template <class Cfg>",
         f"static inline microattn::Weights<Cfg> {name}_weights() noexcept {{",
+        f"  static_assert(Cfg::kMask == {name}_shape::kMask,",
+        "                \"microattn: the exported weights' mask differs from the Config's Mask "
+        f"(exported with --mask {mask.arg}: {mask_words(mask)})\");",
+        f"  static_assert(Cfg::kSliding == ({name}_shape::kWindow != 0) &&",
+        f"                    Cfg::kWindow == {name}_shape::kWindow,",
+        "                \"microattn: the exported weights' sliding window differs from the "
+        f"Config's SlidingWindow (exported with --mask {mask.arg}: {window_words(mask)})\");",
         f"  return microattn::exported_weights<Cfg, {name}_shape>(",
         *call,
         "}",
@@ -856,6 +1067,7 @@ def render(L, name, layout="outin", quant="none", report=None):
         f"#endif  // {g}",
         ""]
     if report is not None:
+        report.extend(f"note: {h}" for h in hints)
         for r in MATRIX_ROLES if int8 else ():
             m, rms, rel = qerr[r]
             rows, cols = L.t[r].shape
@@ -865,19 +1077,22 @@ def render(L, name, layout="outin", quant="none", report=None):
 
 
 def export_module(module, name="attn", layout="outin", path=None, heads=None, kv_heads=None,
-                  origin="the module", quant="none", report=None):
-    """The header text for an nn.Module (see the module docstring); raises Refusal. quant:
-    "none" (fp32) or "int8"; report: an optional list that receives the int8 error lines."""
+                  origin="the module", quant="none", report=None, mask=None):
+    """The header text for an nn.Module (see the module docstring); raises Refusal. mask:
+    "causal", "none" or "window:W", required (as --mask); quant: "none" (fp32) or "int8";
+    report: an optional list that receives the notes and the int8 error lines (stderr's)."""
+    mask = Mask.parse(mask)  # before the work, like the command line
     return render(layer_from_module(module, path, heads, kv_heads, origin), name, layout, quant,
-                  report)
+                  report, mask)
 
 
 def export_state_dict(sd, heads, kv_heads=None, prefix="", name="attn", layout="outin",
-                      origin="the state dict", quant="none", report=None):
+                      origin="the state dict", quant="none", report=None, mask=None):
     """The header text for a state dict with --heads (see the module docstring); raises
-    Refusal. quant, report: as export_module."""
+    Refusal. mask, quant, report: as export_module."""
+    mask = Mask.parse(mask)
     return render(layer_from_state_dict(sd, heads, kv_heads, prefix, origin), name, layout,
-                  quant, report)
+                  quant, report, mask)
 
 
 # --- test fixtures ----------------------------------------------------------------------------
@@ -987,7 +1202,12 @@ def run(argv):
     ap.add_argument("--heads", type=int, help="query heads (required with --state-dict; with "
                     "--module, checked against the module)")
     ap.add_argument("--kv-heads", type=int, help="key/value heads (optional; checked)")
-    ap.add_argument("--out", default="-", help="output header (default stdout)")
+    ap.add_argument("--mask", metavar="{causal,none,window:W}",
+                    help="required with --module and --state-dict: the mask the module is "
+                    "called with (causal: a decoder; none: an encoder, every token sees every "
+                    "token; window:W: causal, the last W tokens, microattn::SlidingWindow{W})")
+    ap.add_argument("--out", default="-", help="output header (default stdout; its folder must "
+                    "exist)")
     ap.add_argument("--layout", choices=("outin", "panel16"), default="outin",
                     help="outin: PyTorch's [out][in] as it is (default); panel16: kPanel16")
     ap.add_argument("--quant", metavar="{none,int8}", default="none",
@@ -996,9 +1216,18 @@ def run(argv):
     a = ap.parse_args(argv)
     if a.quant not in QUANTS:  # checked here, not by argparse: one line and exit 2, like the rest
         raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(QUANTS)}")
+    # Everything that needs no file is checked before torch loads one (it may be large).
+    if a.fixtures and a.mask is not None:
+        raise Refusal("--mask goes with --module or --state-dict; --fixtures writes layers "
+                      "with their own masks")
+    if a.module or a.state_dict:
+        mask = Mask.parse(a.mask)
+    dest = a.fixtures or a.out
+    check_out(dest, "--fixtures" if a.fixtures else "--out")
     report = []
     if a.fixtures:
-        text, dest = fixtures(), a.fixtures
+        need_torch()
+        text = fixtures()
     else:
         check_name(a.name)
         for flag, v in (("--heads", a.heads), ("--kv-heads", a.kv_heads)):
@@ -1007,29 +1236,69 @@ def run(argv):
         if a.module:
             if a.prefix:
                 raise Refusal("--prefix goes with --state-dict; with --module use --path")
+            need_torch()
             root = load(a.module, weights_only=False)
             text = export_module(root, a.name, a.layout, a.path, a.heads, a.kv_heads, a.module,
-                                 a.quant, report)
+                                 a.quant, report, mask)
         elif a.state_dict:
             if a.path:
                 raise Refusal("--path goes with --module; with --state-dict use --prefix")
             if a.heads is None:  # before loading: the file may be large
                 raise Refusal("--heads is required with --state-dict: a state dict does not "
                               "record the number of heads (or use --module, which reads it)")
+            need_torch()
             sd = load(a.state_dict, weights_only=True)
             text = export_state_dict(sd, a.heads, a.kv_heads, a.prefix, a.name, a.layout,
-                                     a.state_dict, a.quant, report)
+                                     a.state_dict, a.quant, report, mask)
         else:
-            raise Refusal("give --module FILE, --state-dict FILE --heads H, or --fixtures HEADER")
-        dest = a.out
+            raise Refusal("give --module FILE or --state-dict FILE --heads H (each with --mask "
+                          "causal|none|window:W), or --fixtures HEADER")
     if dest == "-":
         sys.stdout.write(text)
     else:
-        with open(dest, "w") as f:
-            f.write(text)
-    for line in report:  # --quant int8: the quantisation error of each matrix
+        try:  # check_out looked at the folder, but the disk may still refuse
+            f = open(dest, "w")
+        except OSError as e:
+            raise Refusal(f"cannot write {dest}: {e.strerror or one_line(e)}") from None
+        try:
+            with f:
+                f.write(text)
+        except OSError as e:  # a full disk: no half header left behind (only a plain file)
+            if os.path.isfile(dest) and not os.path.islink(dest):
+                try:
+                    os.remove(dest)
+                except OSError:
+                    pass
+            raise Refusal(f"cannot write {dest}: {e.strerror or one_line(e)}") from None
+    for line in report:  # notes on the mask; --quant int8: the error of each matrix
         print(f"export_pytorch.py: {line}", file=sys.stderr)
     return 0
+
+
+def check_out(dest, flag):
+    """Refuses an output path whose folder does not exist (or is not a folder) before any work.
+    A refusal, not os.makedirs: a mistyped path should not silently grow a folder tree, and a
+    build that writes headers has made its output folder already."""
+    if dest == "-":
+        return
+    folder = os.path.dirname(dest) or "."
+    if not os.path.isdir(folder):
+        raise Refusal(f"{flag} {dest}: the folder {folder} does not exist (create it first)")
+    if os.path.isdir(dest):
+        raise Refusal(f"{flag} {dest} is a folder; give a file name")
+
+
+def need_torch():
+    """PyTorch and numpy, or a one-line refusal saying how to get them (a traceback from deep
+    inside torch.load otherwise)."""
+    import importlib
+    try:
+        for m in ("numpy", "torch"):
+            importlib.import_module(m)
+    except ImportError as e:
+        raise Refusal(f"{sys.executable} cannot import torch/numpy ({one_line(e)}): install "
+                      "Debian's python3-torch (apt-get install python3-torch) and run this tool "
+                      "with /usr/bin/python3") from None
 
 
 def main(argv=None):

@@ -10,8 +10,10 @@ pickles the class by reference: the exporter, run as its own process, must be ab
   TeachingNotesAttention   W_query/W_key/W_value/out_proj, d_in -> d_out and out_proj
                            d_out -> d_out (the teaching notes' MultiHeadAttention)
 
-Each computes causal attention without RoPE (which microattn's MultiHeadAttention does not apply
-either).
+Each computes attention without RoPE (exported layers are compared with MultiHeadAttention
+without set_rope()): causal by default; LlamaStyleAttention(window=W) causal with a sliding
+window of W tokens (token i sees i - W + 1 .. i), WhisperStyleAttention(causal=False) an
+encoder's, every token sees every token.
 """
 import types
 
@@ -19,11 +21,23 @@ import torch
 from torch import nn
 
 
-def causal_attention(q, k, v, scale):
-    """q [H][T][dh], k and v [H][T][dh] (already repeated for GQA) -> [T][H * dh]."""
+def banned(T, causal=True, window=None):
+    """[T][T] bool, True where query i must not see key j: j > i (causal), and j <= i - W with
+    a window of W; all False for causal=False."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    out = (j > i) if causal else torch.zeros(T, T, dtype=torch.bool)
+    if window is not None:
+        out = out | (j <= i - window)
+    return out
+
+
+def causal_attention(q, k, v, scale, causal=True, window=None):
+    """q [H][T][dh], k and v [H][T][dh] (already repeated for GQA) -> [T][H * dh]; the mask as
+    banned() makes it."""
     H, T, dh = q.shape
     s = q @ k.transpose(1, 2) * scale
-    s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+    s = s.masked_fill(banned(T, causal, window), float("-inf"))
     return (torch.softmax(s, dim=-1) @ v).transpose(0, 1).reshape(T, H * dh)
 
 
@@ -34,7 +48,9 @@ class LlamaStyleAttention(nn.Module):
     bias: every projection has a bias (or none); o_bias overrides it for o_proj (Qwen2: bias=True,
     o_bias=False); biases, a string like "qkv" or "qvo", overrides both. out_dim: o_proj's
     output width (default d_model). scaling: a Hugging Face-style `scaling` attribute, used by
-    the forward (default: none, 1/sqrt(head_dim)).
+    the forward (default: none, 1/sqrt(head_dim)). window: a sliding window of W tokens, in the
+    forward and stated like Hugging Face does (config.sliding_window with attrs="config", a
+    sliding_window attribute with attrs="module").
 
     attrs says where the shape is stated: "module" (num_heads, num_key_value_heads, head_dim as
     attributes, like older transformers releases), "config" (a .config with
@@ -42,7 +58,7 @@ class LlamaStyleAttention(nn.Module):
     """
 
     def __init__(self, d_model, heads, kv_heads, head_dim, bias=False, o_bias=None,
-                 attrs="module", biases=None, out_dim=None, scaling=None):
+                 attrs="module", biases=None, out_dim=None, scaling=None, window=None):
         super().__init__()
         if biases is None:
             biases = "qkv" * bool(bias) + "o" * bool(bias if o_bias is None else o_bias)
@@ -53,14 +69,19 @@ class LlamaStyleAttention(nn.Module):
         if attrs == "module":
             self.num_heads, self.num_key_value_heads, self.head_dim = heads, kv_heads, head_dim
             self.num_key_value_groups = heads // kv_heads
+            if window is not None:
+                self.sliding_window = window
         elif attrs == "config":
             self.config = types.SimpleNamespace(num_attention_heads=heads,
                                                 num_key_value_heads=kv_heads, head_dim=head_dim,
                                                 hidden_size=d_model)
+            if window is not None:
+                self.config.sliding_window = window
         if scaling is not None:
             self.scaling = scaling
         # The forward's own copy, under names the exporter does not read.
         self._shape = (heads, kv_heads, head_dim)
+        self._window = window
 
     def forward(self, x):
         H, K, dh = self._shape
@@ -69,20 +90,21 @@ class LlamaStyleAttention(nn.Module):
         k = self.k_proj(x).view(T, K, dh).transpose(0, 1).repeat_interleave(H // K, dim=0)
         v = self.v_proj(x).view(T, K, dh).transpose(0, 1).repeat_interleave(H // K, dim=0)
         scale = getattr(self, "scaling", dh ** -0.5)
-        return self.o_proj(causal_attention(q, k, v, scale))
+        return self.o_proj(causal_attention(q, k, v, scale, window=self._window))
 
 
 class WhisperStyleAttention(nn.Module):
     """Hugging Face's WhisperAttention as a decoder self-attention: k_proj has no bias, q_proj,
     v_proj and out_proj have one; Q is multiplied by `scaling` (head_dim ** -0.5) before the
-    scores. x of shape [T][embed_dim]."""
+    scores. x of shape [T][embed_dim]. causal=False: the encoder's self-attention (is_decoder
+    and is_causal False, every token sees every token)."""
 
-    def __init__(self, embed_dim, num_heads):
+    def __init__(self, embed_dim, num_heads, causal=True):
         super().__init__()
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
         self.scaling = self.head_dim ** -0.5
-        self.is_decoder, self.is_causal = True, True
+        self.is_decoder, self.is_causal = causal, causal
         self.k_proj = nn.Linear(embed_dim, embed_dim, bias=False)
         self.v_proj = nn.Linear(embed_dim, embed_dim, bias=True)
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=True)
@@ -93,7 +115,7 @@ class WhisperStyleAttention(nn.Module):
         q = (self.q_proj(x) * self.scaling).view(T, H, dh).transpose(0, 1)
         k = self.k_proj(x).view(T, H, dh).transpose(0, 1)
         v = self.v_proj(x).view(T, H, dh).transpose(0, 1)
-        return self.out_proj(causal_attention(q, k, v, 1.0))
+        return self.out_proj(causal_attention(q, k, v, 1.0, causal=self.is_causal))
 
 
 class TeachingNotesAttention(nn.Module):

@@ -9,10 +9,15 @@ chosen values), then checks, for every header:
     the compiled arrays hold exactly the module's float32 bits;
   - every literal is a valid C/C++ float literal that rounds to the module's value (checked in
     Python with exact rational arithmetic, not through a double);
-  - microattn's MultiHeadAttention<Cfg> with `<name>_weights<Cfg>()` computes what the module
-    computes with a causal mask;
-  - a Config that differs from the header's shape fails to compile, naming the parameter;
-and that everything the exporter cannot represent is refused with exit status 2 and one line.
+  - microattn's MultiHeadAttention<Cfg> with `<name>_weights<Cfg>()` and the Config the header
+    names computes what the module computes with the mask given by --mask (causal; none for a
+    TransformerEncoderLayer and a Whisper-style encoder; window:W against a banded mask);
+  - a Config that differs from the header's shape, mask or sliding window fails to compile,
+    naming the parameter (and tests/compile_fail_exported_mask.cpp, which ctest compiles
+    without torch, still holds the exporter's own output);
+and that everything the exporter cannot represent is refused with exit status 2 and one line
+(a missing or bad --mask, an --out folder that does not exist, a Python without torch, a state
+dict's key prefix, which the message names), and that --mask's notes reach stderr.
 
 --quant int8 (class Int8 and the q_* cases, which also go through every check above): the
 exporter's quantiser agrees bit for bit with microattn::quantize_int8() (random matrices, an
@@ -150,6 +155,17 @@ def causal(T):
     return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = masked
 
 
+def argv_mask(argv):
+    """(causal, window) of a case's --mask: causal=False for none, window W or None (and
+    causal for a case without --mask yet: make_cases adds --mask causal)."""
+    if "--mask" not in argv:
+        return True, None
+    m = argv[argv.index("--mask") + 1]
+    if m.startswith("window:"):
+        return True, int(m.split(":")[1])
+    return m == "causal", None
+
+
 def randomise_biases(m, lo=-0.3, hi=0.3):
     with torch.no_grad():
         for n, p in m.named_parameters():
@@ -250,6 +266,20 @@ def run_mha(module, x):
     return mha_call(attention_of(module), x)
 
 
+def run_mha_unmasked(module, x):
+    """The same without a mask: every token sees every token (an encoder's call)."""
+    return attention_of(module)(x, x, x, need_weights=False)[0]
+
+
+def mha_window(W):
+    """run(module, x) of an nn.MultiheadAttention with a banded causal mask: token i sees
+    i - W + 1 .. i (attn_mask True = masked)."""
+    def run(module, x):
+        return attention_of(module)(x, x, x, attn_mask=llama_like.banned(x.shape[0], True, W),
+                                    need_weights=False)[0]
+    return run
+
+
 def run_plain(module, x):
     """Forward of a module taking x [T][d_model] (LlamaStyle, WhisperStyle)."""
     return module(x)
@@ -285,27 +315,36 @@ def dequantised(module):
 
 
 class Case:
-    """One module exported through the command line: argv (without --name/--out), the Shape
-    the header must state, and for the forward run T and run(module, x) -> y (the module's own
-    causal forward). With `--quant int8` in argv, an int8 header (self.int8)."""
+    """One module exported through the command line: argv (without --name/--out; with its
+    --mask), the Shape the header must state, and for the forward run T and run(module, x) -> y
+    (the module's own forward with the mask --mask names). With `--quant int8` in argv, an int8
+    header (self.int8)."""
 
     def __init__(self, name, module, argv, shape, T=None, run=None):
         self.name, self.module, self.argv, self.shape, self.T = name, module, argv, shape, T
         self.run = run
         self.header = self.text = self.err = None
         self.int8 = "--quant" in argv and argv[argv.index("--quant") + 1] == "int8"
+        self.causal, self.window = argv_mask(argv)
         self._expected = None
 
     def wtype(self):
-        """The Config option an int8 header needs (nothing for fp32)."""
-        return ", microattn::WeightType::kInt8" if self.int8 else ""
+        """The Config options an int8 header and the mask need (nothing for fp32, causal)."""
+        return (", microattn::WeightType::kInt8" if self.int8 else "") + self.mask_option()
+
+    def mask_option(self):
+        if self.window is not None:
+            return f", microattn::SlidingWindow{{{self.window}}}"
+        return "" if self.causal else ", microattn::Mask::kNone"
 
     def cfg(self, t_max=None, out_dim=False):
         """The matching Config with the Bias flags spelled one by one (the header suggests
-        kYes/kQkv/kNo: both must be accepted); OutDim only when it differs from d_model, or
-        always with out_dim=True."""
+        kYes/kQkv/kNo: both must be accepted); OutDim only when it differs from d_model, and
+        the causal default Mask::kCausal unsaid, or both always with out_dim=True."""
         s = self.shape
         od = f", microattn::OutDim{{{s.out_dim}}}" if out_dim or s.out_dim != s.d_model else ""
+        if out_dim and self.causal and self.window is None:
+            od += ", microattn::Mask::kCausal"
         return (f"microattn::Config<{t_max or self.T or 1}, {s.d_model}, {s.heads}, "
                 f"{s.kv_heads}, {s.d_head}, {flags_expr(s.bias)}{od}{self.wtype()}>")
 
@@ -374,10 +413,46 @@ def make_cases():
     cases.append(Case("l_mha_o_sd", mo,
                       ["--state-dict", save(mo.state_dict(), "mha_o_sd.pt"), "--heads", "2"],
                       Shape(32, 2, 2, 16, "o", "kOutIn"), T=6, run=run_mha))
-    # A stock TransformerEncoderLayer, fresh (zero biases); its self_attn is exported.
-    enc = torch.nn.TransformerEncoderLayer(32, 2, dim_feedforward=64)
-    cases.append(Case("l_enc", enc, ["--module", save(enc, "enc.pt")],
-                      Shape(32, 2, 2, 16, "qkvo", "kOutIn"), T=7, run=run_mha))
+    # A stock TransformerEncoderLayer, its self_attn exported with --mask none and compared with
+    # the unmasked call an encoder makes (the old exporter named a causal Config for it: relative
+    # error 1.7). Biases randomised, so that they count too.
+    enc = randomise_biases(torch.nn.TransformerEncoderLayer(32, 2, dim_feedforward=64))
+    cases.append(Case("l_enc", enc, ["--module", save(enc, "enc.pt"), "--mask", "none"],
+                      Shape(32, 2, 2, 16, "qkvo", "kOutIn"), T=7, run=run_mha_unmasked))
+    # The same kind of layer fresh (zero biases), from a state dict, as kPanel16.
+    enc16 = torch.nn.TransformerEncoderLayer(32, 2, dim_feedforward=64)
+    cases.append(Case("l_enc_sd_p16", enc16,
+                      ["--state-dict", save(enc16.state_dict(), "enc16_sd.pt"),
+                       "--prefix", "self_attn.", "--heads", "2", "--layout", "panel16",
+                       "--mask", "none"],
+                      Shape(32, 2, 2, 16, "qkvo", "kPanel16"), T=12, run=run_mha_unmasked))
+    # A Whisper-style encoder self-attention (is_causal False; biases on Q, V, O).
+    wenc = randomise_biases(llama_like.WhisperStyleAttention(32, 4, causal=False))
+    cases.append(Case("l_whisper_enc", wenc, ["--module", save(wenc, "whisper_enc.pt"),
+                                              "--mask", "none"],
+                      Shape(32, 4, 4, 8, "qvo", "kOutIn"), T=9, run=run_plain))
+    # Sliding windows: a Mistral-style GQA layer whose config says sliding_window 4, T 13 (so
+    # most rows see only part of the causal triangle), against its own banded forward; the
+    # module-attribute style with W 1 (each token sees itself only); nn.MultiheadAttention's
+    # state dict with window 3, against attn_mask = the band; and int8 with a window.
+    win = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", window=4)
+    cases.append(Case("l_window", win, ["--module", save(win, "window.pt"), "--mask", "window:4"],
+                      Shape(32, 4, 2, 8, "", "kOutIn"), T=13, run=run_plain))
+    win1 = llama_like.LlamaStyleAttention(16, 2, 1, 8, attrs="module", window=1, bias=True)
+    randomise_biases(win1)
+    cases.append(Case("l_window1", win1, ["--module", save(win1, "window1.pt"),
+                                          "--mask", "window:1"],
+                      Shape(16, 2, 1, 8, "qkvo", "kOutIn"), T=6, run=run_plain))
+    mwin = randomise_biases(torch.nn.MultiheadAttention(32, 4))
+    cases.append(Case("l_mha_window_sd", mwin,
+                      ["--state-dict", save(mwin.state_dict(), "mha_window_sd.pt"), "--heads", "4",
+                       "--mask", "window:3"],
+                      Shape(32, 4, 4, 8, "qkvo", "kOutIn"), T=10, run=mha_window(3)))
+    q_win = llama_like.LlamaStyleAttention(32, 2, 1, 16, attrs="config", window=5)
+    cases.append(Case("q_window_p16", q_win, ["--module", save(q_win, "q_window.pt"),
+                                              "--mask", "window:5", "--quant", "int8",
+                                              "--layout", "panel16"],
+                      Shape(32, 2, 1, 16, "", "kPanel16"), T=11, run=run_plain))
     # A decoder stack: --path picks one layer.
     dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(32, 4, 64), 2)
     randomise_biases(dec)
@@ -481,6 +556,9 @@ def make_cases():
     # quantize_int8, not run.
     cases.append(Case("q_special", sp, ["--module", save(sp, "special.pt"), "--quant", "int8"],
                       Shape(16, 2, 2, 8, "qkvo", "kOutIn")))
+    for c in cases:  # the others are decoders' layers, run causally: --mask causal
+        if "--mask" not in c.argv:
+            c.argv += ["--mask", "causal"]
     return cases
 
 
@@ -582,7 +660,7 @@ def cxx_programs(cases, fixture_header):
         return lines
 
     # tu_a names OutDim only where it differs from d_model, tu_b always (OutDim{d_model} is
-    # the default spelled out).
+    # the default spelled out, and Mask::kCausal for the causal headers).
     a = [incs, "int tu_b();", *checks("tu_a", False), "int main() { return tu_a() | tu_b(); }",
          ""]
     b = [incs, *checks("tu_b", True), ""]
@@ -748,6 +826,8 @@ BIASES = "the exported weights' biases differ from the Config's Bias flags"
 OUT_DIM = "the exported weights' W_O width differs from the Config's OutDim"
 WEIGHT_TYPE = ("the exported weights' WeightType (fp32 / int8) differs from the Config's "
                "WeightType")
+MASK = "the exported weights' mask differs from the Config's Mask"
+WINDOW = "the exported weights' sliding window differs from the Config's SlidingWindow"
 MISMATCHES = [
     # (what, header, Config, expected static_assert text)
     ("query heads", "l_mha", "Config<9, 64, 8, 4, 16, microattn::Bias::kYes>",
@@ -791,6 +871,24 @@ MISMATCHES = [
      "Config<9, 64, 4, 4, 16, microattn::Bias::kYes, microattn::WeightType::kInt8>", WEIGHT_TYPE),
     ("WeightType (fp32 GQA header, int8 Config)", "l_gqa",
      "Config<11, 48, 6, 2, 10, microattn::WeightType::kInt8>", WEIGHT_TYPE),
+    # --mask: the weights fit any mask, so only the header's own static_asserts catch these.
+    ("Mask (--mask none header, causal Config)", "l_enc",
+     "Config<7, 32, 2, 2, 16, microattn::Bias::kYes>", MASK),
+    ("Mask (--mask causal header, Mask::kNone Config)", "l_mha",
+     "Config<9, 64, 4, 4, 16, microattn::Bias::kYes, microattn::Mask::kNone>", MASK),
+    ("Mask (--mask window:4 header, Mask::kNone Config)", "l_window",
+     "Config<13, 32, 4, 2, 8, microattn::Mask::kNone>", MASK),
+    ("Mask (int8 --mask causal header, int8 Mask::kNone Config)", "q_mha",
+     "Config<9, 64, 4, 4, 16, microattn::Bias::kYes, microattn::WeightType::kInt8, "
+     "microattn::Mask::kNone>", MASK),
+    ("SlidingWindow (--mask window:4 header, Config without)", "l_window",
+     "Config<13, 32, 4, 2, 8>", WINDOW),
+    ("SlidingWindow (--mask window:4 header, SlidingWindow{5})", "l_window",
+     "Config<13, 32, 4, 2, 8, microattn::SlidingWindow{5}>", WINDOW),
+    ("SlidingWindow (--mask causal header, SlidingWindow{4})", "l_gqa",
+     "Config<11, 48, 6, 2, 10, microattn::SlidingWindow{4}>", WINDOW),
+    ("SlidingWindow (--mask none header, SlidingWindow{7})", "l_enc",
+     "Config<7, 32, 2, 2, 16, microattn::Bias::kYes, microattn::SlidingWindow{7}>", WINDOW),
 ]
 
 
@@ -922,6 +1020,38 @@ class HeaderShape(unittest.TestCase):
                 self.assertEqual(header_cfg(c.text), c.suggested_cfg())
                 self.assertIn(f"static inline microattn::Weights<Cfg> {c.name}_weights()", c.text)
                 self.assertNotIn("kHasBias", c.text)
+                # The mask --mask chose: C macros, the shape struct, the comment.
+                enum = "kCausal" if c.causal else "kNone"
+                self.assertIn(f"#define {N}_MASK {int(not c.causal)} /* microattn::Mask::{enum} "
+                              "*/", c.text)
+                self.assertEqual(m[f"{N}_WINDOW"], str(c.window or 0))
+                self.assertIn("  static constexpr microattn::Mask kMask = "
+                              f"microattn::Mask::{enum};", c.text)
+                self.assertIn(f"  static constexpr std::size_t kWindow = {N}_WINDOW;", c.text)
+                arg = c.argv[c.argv.index("--mask") + 1]
+                self.assertIn(f"// Mask (--mask {arg}): ", c.text)
+                self.assertIn(f"(exported with --mask {arg}: ", c.text)
+
+    def test_mask_comment_names_what_fits(self):
+        """Each header says what token i sees and which entry points take that mask: KvAttention
+        is offered for causal and window headers only (it does not compile with Mask::kNone)."""
+        for c in RESULTS["cases"]:
+            with self.subTest(case=c.name):
+                comment = c.text.split("#ifndef")[0]
+                self.assertIn("MultiHeadAttention", comment)
+                if not c.causal:
+                    self.assertIn("every token sees every token (microattn::Mask::kNone", comment)
+                    self.assertIn("KvAttention is causal only", comment)
+                    self.assertIn("ScaledDotProductAttention", comment)
+                elif c.window:
+                    self.assertIn(f"token i sees tokens i - {c.window - 1} .. i "
+                                  f"(microattn::SlidingWindow{{{c.window}}}", comment)
+                    self.assertIn("or KvAttention (prefill and decode; a ring-buffer", comment)
+                else:
+                    self.assertIn("token i sees tokens 0 .. i (microattn::Mask::kCausal", comment)
+                    self.assertIn("or KvAttention (prefill and decode with a KV cache)", comment)
+                self.assertNotIn("microattn computes causal attention", comment)
+                self.assertNotIn("MultiHeadAttention applies none", comment)
 
     def test_suggested_bias_spelling(self):
         """kYes, kQkv and kNo by name; any other set as flags joined with |."""
@@ -958,27 +1088,46 @@ class HeaderShape(unittest.TestCase):
 
     def test_module_scale_and_non_causal_are_stated(self):
         """A module that scales scores itself (Hugging Face's `scaling`) gets NAME_SCALE and a
-        note to set it with attn.set_scale(); is_causal=False is pointed out."""
+        note to set it with attn.set_scale(); is_causal=False with --mask causal is pointed
+        out."""
         m = llama_like.LlamaStyleAttention(32, 2, 2, 16)
         m.scaling, m.is_causal = 0.125, False
-        text = ex.export_module(m, name="scaled")
+        text = ex.export_module(m, name="scaled", mask="causal")
         self.assertIn("#define SCALED_SCALE 0.125f", text)
         self.assertIn("not 1/sqrt(d_head): call attn.set_scale(SCALED_SCALE) once", text)
         self.assertIn("call attn.set_scale(kScale) once before forward.", text)
         self.assertNotIn("forward(x, T, y, SCALED_SCALE)", text)
         self.assertIn("is_causal=False", text)
-        plain = ex.export_module(llama_like.LlamaStyleAttention(32, 2, 2, 16), name="plain")
+        self.assertIn("if so, pass --mask none (this header: --mask causal)", text)
+        plain = ex.export_module(llama_like.LlamaStyleAttention(32, 2, 2, 16), name="plain",
+                                 mask="causal")
         self.assertIn("#define PLAIN_SCALE 0.25f", plain)
         self.assertNotIn("not 1/sqrt(d_head)", plain)
         self.assertNotIn("set_scale", plain)
 
-    def test_transformer_layers_say_causal(self):
+    def test_transformer_layers_say_what_is_exported_and_their_mask(self):
+        """The encoder exported with --mask none names Mask::kNone, the decoder with --mask
+        causal the default; both say the mask is --mask's, not part of the weights."""
         for c in RESULTS["cases"]:
             if c.name in ("l_enc", "l_dec"):
                 self.assertRegex(c.text, r"// Note: Transformer(Encoder|Decoder)Layer: only its "
-                                         r"self-attention is exported.*causal attention")
+                                         r"self-attention is exported.*the mask is --mask's")
+        enc = next(c for c in RESULTS["cases"] if c.name == "l_enc")
+        self.assertIn("// Mask (--mask none): every token sees every token", enc.text)
+        self.assertTrue(header_cfg(enc.text).endswith(", microattn::Mask::kNone>"))
         dec = next(c for c in RESULTS["cases"] if c.name == "l_dec")
         self.assertIn("cross-attention", dec.text)
+        self.assertIn("// Mask (--mask causal): token i sees tokens 0 .. i", dec.text)
+        self.assertNotIn("Mask::kNone>", header_cfg(dec.text))
+
+    def test_rope_note_names_the_classes_that_have_set_rope(self):
+        """MultiHeadAttention and KvAttention both have set_rope() (with Rope::kYes)."""
+        qwen = next(c for c in RESULTS["cases"] if c.name == "l_qwen2")
+        self.assertIn("give the Config microattn::Rope::kYes and call set_rope() on "
+                      "MultiHeadAttention or KvAttention", qwen.text)
+        for where in (ex.__doc__, ex.ROPE_NOTE):
+            self.assertNotIn("applies none", where)
+            self.assertNotIn("attention is causal", where)
 
 
 class Literals(unittest.TestCase):
@@ -1074,8 +1223,10 @@ class Compiles(unittest.TestCase):
 
 
 class Forward(unittest.TestCase):
-    def test_matches_pytorch_with_a_causal_mask(self):
-        """microattn's y against the module's own forward (causal mask), in float64 and float32.
+    def test_matches_pytorch_with_the_exported_mask(self):
+        """microattn's y, with the Config the header names (its --mask: causal, Mask::kNone or
+        SlidingWindow{W}), against the module's own forward with that mask (causal; none for
+        the encoders; the band for the windows), in float64 and float32.
 
         Tolerance, derived like tests/support/check.hpp: each output is a chain of about
         n = d_model (Q/K/V projection) + d_head (scores) + 2T (softmax sum, P·V) + H·d_head
@@ -1110,6 +1261,37 @@ class Forward(unittest.TestCase):
                           f"{rel:.2e}, max|y - y_fp32| {mx:.2e} (max|y_fp32| "
                           f"{np.abs(c.y_fp32).max():.3g})", file=sys.stderr)
                     self.assertLess(rel, 0.05)  # a sanity bound: 8-bit weights, not garbage
+
+    def test_the_mask_matters(self):
+        """The test above has teeth: for every non-causal and window case, PyTorch's causal
+        forward of the same weights (what a causal Config computes) differs from the module's
+        own by far more than the tolerance (the issue: relative error 1.7 for an encoder), and
+        every window case has rows that see less than the causal triangle (T > W)."""
+        for c in RESULTS["forward_cases"]:
+            if c.causal and c.window is None:
+                continue
+            with self.subTest(case=c.name):
+                if c.window is not None:
+                    self.assertGreater(c.T, c.window + 1)
+                x = torch.from_numpy(np.fromfile(os.path.join(WORK, f"{c.name}.x"), dtype="<f4")
+                                     .reshape(c.T, c.shape.d_model)).double()
+                m = copy.deepcopy(dequantised(c.module) if c.int8 else c.module).double()
+                att = attention_of(m)
+                with torch.no_grad():
+                    if isinstance(att, torch.nn.MultiheadAttention):
+                        y_causal = mha_call(att, x).numpy()
+                    else:
+                        att._window = None  # llama_like's forward: causal, no band
+                        att.is_causal = True
+                        y_causal = c.run(m, x).numpy()
+                H, dh = c.shape.heads, c.shape.d_head
+                tol = 4 * (c.shape.d_model + dh + 2 * c.T + H * dh) * EPS * \
+                    max(1.0, float(np.abs(c.y64).max()))
+                diff = float(np.abs(y_causal - c.y64).max())
+                rel = float(np.linalg.norm(y_causal - c.y64) / np.linalg.norm(c.y64))
+                print(f"  {c.name}: a causal Config would be off by max {diff:.2e} "
+                      f"(relative {rel:.2f}); tolerance {tol:.2e}", file=sys.stderr)
+                self.assertGreater(diff, 1000 * tol)
 
 
 # --- int8 ------------------------------------------------------------------------------------
@@ -1154,9 +1336,9 @@ def quant_matrices():
         w[10 + j] = rng.uniform(-c, c, 29)
         w[10 + j, j] = c if j % 2 else -c
         w[10 + j, j + 5] = float(np.nextafter(f32(c), f32(0)))
-    # Denormal scales: 200 tiny -> scale 2 tiny (r = k / 2: ties); 190 tiny -> scale 1 tiny
-    # (r up to 190: clamped); 64 tiny -> scale 1 tiny; 63 tiny and 1 tiny -> scale 0 (q 0
-    # although the weights are not).
+    # Denormal scales: 200 tiny -> scale 2 tiny (r = k / 2: ties); 190 tiny -> 1.5 rounds to 1
+    # tiny, too small (127 tiny < 190 tiny: the largest weight would clamp by 63 scales), so 2
+    # tiny; 64 tiny -> scale 1 tiny; 63 tiny and 1 tiny -> 0 rounds to 0, too small, 1 tiny.
     for j, top in enumerate((200, 190, 64, 63, 1)):
         k = rng.integers(-top, top + 1, 29)
         k[0] = top
@@ -1273,21 +1455,23 @@ class Int8(unittest.TestCase):
             self.assertGreater(np.float32(abs(w[10 + j, j])) / s[10 + j], 127.0)
             self.assertEqual(abs(int(q[10 + j, j])), 127)
             self.assertLessEqual(int(np.abs(q[10 + j]).max()), 127)
-        self.assertEqual((s[14], s[15], s[16]), (np.float32(2 * TINY), np.float32(TINY),
+        self.assertEqual((s[14], s[15], s[16]), (np.float32(2 * TINY), np.float32(2 * TINY),
                                                  np.float32(TINY)))
-        self.assertEqual(q[15, 0], 127)  # 190 tiny / 1 tiny, clamped
-        self.assertEqual((s[17], s[18]), (0.0, 0.0))
-        self.assertEqual((np.count_nonzero(q[17]), np.count_nonzero(q[18])), (0, 0))
+        self.assertEqual(q[15, 0], 95)  # 190 tiny / 2 tiny
+        self.assertEqual((s[17], s[18]), (np.float32(TINY), np.float32(TINY)))
+        self.assertEqual((q[17, 0], q[18, 0]), (63, 1))
         self.assertEqual(q[20, 0], 127)
         self.assertEqual(q[20, 1], -127)
         self.assertTrue(np.isfinite(s).all())
+        self.assertTrue(np.isfinite(s * np.float32(127)).all())  # dequantises to a finite float
         self.assertLessEqual(int(np.abs(q.astype(np.int32)).max()), 127)  # never -128
-        # |w - s q| <= s / 2 wherever the rounding did not clamp (and no scale underflowed).
-        with np.errstate(over="ignore", invalid="ignore"):  # row 20: s * 127 overflows
-            e = np.abs(w.astype(np.float64) - s[:, None] * q.astype(np.float64))
-        ok = (np.abs(q) < 127) & (s[:, None] > 1e-37)  # not clamped, scale not denormal
-        bound = 0.5 * s[:, None].astype(np.float64) + np.abs(w) * 2.0 ** -22
-        self.assertTrue(np.all(e[ok] <= np.broadcast_to(bound, e.shape)[ok]))
+        # |w - s q| <= s (1/2 + 2^-17) for every weight (the 2^-17: the rounding of w / s; a
+        # clamped largest weight is off by at most 64 ulps of s), denormal scales included, all-
+        # zero columns apart.
+        e = np.abs(w.astype(np.float64) - s[:, None].astype(np.float64) * q.astype(np.float64))
+        bound = s[:, None].astype(np.float64) * (0.5 + 2.0 ** -17)
+        nz = s[:, None] > 0
+        self.assertTrue(np.all((e <= bound)[np.broadcast_to(nz, e.shape)]))
 
     def test_headers_hold_what_quantize_int8_makes_of_the_module(self):
         """int8_check.cpp quantises each case's original matrices with
@@ -1337,10 +1521,10 @@ class Int8(unittest.TestCase):
         self.assertEqual((rc, err), (0, ""))
         self.assertEqual(out, c.text)
         m = llama_like.LlamaStyleAttention(32, 2, 2, 16)
-        self.assertEqual(ex.export_module(m, name="a"), ex.export_module(m, name="a",
-                                                                         quant="none"))
+        self.assertEqual(ex.export_module(m, name="a", mask="causal"),
+                         ex.export_module(m, name="a", quant="none", mask="causal"))
         report = []
-        text = ex.export_module(m, name="a", quant="int8", report=report)
+        text = ex.export_module(m, name="a", quant="int8", report=report, mask="causal")
         self.assertIn("static const int8_t a_wq[1024]", text)
         self.assertEqual([ln.split(" ")[1] for ln in report], ["W_Q", "W_K", "W_V", "W_O"])
 
@@ -1379,7 +1563,10 @@ class Refusals(unittest.TestCase):
         return path
 
     def refused(self, argv, *needles):
+        """argv without --mask gets --mask causal (the refusals are about something else)."""
         out_path = os.path.join(self.d, "should_not_exist.h")
+        if "--mask" not in argv:
+            argv = argv + ["--mask", "causal"]
         rc, out, err = run_exporter(argv + ["--out", out_path])
         self.assertEqual(rc, 2, err)
         self.assertEqual(out, "")
@@ -1397,7 +1584,7 @@ class Refusals(unittest.TestCase):
         self.refused(["--state-dict", sd, "--heads", "6", "--kv-heads", "3"],
                      "--kv-heads 3 disagrees", "= 2 key/value heads")
         # Without --kv-heads the key rows give 2 (the old exporter assumed H_kv = H).
-        rc, out, _ = run_exporter(["--state-dict", sd, "--heads", "6"])
+        rc, out, _ = run_exporter(["--state-dict", sd, "--heads", "6", "--mask", "causal"])
         self.assertEqual(rc, 0)
         self.assertIn("#define ATTN_KV_HEADS 2", out)
 
@@ -1482,7 +1669,7 @@ class Refusals(unittest.TestCase):
         self.refused(["--module", self.file(nan, "nan_q8.pt"), "--quant", "int8"],
                      "out_proj.weight[1, 2] is nan")
         with self.assertRaises(ex.Refusal):
-            ex.export_module(torch.nn.MultiheadAttention(32, 2), quant="int4")
+            ex.export_module(torch.nn.MultiheadAttention(32, 2), quant="int4", mask="causal")
 
     def test_panel16_needs_multiples_of_16(self):
         gqa = self.file(llama_like.LlamaStyleAttention(48, 6, 2, 10), "gqa_p16.pt")
@@ -1561,7 +1748,7 @@ class PartialBiases(unittest.TestCase):
     or none before Bias became a flag set); the header states exactly the ones present."""
 
     def check(self, argv, bias, out_dim=None):
-        rc, out, err = run_exporter(argv + ["--name", "pb"])
+        rc, out, err = run_exporter(argv + ["--name", "pb", "--mask", "causal"])
         self.assertEqual((rc, err), (0, ""))
         m = parse_macros(out)
         self.assertEqual("".join(r.lower() for r in "QKVO" if m[f"PB_BIAS_{r}"] == "1"), bias)
@@ -1609,14 +1796,31 @@ class PartialBiases(unittest.TestCase):
                       text)
 
 
+def cli(*argv, cwd=None):
+    """The exporter as its own process: (exit status, stdout, stderr)."""
+    env = dict(os.environ, PYTHONPATH=HERE, PYTHONDONTWRITEBYTECODE="1")  # llama_like
+    r = subprocess.run([sys.executable, TOOL, *argv], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=cwd)
+    return r.returncode, r.stdout, r.stderr
+
+
+def assert_one_line_refusal(tc, rc, out, err, *needles):
+    """Exit status 2, nothing on stdout, one `export_pytorch.py: error:` line holding each
+    needle, no traceback."""
+    tc.assertEqual(rc, 2, err)
+    tc.assertEqual(out, "")
+    tc.assertEqual(len(err.splitlines()), 1, err)
+    tc.assertTrue(err.startswith("export_pytorch.py: error: "), err)
+    tc.assertNotIn("Traceback", err)
+    for n in needles:
+        tc.assertIn(n, err)
+
+
 class CommandLine(unittest.TestCase):
     """The real process: exit statuses and output as a user sees them."""
 
     def cli(self, *argv):
-        env = dict(os.environ, PYTHONPATH=HERE, PYTHONDONTWRITEBYTECODE="1")  # llama_like
-        r = subprocess.run([sys.executable, TOOL, *argv], capture_output=True, text=True,
-                           env=env, timeout=300)
-        return r.returncode, r.stdout, r.stderr
+        return cli(*argv)
 
     def test_export_and_refusal_as_processes(self):
         c = next(c for c in RESULTS["cases"] if c.name == "l_gqa")
@@ -1625,7 +1829,7 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(out, c.text)  # stdout = the --out file of the in-process run
         bias_kv = os.path.join(WORK, "bias_kv_cli.pt")
         torch.save(torch.nn.MultiheadAttention(32, 2, add_bias_kv=True), bias_kv)
-        rc, out, err = self.cli("--module", bias_kv)
+        rc, out, err = self.cli("--module", bias_kv, "--mask", "causal")
         self.assertEqual(rc, 2)
         self.assertEqual(out, "")
         self.assertEqual(len(err.splitlines()), 1, err)
@@ -1639,13 +1843,334 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(out, c.text)
         self.assertEqual(err, c.err)  # the error report, one line per matrix
         self.assertEqual(len(err.splitlines()), 4)
-        rc, out, err = self.cli(*c.argv[:-1], "int4", "--name", c.name)
+        bad = list(c.argv)
+        bad[bad.index("--quant") + 1] = "int4"
+        rc, out, err = self.cli(*bad, "--name", c.name)
         self.assertEqual((rc, out), (2, ""))
         self.assertEqual(err, "export_pytorch.py: error: --quant 'int4': not one of none, int8\n")
         rc, out, _ = self.cli("--help")
         self.assertEqual(rc, 0)
         self.assertIn("--quant {none,int8}", out)
         self.assertIn("WeightType::kInt8", out)
+
+
+class MaskOption(unittest.TestCase):
+    """--mask: required, parsed strictly, recorded; the module's hints are notes, never
+    refusals, and never override the choice."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(31)
+        cls.d = os.path.join(WORK, "mask")
+        os.makedirs(cls.d, exist_ok=True)
+
+    def file(self, obj, name):
+        path = os.path.join(self.d, name)
+        torch.save(obj, path)
+        return path
+
+    def one_line_refusal(self, rc, out, err, *needles):
+        assert_one_line_refusal(self, rc, out, err, *needles)
+
+    def test_mask_is_required(self):
+        """Without --mask nothing is written: one line, exit 2, as a process and in-process,
+        checked before the file is loaded; the Python functions refuse too."""
+        m = torch.nn.MultiheadAttention(32, 2)
+        mod, sd = self.file(m, "req.pt"), self.file(m.state_dict(), "req_sd.pt")
+        out_path = os.path.join(self.d, "should_not_exist.h")
+        for argv in (["--module", mod], ["--state-dict", sd, "--heads", "2"],
+                     ["--module", os.path.join(self.d, "missing.pt")]):
+            with self.subTest(argv=argv):
+                rc, out, err = cli(*argv, "--out", out_path)
+                self.one_line_refusal(rc, out, err, "--mask is required: causal", "none",
+                                      "window:W")
+                self.assertFalse(os.path.exists(out_path))
+                self.assertEqual(run_exporter(argv), (rc, out, err))
+        for call in (lambda: ex.export_module(m, name="a"),
+                     lambda: ex.export_state_dict(m.state_dict(), 2, name="a")):
+            with self.assertRaises(ex.Refusal) as cm:
+                call()
+            self.assertIn("--mask is required", str(cm.exception))
+        rc, out, err = run_exporter([])
+        self.one_line_refusal(rc, out, err, "--mask causal|none|window:W", "--fixtures")
+
+    def test_bad_mask_values(self):
+        mod = self.file(torch.nn.MultiheadAttention(32, 2), "bad.pt")
+        for bad in ("window:0", "window:", "window", "window:-2", "window:2.5", "window:4x",
+                    "window: 4", "window:\u0663", "Causal", "NONE", "", "causal ", "window:4:4"):
+            with self.subTest(mask=bad):
+                rc, out, err = run_exporter(["--module", mod, "--mask", bad])
+                self.one_line_refusal(rc, out, err, f"--mask {bad!r}: not one of causal, none, "
+                                                    "window:W (W a whole number >= 1)")
+        for good, want in (("causal", (0, 0)), ("none", (1, 0)), ("window:1", (0, 1)),
+                           ("window:4096", (0, 4096)), ("window:007", (0, 7))):
+            rc, out, err = run_exporter(["--module", mod, "--mask", good, "--name", "g"])
+            self.assertEqual((rc, err), (0, ""), good)
+            m = parse_macros(out)
+            self.assertEqual((int(m["G_MASK"]), int(m["G_WINDOW"])), want, good)
+
+    def test_fixtures_take_no_mask(self):
+        """--fixtures (its layers have their own masks) runs without --mask, and refuses one."""
+        path = os.path.join(self.d, "fixtures.h")
+        rc, out, err = run_exporter(["--fixtures", path])
+        self.assertEqual((rc, out, err), (0, "", ""))
+        with open(path) as f, open(os.path.join(WORK, "fixtures.h")) as g:
+            self.assertEqual(f.read(), g.read())
+        rc, out, err = run_exporter(["--fixtures", path + "2", "--mask", "causal"])
+        self.one_line_refusal(rc, out, err, "--mask goes with --module or --state-dict")
+        self.assertFalse(os.path.exists(path + "2"))
+
+    def export(self, module, mask, name="n", extra=()):
+        """(header, stderr lines) of exporting module with --mask mask; must succeed."""
+        path = self.file(module, f"{name}.pt")
+        rc, out, err = run_exporter(["--module", path, "--mask", mask, "--name", "n", *extra])
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn("Traceback", err)
+        return out, err.splitlines(), path
+
+    def assert_note(self, module, mask, *needles, name="n", extra=()):
+        """Exactly one note, on stderr and in the header, holding each needle; the header keeps
+        the chosen mask."""
+        out, err, path = self.export(module, mask, name, extra)
+        self.assertEqual(len(err), 1, err)
+        self.assertTrue(err[0].startswith("export_pytorch.py: note: "), err)
+        note = err[0][len("export_pytorch.py: note: "):]
+        for n in needles:
+            self.assertIn(n.replace("{path}", path), note)
+        self.assertIn(f"// Note: {note}.", out)
+        self.assertIn(f"// Mask (--mask {mask}): ", out)
+        return note
+
+    def assert_no_note(self, module, mask, name="n", extra=()):
+        out, err, _ = self.export(module, mask, name, extra)
+        self.assertEqual(err, [])
+        self.assertIn(f"// Mask (--mask {mask}): ", out)
+
+    def test_sliding_window_config_suggests_window(self):
+        win = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", window=4)
+        for other in ("causal", "none", "window:8"):
+            with self.subTest(mask=other):
+                self.assert_note(win, other, "{path}'s config has sliding_window 4: if this "
+                                 "layer attends through that window, pass --mask window:4 (this "
+                                 f"header: --mask {other})")
+        self.assert_no_note(win, "window:4")
+        # The choice is the user's: --mask causal writes a causal header.
+        out, _, _ = self.export(win, "causal")
+        self.assertEqual(parse_macros(out)["N_WINDOW"], "0")
+        self.assertNotIn("SlidingWindow{", header_cfg(out))
+        # Hugging Face's per-layer attribute (newer transformers) decides over the config.
+        attr = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="module", window=6)
+        self.assert_note(attr, "causal", "{path} has sliding_window 6", "--mask window:6")
+        full = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", window=6)
+        full.sliding_window = None  # a full-attention layer of a model with windows
+        self.assert_no_note(full, "causal")
+
+    def test_qwen2_style_window_switches(self):
+        """use_sliding_window False (Qwen2's default), layer_types and max_window_layers say
+        when a config's sliding_window does not apply to this layer."""
+        def qwen(**cfg):
+            m = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", window=4096)
+            m.layer_idx = cfg.pop("layer_idx", 0)
+            for k, v in cfg.items():
+                setattr(m.config, k, v)
+            return m
+        self.assert_no_note(qwen(use_sliding_window=False), "causal")
+        self.assert_note(qwen(use_sliding_window=True), "causal",
+                         "sliding_window 4096 and use_sliding_window True", "window:4096")
+        types = ["sliding_attention", "full_attention"]
+        self.assert_note(qwen(layer_types=types, layer_idx=0), "causal", "window:4096")
+        self.assert_no_note(qwen(layer_types=types, layer_idx=1), "causal")
+        self.assert_no_note(qwen(use_sliding_window=True, max_window_layers=2, layer_idx=1),
+                            "causal")
+        self.assert_note(qwen(use_sliding_window=True, max_window_layers=2, layer_idx=2),
+                         "causal", "window:4096")
+
+    def test_encoder_and_decoder_hints(self):
+        """An encoder layer exported causal, a decoder layer or is_causal=True module exported
+        with none: a note, exit 0, the chosen mask in the header."""
+        enc = torch.nn.TransformerEncoderLayer(32, 2, 64)
+        for mask in ("causal", "window:3"):
+            self.assert_note(enc, mask, "{path} is a TransformerEncoderLayer, so it probably "
+                             "attends to every token (no mask): if so, pass --mask none (this "
+                             f"header: --mask {mask})")
+        self.assert_no_note(enc, "none")
+        dec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(32, 4, 64), 2)
+        self.assert_note(dec, "none", "'layers.1' of {path} is a TransformerDecoderLayer, so it "
+                         "is probably called with a causal mask: if so, pass --mask causal",
+                         extra=("--path", "layers.1"))
+        for mask in ("causal", "window:5"):
+            self.assert_no_note(dec, mask, extra=("--path", "layers.1"))
+        wdec = llama_like.WhisperStyleAttention(32, 4)
+        self.assert_note(wdec, "none", "{path} says is_causal=True", "pass --mask causal")
+        self.assert_no_note(wdec, "causal")
+        wenc = llama_like.WhisperStyleAttention(32, 4, causal=False)
+        self.assert_note(wenc, "causal", "{path} says is_causal=False", "pass --mask none")
+        self.assert_no_note(wenc, "none")
+        mha = torch.nn.MultiheadAttention(32, 2)  # says nothing either way
+        for mask in ("causal", "none", "window:2"):
+            self.assert_no_note(mha, mask)
+
+    def test_note_as_a_process(self):
+        """Exit 0, the header on stdout, the note alone on stderr."""
+        enc = self.file(torch.nn.TransformerEncoderLayer(32, 2, 64), "enc_cli.pt")
+        rc, out, err = cli("--module", enc, "--mask", "causal", "--name", "e")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("pass --mask none", err)
+        self.assertIn("#define E_MASK 0 /* microattn::Mask::kCausal */", out)
+
+
+class ToolErrors(unittest.TestCase):
+    """The exporter's last tracebacks (an --out folder that does not exist, a Python without
+    torch) are one-line refusals, and a state dict saved with a key prefix names it."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(15)
+        cls.d = os.path.join(WORK, "tool_errors")
+        os.makedirs(cls.d, exist_ok=True)
+        cls.mod = os.path.join(cls.d, "mha.pt")
+        torch.save(torch.nn.MultiheadAttention(32, 2), cls.mod)
+
+    def assert_refused(self, rc, out, err, *needles):
+        assert_one_line_refusal(self, rc, out, err, *needles)
+
+    def test_out_folder_that_does_not_exist(self):
+        """Refused before any work (a mistyped path must not grow folders); --out a folder
+        and --fixtures into a missing folder too."""
+        missing = os.path.join(self.d, "no_such_folder", "sub")
+        dest = os.path.join(missing, "x.h")
+        rc, out, err = cli("--module", self.mod, "--mask", "causal", "--out", dest)
+        self.assert_refused(rc, out, err, f"--out {dest}: the folder {missing} does not exist")
+        self.assertFalse(os.path.exists(os.path.dirname(missing)))
+        self.assertEqual(run_exporter(["--module", self.mod, "--mask", "causal", "--out", dest]),
+                         (rc, out, err))
+        rc, out, err = cli("--module", self.mod, "--mask", "causal", "--out", self.d)
+        self.assert_refused(rc, out, err, f"--out {self.d} is a folder")
+        rc, out, err = cli("--fixtures", dest)
+        self.assert_refused(rc, out, err, f"--fixtures {dest}: the folder {missing} does not "
+                                          "exist")
+        # A bare file name (the current folder) is fine.
+        rc, out, err = cli("--module", self.mod, "--mask", "causal", "--out", "rel_out.h",
+                           cwd=self.d)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertTrue(os.path.isfile(os.path.join(self.d, "rel_out.h")))
+
+    def without_torch(self, *argv):
+        """The tool as a process whose `import torch` fails (sys.modules['torch'] = None: what
+        a python3 without torch gives, on any machine that has one with it)."""
+        code = ("import runpy, sys; sys.modules['torch'] = None; sys.argv = sys.argv[1:]; "
+                "runpy.run_path(sys.argv[0], run_name='__main__')")
+        r = subprocess.run([sys.executable, "-c", code, TOOL, *argv], capture_output=True,
+                           text=True, timeout=300, cwd=self.d)
+        return r.returncode, r.stdout, r.stderr
+
+    def test_python_without_torch(self):
+        dest = os.path.join(self.d, "no_torch.h")
+        sd = os.path.join(self.d, "mha_sd.pt")
+        torch.save(torch.nn.MultiheadAttention(32, 2).state_dict(), sd)
+        for argv in (["--module", self.mod, "--mask", "causal", "--out", dest],
+                     ["--state-dict", sd, "--heads", "2", "--mask", "none"],
+                     ["--fixtures", dest]):
+            with self.subTest(argv=argv[0]):
+                rc, out, err = self.without_torch(*argv)
+                self.assert_refused(rc, out, err, "cannot import torch/numpy",
+                                    "install Debian's python3-torch", "/usr/bin/python3")
+                self.assertFalse(os.path.exists(dest))
+        rc, out, err = self.without_torch("--help")  # needs no torch
+        self.assertEqual((rc, err), (0, ""))
+        self.assertIn("--mask {causal,none,window:W}", out)
+
+    def test_state_dict_prefix_is_named(self):
+        gqa = llama_like.LlamaStyleAttention(48, 6, 2, 10)
+        plain = os.path.join(self.d, "plain_sd.pt")
+        torch.save(gqa.state_dict(), plain)
+        one = os.path.join(self.d, "prefixed_sd.pt")
+        torch.save(prefixed(gqa.state_dict(), "layers.0.self_attn."), one)
+        base = ["--heads", "6", "--mask", "causal"]
+        rc, out, err = run_exporter(["--state-dict", one, *base])
+        self.assert_refused(rc, out, err, "keys look like they have the prefix "
+                            "'layers.0.self_attn.': pass --prefix layers.0.self_attn.")
+        # Following the hint works, and gives the unprefixed dict's header.
+        rc, out, err = run_exporter(["--state-dict", one, *base, "--prefix",
+                                     "layers.0.self_attn."])
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(parse_arrays(out), parse_arrays(run_exporter(
+            ["--state-dict", plain, *base])[1]))
+        # A wrong prefix names the right one; a prefix where there is none says so.
+        rc, out, err = run_exporter(["--state-dict", one, *base, "--prefix",
+                                     "layers.1.self_attn."])
+        self.assert_refused(rc, out, err, "no keys under prefix 'layers.1.self_attn.'",
+                            "pass --prefix layers.0.self_attn.")
+        rc, out, err = run_exporter(["--state-dict", plain, *base, "--prefix", "model."])
+        self.assert_refused(rc, out, err, "no keys under prefix 'model.'",
+                            "its attention keys have no prefix: leave out --prefix")
+        # A whole stack: a few of the candidates, and how many.
+        stack = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(32, 2, 64), 6)
+        sd = os.path.join(self.d, "stack_sd.pt")
+        torch.save(stack.state_dict(), sd)
+        rc, out, err = run_exporter(["--state-dict", sd, "--heads", "2", "--mask", "none"])
+        self.assert_refused(rc, out, err, "pass --prefix with one of 'layers.0.self_attn.', "
+                            "'layers.1.self_attn.', 'layers.2.self_attn.', "
+                            "'layers.3.self_attn.', ... (6 in all)")
+        rc, out, err = run_exporter(["--state-dict", sd, "--heads", "2", "--mask", "none",
+                                     "--prefix", "layers.5.self_attn."])
+        self.assertEqual((rc, err), (0, ""))
+        two = os.path.join(self.d, "two_sd.pt")
+        torch.save({**prefixed(gqa.state_dict(), "a."), **prefixed(gqa.state_dict(), "b.")}, two)
+        rc, out, err = cli("--state-dict", two, *base)
+        self.assert_refused(rc, out, err, "pass --prefix with one of 'a.', 'b.' (keys there:")
+
+
+class Documentation(unittest.TestCase):
+    def test_documented_command_lines_pass_mask(self):
+        """Every export command line in README.md, docs/ and the tool's --help passes --mask
+        (required: a copied line without it fails)."""
+        texts = {"--help": ex.__doc__}
+        for rel in ["README.md"] + [os.path.join("docs", n) for n in
+                                    sorted(os.listdir(os.path.join(OPT.source_dir, "docs")))]:
+            if rel.endswith(".md"):
+                with open(os.path.join(OPT.source_dir, rel)) as f:
+                    texts[rel] = f.read()
+        found = collections.Counter()
+        for where, text in texts.items():
+            flat = re.sub(r"\\\n", " ", text)  # shell line continuations
+            for m in re.finditer(r"tools/export_pytorch\.py (--module|--state-dict)", flat):
+                cmd = re.split(r"`|\n\n", flat[m.start():])[0]  # to the end of the code
+                self.assertRegex(cmd, r"--mask (causal|none|window:W)\b", f"{where}: {cmd}")
+                found[where] += 1
+        self.assertGreaterEqual(found["--help"], 2)
+        self.assertGreaterEqual(found["README.md"], 1)
+        self.assertGreaterEqual(found[os.path.join("docs", "quantization.md")], 1)
+
+def tiny_state_dict():
+    """The layer of tests/compile_fail_exported_mask.cpp: LLaMA-style keys, d_model 2, one
+    head of 2, exact values (k/4 steps), so that its header is the same on every machine."""
+    return {f"{n}.weight": (torch.arange(4, dtype=torch.float32).reshape(2, 2) - k) / 4
+            for k, n in enumerate(("q_proj", "k_proj", "v_proj", "o_proj"))}
+
+
+class CompileFailSource(unittest.TestCase):
+    def test_compile_fail_exported_mask_holds_the_exporters_output(self):
+        """ctest compiles tests/compile_fail_exported_mask.cpp without torch; the headers in it
+        must be what the exporter writes today (all but the torch version line), or that test
+        would check an old header's static_asserts."""
+        path = os.path.join(OPT.source_dir, "tests", "compile_fail_exported_mask.cpp")
+        with open(path) as f:
+            text = f.read()
+        blocks = re.findall(r'^// >>> export_state_dict\(tiny_state_dict\(\), 1, name="(\w+)", '
+                            r'origin="tiny.pt", mask="([\w:]+)"\)\n(.*?)^// <<< \1$', text,
+                            re.M | re.S)
+        self.assertEqual([(n, m) for n, m, _ in blocks], [("m_none", "none"),
+                                                           ("m_win", "window:4")])
+        for name, mask, body in blocks:
+            want = ex.export_state_dict(tiny_state_dict(), 1, name=name, origin="tiny.pt",
+                                        mask=mask)
+            with self.subTest(header=name):
+                self.assertTrue(body.startswith("// Generated by tools/export_pytorch.py "
+                                                "(torch "), body[:80])
+                self.assertEqual(body.splitlines()[1:], want.splitlines()[1:],
+                                 f"{path}: replace the {name} block with\n{want}")
 
 
 if __name__ == "__main__":
