@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Writes the C header of one microattn layer for C programs (and, optionally, the one-line
-C++ file that defines its functions).
+"""Writes the C header of one microattn layer for C programs (and, optionally, the C++ file
+that defines its functions, also for several layers at once).
 
 A C program cannot instantiate a C++ template, so each layer it uses is one macro line in a
 C++ file of the project (microattn/c_api.hpp):
@@ -12,24 +12,36 @@ C++ file of the project (microattn/c_api.hpp):
 
 and this tool writes mylayer.h: the object type `mylayer` (an aligned byte array that C code
 places where it likes: static, a RAM section, the stack), MYLAYER_BYTES and MYLAYER_ALIGN,
-the shape constants and the function prototypes. The object's size and alignment depend on
-the target (tile sizes of the kernels' arch, pointer width), so the tool compiles a probe with
-the TARGET's compiler and flags and reads them from the object file; nothing is run, so a cross
-compiler works. The C++ file must then be built with the same compiler and flags: if its
-object differs from the header's storage, it does not compile (a static_assert names the layer).
+the shape and mask constants (MYLAYER_MASK, MYLAYER_WINDOW, ...), the fingerprint of the
+configuration (MYLAYER_CONFIG_ID) and the function prototypes. The object's size and alignment
+depend on the target (tile sizes of the kernels' arch, pointer width), so the tool compiles a
+probe with the TARGET's compiler and flags and reads them from the object file; nothing is run,
+so a cross compiler works. The C++ file must then be built with the same compiler and flags,
+as C++17 with -fno-exceptions -fno-rtti (a C program's linker has no C++ runtime): if its
+object differs from the header's storage, or its Config from the one the header was made for
+(any parameter: shape, mask, window, bias, options), it does not compile (a static_assert
+names the layer).
 
     python3 tools/microattn_c.py --name mylayer --kind layer --config "64, 64, 4, 2, 16" \\
         --cxx arm-none-eabi-g++ \\
-        --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16" \\
+        --cxxflags="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16" \\
         --out mylayer.h --cpp-out mylayer.cpp
 
+Several layers in one C++ file (the kernels they share are compiled once; one file per layer
+compiles them once per file): generate each header without --cpp-out, then
+
+    python3 tools/microattn_c.py --cpp-from mylayer.h mykv.h --cpp-out microattn_layers.cpp
+
 Kinds: layer (MultiHeadAttention: forward), kv (KvAttention: prefill, decode, truncate, reset,
-length, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAttention: forward on
-q, k, v). The Config may hold any option: with microattn::WeightType::kInt8 set_weights takes
-a microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1), and a kv layer with
-microattn::CacheType::kInt8 caches int8 (NAME_INT8_CACHE 1; NAME_BYTES is its smaller RAM). Pass every flag that selects the kernels' arch: -march=... / -mcpu=... / -mfpu=...,
+length, oldest, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAttention: forward
+on q, k, v). The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
+SlidingWindow{8}, MaxWorkers{2}, ...): with WeightType::kInt8 set_weights takes a
+microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1), and a kv layer with
+CacheType::kInt8 caches int8 (NAME_INT8_CACHE 1; NAME_BYTES is its smaller RAM). Pass every
+flag that selects the kernels' arch: -march=... / -mcpu=... / -mfpu=...,
 -DMICROATTN_FORCE_SCALAR=1, and the include folder of xsimd where it is not on the default
-path (host and Linux ARM builds; bare metal needs none).
+path (host and Linux ARM builds; bare metal needs none). A value of --cxxflags may start with
+'-' (--cxxflags -march=native, or --cxxflags=-march=native).
 
 Exit status: 0 written, 2 refused (bad arguments, or the probe does not compile: the
 compiler's messages are printed, e.g. a Config's static_assert naming the parameter).
@@ -43,6 +55,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 KINDS = {
     # kind: (ObjectOf kind, C++ class, macro)
@@ -65,7 +78,8 @@ constexpr std::size_t kValues[] = {
     Cfg::kDHead, Cfg::kQDim, Cfg::kKvDim, Cfg::kOutDim, Cfg::kHasOutProj ? 1u : 0u,
     Cfg::kBiasQ ? 1u : 0u, Cfg::kBiasK ? 1u : 0u, Cfg::kBiasV ? 1u : 0u, Cfg::kBiasO ? 1u : 0u,
     Cfg::kHasRope ? 1u : 0u, (@CHUNK@), Cfg::kInt8Weights ? 1u : 0u, Cfg::kInt8Cache ? 1u : 0u,
-    @CACHE_BYTES@, Cfg::kMaxWorkers};
+    @CACHE_BYTES@, Cfg::kMaxWorkers, static_cast<std::size_t>(Cfg::kMask), Cfg::kWindow,
+    ::microattn::c_api::config_id<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>()};
 struct Text {
   char c[64 + sizeof(kValues) / sizeof(kValues[0]) * 21];
 };
@@ -94,7 +108,8 @@ extern "C" const microattn_probe::Text microattn_probe_text = microattn_probe::m
 
 FIELDS = ["bytes", "align", "t_max", "d_model", "heads", "kv_heads", "d_head", "q_dim",
           "kv_dim", "out_dim", "has_out_proj", "bias_q", "bias_k", "bias_v", "bias_o", "has_rope",
-          "chunk", "int8_weights", "int8_cache", "cache_bytes", "max_workers"]
+          "chunk", "int8_weights", "int8_cache", "cache_bytes", "max_workers", "mask", "window",
+          "config_id"]
 
 
 class Refused(Exception):
@@ -110,7 +125,8 @@ def normalize_config(text):
         c = "microattn::Config<%s>" % c
     # Bare option names, as a user writes them inside `using namespace microattn;`.
     c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|"
-               r"WeightType\s*::|CacheType\s*::)", r"microattn::\1", c)
+               r"WeightType\s*::|CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|MaxWorkers\s*\{)",
+               r"microattn::\1", c)
     if not c.startswith("microattn::Config<") or not c.endswith(">"):
         raise Refused("--config: give the Config's arguments ('64, 64, 4, 2, 16, "
                       "microattn::Bias::kYes') or the type 'microattn::Config<...>', not %r" % text)
@@ -118,9 +134,14 @@ def normalize_config(text):
 
 
 def default_include_dir():
+    """microattn's include folder: beside the source tree's tools/ (../include), or an installed
+    package's (this file in <prefix>/share/microattn/tools, the headers in <prefix>/include)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    d = os.path.normpath(os.path.join(here, "..", "include"))
-    return d if os.path.isfile(os.path.join(d, "microattn", "c_api.hpp")) else None
+    for up in (("..",), ("..", "..", "..")):
+        d = os.path.normpath(os.path.join(here, *up, "include"))
+        if os.path.isfile(os.path.join(d, "microattn", "c_api.hpp")):
+            return d
+    return None
 
 
 def probe(args, config, chunk_expr):
@@ -188,11 +209,31 @@ def c_comment_safe(s):
     return s.replace("*/", "* /")
 
 
+def attends(args, v, N):
+    """What each token sees, in words, for the header's comments."""
+    if v["mask"] == 1:
+        return "bidirectional (Mask::kNone): every token sees all T tokens"
+    if v["window"]:
+        return ("causal sliding window (SlidingWindow{%d}): token i sees tokens i - %s_WINDOW + 1"
+                " .. i" % (v["window"], N))
+    return "causal: token i sees tokens 0 .. i"
+
+
+def comment(w, text):
+    """One C comment, wrapped to the width of the rest of the header."""
+    lines = textwrap.wrap(text, 90)
+    for i, line in enumerate(lines):
+        w(("/* " if i == 0 else " * ") + line + (" */" if i == len(lines) - 1 else ""))
+
+
 def header_text(args, config, v, header_name):
     n, N = args.name, args.name.upper()
-    flags = " ".join(shlex.split(args.cxxflags))
+    # Quoted where a flag needs it, so that --cpp-from reads the same flags back.
+    flags = " ".join(shlex.quote(f) for f in shlex.split(args.cxxflags))
     version = compiler_version(args.cxx)
     cls = KINDS[args.kind][1]
+    ring = args.kind == "kv" and v["window"] > 0
+    ring_tokens = v["window"] + v["chunk"] - 1 if ring else 0
     L = []
     w = L.append
     w("/* %s: C interface of the microattn layer '%s'. Generated by tools/microattn_c.py;"
@@ -200,13 +241,27 @@ def header_text(args, config, v, header_name):
     w(" * do not edit: regenerate it when the configuration, the target or its flags change.")
     w(" *   object:  %s<%s%s>" % (cls, config,
                                  ", DefaultArch, %d" % v["chunk"] if args.kind == "kv" else ""))
-    w(" *   target:  %s%s (kernels: %s)" % (c_comment_safe(args.cxx),
+    w(" *   attends: %s" % attends(args, v, N))
+    if args.kind == "kv":
+        if ring:
+            w(" *   cache:   a ring of the last %d tokens (W + prefill chunk - 1): a stream of any"
+              % ring_tokens)
+            w(" *            length, never MICROATTN_CACHE_FULL%s" %
+              (", int8" if v["int8_cache"] else ""))
+        else:
+            w(" *   cache:   %d tokens in total (then MICROATTN_CACHE_FULL)%s"
+              % (v["t_max"], ", int8" if v["int8_cache"] else ""))
+    if args.kind != "core":
+        w(" *   weights: %s" % ("int8 + fp32 scales (microattn_weights_q8)" if v["int8_weights"]
+                                else "fp32 (microattn_weights)"))
+    w(" *   target:  %s%s (kernels: %s)" % (c_comment_safe(shlex.quote(args.cxx)),
                                              (" " + c_comment_safe(flags)) if flags else "",
                                              v["arch"]))
     if version:
         w(" *            %s" % c_comment_safe(version))
     w(" * The functions are defined by this line in a C++ file built with that compiler and")
-    w(" * those flags, which does not compile if this header does not match its object:")
+    w(" * those flags (C++17, -fno-exceptions -fno-rtti), which does not compile if this header")
+    w(" * does not match its object or its configuration:")
     w(" *   #include \"%s\"" % header_name)
     w(" *   #include \"microattn/c_api.hpp\"")
     w(" *   %s" % c_comment_safe(macro_line(args, config)))
@@ -228,8 +283,19 @@ def header_text(args, config, v, header_name):
         w("#define %s_CACHE_BYTES %d /* of which the K/V cache%s */"
           % (N, v["cache_bytes"], " (int8 values + scales)" if v["int8_cache"] else ""))
     w("")
-    w("/* Shape. Token counts T are 1 .. %s_T_MAX%s. */" %
-      (N, " (for the KV cache: in total)" if args.kind == "kv" else ""))
+    w("/* Fingerprint of the configuration (kind, every Config parameter, prefill chunk; the same")
+    w(" * on every target): the C++ line checks it, so another Config does not compile. */")
+    w("#define %s_CONFIG_ID %du" % (N, v["config_id"]))
+    w("#define MICROATTN_C_CONFIG_ID_%s %s_CONFIG_ID" % (n, N))
+    w("")
+    if ring:
+        w("/* Shape. A call takes T = 1 .. %s_T_MAX tokens; the cache, a ring, takes any number"
+          % N)
+        w(" * in total. */")
+    elif args.kind == "kv":
+        w("/* Shape. Token counts T are 1 .. %s_T_MAX (for the KV cache: in total). */" % N)
+    else:
+        w("/* Shape. Token counts T are 1 .. %s_T_MAX. */" % N)
     w("#define %s_T_MAX %d" % (N, v["t_max"]))
     w("#define %s_MAX_WORKERS %d /* most workers set_executor takes (Config option MaxWorkers) */"
       % (N, v["max_workers"]))
@@ -254,10 +320,13 @@ def header_text(args, config, v, header_name):
           % (N, v["has_rope"]))
         w("#define %s_INT8_WEIGHTS %d /* WeightType::kInt8: set_weights takes "
           "microattn_weights_q8 */" % (N, v["int8_weights"]))
+    w("#define %s_MASK %d /* microattn::Mask: 0 causal (a window is causal), 1 none */"
+      % (N, v["mask"]))
+    w("#define %s_WINDOW %d /* SlidingWindow{W}: token i sees i - W + 1 .. i; 0: no window */"
+      % (N, v["window"]))
     if args.kind == "kv":
         w("#define %s_INT8_CACHE %d /* CacheType::kInt8: K and V cached as int8 + scales */"
           % (N, v["int8_cache"]))
-    if args.kind == "kv":
         w("#define %s_PREFILL_CHUNK %d /* tokens prefill processes at a time */"
           % (N, v["chunk"]))
     w("")
@@ -321,41 +390,77 @@ def header_text(args, config, v, header_name):
         w("microattn_rope %s_rope(const %s* obj);" % (n, n))
         w("")
     if args.kind == "layer":
-        w("/* y[T][%s_OUT_DIM] = causal attention of x[T][%s_D_MODEL], T = 1 .. %s_T_MAX."
-          % (N, N, N))
+        w("/* y[T][%s_OUT_DIM] = attention of x[T][%s_D_MODEL], T = 1 .. %s_T_MAX, %s."
+          % (N, N, N, "bidirectional" if v["mask"] == 1 else
+             "causal sliding window" if v["window"] else "causal"))
         w(" * With W_O y may alias x; y must not overlap a weight array. */")
         w("microattn_status %s_forward(%s* obj, const float* x, size_t T, float* y);" % (n, n))
     elif args.kind == "kv":
-        w("/* Appends T tokens x[T][%s_D_MODEL] to the cache and writes their outputs" % N)
-        w(" * y[T][%s_OUT_DIM]: MICROATTN_CACHE_FULL past %s_T_MAX tokens in total. */" % (N, N))
+        if ring:
+            w("/* Appends T = 1 .. %s_T_MAX tokens x[T][%s_D_MODEL] and writes their outputs"
+              % (N, N))
+            w(" * y[T][%s_OUT_DIM]; token p sees tokens p - %s_WINDOW + 1 .. p. The ring never"
+              % (N, N))
+            w(" * fills: no MICROATTN_CACHE_FULL. */")
+        else:
+            w("/* Appends T tokens x[T][%s_D_MODEL] to the cache and writes their outputs" % N)
+            w(" * y[T][%s_OUT_DIM]: MICROATTN_CACHE_FULL past %s_T_MAX tokens in total. */"
+              % (N, N))
         w("microattn_status %s_prefill(%s* obj, const float* x, size_t T, float* y);" % (n, n))
-        w("/* Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM]. */" % (N, N))
+        if ring:
+            w("/* Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM] (positions grow without" %
+              (N, N))
+            w(" * limit). */")
+        else:
+            w("/* Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM]: MICROATTN_CACHE_FULL once"
+              % (N, N))
+            w(" * %s_T_MAX tokens are cached. */" % N)
         w("microattn_status %s_decode(%s* obj, const float* x, float* y);" % (n, n))
-        w("/* Forgets the tokens at positions >= length (MICROATTN_BAD_ARGUMENT if length >")
-        w(" * the current length). */")
+        if ring:
+            comment(w, "Forgets the tokens at positions >= length. MICROATTN_BAD_ARGUMENT if "
+                    "length > the current length, or if the ring has overwritten a token position "
+                    "`length` would see (0 < length and length - %s_WINDOW + 1 < %s_oldest(obj)): "
+                    "a rollback reaches back at most %s_PREFILL_CHUNK tokens from the furthest "
+                    "position written, fewer after earlier truncates." % (N, n, N))
+        else:
+            w("/* Forgets the tokens at positions >= length (MICROATTN_BAD_ARGUMENT if length >")
+            w(" * the current length). */")
         w("microattn_status %s_truncate(%s* obj, size_t length);" % (n, n))
         w("/* Empties the cache (weights, RoPE and scale stay). */")
         w("microattn_status %s_reset(%s* obj);" % (n, n))
         w("/* Tokens in the cache: the position of the next one (0 for a NULL obj). */")
         w("size_t %s_length(const %s* obj);" % (n, n))
+        if ring:
+            w("/* The oldest position the ring still holds (positions oldest .. length - 1 are")
+            w(" * held; 0 for a NULL obj). */")
+        else:
+            w("/* The oldest position held: 0 (a layer without a window keeps every token). */")
+        w("size_t %s_oldest(const %s* obj);" % (n, n))
         w("/* Copies the cached keys and values of tokens first .. first + n - 1 out, k and v")
-        w(" * [n][%s_KV_DIM] each, and describes them in *info (MICROATTN_BAD_ARGUMENT: n == 0" % N)
-        w(" * or past length())%s. */" % (": an int8 cache's values dequantised (scale * q)"
-                                        if v["int8_cache"] else ""))
+        w(" * [n][%s_KV_DIM] each, and describes them in *info (MICROATTN_BAD_ARGUMENT: n == 0"
+          % N)
+        w(" * or past length()%s)%s. */" % (", or first < %s_oldest(obj)" % n if ring else "",
+                                           ": an int8 cache's values dequantised (scale * q)"
+                                           if v["int8_cache"] else ""))
         w("microattn_status %s_export_cache(const %s* obj, size_t first, size_t n, float* k,"
           % (n, n))
         w("    float* v, microattn_cache_slice* info);")
-        w("/* Appends an exported slice as if it had been prefilled; only where it continues this")
-        w(" * cache (info->first == length()) with this shape and RoPE (MICROATTN_BAD_ARGUMENT),")
-        w(" * MICROATTN_CACHE_FULL past T_max.%s */" % (" An int8 cache quantises the rows as it"
-                                                   " does new tokens." if v["int8_cache"] else ""))
+        comment(w, "Appends an exported slice as if it had been prefilled; only where it "
+                "continues this cache (info->first == length()) with this shape and RoPE "
+                "(MICROATTN_BAD_ARGUMENT)%s.%s" %
+                ("" if ring else ", MICROATTN_CACHE_FULL past T_max",
+                 " An int8 cache quantises the rows as it does new tokens."
+                 if v["int8_cache"] else ""))
         w("microattn_status %s_import_cache(%s* obj, const microattn_cache_slice* info," % (n, n))
         w("    const float* k, const float* v);")
     else:
-        w("/* out = softmax(scale * Q_h K_g^T + causal mask) V_g for every query head h,")
-        w(" * g = h / (H / H_kv): q[T][ldq], k[T][ldk], v[T][ldv], out[T][ldo] floats, head h at")
-        w(" * columns h * %s_D_HEAD ..; ldq, ldo >= %s_Q_DIM, ldk, ldv >= %s_KV_DIM." % (N, N, N))
-        w(" * out must not overlap q, k or v. */")
+        mask = ("(no mask: every query sees all T keys)" if v["mask"] == 1 else
+                "+ sliding-window mask (query i sees keys i - %s_WINDOW + 1 .. i)" % N
+                if v["window"] else "+ causal mask")
+        comment(w, "out = softmax(scale * Q_h K_g^T %s) V_g for every query head h, g = h / "
+                "(H / H_kv): q[T][ldq], k[T][ldk], v[T][ldv], out[T][ldo] floats, head h at "
+                "columns h * %s_D_HEAD ..; ldq, ldo >= %s_Q_DIM, ldk, ldv >= %s_KV_DIM. out must "
+                "not overlap q, k or v." % (mask, N, N, N))
         w("microattn_status %s_forward(%s* obj, const float* q, size_t ldq, const float* k,"
           % (n, n))
         w("    size_t ldk, const float* v, size_t ldv, size_t T, float* out, size_t ldo);")
@@ -368,12 +473,69 @@ def header_text(args, config, v, header_name):
     return "\n".join(L) + "\n"
 
 
-def cpp_text(args, config, header_include):
-    return ("// The C functions of the microattn layer '%s': build this file with the compiler\n"
-            "// and flags its header was generated for, linked with microattn.\n"
-            "#include \"%s\"  // written by tools/microattn_c.py for this target\n"
-            "#include \"microattn/c_api.hpp\"\n\n"
-            "%s\n" % (args.name, header_include, macro_line(args, config)))
+# What a C link lacks, and the flag that removes the need (also in the generated C++ file).
+NO_EXCEPTIONS_GUARD = """\
+// A C program's linker brings no C++ runtime: with exceptions on, the kernels' noexcept
+// functions reference __gxx_personality_v0 and the link fails.
+#if (defined(__cpp_exceptions) || defined(__EXCEPTIONS)) && !defined(MICROATTN_C_ALLOW_EXCEPTIONS)
+#error "microattn C glue: compile this file with -fno-exceptions -fno-rtti (a C link has no \\
+__gxx_personality_v0); or define MICROATTN_C_ALLOW_EXCEPTIONS and link with the C++ compiler"
+#endif
+"""
+
+
+def compile_line(cxx, flags, cpp_name):
+    """The command that builds a generated C++ file: its header's compiler and flags (a list)
+    plus what a C link needs."""
+    f = flags
+    extra = [x for x in ("-fno-exceptions", "-fno-rtti") if x not in f]
+    return " ".join([shlex.quote(cxx), "-std=c++17"] + [shlex.quote(x) for x in f] + extra +
+                    ["-I<microattn>/include", "-c", cpp_name])
+
+
+def cpp_text(layers, cpp_name):
+    """layers: [(name, header include, macro line, cxx, [flags])], all for one target."""
+    names = ", ".join("'%s'" % l[0] for l in layers)
+    cxx, flags = layers[0][3], layers[0][4]
+    L = ["// The C functions of the microattn layer%s %s, written by tools/microattn_c.py."
+         % ("s" if len(layers) > 1 else "", names),
+         "// Build it with the compiler and flags the header%s made for, as C++17 without"
+         % ("s were" if len(layers) > 1 else " was"),
+         "// exceptions and RTTI, with lib/c_api.cpp and lib/status.cpp built the same way; a C",
+         "// compiler then links the program (docs/integration.md):",
+         "//   %s" % compile_line(cxx, flags, cpp_name)]
+    if len(layers) > 1:
+        L.append("// The layers share the kernels they have in common (one file per layer would "
+                 "compile")
+        L.append("// them once per file).")
+    L.append(NO_EXCEPTIONS_GUARD)
+    for i, l in enumerate(layers):
+        L.append("#include \"%s\"%s" % (l[1], "  // written by tools/microattn_c.py for this "
+                                        "target" if i == 0 else ""))
+    L.append("#include \"microattn/c_api.hpp\"")
+    L.append("")
+    L += [l[2] for l in layers]
+    return "\n".join(L) + "\n"
+
+
+HEADER_LINE = re.compile(r"^ \*   (MICROATTN_C_(?:LAYER|KV_LAYER|KV_LAYER_CHUNKED|CORE)\("
+                         r"([A-Za-z_][A-Za-z0-9_]*),.*\);)$", re.M)
+HEADER_TARGET = re.compile(r"^ \*   target:  (.*) \(kernels: ([^)]*)\)$", re.M)
+
+
+def read_header(path):
+    """The layer name, macro line and target (compiler, flags) a generated header records."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise Refused("--cpp-from: cannot read %s: %s" % (path, e))
+    line, target = HEADER_LINE.search(text), HEADER_TARGET.search(text)
+    if "Generated by tools/microattn_c.py" not in text or not line or not target:
+        raise Refused("--cpp-from: %s is not a header written by tools/microattn_c.py "
+                      "(regenerate it)" % path)
+    cxx_flags = shlex.split(target.group(1))
+    return line.group(2), line.group(1), cxx_flags[0], cxx_flags[1:], target.group(0)
 
 
 def write_if_changed(path, text):
@@ -391,21 +553,41 @@ def write_if_changed(path, text):
         f.write(text)
 
 
+def join_dash_values(argv):
+    """`--cxxflags -march=native`: argparse reads a value that starts with '-' as an option, so
+    the value is joined to its option (`--cxxflags=-march=native`) first."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--cxxflags" and i + 1 < len(argv):
+            out.append("--cxxflags=" + argv[i + 1])
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Example: %(prog)s --name mylayer --kind layer --config '64, 64, 4, 2, 16' "
-               "--cxx arm-none-eabi-g++ --cxxflags '-mcpu=cortex-m4 -mthumb -mfloat-abi=hard "
-               "-mfpu=fpv4-sp-d16' --out mylayer.h --cpp-out mylayer.cpp")
-    p.add_argument("--name", required=True,
+               "--cxx arm-none-eabi-g++ --cxxflags='-mcpu=cortex-m4 -mthumb -mfloat-abi=hard "
+               "-mfpu=fpv4-sp-d16' --out mylayer.h --cpp-out mylayer.cpp; then build "
+               "mylayer.cpp with that compiler and those flags plus -std=c++17 -fno-exceptions "
+               "-fno-rtti (docs/integration.md). Several layers in one C++ file: "
+               "%(prog)s --cpp-from a.h b.h --cpp-out layers.cpp")
+    p.add_argument("--name",
                    help="C name of the layer: its type, and the prefix of its functions "
                         "(NAME_forward) and, in capitals, of its macros (NAME_BYTES)")
     p.add_argument("--kind", choices=sorted(KINDS), default="layer",
                    help="layer: MultiHeadAttention (default); kv: KvAttention; "
                         "core: ScaledDotProductAttention")
-    p.add_argument("--config", required=True,
-                   help="the Config's arguments, e.g. '64, 64, 4, 2, 16, microattn::Bias::kYes', "
-                        "'64, 64, 4, 2, 16, WeightType::kInt8, CacheType::kInt8', or the type "
+    p.add_argument("--config",
+                   help="the Config's arguments, e.g. '64, 64, 4, 2, 16, Bias::kYes', "
+                        "'64, 64, 4, 2, 16, WeightType::kInt8, CacheType::kInt8', "
+                        "'64, 64, 4, 2, 16, Mask::kNone', '64, 64, 4, 2, 16, SlidingWindow{8}' "
+                        "(options with or without microattn::), or the type "
                         "microattn::Config<...>")
     p.add_argument("--chunk", type=int, default=None,
                    help="kv only: tokens prefill processes at a time, 1 .. T_max (default T_max)")
@@ -413,17 +595,27 @@ def main(argv=None):
                    help="the target's C++ compiler (default: $CXX, else c++)")
     p.add_argument("--cxxflags", default="",
                    help="the target's compiler flags, one string (e.g. '-mcpu=cortex-m4 -mthumb "
-                        "-mfloat-abi=hard -mfpu=fpv4-sp-d16', '-march=native')")
+                        "-mfloat-abi=hard -mfpu=fpv4-sp-d16', '-march=native'; "
+                        "--cxxflags=-march=native works too)")
     p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                    help="another include folder for the probe (e.g. xsimd's); repeatable")
     p.add_argument("--microattn-include", default=default_include_dir(), metavar="DIR",
                    help="microattn's include folder (default: the one next to this tool)")
     p.add_argument("--out", help="the C header to write (default: NAME.h)")
-    p.add_argument("--cpp-out", help="also write the C++ file with the MICROATTN_C_* line")
+    p.add_argument("--cpp-out", help="also write the C++ file with the MICROATTN_C_* line "
+                   "(with --cpp-from: the lines of every header given)")
     p.add_argument("--header-include", metavar="PATH",
                    help="how --cpp-out includes the header (default: the header's file name)")
-    args = p.parse_args(argv)
+    p.add_argument("--cpp-from", nargs="+", metavar="HEADER",
+                   help="write one C++ file (--cpp-out) defining the layers of these generated "
+                        "headers, made for one compiler and flags: the kernels they share are "
+                        "compiled once (one file per layer compiles them once per file)")
+    args = p.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
     try:
+        if args.cpp_from:
+            return merge(args)
+        if not args.name or not args.config:
+            raise Refused("--name and --config are needed (or --cpp-from HEADER... --cpp-out)")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", args.name):
             raise Refused("--name %r is not a C identifier" % args.name)
         if args.chunk is not None and args.kind != "kv":
@@ -442,13 +634,38 @@ def main(argv=None):
         header_name = os.path.basename(out)
         write_if_changed(out, header_text(args, config, values, header_name))
         if args.cpp_out:
-            write_if_changed(args.cpp_out,
-                             cpp_text(args, config, args.header_include or header_name))
+            write_if_changed(args.cpp_out, cpp_text(
+                [(args.name, args.header_include or header_name, macro_line(args, config),
+                  args.cxx, shlex.split(args.cxxflags))], os.path.basename(args.cpp_out)))
     except Refused as e:
         print("microattn_c.py: %s" % e, file=sys.stderr)
         return 2
     print("microattn_c.py: %s: %s %d bytes, align %d (kernels %s)" %
           (out, args.name, values["bytes"], values["align"], values["arch"]))
+    return 0
+
+
+def merge(args):
+    """--cpp-from: one C++ file for the layers of several generated headers."""
+    if not args.cpp_out:
+        raise Refused("--cpp-from needs --cpp-out (the C++ file to write)")
+    if args.name or args.config or args.out or args.chunk is not None or args.header_include:
+        raise Refused("--cpp-from takes the layers from the headers: no --name, --config, "
+                      "--chunk, --out or --header-include")
+    layers, seen = [], {}
+    for h in args.cpp_from:
+        name, line, cxx, flags, target = read_header(h)
+        if name in seen:
+            raise Refused("--cpp-from: the layer '%s' is in %s and %s" % (name, seen[name], h))
+        seen[name] = h
+        if layers and target != layers[0][5]:
+            raise Refused("--cpp-from: %s and %s were made for different compilers or flags "
+                          "(one C++ file is built one way):\n  %s\n  %s"
+                          % (args.cpp_from[0], h, layers[0][5].strip(), target.strip()))
+        layers.append((name, os.path.basename(h), line, cxx, flags, target))
+    write_if_changed(args.cpp_out, cpp_text([l[:5] for l in layers],
+                                            os.path.basename(args.cpp_out)))
+    print("microattn_c.py: %s: %s" % (args.cpp_out, ", ".join(l[0] for l in layers)))
     return 0
 
 

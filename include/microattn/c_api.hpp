@@ -6,28 +6,36 @@
 //
 //   1. Generate the C header (and, optionally, the one-line C++ file) for the TARGET: the tool
 //      compiles a probe with the target's compiler and flags and reads sizeof / alignof of the
-//      C++ object from the object file (nothing is run):
+//      C++ object and the configuration's fingerprint from the object file (nothing is run):
 //        python3 tools/microattn_c.py --name mylayer --kind layer
-//            --config "64, 64, 4, 2, 16, microattn::Bias::kYes"
+//            --config "64, 64, 4, 2, 16, Bias::kYes"
 //            --cxx arm-none-eabi-g++
-//            --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+//            --cxxflags="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
 //            --out mylayer.h --cpp-out mylayer.cpp          (one command line)
 //      --kind layer | kv | core (MultiHeadAttention, KvAttention, ScaledDotProductAttention);
 //      --chunk N sets a KV layer's prefill chunk. The Config may hold every option, also
 //      microattn::WeightType::kInt8 (set_weights then takes microattn_weights_q8) and, for kv,
 //      microattn::CacheType::kInt8 (an int8 cache: the header's NAME_CACHE_BYTES). Pass
 //      every flag that changes the kernels' arch (-march, -mcpu, -mfpu,
-//      -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest.
-//   2. Compile the C++ file with that compiler and those flags, linked with microattn:
+//      -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest. `--cpp-from a.h b.h --cpp-out
+//      layers.cpp` writes one C++ file for several layers (the kernels they share compiled once).
+//   2. Compile the C++ file with that compiler and those flags, C++17 with -fno-exceptions
+//      -fno-rtti (a C program's linker has no C++ runtime: with exceptions on, the kernels'
+//      noexcept functions reference __gxx_personality_v0), with lib/c_api.cpp and
+//      lib/status.cpp built the same way (docs/integration.md):
 //        #include "mylayer.h"
 //        #include "microattn/c_api.hpp"
 //        MICROATTN_C_LAYER(mylayer, microattn::Config<64, 64, 4, 2, 16, microattn::Bias::kYes>);
 //      Other kinds: MICROATTN_C_KV_LAYER(NAME, Config), MICROATTN_C_KV_LAYER_CHUNKED(NAME, chunk,
 //      Config), MICROATTN_C_CORE(NAME, Config) (--cpp-out writes the right line). A header
-//      generated for another configuration, arch or compiler does not compile here: a static_assert
-//      names the layer, and StorageCheck<microattn_c_NAME::Layer, ...> in the instantiation shows
-//      the sizes. Define MICROATTN_C_ALLOW_LARGER_STORAGE before this include to accept a storage
-//      struct larger than needed (e.g. one hand-written header shared by two targets).
+//      generated for another configuration (any Config parameter, the kind, the chunk) does not
+//      compile here: the header's NAME_CONFIG_ID is config_id<>() of the configuration it was
+//      made for, and a static_assert names the layer (ConfigCheck<microattn_c_NAME::Layer, ...>
+//      in the instantiation shows both fingerprints). Nor does one made for another arch or
+//      compiler whose object differs (StorageCheck<...> shows the sizes). Define
+//      MICROATTN_C_ALLOW_LARGER_STORAGE before this include to accept a storage struct larger
+//      than needed (e.g. one hand-written header shared by two targets; it still needs the
+//      configuration's MICROATTN_C_CONFIG_ID_NAME, which is the same on every target).
 //   3. From C:
 //        #include "mylayer.h"
 //        static mylayer g_layer;  // or __attribute__((section(".sram2"))), or on the stack
@@ -61,6 +69,8 @@
 //                microattn_status NAME_truncate(NAME* obj, size_t length);
 //                microattn_status NAME_reset(NAME* obj);
 //                size_t NAME_length(const NAME* obj);                (0 for a NULL obj)
+//                size_t NAME_oldest(const NAME* obj);   (oldest position held: 0 unless the
+//                    Config has SlidingWindow{W}, whose cache is a ring; 0 for a NULL obj)
 //                microattn_status NAME_export_cache(const NAME* obj, size_t first, size_t n,
 //                    float* k, float* v, microattn_cache_slice* info);
 //                microattn_status NAME_import_cache(NAME* obj, const microattn_cache_slice* info,
@@ -111,6 +121,60 @@ struct ObjectOf<Kind::kKv, Cfg, kChunk> {
 template <class Cfg, std::size_t kChunk>
 struct ObjectOf<Kind::kCore, Cfg, kChunk> {
   using type = Core<Cfg>;
+};
+
+namespace detail {
+/// FNV-1a over the 8 bytes of each value, little end first: the same number on every target.
+constexpr std::uint32_t fnv1a(std::uint32_t h, std::uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i)
+    h = (h ^ static_cast<std::uint32_t>((v >> (8 * i)) & 0xffu)) * 16777619u;
+  return h;
+}
+}  // namespace detail
+
+/// Fingerprint of a C layer's configuration: the kind, every Config parameter (T_max, d_model,
+/// H, H_kv, d_head, the bias flags in use, W_O and its width, RoPE, mask, window, weight and
+/// cache types, MaxWorkers) and a KV layer's prefill chunk. tools/microattn_c.py writes it into
+/// the header as NAME_CONFIG_ID and the MICROATTN_C_* line compares, so a header made for
+/// another configuration does not compile even where the object's size is the same (a mask or
+/// a window does not change it). Independent of the target: sizes and arch are checked apart.
+template <Kind kKind, class Cfg, std::size_t kChunk>
+constexpr std::uint32_t config_id() noexcept {
+  const std::uint64_t bias = (Cfg::kBiasQ ? 1u : 0u) | (Cfg::kBiasK ? 2u : 0u) |
+                             (Cfg::kBiasV ? 4u : 0u) | (Cfg::kBiasO ? 8u : 0u);
+  // The first value is the version of this encoding: a change to it changes every fingerprint.
+  const std::uint64_t values[] = {1u,
+                                  static_cast<std::uint64_t>(kKind),
+                                  Cfg::kTMax,
+                                  Cfg::kDModel,
+                                  Cfg::kHeads,
+                                  Cfg::kKvHeads,
+                                  Cfg::kDHead,
+                                  bias,
+                                  Cfg::kHasOutProj ? 1u : 0u,
+                                  Cfg::kOutDim,
+                                  Cfg::kHasRope ? 1u : 0u,
+                                  static_cast<std::uint64_t>(Cfg::kMask),
+                                  Cfg::kWindow,
+                                  static_cast<std::uint64_t>(Cfg::kWeightType),
+                                  static_cast<std::uint64_t>(Cfg::kCacheType),
+                                  Cfg::kMaxWorkers,
+                                  kKind == Kind::kKv ? kChunk : 0u};
+  std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
+  for (const std::uint64_t v : values) h = detail::fnv1a(h, v);
+  return h;
+}
+
+/// Compile-time comparison of the configuration a layer's C header was made for (its
+/// NAME_CONFIG_ID) with the MICROATTN_C_* line's; instantiated by the macros so that a mismatch
+/// shows the layer and both fingerprints in the compiler's instantiation context.
+template <class LayerTag, std::uint32_t kLineId, std::uint32_t kHeaderId>
+struct ConfigCheck {
+  static constexpr bool kFits = kLineId == kHeaderId;
+  static_assert(kFits,
+                "microattn C API: a layer's C header was made for another configuration "
+                "(ConfigCheck<layer, this line's config_id, the header's NAME_CONFIG_ID>): "
+                "regenerate it with tools/microattn_c.py and this line's Config");
 };
 
 /// Compile-time comparison of a C storage struct with the C++ object; instantiated by the
@@ -360,6 +424,12 @@ microattn_rope rope(const Storage* storage) noexcept {
 }
 
 template <class Object, class Storage>
+std::size_t oldest(const Storage* storage) noexcept {
+  const Object* o = nullptr;
+  return object_of(storage, &o) == Status::kOk ? o->oldest() : 0;
+}
+
+template <class Object, class Storage>
 microattn_status export_cache(const Storage* storage, std::size_t first, std::size_t n, float* k,
                               float* v, microattn_cache_slice* info) noexcept {
   const Object* o = nullptr;
@@ -401,7 +471,7 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
 
 /// KvAttention<Config> (prefill chunk T_max): NAME_init, NAME_set_weights, NAME_set_scale,
 /// NAME_scale, NAME_set_rope, NAME_rope, NAME_prefill, NAME_decode, NAME_truncate, NAME_reset,
-/// NAME_length, NAME_export_cache, NAME_import_cache.
+/// NAME_length, NAME_oldest, NAME_export_cache, NAME_import_cache.
 #define MICROATTN_C_KV_LAYER(name, ...) MICROATTN_C_KV_LAYER_CHUNKED(name, Cfg::kTMax, __VA_ARGS__)
 
 /// KvAttention<Config> whose prefill runs `chunk` tokens at a time (1 .. T_max; less RAM for
@@ -423,6 +493,9 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
   }                                                                                               \
   extern "C" size_t name##_length(const name* obj) {                                              \
     return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                           \
+  }                                                                                               \
+  extern "C" size_t name##_oldest(const name* obj) {                                              \
+    return ::microattn::c_api::oldest<microattn_c_##name::Object>(obj);                           \
   }                                                                                               \
   extern "C" microattn_status name##_export_cache(                                                \
       const name* obj, size_t first, size_t n, float* k, float* v, microattn_cache_slice* info) { \
@@ -449,29 +522,38 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
 
 // Internal: the configuration and object type (microattn_c_NAME::Cfg and ::Object, usable from
 // the project's C++ code), the storage check, and the functions every kind has.
-#define MICROATTN_C_OBJECT_(name, kind, chunk, ...)                                           \
-  namespace microattn_c_##name {                                                              \
-    using Cfg = __VA_ARGS__;                                                                  \
-    using Object =                                                                            \
-        ::microattn::c_api::ObjectOf<::microattn::c_api::Kind::kind, Cfg, (chunk)>::type;     \
-    struct Layer;                                                                             \
-  }                                                                                           \
-  static_assert(::microattn::c_api::StorageCheck<                                             \
-                    microattn_c_##name::Layer, sizeof(microattn_c_##name::Object),            \
-                    alignof(microattn_c_##name::Object), sizeof(name), alignof(name)>::kFits, \
-                "microattn C API, layer '" #name                                              \
-                "': the storage struct of its C header "                                      \
-                "does not match this target's object (regenerate the header with "            \
-                "tools/microattn_c.py and this compiler and flags)");                         \
-  extern "C" void name##_init(name* obj) { ::microattn::c_api::init(obj); }                   \
-  extern "C" microattn_status name##_set_scale(name* obj, float scale) {                      \
-    return ::microattn::c_api::set_scale<microattn_c_##name::Object>(obj, scale);             \
-  }                                                                                           \
-  extern "C" float name##_scale(const name* obj) {                                            \
-    return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                        \
-  }                                                                                           \
-  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {  \
-    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);             \
+#define MICROATTN_C_OBJECT_(name, kind, chunk, ...)                                             \
+  namespace microattn_c_##name {                                                                \
+    using Cfg = __VA_ARGS__;                                                                    \
+    using Object =                                                                              \
+        ::microattn::c_api::ObjectOf<::microattn::c_api::Kind::kind, Cfg, (chunk)>::type;       \
+    constexpr std::uint32_t kConfigId =                                                         \
+        ::microattn::c_api::config_id<::microattn::c_api::Kind::kind, Cfg, (chunk)>();          \
+    struct Layer;                                                                               \
+  }                                                                                             \
+  static_assert(                                                                                \
+      ::microattn::c_api::ConfigCheck<microattn_c_##name::Layer, microattn_c_##name::kConfigId, \
+                                      (MICROATTN_C_CONFIG_ID_##name)>::kFits,                   \
+      "microattn C API, layer '" #name                                                          \
+      "': its C header was made for another configuration (NAME_CONFIG_ID: "                    \
+      "mask, window, bias, shape, options, kind or chunk differ; regenerate the "               \
+      "header with tools/microattn_c.py for this line's Config)");                              \
+  static_assert(::microattn::c_api::StorageCheck<                                               \
+                    microattn_c_##name::Layer, sizeof(microattn_c_##name::Object),              \
+                    alignof(microattn_c_##name::Object), sizeof(name), alignof(name)>::kFits,   \
+                "microattn C API, layer '" #name                                                \
+                "': the storage struct of its C header "                                        \
+                "does not match this target's object (regenerate the header with "              \
+                "tools/microattn_c.py and this compiler and flags)");                           \
+  extern "C" void name##_init(name* obj) { ::microattn::c_api::init(obj); }                     \
+  extern "C" microattn_status name##_set_scale(name* obj, float scale) {                        \
+    return ::microattn::c_api::set_scale<microattn_c_##name::Object>(obj, scale);               \
+  }                                                                                             \
+  extern "C" float name##_scale(const name* obj) {                                              \
+    return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                          \
+  }                                                                                             \
+  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {    \
+    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);               \
   }
 
 #define MICROATTN_C_WEIGHTS_ROPE_(name)                                                            \

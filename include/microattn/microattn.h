@@ -7,10 +7,11 @@
  *
  *   python3 tools/microattn_c.py --name mylayer --kind layer --config "64, 64, 4, 2, 16"
  *       --cxx arm-none-eabi-g++
- *       --cxxflags "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+ *       --cxxflags="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
  *       --out mylayer.h --cpp-out mylayer.cpp             (one command line)
  *
- *   mylayer.cpp (C++17, the same compiler and flags):
+ *   mylayer.cpp (the same compiler and flags, C++17 with -fno-exceptions -fno-rtti, with
+ *   lib/status.cpp and lib/c_api.cpp; the C compiler links the program: docs/integration.md):
  *     #include "mylayer.h"
  *     #include "microattn/c_api.hpp"
  *     MICROATTN_C_LAYER(mylayer, microattn::Config<64, 64, 4, 2, 16>);
@@ -19,8 +20,8 @@
  *       microattn_status s = mylayer_forward(&g_layer, x, tokens, y);
  *
  * Every function that can fail returns a microattn_status; on anything but MICROATTN_OK
- * nothing was written (outputs, cache and object are exactly as before). No function allocates, and the
- * library keeps no state outside the objects.
+ * nothing was written (outputs, cache and object are exactly as before). No function allocates, and
+ * the library keeps no state outside the objects.
  */
 #ifndef MICROATTN_MICROATTN_H
 #define MICROATTN_MICROATTN_H

@@ -10,7 +10,9 @@
 #   cortex_m.<board>.c_api_assert_traps  a failed kernel assertion traps into the fault handler
 #   cortex_m.<board>.c_api_static        no heap function, no __assert_func / abort / stdio in
 #                                        the image (newlib's assert prints with fiprintf, which
-#                                        allocates), and trap instructions in microattn's code
+#                                        allocates), no C++ runtime (personality routine,
+#                                        unwinder, __cxa_*: the image is linked by the C
+#                                        compiler), and trap instructions in microattn's code
 #                                        (the assertions are compiled in, as traps)
 #   cortex_m.<board>.c_api_zero_init     its C objects are in .bss, nothing in .init_array
 #   cortex_m.<board>.c_api_stack_usage   worst-case stack of main at -O0 within the stack reserve
@@ -62,6 +64,12 @@ target_include_directories(microattn_cm_c_api PRIVATE ${_cm_c_dir} ${PROJECT_SOU
 # Debug whatever CMAKE_BUILD_TYPE says: these come after its -O3 -DNDEBUG on the command line.
 target_compile_options(microattn_cm_c_api PRIVATE -O0 -g -UNDEBUG
                        "$<$<COMPILE_LANGUAGE:C>:-Werror;-pedantic>")
+# Linked by the C compiler, as a C firmware is: no libstdc++ / libsupc++ (the C++ files are built
+# with -fno-exceptions -fno-rtti, toolchains/arm-none-eabi.cmake), so a C++ runtime symbol the
+# C++ files needed (__gxx_personality_v0, __cxa_*, operator new) would fail the link. libm: what
+# g++ adds by itself.
+set_target_properties(microattn_cm_c_api PROPERTIES LINKER_LANGUAGE C)
+target_link_libraries(microattn_cm_c_api PRIVATE m)
 
 microattn_cm_qemu_test(cortex_m.${MICROATTN_BOARD}.c_api microattn_cm_c_api 120)
 set_tests_properties(cortex_m.${MICROATTN_BOARD}.c_api PROPERTIES FAIL_REGULAR_EXPRESSION "FAIL ")

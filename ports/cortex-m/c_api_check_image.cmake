@@ -2,7 +2,8 @@
 # Static checks of the Cortex-M C API image (c_api.cmake), a Debug build:
 #  1. no heap function (as check_no_heap.cmake) and none of what a C library's assert() or
 #     printf brings in on newlib: __assert_func (fiprintf, which allocates), abort, the stdio
-#     printers, _sbrk;
+#     printers, _sbrk; no C++ runtime (__gxx_personality_v0, the unwinder, __cxa_*), which a
+#     C firmware's link does not have;
 #  2. the symbols in REQUIRED are defined (the image is what it claims to be);
 #  3. with OBJDUMP: microattn's code holds trap instructions (udf), i.e. MICROATTN_ASSERT is
 #     compiled in, as a trap rather than a call.
@@ -21,6 +22,10 @@ include(${CMAKE_CURRENT_LIST_DIR}/heap_symbols.cmake)
 set(_forbidden __assert_func __assert __assert_fail abort _exit exit
     printf fprintf fiprintf iprintf vfprintf _vfprintf_r _vfiprintf_r puts fputs fwrite
     _printf_r _fprintf_r _fiprintf_r __sfp __sinit _fflush_r)
+# The C++ runtime a C link does not bring (the image is linked by the C compiler): exception
+# handling and unwinding, guards, pure virtuals. Prefixes.
+set(_forbidden_prefixes __gxx_personality __cxa_ _Unwind_ __aeabi_unwind_cpp_pr __gnu_unwind
+    __gnu_Unwind _ZSt9terminate _ZN10__cxxabiv)
 set(_bad "")
 set(_defined "")
 string(REPLACE "\n" ";" _lines "${_syms}")
@@ -32,6 +37,12 @@ foreach(line IN LISTS _lines)
     if(_heap OR _name IN_LIST _forbidden)
       list(APPEND _bad "${_name}")
     endif()
+    foreach(_p IN LISTS _forbidden_prefixes)
+      string(FIND "${_name}" "${_p}" _at)
+      if(_at EQUAL 0)
+        list(APPEND _bad "${_name}")
+      endif()
+    endforeach()
   endif()
 endforeach()
 set(_errors "")
@@ -78,4 +89,4 @@ if(_errors)
   message(FATAL_ERROR "${ELF}:\n  ${_msg}")
 endif()
 list(LENGTH _lines _n_syms)
-message(STATUS "${ELF}:${_traps} no heap, assert, abort or stdio function among ${_n_syms} symbols")
+message(STATUS "${ELF}:${_traps} no heap, assert, abort, stdio or C++ runtime function among ${_n_syms} symbols")

@@ -15,9 +15,11 @@
 #include "ckv5.h"
 #include "ckv_mt.h"
 #include "ckv_q8.h"
+#include "ckv_win.h"
 #include "cmha.h"
-#include "cmha_p.h"
 #include "cmha_mt.h"
+#include "cmha_none.h"
+#include "cmha_p.h"
 #include "cmha_q8.h"
 #include "microattn/c_api.hpp"
 #include "microattn/microattn.hpp"
@@ -43,6 +45,11 @@ MICROATTN_C_LAYER(
 MICROATTN_C_KV_LAYER(
     ckv_mt, microattn::Config<24, 32, 4, 2, 8, microattn::Rope::kYes, microattn::MaxWorkers{3}>);
 MICROATTN_C_KV_LAYER_CHUNKED(ckv_q8, 5, KvQ8Cfg);
+// A bidirectional layer and a sliding-window KV layer (a ring of W + chunk - 1 = 9 tokens).
+using NoneCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Mask::kNone>;
+using WinCfg = microattn::Config<24, 32, 4, 2, 8, microattn::SlidingWindow{6}>;
+MICROATTN_C_LAYER(cmha_none, NoneCfg);
+MICROATTN_C_KV_LAYER_CHUNKED(ckv_win, 4, WinCfg);
 
 static_assert(std::is_same<microattn_c_cmha::Object, microattn::MultiHeadAttention<MhaCfg>>::value,
               "cmha is a MultiHeadAttention");
@@ -85,6 +92,8 @@ microattn::ScaledDotProductAttention<CoreCfg> g_core;
 microattn::MultiHeadAttention<microattn::Config<64, 64, 4, 2, 16>> g_demo;
 microattn::MultiHeadAttention<MhaQ8Cfg> g_mha_q8;
 microattn::KvAttention<KvQ8Cfg, microattn::DefaultArch, 5> g_kv_q8;
+microattn::MultiHeadAttention<NoneCfg> g_mha_none;
+microattn::KvAttention<WinCfg, microattn::DefaultArch, 4> g_kv_win;
 
 // The int8 configurations' weights, from the reference's raw arrays.
 template <class Cfg>
@@ -246,6 +255,26 @@ int ref_kv_export(int which, size_t first, size_t n, float* k, float* v, size_t*
     if (s == Status::kOk) *slice_first = info.first, *slice_tokens = info.tokens;
     return code(s);
   });
+}
+
+int ref_mha_none_forward(int layout, const float* const w[8], const float* x, size_t T, float* y) {
+  return layer_forward<decltype(g_mha_none), NoneCfg>(g_mha_none, layout, w, 0.0f, x, T, y);
+}
+
+void ref_kv_win_fresh(void) { std::memset(static_cast<void*>(&g_kv_win), 0, sizeof g_kv_win); }
+int ref_kv_win_set_weights(int layout, const float* const w[8]) {
+  return code(g_kv_win.set_weights(weights<WinCfg>(layout, w)));
+}
+int ref_kv_win_decode(const float* x, float* y) { return code(g_kv_win.decode(x, y)); }
+int ref_kv_win_truncate(size_t length) { return code(g_kv_win.truncate(length)); }
+size_t ref_kv_win_length(void) { return g_kv_win.length(); }
+size_t ref_kv_win_oldest(void) { return g_kv_win.oldest(); }
+uint32_t ref_config_id(const char* name) {
+  namespace c = microattn::c_api;
+  if (!std::strcmp(name, "cmha")) return c::config_id<c::Kind::kLayer, MhaCfg, 0>();
+  if (!std::strcmp(name, "cmha_none")) return c::config_id<c::Kind::kLayer, NoneCfg, 0>();
+  if (!std::strcmp(name, "ckv_win")) return c::config_id<c::Kind::kKv, WinCfg, 4>();
+  return 0;
 }
 
 }  // extern "C"

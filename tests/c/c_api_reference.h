@@ -63,6 +63,18 @@ int ref_kv_q8_set_weights(int layout, const int8_t* const w[4], const float* con
 /* KvAttention::kCacheBytes of ckv_q8's C++ object, and of the same layer with an fp32 cache. */
 void ref_kv_q8_cache_bytes(size_t* int8_cache, size_t* f32_cache);
 
+/* cmha_none: Config<24, 32, 4, 2, 8, Mask::kNone>, a fresh object, default scale. */
+int ref_mha_none_forward(int layout, const float* const w[8], const float* x, size_t T, float* y);
+/* ckv_win: KvAttention<Config<24, 32, 4, 2, 8, SlidingWindow{6}>, DefaultArch, 4>. */
+void ref_kv_win_fresh(void);
+int ref_kv_win_set_weights(int layout, const float* const w[8]);
+int ref_kv_win_decode(const float* x, float* y);
+int ref_kv_win_truncate(size_t length);
+size_t ref_kv_win_length(void);
+size_t ref_kv_win_oldest(void);
+/* microattn::c_api::config_id of the C layer `name` (cmha, cmha_none, ckv_win; 0 otherwise). */
+uint32_t ref_config_id(const char* name);
+
 #ifdef __cplusplus
 }
 #endif

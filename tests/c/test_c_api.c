@@ -5,7 +5,9 @@
  * errors that leave outputs and objects untouched, the KV-cache sequence (prefill, decode,
  * truncate, reset, length, RoPE, scale), README.md's C example, and int8: layers with int8
  * weights (microattn_weights_q8; the KV one with an int8 cache) against the C++ objects on the
- * same int8 arrays, bit for bit, and microattn_quantize_int8 against microattn::quantize_int8.
+ * same int8 arrays, bit for bit, and microattn_quantize_int8 against microattn::quantize_int8;
+ * a Mask::kNone layer and a sliding-window KV layer (its ring past T_max, oldest(), truncate
+ * and export_cache bounded by it), and the headers' NAME_MASK, NAME_WINDOW, NAME_CONFIG_ID.
  * The C objects are static (all-zero .bss, never initialised) unless a test says otherwise.
  * Prints one line per test and each failed check; exits 0 when every check passed. */
 #include <float.h>
@@ -22,8 +24,10 @@
 #include "ckv5.h"
 #include "ckv_mt.h"
 #include "ckv_q8.h"
+#include "ckv_win.h"
 #include "cmha.h"
 #include "cmha_mt.h"
+#include "cmha_none.h"
 #include "cmha_p.h"
 #include "cmha_q8.h"
 #include "demo_layer.h"
@@ -64,6 +68,16 @@ _Static_assert(CMHA_Q8_Q_DIM == 32 && CMHA_Q8_KV_DIM == 16 && CMHA_Q8_BIAS_O == 
 _Static_assert(sizeof(ckv_q8) == CKV_Q8_BYTES && alignof(ckv_q8) == CKV_Q8_ALIGN &&
                    CKV_Q8_CACHE_BYTES < CKV_Q8_BYTES && CKV5_CACHE_BYTES < CKV5_BYTES,
                "ckv_q8 storage");
+
+/* Mask and window as the headers say them, and the fingerprint that tells apart configurations
+ * whose objects may have the same size (a mask changes no buffer). */
+_Static_assert(CMHA_MASK == 0 && CMHA_WINDOW == 0 && CKV_MASK == 0 && CKV_WINDOW == 0 &&
+                   CMHA_NONE_MASK == 1 && CMHA_NONE_WINDOW == 0 && CKV_WIN_MASK == 0 &&
+                   CKV_WIN_WINDOW == 6 && CKV_WIN_PREFILL_CHUNK == 4 && CKV_WIN_T_MAX == 24,
+               "mask and window");
+_Static_assert(CMHA_CONFIG_ID != CMHA_NONE_CONFIG_ID && CKV_CONFIG_ID != CKV5_CONFIG_ID &&
+                   CKV_CONFIG_ID != CKV_WIN_CONFIG_ID,
+               "fingerprints differ");
 
 /* README.md's example (readme_example.c). */
 int run_layer(const float* q_proj, const float* k_proj, const float* v_proj, const float* o_proj,
@@ -1077,6 +1091,75 @@ static void test_q8_kv_sequence(void) {
   CHECK_SAME(g_y, first, 9 * kDM);
 }
 
+/* ------------------------------------------------------------------------ mask and window */
+
+static cmha_none g_mha_none; /* Mask::kNone */
+static ckv_win g_kv_win;     /* SlidingWindow{6}, prefill chunk 4: a ring of 9 tokens */
+
+static void test_config_ids(void) {
+  /* The header's number is the C++ side's config_id (the MICROATTN_C_* line checks it). */
+  CHECK(CMHA_CONFIG_ID == ref_config_id("cmha"));
+  CHECK(CMHA_NONE_CONFIG_ID == ref_config_id("cmha_none"));
+  CHECK(CKV_WIN_CONFIG_ID == ref_config_id("ckv_win"));
+}
+
+static void test_mask_none_layer(void) {
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_IN_OUT);
+  const float* wa[8];
+  as_array(&w, wa);
+  CHECK_STATUS(cmha_none_set_weights(&g_mha_none, &w), MICROATTN_OK);
+  poison(g_y, kT * kDM);
+  poison(g_ref, kT * kDM);
+  CHECK_STATUS(cmha_none_forward(&g_mha_none, g_x, kT, g_y), MICROATTN_OK);
+  CHECK(ref_mha_none_forward(MICROATTN_LAYOUT_IN_OUT, wa, g_x, kT, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kT * kDM);
+  /* Bidirectional: token 0 sees the later tokens, so alone it gives another output. */
+  static float alone[kDM];
+  CHECK_STATUS(cmha_none_forward(&g_mha_none, g_x, 1, alone), MICROATTN_OK);
+  CHECK(memcmp(alone, g_y, sizeof alone) != 0);
+}
+
+static void test_kv_window_ring(void) {
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_IN_OUT);
+  const float* wa[8];
+  as_array(&w, wa);
+  ref_kv_win_fresh();
+  CHECK_STATUS(ckv_win_set_weights(&g_kv_win, &w), MICROATTN_OK);
+  CHECK(ref_kv_win_set_weights(MICROATTN_LAYOUT_IN_OUT, wa) == MICROATTN_OK);
+  CHECK(ckv_win_oldest(&g_kv_win) == 0 && ckv_win_oldest(NULL) == 0);
+  /* 40 tokens, past T_max 24: a ring never fills; oldest() follows the C++ object's. */
+  for (size_t i = 0; i < 40; ++i) {
+    poison(g_y, kDM);
+    poison(g_ref, kDM);
+    CHECK_STATUS(ckv_win_decode(&g_kv_win, g_x + (i % kT) * kDM, g_y), MICROATTN_OK);
+    CHECK(ref_kv_win_decode(g_x + (i % kT) * kDM, g_ref) == MICROATTN_OK);
+    CHECK_SAME(g_y, g_ref, kDM);
+    CHECK(ckv_win_length(&g_kv_win) == i + 1 && ref_kv_win_length() == i + 1);
+    CHECK(ckv_win_oldest(&g_kv_win) == ref_kv_win_oldest());
+  }
+  CHECK(ckv_win_oldest(&g_kv_win) == 40 - (CKV_WIN_WINDOW + CKV_WIN_PREFILL_CHUNK - 1));
+  /* export_cache reads oldest .. length - 1 only. */
+  static float k[2 * kKD], v[2 * kKD];
+  microattn_cache_slice info;
+  const size_t oldest = ckv_win_oldest(&g_kv_win);
+  CHECK_STATUS(ckv_win_export_cache(&g_kv_win, oldest - 1, 2, k, v, &info), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(ckv_win_export_cache(&g_kv_win, oldest, 2, k, v, &info), MICROATTN_OK);
+  CHECK(info.first == oldest && info.tokens == 2);
+  /* truncate: refused where a token the next one sees is overwritten (length - W + 1 <
+   * oldest), accepted where none is; then both objects go on alike. */
+  CHECK_STATUS(ckv_win_truncate(&g_kv_win, oldest + CKV_WIN_WINDOW - 2), MICROATTN_BAD_ARGUMENT);
+  CHECK(ref_kv_win_truncate(oldest + CKV_WIN_WINDOW - 2) == MICROATTN_BAD_ARGUMENT);
+  CHECK(ckv_win_length(&g_kv_win) == 40);
+  CHECK_STATUS(ckv_win_truncate(&g_kv_win, oldest + CKV_WIN_WINDOW - 1), MICROATTN_OK);
+  CHECK(ref_kv_win_truncate(oldest + CKV_WIN_WINDOW - 1) == MICROATTN_OK);
+  CHECK_STATUS(ckv_win_decode(&g_kv_win, g_x2, g_y), MICROATTN_OK);
+  CHECK(ref_kv_win_decode(g_x2, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kDM);
+  CHECK(ckv_win_oldest(&g_kv_win) == ref_kv_win_oldest());
+  /* A layer without a window keeps every token. */
+  CHECK(ckv_oldest(&g_kv) == 0 && ckv_oldest(NULL) == 0);
+}
+
 static void test_readme_example(void) {
   static float wq[64 * 64], wk[32 * 64], wv[32 * 64], wo[64 * 64], x[64 * 64], y[64 * 64],
       ref[64 * 64];
@@ -1120,6 +1203,9 @@ int main(void) {
   RUN(test_q8_layer_forward_matches_cpp);
   RUN(test_q8_kv_sequence);
   RUN(test_executor);
+  RUN(test_config_ids);
+  RUN(test_mask_none_layer);
+  RUN(test_kv_window_ring);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }

@@ -3,11 +3,18 @@
 """ctest c_api_generator: tools/microattn_c.py for the host compiler (every kind), clang++ and
 arm-none-eabi-g++ when installed. Each generated header must compile as C11 with -Wall -Wextra
 -Werror -pedantic (with the C compiler of that target) and its generated C++ file with the same
-compiler and flags (-Werror too). A header made for another configuration or other kernel flags
-(or for fp32 weights where the Config has WeightType::kInt8) must stop the C++ file with an
-error that names the layer; int8 headers declare set_weights with microattn_weights_q8 and give
-the int8 cache's bytes; the tool must refuse bad arguments with exit status 2 and the reason
-(for a bad Config: the library's static_assert message).
+compiler and flags plus the documented -fno-exceptions -fno-rtti (-Werror too; without
+-fno-exceptions the generated file stops with the reason). A header made for another
+configuration (any Config parameter: mask, window, bias, T_max, ...; the kind; the KV chunk:
+NAME_CONFIG_ID) or other kernel flags (or for fp32 weights where the Config has
+WeightType::kInt8) must stop the C++ file with an error that names the layer; headers describe
+their mask and window (NAME_MASK, NAME_WINDOW, a ring's comments); int8 headers declare
+set_weights with microattn_weights_q8 and give the int8 cache's bytes; options are accepted as
+--help spells them (a --cxxflags value starting with '-', bare Mask::, SlidingWindow{},
+MaxWorkers{}); --cpp-from writes one C++ file for several layers, and on Cortex-M its image,
+linked by arm-none-eabi-gcc with no C++ runtime, is smaller than one file per layer; the tool
+must refuse bad arguments with exit status 2 and the reason (for a bad Config: the library's
+static_assert message).
 
   test_generator.py --source-dir DIR --work-dir DIR --cxx C++ --cc CC [--cxxflags FLAGS]
                     [--xsimd-include DIR] [--clang CLANG++] [--arm-cxx arm-none-eabi-g++]
@@ -16,6 +23,7 @@ Exit status 0 when every check passed.
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -87,8 +95,11 @@ class Setup:
                                             src, "-o", src + ".o"])
         return run(cmd)
 
-    def compile_cpp(self, cxx, flags, cpp, include_dirs=()):
-        cmd = ([cxx, "-std=c++17"] + shlex.split(flags) +
+    def compile_cpp(self, cxx, flags, cpp, include_dirs=(), no_exceptions=True):
+        # The documented flags of the C glue: -fno-exceptions -fno-rtti (a C link has no C++
+        # runtime; the generated file refuses to compile without).
+        extra = ["-fno-exceptions", "-fno-rtti"] if no_exceptions else []
+        cmd = ([cxx, "-std=c++17"] + shlex.split(flags) + extra +
                ["-O0", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-I" + self.include,
                 "-I" + os.path.dirname(cpp)] + ["-I" + i for i in include_dirs] +
                ["-c", cpp, "-o", cpp + ".o"])
@@ -166,9 +177,26 @@ def mismatch_checks(s, cxx, flags, include_dirs):
         check(r.returncode != 0 and "layer 'mlayer'" in r.stdout and "StorageCheck<" in r.stdout,
               "mismatch: a header for another Config is a compile error naming the layer",
               r.stdout[-3000:])
-        r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
-        check(r.returncode == 0, "mismatch: ... a larger one is accepted with "
-              "MICROATTN_C_ALLOW_LARGER_STORAGE", r.stdout[-3000:])
+        # MICROATTN_C_ALLOW_LARGER_STORAGE: a header of the same configuration with a larger
+        # storage struct (e.g. hand-written for two targets) is accepted; without it, not.
+        rc, out, h, cpp, v = s.generate("mismatch_larger", "mlayer", "layer", "24, 32, 4, 2, 8",
+                                        cxx, flags, (), include_dirs)
+        check(rc == 0, "mismatch: generate for T_max 24", out)
+        if rc == 0:
+            text = open(h).read()
+            larger = int(v["BYTES"]) + 2 * int(v["ALIGN"])
+            with open(h, "w") as f:
+                f.write(text.replace("#define MLAYER_BYTES %s" % v["BYTES"],
+                                     "#define MLAYER_BYTES %d" % larger))
+            r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp,
+                              include_dirs)
+            check(r.returncode == 0, "mismatch: ... a larger storage struct (%d bytes for %s) is "
+                  "accepted with MICROATTN_C_ALLOW_LARGER_STORAGE" % (larger, v["BYTES"]),
+                  r.stdout[-3000:])
+            r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+            check(r.returncode != 0 and "StorageCheck<" in r.stdout and
+                  "layer 'mlayer'" in r.stdout,
+                  "mismatch: ... and refused without it", r.stdout[-3000:])
     # 2. A header for fp32 weights with the macro line of an int8-weight Config: set_weights
     #    would take another struct than the header declares.
     rc, out, h, cpp, v = s.generate("mismatch_wt", "wlayer", "layer", "24, 32, 4, 2, 8", cxx,
@@ -202,6 +230,359 @@ def mismatch_checks(s, cxx, flags, include_dirs):
                   "SIMD ones (%s bytes)" % (v2.get("BYTES"), v1.get("BYTES")), r.stdout[-3000:])
 
 
+def header_values(h, name):
+    values = {}
+    for line in open(h):
+        p = line.split()
+        if len(p) >= 3 and p[0] == "#define" and p[1].startswith(name.upper() + "_"):
+            values[p[1][len(name) + 1:]] = p[2]
+    return values
+
+
+def write_line(cpp, header, macro):
+    with open(cpp, "w") as f:
+        f.write('#include "%s"\n#include "microattn/c_api.hpp"\n%s\n' % (header, macro))
+
+
+def config_checks(s, cxx, flags, include_dirs):
+    """A header made for one Config stops a MICROATTN_C_* line of any other: the mask, the
+    window and the bias flags leave the object's size as it is, so only the header's
+    NAME_CONFIG_ID (ConfigCheck) can tell; the matching line compiles. Also another kind and
+    another KV chunk. With MICROATTN_C_ALLOW_LARGER_STORAGE the size check is relaxed, so the
+    error must come from the configuration check."""
+    rc, out, h, cpp, v = s.generate("config", "clayer", "layer", "24, 32, 4, 2, 8", cxx, flags,
+                                    (), include_dirs)
+    check(rc == 0 and v.get("CONFIG_ID", "").endswith("u"), "config: generate for the causal "
+          "Config<24, 32, 4, 2, 8> (CONFIG_ID %s)" % v.get("CONFIG_ID"), out)
+    if rc != 0:
+        return
+    base = "microattn::Config<24, 32, 4, 2, 8%s>"
+    cases = [
+        ("", True, False),
+        (", microattn::Mask::kCausal", True, False),  # the default, spelled out: the same layer
+        (", microattn::Mask::kNone", False, True),
+        (", microattn::SlidingWindow{8}", False, True),
+        (", microattn::SlidingWindow{24}", False, True),  # a window as long as T_max: other type
+        (", microattn::Bias::kYes", False, True),
+        (", microattn::Bias::kO", False, True),
+        (", microattn::OutProj::kNo", False, False),
+        (", microattn::Rope::kYes", False, False),
+        (", microattn::MaxWorkers{2}", False, False),
+    ]
+    for opt, ok, same_size in cases:
+        write_line(cpp, "clayer.h", "MICROATTN_C_LAYER(clayer, %s);" % (base % opt))
+        r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
+        if ok:
+            check(r.returncode == 0, "config: the header's Config%s compiles" % opt,
+                  r.stdout[-3000:])
+            continue
+        check(r.returncode != 0 and "layer 'clayer'" in r.stdout and "ConfigCheck<" in r.stdout
+              and "regenerate" in r.stdout,
+              "config: a header for the causal Config does not compile with Config<24, 32, 4, 2, "
+              "8%s> (ConfigCheck names the layer)" % opt, r.stdout[-3000:])
+        if same_size:
+            # Without the relaxation too, and the storage check has nothing to say.
+            r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+            check(r.returncode != 0 and "ConfigCheck<" in r.stdout and
+                  "StorageCheck<" not in r.stdout,
+                  "config: ... %s: the object's size is the same, the fingerprint tells"
+                  % opt.lstrip(", "), r.stdout[-3000:])
+    # Another T_max: both checks fire.
+    write_line(cpp, "clayer.h", "MICROATTN_C_LAYER(clayer, %s);" % "microattn::Config<32, 32, 4, "
+               "2, 8>")
+    r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+    check(r.returncode != 0 and "ConfigCheck<" in r.stdout and "layer 'clayer'" in r.stdout,
+          "config: ... nor with Config<32, 32, 4, 2, 8> (another T_max)", r.stdout[-3000:])
+    # Another kind on the same Config.
+    write_line(cpp, "clayer.h", "MICROATTN_C_CORE(clayer, %s);" % (base % ""))
+    r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
+    check(r.returncode != 0 and "ConfigCheck<" in r.stdout,
+          "config: a layer header does not compile with MICROATTN_C_CORE", r.stdout[-3000:])
+    # A KV header with chunk 5: another chunk does not compile, chunk 5 does; without --chunk the
+    # header is for MICROATTN_C_KV_LAYER (chunk T_max), which MICROATTN_C_KV_LAYER_CHUNKED with
+    # T_max matches too.
+    kv_cfg = "microattn::Config<24, 32, 4, 2, 8, microattn::SlidingWindow{6}>"
+    rc, out, h, cpp, v = s.generate("config", "ckvc", "kv", "24, 32, 4, 2, 8, SlidingWindow{6}",
+                                    cxx, flags, ("--chunk", "5"), include_dirs)
+    check(rc == 0, "config: generate a sliding-window KV layer with chunk 5", out)
+    if rc == 0:
+        for line, ok in (("MICROATTN_C_KV_LAYER_CHUNKED(ckvc, 5, %s);" % kv_cfg, True),
+                         ("MICROATTN_C_KV_LAYER_CHUNKED(ckvc, 4, %s);" % kv_cfg, False),
+                         ("MICROATTN_C_KV_LAYER(ckvc, %s);" % kv_cfg, False)):
+            write_line(cpp, "ckvc.h", line)
+            r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp,
+                              include_dirs)
+            if ok:
+                check(r.returncode == 0, "config: %s compiles" % line, r.stdout[-3000:])
+            else:
+                check(r.returncode != 0 and "ConfigCheck<" in r.stdout,
+                      "config: %s does not (chunk 5 header)" % line, r.stdout[-3000:])
+    rc, out, h, cpp, v = s.generate("config", "ckvt", "kv", "24, 32, 4, 2, 8", cxx, flags, (),
+                                    include_dirs)
+    if rc == 0:
+        write_line(cpp, "ckvt.h", "MICROATTN_C_KV_LAYER_CHUNKED(ckvt, 24, microattn::Config<24, "
+                   "32, 4, 2, 8>);")
+        r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+        check(r.returncode == 0, "config: a header without --chunk matches "
+              "MICROATTN_C_KV_LAYER_CHUNKED(.., T_max, ..)", r.stdout[-3000:])
+    # A header without the fingerprint (made by an older tool) does not compile either.
+    h = os.path.join(s.work, "config", "clayer.h")
+    old = os.path.join(s.work, "config", "cold.h")
+    with open(old, "w") as f:
+        f.write("".join(l.replace("clayer", "cold").replace("CLAYER", "COLD")
+                        for l in open(h) if "CONFIG_ID" not in l))
+    cpp = os.path.join(s.work, "config", "cold.cpp")
+    write_line(cpp, "cold.h", "MICROATTN_C_LAYER(cold, %s);" % (base % ""))
+    r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+    check(r.returncode != 0 and "MICROATTN_C_CONFIG_ID_cold" in r.stdout,
+          "config: a header without MICROATTN_C_CONFIG_ID_NAME does not compile", r.stdout[-3000:])
+
+
+def comment_before(text, decl):
+    """The C comment right above the line that contains decl."""
+    i = text.find(decl)
+    if i < 0:
+        return ""
+    j = text.rfind("/*", 0, i)
+    return text[j:i]
+
+
+def description_checks(s, cxx, cc, flags, include_dirs):
+    """The header says what the layer is: NAME_MASK / NAME_WINDOW, and comments that follow the
+    configuration (a bidirectional layer is not called causal; a sliding-window KV layer's ring
+    has no token limit and no MICROATTN_CACHE_FULL). Each header compiles as C11, its C++ file
+    with the documented flags."""
+    cases = [
+        ("dnone", "layer", "24, 32, 4, 2, 8, Mask::kNone", (), "0", "1"),
+        ("dwin", "layer", "24, 32, 4, 2, 8, SlidingWindow{8}", (), "8", "0"),
+        ("dcausal", "layer", "24, 32, 4, 2, 8", (), "0", "0"),
+        ("dkv", "kv", "24, 32, 4, 2, 8", (), "0", "0"),
+        ("dkvwin", "kv", "24, 32, 4, 2, 8, SlidingWindow{8}, CacheType::kInt8", ("--chunk", "4"),
+         "8", "0"),
+        ("dcore", "core", "24, 32, 4, 2, 8, Mask::kNone", (), "0", "1"),
+        ("dcorewin", "core", "24, 32, 4, 2, 8, SlidingWindow{3}", (), "3", "0"),
+    ]
+    for name, kind, config, extra, window, mask in cases:
+        rc, out, h, cpp, v = s.generate("describe", name, kind, config, cxx, flags, extra,
+                                        include_dirs)
+        check(rc == 0 and v.get("WINDOW") == window and v.get("MASK") == mask,
+              "describe: %s (%s): %s_MASK %s, %s_WINDOW %s" %
+              (name, config, name.upper(), v.get("MASK"), name.upper(), v.get("WINDOW")), out)
+        if rc != 0:
+            continue
+        text = open(h).read()
+        fwd = comment_before(text, "%s_forward(" % name)
+        if name in ("dnone", "dcore"):
+            check("bidirectional" in text and "every token sees all T tokens" in text and
+                  "causal" not in fwd and ("bidirectional" in fwd or "no mask" in fwd),
+                  "describe: %s: a Mask::kNone %s is described as bidirectional, not causal"
+                  % (name, kind), fwd)
+        elif name in ("dwin", "dcorewin"):
+            check("sliding" in fwd and "SlidingWindow{%s}" % window in text,
+                  "describe: %s: a sliding-window %s says so" % (name, kind), fwd)
+        elif name == "dcausal":
+            check("causal" in fwd and "sliding" not in text and "bidirectional" not in text,
+                  "describe: dcausal: a causal layer says causal", fwd)
+        elif name == "dkv":
+            check("MICROATTN_CACHE_FULL past DKV_T_MAX" in comment_before(text, "dkv_prefill(")
+                  and "MICROATTN_CACHE_FULL" in comment_before(text, "dkv_decode(")
+                  and not re.search(r"\bring\b", text),
+                  "describe: dkv: a causal KV layer fills up at T_max")
+        elif name == "dkvwin":
+            pre = comment_before(text, "dkvwin_prefill(")
+            dec = comment_before(text, "dkvwin_decode(")
+            imp, trunc = (comment_before(text, "dkvwin_import_cache("),
+                          comment_before(text, "dkvwin_truncate("))
+            check(re.search(r"\bring\b", text) and "for the KV cache: in total" not in text and
+                  "past DKVWIN_T_MAX" not in pre and
+                  "MICROATTN_CACHE_FULL past" not in imp and "once" not in dec and
+                  "no MICROATTN_CACHE_FULL" in pre and "dkvwin_oldest(obj)" in trunc and
+                  "size_t dkvwin_oldest(const dkvwin* obj);" in text and
+                  "a ring of the last 11 tokens" in text,
+                  "describe: dkvwin: a sliding-window KV layer: a ring without a token limit or "
+                  "MICROATTN_CACHE_FULL, truncate bounded by dkvwin_oldest()", text)
+        if cc:
+            r = s.compile_c_header(cc, flags, h)
+            check(r.returncode == 0, "describe: %s header compiles as C11" % name, r.stdout)
+        r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+        check(r.returncode == 0, "describe: %s C++ file compiles" % name, r.stdout[-3000:])
+
+
+def cli_checks(s, cxx, flags, include_dirs):
+    """Options as the --help writes them: a --cxxflags value that starts with '-' as a separate
+    argument, and bare Mask::, SlidingWindow{}, MaxWorkers{} like the other options."""
+    d = os.path.join(s.work, "cli")
+    os.makedirs(d, exist_ok=True)
+    h = os.path.join(d, "cflag.h")
+    inc = [a for i in include_dirs for a in ("-I", i)]
+    value = (flags + " -DMICROATTN_CLI_TEST=1").strip()
+    r = run([sys.executable, s.tool, "--name", "cflag", "--config", "24, 32, 4, 2, 8",
+             "--cxx", cxx, "--cxxflags", value, "--out", h] + inc)
+    check(r.returncode == 0 and os.path.exists(h) and "-DMICROATTN_CLI_TEST=1" in open(h).read(),
+          "cli: --cxxflags '%s' (a value starting with '-', as a separate argument)" % value,
+          r.stdout)
+    r = run([sys.executable, s.tool, "--help"])
+    check(r.returncode == 0 and "--cpp-from" in r.stdout and "Mask::kNone" in r.stdout,
+          "cli: --help lists --cpp-from and the bare option names", r.stdout)
+    for config, key, want in (("24, 32, 4, 2, 8, Mask::kNone", "MASK", "1"),
+                              ("24, 32, 4, 2, 8, SlidingWindow{5}", "WINDOW", "5"),
+                              ("24, 32, 4, 2, 8, MaxWorkers{2}", "MAX_WORKERS", "2"),
+                              ("Config<24, 32, 4, 2, 8, Mask::kNone, Bias::kYes>", "BIAS_O", "1"),
+                              ("24, 32, 4, 2, 8, SlidingWindow {5}", "WINDOW", "5"),
+                              ("24, 32, 4, 2, 8, microattn::Mask::kNone", "MASK", "1")):
+        rc, out, _, _, v = s.generate("cli", "cbare", "layer", config, cxx, flags, (),
+                                      include_dirs)
+        check(rc == 0 and v.get(key) == want, "cli: --config '%s' (%s_%s %s)"
+              % (config, "CBARE", key, v.get(key)), out)
+
+
+def exceptions_checks(s, cxx, flags, include_dirs):
+    """The generated C++ file needs -fno-exceptions (a C link has no __gxx_personality_v0): it
+    says so at compile time, and MICROATTN_C_ALLOW_EXCEPTIONS (a C++ link) lets it through."""
+    rc, out, h, cpp, v = s.generate("exceptions", "elayer", "layer", "24, 32, 4, 2, 8", cxx,
+                                    flags, (), include_dirs)
+    if rc != 0:
+        check(False, "exceptions: generate", out)
+        return
+    text = open(cpp).read()
+    check("-fno-exceptions -fno-rtti" in text, "exceptions: the C++ file gives its compile line "
+          "with -fno-exceptions -fno-rtti", text)
+    r = s.compile_cpp(cxx, flags, cpp, include_dirs, no_exceptions=False)
+    check(r.returncode != 0 and "-fno-exceptions" in r.stdout and
+          "__gxx_personality_v0" in r.stdout,
+          "exceptions: with exceptions on the generated file stops with the reason",
+          r.stdout[-3000:])
+    r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_EXCEPTIONS=1", cpp, include_dirs,
+                      no_exceptions=False)
+    check(r.returncode == 0, "exceptions: ... and compiles with MICROATTN_C_ALLOW_EXCEPTIONS",
+          r.stdout[-3000:])
+
+
+def merge_checks(s, tag, cxx, flags, include_dirs, other_flags):
+    """--cpp-from: one C++ file for the layers of several headers (every kind), which compiles;
+    refused for headers of other flags, a layer twice, a header the tool did not write."""
+    layers = [("mg_a", "layer", "24, 32, 4, 2, 8, Bias::kYes", ()),
+              ("mg_b", "kv", "48, 32, 4, 1, 8, Rope::kYes", ("--chunk", "8")),
+              ("mg_c", "core", "24, 32, 4, 2, 8, Mask::kNone", ())]
+    headers = []
+    for name, kind, config, extra in layers:
+        rc, out, h, _, _ = s.generate(tag, name, kind, config, cxx, flags, extra, include_dirs)
+        check(rc == 0, "%s: merge: generate %s" % (tag, name), out)
+        headers.append(h)
+    d = os.path.dirname(headers[0])
+    cpp = os.path.join(d, "mg_layers.cpp")
+    r = run([sys.executable, s.tool, "--cpp-from"] + headers + ["--cpp-out", cpp])
+    ok = r.returncode == 0 and os.path.exists(cpp)
+    text = open(cpp).read() if ok else ""
+    check(ok and all('#include "%s.h"' % l[0] in text for l in layers) and
+          "MICROATTN_C_KV_LAYER_CHUNKED(mg_b, 8," in text and "MICROATTN_C_CORE(mg_c," in text and
+          text.count("#include \"microattn/c_api.hpp\"") == 1,
+          "%s: merge: --cpp-from writes one C++ file with the three layers" % tag,
+          r.stdout + text)
+    if ok:
+        r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+        check(r.returncode == 0, "%s: merge: the merged C++ file compiles (-Werror)" % tag,
+              r.stdout[-3000:])
+    # Refusals.
+    rc, out, other, _, _ = s.generate(tag + "_other", "mg_d", "layer", "24, 32, 4, 2, 8", cxx,
+                                      other_flags, (), include_dirs)
+    plain = os.path.join(d, "plain.h")
+    with open(plain, "w") as f:
+        f.write("/* not generated */\n")
+    for args, expect in (([headers[0], other], "different compilers or flags"),
+                         ([headers[0], headers[0]], "the layer 'mg_a' is in"),
+                         ([headers[0], plain], "is not a header written by tools/microattn_c.py"),
+                         ([headers[0], os.path.join(d, "missing.h")], "cannot read")):
+        r = run([sys.executable, s.tool, "--cpp-from"] + args + ["--cpp-out", cpp + ".x"])
+        check(r.returncode == 2 and expect in r.stdout and not os.path.exists(cpp + ".x"),
+              "%s: merge refused (exit 2): %s" % (tag, expect), r.stdout)
+    r = run([sys.executable, s.tool, "--cpp-from", headers[0]])
+    check(r.returncode == 2 and "--cpp-from needs --cpp-out" in r.stdout,
+          "%s: merge refused without --cpp-out" % tag, r.stdout)
+    return headers, cpp
+
+
+# What a C link must not need: the C++ runtime's exception support and allocation.
+CXX_RUNTIME = ("__gxx_personality_v0", "__cxa_", "_Unwind_", "__aeabi_unwind_cpp_pr",
+               "__gnu_unwind", "_Znw", "_Zna", "_Zdl", "_Zda", "__cxa_pure_virtual")
+
+
+def arm_image_checks(s, cxx, cc, headers, merged):
+    """A Cortex-M image linked by the C compiler (arm-none-eabi-gcc, as a C firmware links): the
+    three layers of merge_checks in one generated C++ file, and each in its own; both link, hold
+    no C++ runtime symbol, and the one-file image is the smaller (the kernels the layers share
+    are compiled once). Prints both sizes."""
+    if not cc:
+        log("skip arm image: no arm-none-eabi-gcc")
+        return
+    d = os.path.dirname(merged)
+    size = shutil.which(os.path.join(os.path.dirname(cxx), "arm-none-eabi-size")) or \
+        shutil.which("arm-none-eabi-size")
+    nm = shutil.which(os.path.join(os.path.dirname(cxx), "arm-none-eabi-nm")) or \
+        shutil.which("arm-none-eabi-nm")
+    main_c = os.path.join(d, "mg_main.c")
+    with open(main_c, "w") as f:
+        f.write("""#include "mg_a.h"
+#include "mg_b.h"
+#include "mg_c.h"
+static mg_a g_a;
+static mg_b g_b;
+static mg_c g_c;
+static float g_x[24 * 32], g_y[24 * 32];
+int main(void) {
+  int s = mg_a_forward(&g_a, g_x, 24, g_y);
+  s |= mg_b_prefill(&g_b, g_x, 8, g_y);
+  s |= mg_b_decode(&g_b, g_x, g_y);
+  s |= mg_c_forward(&g_c, g_x, 32, g_x, 16, g_x, 16, 24, g_y, 32);
+  return s;
+}
+""")
+    cxxflags = ["-std=c++17", "-O2", "-DNDEBUG"] + shlex.split(ARM_FLAGS) + [
+        "-fno-exceptions", "-fno-rtti", "-ffunction-sections", "-fdata-sections",
+        "-I" + s.include, "-I" + d]
+    objs = {}
+    lib = [os.path.join(s.args.source_dir, "lib", f) for f in ("status.cpp", "c_api.cpp")]
+    sources = lib + [merged] + [h[:-2] + ".cpp" for h in headers]
+    for src in sources:
+        o = os.path.join(d, "img_" + os.path.basename(src) + ".o")
+        r = run([cxx] + cxxflags + ["-c", src, "-o", o])
+        if r.returncode != 0:
+            check(False, "arm image: compile %s" % os.path.basename(src), r.stdout[-3000:])
+            return
+        objs[src] = o
+    r = run([cc, "-std=c11", "-O2"] + shlex.split(ARM_FLAGS) +
+            ["-Wall", "-Wextra", "-Werror", "-pedantic", "-I" + s.include, "-I" + d, "-c", main_c,
+             "-o", main_c + ".o"])
+    if r.returncode != 0:
+        check(False, "arm image: compile mg_main.c", r.stdout)
+        return
+    link = [cc] + shlex.split(ARM_FLAGS) + ["--specs=nano.specs", "--specs=nosys.specs",
+                                            "-Wl,--gc-sections"]
+    texts = {}
+    for tag, layer_objs in (("one", [objs[merged]]),
+                            ("three", [objs[h[:-2] + ".cpp"] for h in headers])):
+        elf = os.path.join(d, "img_%s.elf" % tag)
+        r = run(link + [main_c + ".o"] + layer_objs + [objs[x] for x in lib] + ["-lm", "-o", elf])
+        check(r.returncode == 0, "arm image: %s file(s) of layers link with %s (a C link)"
+              % (tag, os.path.basename(cc)), r.stdout[-3000:])
+        if r.returncode != 0:
+            return
+        if nm:
+            syms = run([nm, elf]).stdout
+            bad = sorted({l.split()[-1] for l in syms.splitlines()
+                          if any(l.split()[-1].startswith(c) for c in CXX_RUNTIME)})
+            check(not bad, "arm image (%s): no C++ runtime symbol (personality, unwinder, "
+                  "new/delete)" % tag, " ".join(bad))
+        if size:
+            out = run([size, elf]).stdout.splitlines()
+            texts[tag] = int(out[1].split()[0]) if len(out) > 1 else 0
+    if len(texts) == 2:
+        check(texts["one"] < texts["three"],
+              "arm image: the three layers in one C++ file (--cpp-from): text %d B, in three "
+              "files: %d B (%d B more)" % (texts["one"], texts["three"],
+                                            texts["three"] - texts["one"]))
+
+
 def refusal_checks(s, cxx, flags, include_dirs):
     cases = [
         (["--name", "x", "--config", "24, 32, 3, 2, 8"], "H_kv (key/value heads) must divide H"),
@@ -213,6 +594,11 @@ def refusal_checks(s, cxx, flags, include_dirs):
         (["--name", "x", "--config", "float"], "--config: give the Config's arguments"),
         (["--name", "x", "--config", "24, 32, 4, 2, 8", "--cxx", "/nonexistent/c++"],
          "cannot run the compiler"),
+        (["--config", "24, 32, 4, 2, 8"], "--name and --config are needed"),
+        (["--name", "x", "--config", "24, 32, 4, 2, 8, Mask::kNone, SlidingWindow{4}"],
+         "SlidingWindow is causal"),
+        (["--name", "x", "--kind", "kv", "--config", "24, 32, 4, 2, 8, Mask::kNone"],
+         "Mask::kNone"),
     ]
     out = os.path.join(s.work, "refused.h")
     for args, expect in cases:
@@ -243,6 +629,12 @@ def main():
     target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
                   ["layer", "kv", "core", "layer_q8", "kv_q8"], inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
+    config_checks(s, args.cxx, args.cxxflags, inc)
+    description_checks(s, args.cxx, args.cc, args.cxxflags, inc)
+    cli_checks(s, args.cxx, args.cxxflags, inc)
+    exceptions_checks(s, args.cxx, args.cxxflags, inc)
+    merge_checks(s, "host", args.cxx, args.cxxflags, inc,
+                 (args.cxxflags + " -DMICROATTN_FORCE_SCALAR=1").strip())
     refusal_checks(s, args.cxx, args.cxxflags, inc)
 
     if args.clang:
@@ -266,6 +658,18 @@ def main():
             text = open(h).read()
             check("(kernels: scalar)" in text and ARM_FLAGS in text,
                   "arm-none-eabi: the header records the scalar kernels and the target's flags")
+            # The fingerprint is the configuration's, whatever the target.
+            host = os.path.join(s.work, "host", "glayer.h")
+            if os.path.exists(host):
+                a, b = header_values(h, "glayer"), header_values(host, "glayer")
+                check(a.get("CONFIG_ID") and a.get("CONFIG_ID") == b.get("CONFIG_ID") and
+                      a.get("BYTES") != b.get("BYTES"),
+                      "arm-none-eabi: CONFIG_ID %s as on the host (%s), BYTES %s vs %s"
+                      % (a.get("CONFIG_ID"), b.get("CONFIG_ID"), a.get("BYTES"), b.get("BYTES")))
+        config_checks_arm = ARM_FLAGS + " -fno-exceptions -fno-rtti"
+        headers, merged = merge_checks(s, "arm-merge", args.arm_cxx, config_checks_arm, (),
+                                       config_checks_arm + " -DMICROATTN_ARM_OTHER=1")
+        arm_image_checks(s, args.arm_cxx, arm_cc, headers, merged)
     else:
         log("skip arm-none-eabi-g++: not found")
 
