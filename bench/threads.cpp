@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Multi-core: P1-P4, A1, D1 and DQ1 (MQA decode over 4095 cached tokens, H=8, H_kv=1: one
 // key/value head, so two workers split its keys: split-K) with an executor of 1 and 2 workers
-// (examples/thread_pool.hpp),
+// (microattn/thread_pool.hpp),
 // named <case>/threads:<n>. Wall-clock time (UseRealTime: CPU time of the calling thread would
 // hide the other workers), so the speed-up is the ratio of the two real times in one run.
 // The objects are the same type in both (MaxWorkers{2}); threads:1 sets no executor.
 #include <memory>
 #include <string>
 
-#include "../examples/thread_pool.hpp"
+#include "microattn/thread_pool.hpp"
 #include "bench_util.hpp"
 #include "layer_data.hpp"
 #include "microattn/attention.hpp"
@@ -28,8 +28,8 @@ using D1T = microattn::Config<kCtx, 512, 8, 8, 64, MaxWorkers{2}>;
 constexpr std::size_t kCtxQ = 4096;
 using DQ1T = microattn::Config<kCtxQ, 512, 8, 1, 64, MaxWorkers{2}>;
 
-microattn_examples::ThreadPool& pool2() {
-  static microattn_examples::ThreadPool p(2);
+microattn::ThreadPool& pool2() {
+  static microattn::ThreadPool p(2);
   return p;
 }
 template <class Obj>

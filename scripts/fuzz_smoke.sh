@@ -48,7 +48,7 @@ for b in $builds; do
   esac
   echo "=== $b: configure and build $dir"
   if ! CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-         -DMICROATTN_BUILD_FUZZ=ON -DMICROATTN_BUILD_BENCH=OFF "${flags[@]}" >"$dir.configure.log" 2>&1 \
+         -DMICROATTN_BUILD_FUZZ=ON -DMICROATTN_BUILD_TESTS=ON -DMICROATTN_BUILD_BENCH=OFF "${flags[@]}" >"$dir.configure.log" 2>&1 \
      || ! cmake --build "$dir" --target $targets; then
     [ -f "$dir.configure.log" ] && tail -20 "$dir.configure.log"
     echo "=== $b: build FAILED"

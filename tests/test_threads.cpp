@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "../examples/thread_pool.hpp"
+#include "microattn/thread_pool.hpp"
 #include "microattn/microattn.hpp"
 #include "support/random_weights.hpp"
 #include "support/rng.hpp"
@@ -30,8 +30,8 @@ float g_x[kT * kDM], g_x2[kT * kDM], g_y1[kT * kMaxOut], g_yn[kT * kMaxOut];
 float g_maps1[4 * kT * kT], g_mapsn[4 * kT * kT];
 
 /// Pools of 2, 3 and 4 threads (the last one used with 3 workers: fewer tasks than threads).
-microattn_examples::ThreadPool& pool(std::size_t n) {
-  static microattn_examples::ThreadPool p2(2), p3(3), p4(4);
+microattn::ThreadPool& pool(std::size_t n) {
+  static microattn::ThreadPool p2(2), p3(3), p4(4);
   return n == 2 ? p2 : n == 3 ? p3 : p4;
 }
 Executor executor(std::size_t pool_size, std::size_t workers) {

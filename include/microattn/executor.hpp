@@ -15,7 +15,7 @@ namespace microattn {
 /// layer's scratch slot i, so the same i must never run twice at once (it cannot, if each is
 /// called once). Tasks never allocate or lock, and always return normally.
 ///
-/// A thread pool (examples/thread_pool.hpp: std::thread), an RTOS (one FreeRTOS task per
+/// A thread pool (microattn/thread_pool.hpp: std::thread), an RTOS (one FreeRTOS task per
 /// worker waiting on a semaphore or task notification, Zephyr work queues or k_thread +
 /// k_sem; the caller's thread may run task 0 itself) or OpenMP
 /// (`#pragma omp parallel for` over i inside run) plug in the same way.

@@ -7,4 +7,5 @@
 #include "microattn/config.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/status.hpp"
+#include "microattn/version.h"
 #include "microattn/weights.hpp"

@@ -5,6 +5,7 @@
 // compiled with, a checksum, and "consumer: OK" (what the test driver looks for).
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "microattn/microattn.hpp"
 
@@ -89,6 +90,12 @@ int main() {
     max_err = e > max_err ? e : max_err;
   }
   std::printf("consumer: kernels %s\n", microattn::arch_name<>());
+  std::printf("consumer: version %s\n", microattn_version());
+  if (std::strcmp(microattn_version(), MICROATTN_VERSION_STRING) != 0) {
+    std::printf("consumer: FAILED: headers %s, library %s\n", MICROATTN_VERSION_STRING,
+                microattn_version());
+    return 1;
+  }
 #if defined(XSIMD_VERSION_MAJOR)
   std::printf("consumer: xsimd %d.%d.%d\n", XSIMD_VERSION_MAJOR, XSIMD_VERSION_MINOR,
               XSIMD_VERSION_PATCH);

@@ -3,24 +3,32 @@
 # installs and runs small CMake projects in a scratch folder, as a new user of microattn would.
 #   cmake -DMODE=<mode> -DSRC=<microattn source tree> -DWORK=<scratch folder> -DCXX=<c++>
 #         -DGENERATOR=<generator> [-DMAKE_PROGRAM=<ninja>] [-DXSIMD_DIR=<folder>]
-#         [-DCONSUMER_XSIMD_DIR=<folder>] [-DARM_CXX=<arm-none-eabi-g++>] -P run_consumer.cmake
+#         [-DCONSUMER_XSIMD_DIR=<folder>] [-DARM_CXX=<arm-none-eabi-g++>]
+#         [-DDEMO=<microattn_demo built with -march=native>] -P run_consumer.cmake
 # Modes:
-#   install          microattn (tests, bench OFF; MICROATTN_NATIVE=ON) installed to a prefix, then
-#                    the find_package consumer: builds, runs, matches the reference, has no
-#                    -march=native, compiled against the xsimd microattn was built with;
-#                    find_package(microattn 0.2) and (1.0) fail, and so does 0.1 without xsimd.
+#   install          microattn (MICROATTN_NATIVE=ON) installed to a prefix (library, headers, the
+#                    thread pool header, the two tools, CHANGELOG.md), then the find_package
+#                    consumer: builds, runs, matches the reference, is compiled with -march=native
+#                    (the package's usage requirement) and the kernels of this CPU, against the
+#                    xsimd microattn was built with, and links the library whose
+#                    microattn_version() is the headers' version; the installed
+#                    microattn_c.py finds the installed headers; find_package(microattn 0.1),
+#                    (0.3) and (1.0) fail, and so does 0.2 without xsimd.
 #                    With XSIMD_DIR: microattn built with MICROATTN_XSIMD_INCLUDE_DIR=XSIMD_DIR
 #                    (no version probes). With CONSUMER_XSIMD_DIR: a second consumer passes
 #                    MICROATTN_XSIMD_INCLUDE_DIR=CONSUMER_XSIMD_DIR itself, a third finds an
 #                    xsimd package (xsimd_DIR) on that folder; both must compile that xsimd.
 #   install_scalar   the same with MICROATTN_FORCE_SCALAR=ON; the consumer cannot find xsimd
 #                    (CMAKE_DISABLE_FIND_PACKAGE_xsimd) and needs none.
-#   no_gtest         a default configure (tests and benchmarks ON) where GoogleTest and Google
+#   no_gtest         a default configure builds the library and the examples only (no test or
+#                    benchmark program); then tests and benchmarks ON where GoogleTest and Google
 #                    Benchmark cannot be found: says they are skipped, builds, installs.
 #   add_subdirectory the add_subdirectory consumer, Debug and MICROATTN_NATIVE=ON: its build
 #                    type is kept, microattn adds no target but the library, the program is
-#                    compiled for Debug without -march=native, builds, runs; configured again
-#                    without a build type, which must stay empty.
+#                    compiled for Debug with -march=native (the option reaches the kernels the
+#                    consumer instantiates: the same kernels as microattn's demo), builds,
+#                    runs; then without the option: no -march=native; configured again without
+#                    a build type, which must stay empty.
 #   bare_metal       the bare_metal consumer with its own arm-none-eabi toolchain file and no
 #                    MICROATTN_BOARD: configures, builds the library and links the image; then
 #                    microattn itself, top level, with that toolchain: configures (saying the
@@ -105,6 +113,16 @@ function(run_program dir)
   set(RUN_OUTPUT "${RUN_OUTPUT}" PARENT_SCOPE)
 endfunction()
 
+# DEMO: microattn's demo built with -march=native; its first line names this CPU's kernels,
+# which a consumer built with MICROATTN_NATIVE must use too.
+set(NATIVE_KERNELS "")
+if(DEMO)
+  execute_process(COMMAND "${DEMO}" OUTPUT_VARIABLE _demo_out RESULT_VARIABLE _demo_rc)
+  if(_demo_rc EQUAL 0 AND _demo_out MATCHES "^microattn ([^ \n]+) kernels")
+    set(NATIVE_KERNELS "${CMAKE_MATCH_1}")
+  endif()
+endif()
+
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 
@@ -133,7 +151,9 @@ if(MODE MATCHES "^install")
   run("install microattn" COMMAND "${CMAKE_COMMAND}" --install "${WORK}/microattn")
   foreach(f lib/cmake/microattn/microattnConfig.cmake lib/cmake/microattn/microattnConfigVersion.cmake
             lib/cmake/microattn/microattnTargets.cmake include/microattn/microattn.hpp
-            share/doc/microattn/LICENSE)
+            include/microattn/thread_pool.hpp include/microattn/version.h
+            share/doc/microattn/LICENSE share/doc/microattn/CHANGELOG.md
+            share/microattn/tools/microattn_c.py share/microattn/tools/export_pytorch.py)
     if(NOT EXISTS "${prefix}/${f}")
       message(FATAL_ERROR "install: ${prefix}/${f} missing")
     endif()
@@ -149,17 +169,38 @@ if(MODE MATCHES "^install")
   run("configure the find_package consumer" COMMAND "${CMAKE_COMMAND}" -S "${_here}/find_package"
       -B "${WORK}/consumer" ${_host} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}"
       -DCMAKE_EXPORT_COMPILE_COMMANDS=ON ${consumer_opts})
+  file(STRINGS "${SRC}/include/microattn/version.h" vline REGEX "#define MICROATTN_VERSION_STRING")
+  string(REGEX REPLACE ".*\"([0-9.]+)\".*" "\\1" version "${vline}")
+  string(REPLACE "." "\\." version_re "${version}")
   expect("consumer configure" "${RUN_OUTPUT}"
-         "consumer: microattn 0\\.1\\.[0-9]+ from ${prefix}/lib/cmake/microattn")
+         "consumer: microattn ${version_re} from ${prefix}/lib/cmake/microattn")
   run("build the consumer" COMMAND "${CMAKE_COMMAND}" --build "${WORK}/consumer" --parallel 2)
   compile_command("${WORK}/consumer/compile_commands.json" consumer.cpp cmd)
-  expect("the consumer's compile command" "${cmd}" "-march=native" NOT)
+  if(MODE STREQUAL "install_scalar")
+    expect("the consumer's compile command" "${cmd}" "-march=native" NOT)
+  else()
+    # MICROATTN_NATIVE=ON: the package's users compile the kernels for this CPU too.
+    expect("the consumer's compile command" "${cmd}" "-march=native")
+  endif()
   run_program("${WORK}/consumer")
+  expect("the consumer's library version" "${RUN_OUTPUT}" "consumer: version ${version_re}\n")
+  if(NATIVE_KERNELS AND NOT MODE STREQUAL "install_scalar" AND NOT XSIMD_DIR)
+    # (The demo's xsimd: another release names this CPU's arch otherwise.)
+    expect("the consumer's kernels" "${RUN_OUTPUT}" "consumer: kernels ${NATIVE_KERNELS}\n")
+  endif()
   # The consumer compiled the xsimd microattn was built against (found through the package).
   string(REPLACE "." "\\." v "${xsimd_version}")
   expect("the consumer's xsimd" "${RUN_OUTPUT}" "consumer: xsimd ${v}\n")
   if(MODE STREQUAL "install_scalar")
     expect("the consumer's kernels" "${RUN_OUTPUT}" "consumer: kernels scalar\n")
+  endif()
+  find_program(_py python3)
+  if(_py)
+    # The installed generator finds the installed headers (no --microattn-include).
+    run("the installed microattn_c.py" COMMAND "${_py}" "${prefix}/share/microattn/tools/microattn_c.py"
+        --name probe_layer --config "8, 16, 2, 1, 8" --cxx "${CXX}" --out "${WORK}/probe_layer.h")
+    file(READ "${WORK}/probe_layer.h" hdr)
+    expect("the header the installed tool wrote" "${hdr}" "PROBE_LAYER_BYTES")
   endif()
 
   if(CONSUMER_XSIMD_DIR AND NOT MODE STREQUAL "install_scalar")
@@ -195,24 +236,35 @@ endif()\n")
 
   if(MODE STREQUAL "install" AND NOT XSIMD_DIR)
     # SameMinorVersion: a 0.x package accepts its own minor only.
-    foreach(req 0.2 1.0)
+    foreach(req 0.1 0.3 1.0)
       run("find_package(microattn ${req}) refused" FAIL COMMAND "${CMAKE_COMMAND}"
           -S "${_here}/version_probe" -B "${WORK}/probe-${req}" ${_gen} "-DCMAKE_PREFIX_PATH=${prefix}"
           -DMICROATTN_PROBE_VERSION=${req})
       expect("find_package(microattn ${req})" "${RUN_OUTPUT}" "compatible with requested version")
     endforeach()
     # A SIMD package needs xsimd's package (find_dependency).
-    run("find_package(microattn 0.1) without xsimd refused" FAIL COMMAND "${CMAKE_COMMAND}"
+    run("find_package(microattn ${version}) without xsimd refused" FAIL COMMAND "${CMAKE_COMMAND}"
         -S "${_here}/version_probe" -B "${WORK}/probe-no-xsimd" ${_gen}
-        "-DCMAKE_PREFIX_PATH=${prefix}" -DMICROATTN_PROBE_VERSION=0.1
+        "-DCMAKE_PREFIX_PATH=${prefix}" -DMICROATTN_PROBE_VERSION=${version}
         -DCMAKE_DISABLE_FIND_PACKAGE_xsimd=ON)
-    expect("find_package(microattn 0.1) without xsimd" "${RUN_OUTPUT}" "dependency xsimd could not be found")
+    expect("find_package(microattn ${version}) without xsimd" "${RUN_OUTPUT}" "dependency xsimd could not be found")
   endif()
 
 elseif(MODE STREQUAL "no_gtest")
+  # Defaults: configure, build and install make the library (and the examples) only.
+  run("configure microattn with defaults" COMMAND "${CMAKE_COMMAND}" -S "${SRC}"
+      -B "${WORK}/defaults" ${_host} "-DCMAKE_INSTALL_PREFIX=${WORK}/prefix-defaults")
+  expect("configure output" "${RUN_OUTPUT}" "microattn: tests off")
+  run("build microattn with defaults" COMMAND "${CMAKE_COMMAND}" --build "${WORK}/defaults" --parallel 2)
+  file(GLOB_RECURSE built LIST_DIRECTORIES false "${WORK}/defaults/tests/*" "${WORK}/defaults/bench/*")
+  if(built)
+    message(FATAL_ERROR "a default build made test or benchmark files: ${built}")
+  endif()
+  run("install microattn built with defaults" COMMAND "${CMAKE_COMMAND}" --install "${WORK}/defaults")
   set(prefix "${WORK}/prefix")
   run("configure microattn without GoogleTest and Google Benchmark" COMMAND "${CMAKE_COMMAND}"
       -S "${SRC}" -B "${WORK}/microattn" ${_host} "-DCMAKE_INSTALL_PREFIX=${prefix}"
+      -DMICROATTN_BUILD_TESTS=ON -DMICROATTN_BUILD_BENCH=ON
       -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON)
   string(REGEX REPLACE "[ \t\n]+" " " flat "${RUN_OUTPUT}")  # warnings are wrapped
   expect("configure output" "${flat}" "GoogleTest not found [^.]*, the tests are skipped")
@@ -230,10 +282,18 @@ elseif(MODE STREQUAL "add_subdirectory")
   expect("configure output" "${RUN_OUTPUT}" "consumer: CMAKE_BUILD_TYPE 'Debug' kept")
   run("build the consumer" COMMAND "${CMAKE_COMMAND}" --build "${WORK}/debug" --parallel 2)
   compile_command("${WORK}/debug/compile_commands.json" consumer.cpp cmd)
-  expect("the consumer's compile command" "${cmd}" "-march=native" NOT)
+  expect("the consumer's compile command" "${cmd}" "-march=native")
   expect("the consumer's compile command (Debug: -g, no -O)" "${cmd}" " -g( |$)")
   expect("the consumer's compile command (Debug: -g, no -O)" "${cmd}" " -O[1-3s]( |$)" NOT)
   run_program("${WORK}/debug")
+  if(NATIVE_KERNELS)
+    expect("the consumer's kernels" "${RUN_OUTPUT}" "consumer: kernels ${NATIVE_KERNELS}\n")
+  endif()
+  run("configure the add_subdirectory consumer (no MICROATTN_NATIVE)" COMMAND "${CMAKE_COMMAND}"
+      -S "${_here}/add_subdirectory" -B "${WORK}/plain" ${_host} -DCMAKE_BUILD_TYPE=Release
+      "-DMICROATTN_SOURCE_DIR=${SRC}" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
+  compile_command("${WORK}/plain/compile_commands.json" consumer.cpp cmd)
+  expect("the consumer's compile command" "${cmd}" "-march=native" NOT)
   run("configure the add_subdirectory consumer (no build type)" COMMAND "${CMAKE_COMMAND}"
       -S "${_here}/add_subdirectory" -B "${WORK}/no-build-type" ${_host}
       "-DMICROATTN_SOURCE_DIR=${SRC}")

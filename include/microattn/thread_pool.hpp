@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// A microattn::Executor for hosted targets: a fixed pool of std::threads (not part of the
-// library: microattn never starts a thread). Include it from your application (or copy it) and
-// hand pool.executor() to a layer's set_executor():
+// A microattn::Executor for hosted targets: a fixed pool of std::threads. Optional: the umbrella
+// header does not include it and no other header starts a thread; bare metal plugs its RTOS in
+// through executor.hpp instead. Include it from your application and hand pool.executor() to a
+// layer's set_executor():
 //
-//   microattn_examples::ThreadPool pool(4);                 // the caller + 3 threads
+//   microattn::ThreadPool pool(4);                          // the caller + 3 threads
 //   using Cfg = microattn::Config<..., microattn::MaxWorkers{4}>;
 //   static microattn::MultiHeadAttention<Cfg> layer;
 //   if (layer.set_executor(pool.executor()) != microattn::Status::kOk) ...
@@ -19,17 +20,24 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "microattn/executor.hpp"
 
-namespace microattn_examples {
+namespace microattn {
 
 class ThreadPool {
  public:
-  /// A pool that runs up to `workers` tasks at once: the calling thread and workers - 1 threads.
-  explicit ThreadPool(std::size_t workers) : workers_(workers < 1 ? 1 : workers) {
-    for (std::size_t t = 1; t < workers_; ++t) threads_.emplace_back([this, t] { loop(t); });
+  /// Most workers a pool runs (its thread handles are an array of this size less one).
+  static constexpr std::size_t kMaxWorkers = 64;
+
+  /// A pool that runs up to `workers` tasks at once (1 .. kMaxWorkers; clamped): the calling
+  /// thread and workers - 1 threads.
+  explicit ThreadPool(std::size_t workers)
+      : workers_(workers < 1             ? 1
+                 : workers > kMaxWorkers ? kMaxWorkers
+                                         : workers) {
+    for (std::size_t t = 1; t < workers_; ++t)
+      threads_[t - 1] = std::thread([this, t] { loop(t); });
   }
   ~ThreadPool() {
     {
@@ -38,7 +46,7 @@ class ThreadPool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
-    for (std::thread& th : threads_) th.join();
+    for (std::size_t t = 1; t < workers_; ++t) threads_[t - 1].join();
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -74,7 +82,7 @@ class ThreadPool {
     // Every thread reports every generation (also those without a task this time), so no
     // thread can still be in this run when the next one starts. The spin count stops at 64 (no
     // signed overflow, however long a descheduled thread keeps us yielding).
-    for (int spin = 0; done_.load(std::memory_order_acquire) != threads_.size();) {
+    for (int spin = 0; done_.load(std::memory_order_acquire) != workers_ - 1;) {
       if (spin < 64)
         ++spin;
       else
@@ -103,7 +111,7 @@ class ThreadPool {
   }
 
   const std::size_t workers_;
-  std::vector<std::thread> threads_;
+  std::thread threads_[kMaxWorkers - 1];
   std::mutex m_;
   std::condition_variable cv_;
   std::atomic<std::uint64_t> generation_{0};
@@ -114,4 +122,4 @@ class ThreadPool {
   std::size_t n_ = 0;
 };
 
-}  // namespace microattn_examples
+}  // namespace microattn
