@@ -9,6 +9,7 @@
 #include "microattn/attention.hpp"
 #include "microattn/kv_cache.hpp"
 #include "support/check.hpp"
+#include "support/random_weights.hpp"
 #include "support/rng.hpp"
 #include "support/unit.hpp"
 
@@ -289,6 +290,33 @@ TEST(BadInput, ChunkedPrefillOverlap) {
       }
     }
   });
+}
+
+// With W_O wider than d_model (OutDim 12, d_model 8) y rows are longer than x rows, so `y == x`
+// overwrites the next chunk's x before it is read: kOverlap. The rule is that each chunk's y
+// rows end before the next chunk's x rows begin: y starting far enough before x is accepted and
+// gives the outputs of separate buffers.
+TEST(BadInput, ChunkedPrefillOverlapWiderOutput) {
+  using C = Config<8, 8, 2, 1, 4, microattn::OutDim{12}>;
+  constexpr std::size_t DM = 8, OD = 12, T = 6;  // chunks of 3
+  static microattn_test::RandomWeights<C> w;
+  w.fill(21);
+  static microattn::KvAttention<C, microattn::DefaultArch, 3> kv, twin;
+  ASSERT_EQ(kv.set_weights(w.view(microattn::WeightLayout::kInOut)), Status::kOk);
+  ASSERT_EQ(twin.set_weights(w.view(microattn::WeightLayout::kInOut)), Status::kOk);
+  static float x[T * DM], y[T * OD], buf[T * OD + T * DM];
+  microattn_test::Rng(22).fill(x, T * DM, -1, 1);
+  ASSERT_EQ(twin.prefill(x, T, y), Status::kOk);
+  // y == x: the first chunk's 3 y rows (36 floats) run into x row 3 (at 24): refused.
+  std::memcpy(buf, x, sizeof x);
+  EXPECT_EQ(kv.prefill(buf, T, buf), Status::kOverlap);
+  EXPECT_EQ(kv.length(), 0u);
+  EXPECT_EQ(std::memcmp(buf, x, sizeof x), 0);
+  // x after y by 12 floats: chunk ends e = 3: y ends at 36 <= x row 3 at 12 + 24. Accepted.
+  float* xin = buf + 12;
+  std::memcpy(xin, x, sizeof x);
+  ASSERT_EQ(kv.prefill(xin, T, buf), Status::kOk);
+  EXPECT_EQ(std::memcmp(buf, y, sizeof y), 0);
 }
 
 // Weights packed into RAM at start-up must not be the output buffer: y overlapping any weight
