@@ -44,7 +44,11 @@ if [ "$host_only" -eq 0 ]; then
     MICROATTN_HOST_KERNELS=$(build/host/examples/microattn_demo | sed -n '1s/^microattn \(.*\) kernels$/\1/p')
     export MICROATTN_HOST_KERNELS
   fi
+  # test_targets.sh also checks the figures in README.md and docs/ against the Cortex-M builds
+  # (scripts/update_figures.py --check; "figures" in its summary).
   bash scripts/test_targets.sh || failed+=("cross targets (see the summary above)")
+else
+  echo "=== figures check skipped (--host-only: it needs the Cortex-M builds of scripts/test_targets.sh)"
 fi
 
 if [ "${#failed[@]}" -ne 0 ]; then

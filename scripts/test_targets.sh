@@ -5,7 +5,9 @@
 # instruction set (x86-64-v3 / x86-64-v4 flags in /proc/cpuinfo), build only otherwise (QEMU
 # 7.2 cannot emulate AVX-512); the three Cortex-M boards under qemu-system-arm, and the
 # Cortex-M4 (scalar kernels) and Cortex-M55 (Helium kernels) once more with -Ofast
-# (cortex-m4-ofast, cortex-m55-ofast: the numerics, and the code, under -ffast-math).
+# (cortex-m4-ofast, cortex-m55-ofast: the numerics, and the code, under -ffast-math). When the
+# three Cortex-M boards ran, it then checks the size, stack and instruction-count figures in
+# README.md and docs/ against their builds (scripts/update_figures.py --check: "figures").
 # CI runs it after the host tests (scripts/test_all.sh).
 #
 #   scripts/test_targets.sh                   all targets
@@ -76,6 +78,34 @@ for t in "${targets[@]}"; do
   fi
   seconds[$t]=$(( $(date +%s) - start ))
 done
+
+# The figures in README.md and docs/ (image sizes, stacks, layer sizes, QEMU instruction counts)
+# against the Cortex-M builds just made: scripts/update_figures.py --check reads build/cortex-m4,
+# -m7 and -m55 without rebuilding them (it relinks the bench once per case selection and
+# compiles two small probes). Needs all three boards in this run; a stale figure fails it.
+figures=(cortex-m4 cortex-m7 cortex-m55)
+figures_skip=""
+for t in "${figures[@]}"; do
+  if [[ " ${targets[*]} " != *" $t "* ]]; then figures_skip+=" $t not run;"
+  elif [ "${result[$t]}" != ok ]; then figures_skip+=" $t failed;"; fi
+done
+targets+=(figures)
+start=$(date +%s)
+if [ -n "$figures_skip" ]; then
+  echo "=== figures: check skipped (it needs cortex-m4, cortex-m7 and cortex-m55 built and tested here:${figures_skip%;})"
+  result[figures]=skipped
+  note[figures]=" (${figures_skip# }"
+  note[figures]="${note[figures]%;})"
+else
+  echo "=== figures: python3 scripts/update_figures.py --check"
+  note[figures]=" (README.md and docs/ against the Cortex-M builds)"
+  if python3 scripts/update_figures.py --check; then result[figures]=ok
+  else
+    result[figures]=FAILED; failed=1
+    note[figures]=" (stale or unreadable: see above; regenerate with python3 scripts/update_figures.py)"
+  fi
+fi
+seconds[figures]=$(( $(date +%s) - start ))
 
 echo
 echo "=== summary"
