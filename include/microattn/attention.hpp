@@ -12,6 +12,7 @@
 #include "microattn/config.hpp"
 #include "microattn/executor.hpp"
 #include "microattn/internal/checks.hpp"
+#include "microattn/internal/layer_driver.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
@@ -117,65 +118,6 @@ struct RopeState<Cfg, false> {
              std::size_t) const noexcept {}
 };
 
-/// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
-/// GEMM's B operand (with the int8 scales of those columns; null for fp32 weights).
-template <class E>
-struct WeightSlice {
-  const E* b;
-  std::size_t ldb;
-  WeightLayout layout;
-  const float* scale;
-};
-template <class E>
-inline WeightSlice<E> weight_slice(const E* w, WeightLayout layout, std::size_t in_dim,
-                                   std::size_t out_dim, std::size_t col0,
-                                   const float* scale = nullptr) noexcept {
-  const float* sc = scale ? scale + col0 : nullptr;
-  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, layout, sc};
-  if (layout == WeightLayout::kOutIn) return {w + col0 * in_dim, in_dim, layout, sc};
-  // kPanel16: col0 is a multiple of the panel width (Weights::check); ldb = panel stride.
-  return {w + col0 * in_dim, in_dim * kWeightPanel, layout, sc};
-}
-
-/// C[M][N] = A[M][K] · W (+ bias) for a weight slice of either element type: the projections
-/// of every layer go through here (f32_gemm or qc8w_f32_gemm).
-template <class Arch, class Store>
-inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-                    const WeightSlice<float>& w, const float* bias, Store store,
-                    float* pack) noexcept {
-  kernels::f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, bias, store, pack);
-}
-template <class Arch, class Store>
-inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-                    const WeightSlice<std::int8_t>& w, const float* bias, Store store,
-                    float* pack) noexcept {
-  kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
-}
-
-/// The rows the next projection step takes of the `left` still to do: a block of the GEMM's
-/// kMC rows, so the three projections read a block of x while it is in L2 (one block per GEMM
-/// row block: the same work and bits as one whole call). When at most kMaxRows rows can come
-/// (a microcontroller's layer or prefill chunk fits one block), all of them: the caller's loop
-/// then runs once and the compiler sees it so (no loop: ~200 B less Cortex-M code).
-template <class Arch, std::size_t kMaxRows>
-constexpr std::size_t row_block(std::size_t left) noexcept {
-  return kMaxRows <= Tiles<Arch>::kMC ? left : min_size(Tiles<Arch>::kMC, left);
-}
-
-/// The rows [b, e) of part i of `parts` of a prefill call of T tokens (multiples of the GEMM's
-/// micro-tile rows, so the split never changes an output's arithmetic).
-template <class Arch>
-Range token_rows(std::size_t T, std::size_t i, std::size_t parts) noexcept {
-  return split(T, Tiles<Arch>::kMR, i, parts);
-}
-
-/// The mask of a layer over n_keys keys starting at position 0 (MultiHeadAttention and
-/// ScaledDotProductAttention: key j is token j).
-template <class Cfg>
-constexpr kernels::KeyMask layer_mask(std::size_t n_keys) noexcept {
-  return kernels::KeyMask{n_keys, 0, Cfg::kWindow, Cfg::kCausal};
-}
-
 /// Checks an attention-map buffer of H * T * T floats: kNullPointer, kBadArgument (too small),
 /// kBadStride (its span does not fit the address space), or kOk with *bytes set.
 template <class Cfg>
@@ -185,67 +127,6 @@ Status check_maps(const float* maps, std::size_t maps_floats, std::size_t T,
   if (maps_floats / T / T < Cfg::kHeads) return Status::kBadArgument;
   if (!span_bytes(maps, Cfg::kHeads * T, T, T, bytes)) return Status::kBadStride;
   return Status::kOk;
-}
-
-/// Key/value staging of kStages key/value heads (one per worker that attends whole heads; see
-/// ScaledDotProductAttention) plus the tile scratch: what the attention core needs besides its
-/// inputs.
-template <class Cfg, class Arch, std::size_t kStages = 1>
-struct CoreBuffers {
-  using Tl = Tiles<Arch>;
-  using Scratch = kernels::AttnScratch<Arch, Cfg::kDHead>;
-  static constexpr std::size_t kTPad = round_up(Cfg::kTMax, Tl::kBK);
-  static constexpr std::size_t kDPad = Scratch::kDPad;
-  static_assert(kStages >= 1, "at least one staged key/value head");
-  static_assert(kTPad * Cfg::kDHead * sizeof(float) % Tl::kAlign == 0 &&
-                    kTPad * kDPad * sizeof(float) % Tl::kAlign == 0,
-                "every stage's K^T and V start aligned");
-  alignas(Tl::kAlign) float kt[kStages][kTPad * Cfg::kDHead] = {};  ///< K^T in key tiles
-  alignas(Tl::kAlign) float v[kStages][kTPad * kDPad] = {};         ///< V rows, padded to kDPad
-  Scratch tile[Cfg::kMaxWorkers] = {};                              ///< one per worker
-};
-
-/// Key/value heads a layer stages at once: one, or with MaxWorkers{n} > 1 one per worker up to
-/// H_kv (workers then take whole heads, each in its own buffers).
-template <class Cfg>
-constexpr std::size_t staged_heads() noexcept {
-  return Cfg::kMaxWorkers < Cfg::kKvHeads ? Cfg::kMaxWorkers : Cfg::kKvHeads;
-}
-
-/// The key/value heads of a prefill call (T tokens) over the executor's parts. With at least as
-/// many heads as parts, each part takes whole heads in one parallel region, in its own buffers:
-/// part i calls prepare(g, 0, T, i, i) then attend(g, i, i, 0, 1) for g = i, i + parts, ...
-/// (nothing shared, no core reading what another prepared). The heads left over (H_kv not a
-/// multiple of the parts, or fewer heads than parts) go one at a time over buffer 0: a region
-/// prepares each part's token rows (prepare(g, b, e, 0, i)), a second attends each part's share
-/// of the query tiles (attend(g, 0, i, i, parts)).
-///   prepare(g, b, e, s, w): stage or project head g's tokens [b, e) into buffer s (worker w);
-///   attend(g, s, w, part, parts): part `part` of head g's query tiles over buffer s, in
-///                                  worker w's tile scratch.
-/// (Always inlined: a frame of its own added 96 B to the layer's worst-case stack on Cortex-M4.)
-template <class Arch, std::size_t kHeads, std::size_t kMaxWorkers, class Prepare, class Attend>
-MICROATTN_ALWAYS_INLINE inline void run_heads(const ExecutorSetting<kMaxWorkers>& ex, std::size_t T,
-                                              Prepare& prepare, Attend& attend) noexcept {
-  const std::size_t parts = ex.parts();
-  const std::size_t whole = parts > 1 ? kHeads / parts * parts : 0;
-  if (whole > 0) {
-    auto heads = [&](std::size_t i) {
-      for (std::size_t g = i; g < whole; g += parts) {
-        prepare(g, std::size_t{0}, T, i, i);
-        attend(g, i, i, std::size_t{0}, std::size_t{1});
-      }
-    };
-    ex.run(parts, heads);
-  }
-  for (std::size_t g = whole; g < kHeads; ++g) {
-    auto rows = [&](std::size_t i) {
-      const Range r = token_rows<Arch>(T, i, parts);
-      prepare(g, r.begin, r.end, std::size_t{0}, i);
-    };
-    ex.run(parts, rows);
-    auto tiles = [&](std::size_t i) { attend(g, std::size_t{0}, i, i, parts); };
-    ex.run(parts, tiles);
-  }
 }
 
 }  // namespace internal
@@ -348,25 +229,10 @@ class ScaledDotProductAttention {
     } else {
       (void)maps, (void)maps_floats;
     }
-    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, BK = internal::Tiles<Arch>::kBK;
-    // Stages key/value head g's rows [b, e) into stage s: K^T tiles and padded V rows.
-    auto stage = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t) {
-      if (b >= e) return;
-      kernels::store_key_tiles<Arch, D>(k + b * ldk + g * D, ldk, e - b, b, BK, buf_.kt[s]);
-      for (std::size_t t = b; t < e; ++t)
-        std::memcpy(buf_.v[s] + t * Buffers::kDPad, v + t * ldv + g * D, D * sizeof(float));
-    };
-    // Part `part` of `n_parts` of head g's query tiles, over stage s, in tile scratch w.
-    const float sc = scale();
-    auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
-                      std::size_t n_parts) {
-      const kernels::QueryRows rows{q + g * G * D, ldq, D, out + g * G * D, ldo, D, T, G, 0};
-      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
-      kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt[s], buf_.v[s], sc,
-                                      buf_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr, part,
-                                      n_parts);
-    };
-    internal::run_heads<Arch, Cfg::kKvHeads>(ex_, T, stage, attend);
+    internal::StagedKv<Cfg, Arch, kStagedHeads> store{buf_};
+    internal::GivenQkv<Cfg, decltype(store)> src{store, q, ldq, k, ldk, v, ldv};
+    internal::attend_call<Cfg, Arch, kMaps>(ex_, T, 0, src, store, buf_.tile, out, ldo, scale(),
+                                            maps);
     return Status::kOk;
   }
 
@@ -463,13 +329,9 @@ class MultiHeadAttention {
   /// @return kOk, kNullPointer (x, y or a needed weight null), kBadArgument (weights given to
   ///         the constructor fail Weights::check), kBadTokenCount, kOverlap
   [[nodiscard]] Status forward(const float* x, std::size_t T, float* y) noexcept {
-    if (!x || !y) return Status::kNullPointer;
-    if (const Status s = w_.check(); s != Status::kOk) return s;
-    if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
-    const std::size_t y_bytes = T * Cfg::kOutDim * sizeof(float);
-    if (!Cfg::kHasOutProj && internal::overlaps(x, T * Cfg::kDModel * sizeof(float), y, y_bytes))
-      return Status::kOverlap;
-    if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
+    if (const Status s = internal::check_layer_args(w_, x, y, T); s != Status::kOk) return s;
+    if (const Status s = internal::check_layer_output(w_, x, T, y, true); s != Status::kOk)
+      return s;
     run<false>(x, T, y, scale(), nullptr);
     return Status::kOk;
   }
@@ -484,13 +346,12 @@ class MultiHeadAttention {
   ///         kOverlap (maps overlaps x, y or a weight). Nothing is written on error.
   [[nodiscard]] Status forward_with_maps(const float* x, std::size_t T, float* y, float* maps,
                                          std::size_t maps_floats) noexcept {
-    if (!x || !y || !maps) return Status::kNullPointer;
-    if (const Status s = w_.check(); s != Status::kOk) return s;
-    if (T == 0 || T > Cfg::kTMax) return Status::kBadTokenCount;
+    if (!maps) return Status::kNullPointer;
+    if (const Status s = internal::check_layer_args(w_, x, y, T); s != Status::kOk) return s;
+    if (const Status s = internal::check_layer_output(w_, x, T, y, true); s != Status::kOk)
+      return s;
     const std::size_t y_bytes = T * Cfg::kOutDim * sizeof(float);
     const std::size_t x_bytes = T * Cfg::kDModel * sizeof(float);
-    if (!Cfg::kHasOutProj && internal::overlaps(x, x_bytes, y, y_bytes)) return Status::kOverlap;
-    if (internal::overlaps_weights(w_, y, y_bytes)) return Status::kOverlap;
     std::size_t mb = 0;
     if (const Status s = internal::check_maps<Cfg>(maps, maps_floats, T, &mb); s != Status::kOk)
       return s;
@@ -508,64 +369,13 @@ class MultiHeadAttention {
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
-  // The key/value groups as internal::run_heads splits them (whole groups per worker, each in
-  // its own Q buffer and stage, where there are enough; the rest by token rows and query
-  // tiles), then W_O by rows.
+  // The shared prefill pipeline (internal/layer_driver.hpp) over the call's own tokens.
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
-    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
-    const WeightLayout lay = w_.layout;
-    const std::size_t parts = ex_.parts();
-    float* ctx = Cfg::kHasOutProj ? ctx_ : y;
-    // K, V and Q of group g for the tokens [b, e): K through those rows of Q buffer s (free
-    // until Q is projected; rotated there) into stage s's key tiles, V into its rows, then Q;
-    // B panels packed in pack_[p]. By blocks of the GEMM's kMC rows, so the three projections
-    // read a block of x while it is in L2 (one block per GEMM row block: the same work and
-    // the same bits as whole calls). Whole, a long prompt's x (P3: 1024 x 512 floats, 2 MiB)
-    // came from further out three times per group.
-    auto project = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t p) {
-      const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D, w_.s_k);
-      const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D, w_.s_v);
-      const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D, w_.s_q);
-      const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
-      const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
-      const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
-      for (std::size_t rb = b, n = 0; rb < e; rb += n) {
-        n = internal::row_block<Arch, Cfg::kTMax>(e - rb);
-        const float* xa = x + rb * DM;
-        float* qs = q_[s] + rb * G * D;
-        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[p]);
-        rope_.apply(qs, D, D, n, 1, rb);
-        kernels::store_key_tiles<Arch, D>(qs, D, n, rb, Tl::kBK, core_.kt[s]);
-        internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
-                                kernels::StoreRowMajor{core_.v[s] + rb * Core::kDPad, Core::kDPad},
-                                pack_[p]);
-        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
-                                pack_[p]);
-        rope_.apply(qs, G * D, D, n, G, rb);
-      }
-    };
-    // Part `part` of `n_parts` of group g's query tiles, over stage s, in tile scratch w.
-    auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
-                      std::size_t n_parts) {
-      const kernels::QueryRows rows{q_[s], G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
-      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
-      kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt[s], core_.v[s],
-                                      scale, core_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr,
-                                      part, n_parts);
-    };
-    internal::run_heads<Arch, Cfg::kKvHeads>(ex_, T, project, attend);
-    if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);
-      auto out = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        if (r.begin >= r.end) return;
-        internal::project<Arch>(r.end - r.begin, OD, Cfg::kQDim, ctx_ + r.begin * Cfg::kQDim,
-                                Cfg::kQDim, wo, Cfg::kBiasO ? w_.b_o : nullptr,
-                                kernels::StoreRowMajor{y + r.begin * OD, OD}, pack_[i]);
-      };
-      ex_.run(parts, out);
-    }
+    internal::StagedKv<Cfg, Arch, kStagedHeads> store{core_};
+    internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(ex_, w_, rope_, store, x, T, 0, q_[0],
+                                                          kQStride, ctx_, pack_[0], kPackFloats,
+                                                          core_.tile, scale, y, maps);
   }
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
