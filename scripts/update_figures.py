@@ -19,11 +19,17 @@ error naming the preset):
 Compiles two probes (nothing else): one for the Cortex-M4 with its build's flags (the layer
 objects' sizeof and their parts, read from the object file's symbol sizes, nothing runs) and one
 for the host with -march=x86-64-v3 (AVX2 kernels: KvAttention memory of D1/D2, the demo layer).
-Then rewrites each region between `<!-- figures:NAME -->` and `<!-- /figures -->` (REGIONS below).
+Also writes README.md's results table from a checked-in Google Benchmark JSON (RESULTS_JSON; no
+benchmark runs here: how to make the file is in docs/benchmarks.md, "The README's results
+table"). Without that file the region is left as it is, saying so.
+Then rewrites each region between `<!-- figures:NAME -->` and `<!-- /figures -->` (regions() below).
 The figures are exact for one compiler (GCC 12.2 from Debian 12's gcc-arm-none-eabi, as in CI).
 
   python3 scripts/update_figures.py           # rewrite the files
   python3 scripts/update_figures.py --check   # exit 1 (and show the difference) if stale
+  python3 scripts/update_figures.py --results-only          # only the results table (no builds)
+  python3 scripts/update_figures.py --results-from x.json   # print the results table of x.json
+  python3 scripts/update_figures.py --self-test             # check the results table on a sample
 """
 import argparse
 import concurrent.futures
@@ -33,6 +39,7 @@ import json
 import os
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,7 +79,8 @@ BENCH_SELECTIONS = ("M1", "M2", "M3", "MD1", "M1_panel16", "MD1_panel16", "M1_q8
 BENCH_SIZES_PRESET = "cortex-m7"
 STACK_RESERVE = 8192  # ports/cortex-m/linker/firmware.ld
 
-# Host probe (AVX2 kernels): KvAttention memory (docs/inference.md), the demo's layer (README).
+# Host probe (AVX2 kernels): KvAttention memory (docs/inference.md), the demo's layer (README.md,
+# docs/memory.md).
 PROBE = r"""
 #include <cstdio>
 #include "microattn/microattn.hpp"
@@ -463,6 +471,182 @@ def example_block(f, kind):
     return ["```"] + out + ["```", "", text[0].upper() + text[1:] + "."]
 
 
+# README.md's results table (region "results"): the medians of one headline run of
+# microattn_bench, saved as Google Benchmark JSON (docs/benchmarks.md, "The README's results
+# table", has the command). Missing file: the region is left as it is.
+RESULTS_JSON = os.path.join("bench", "results", "zen4.json")
+# Rows: (case, what, peer prefix, counter). Peers are the cases named <prefix>_eigen and
+# <prefix>_openblas; the counter is read as the number the JSON holds, whatever its flags
+# (a rate counter's value there is already divided by the time).
+RESULT_ROWS = (
+    ("P1_panel16", "P1 prefill T=64 (`kPanel16` weights)", "P1", "pct_peak"),
+    ("P2_panel16", "P2 prefill T=256 (`kPanel16`)", "P2", "pct_peak"),
+    ("P3_panel16", "P3 prefill T=1024 (`kPanel16`)", "P3", "pct_peak"),
+    ("P4_panel16", "P4 GQA prefill T=512 (`kPanel16`)", "P4", "pct_peak"),
+    ("A1", "A1 attention core T=1024", "A1", "pct_peak"),
+    ("E1", "E1 encoder layer T=256 (no mask)", "E1", "pct_peak"),
+    ("D1", "D1 decode, 1023 cached tokens", "D1", "pct_bw"),
+    ("M1_panel16", "M1 Cortex-M example's layer (`kPanel16`)", "M1", "pct_peak"),
+    ("S1", "S1 teaching notes' layer (11 tokens)", "S1", None),
+)
+RESULT_PEERS = (("eigen", "Eigen"), ("openblas", "OpenBLAS"))
+# Two-worker speed-ups, <case>/threads:1 against <case>/threads:2 (wall-clock), when the file has them.
+RESULT_THREAD_CASES = ("P2", "P3", "P4", "A1", "D1")
+UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def counter_value(v):
+    """A user counter as the JSON holds it: a number (or, defensively, {"value": n})."""
+    if isinstance(v, dict):
+        v = v.get("value")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def bench_medians(data, where):
+    """{run name: {"time": seconds, counter: value, ..., "repetitions": n}} from Google Benchmark
+    JSON: each case's median aggregate, or the median of its runs if it has no aggregate.
+    CPU time, as the counters use, except for the cases timed in wall-clock time (UseRealTime:
+    their names have /real_time, e.g. the /threads:2 cases). Keyed by the case's name without
+    such suffixes (P2/threads:2/real_time -> P2/threads:2). Failed runs are left out."""
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+        fail(f"{where}: not Google Benchmark JSON (no \"benchmarks\" list)")
+    medians, runs = {}, {}
+    for b in data["benchmarks"]:
+        name = b.get("run_name") or b.get("name")
+        if not name or b.get("error_occurred"):
+            continue
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[name] = [b]
+        else:
+            runs.setdefault(name, []).append(b)
+    for name, entries in runs.items():
+        medians.setdefault(name, entries)
+    out = {}
+    for name, entries in medians.items():
+        key = "real_time" if "/real_time" in name else "cpu_time"
+        times, counters = [], {}
+        for b in entries:
+            if b.get(key) is None or b.get("time_unit", "ns") not in UNIT_S:
+                fail(f"{where}: {name} has no {key} in a known time_unit")
+            times.append(float(b[key]) * UNIT_S[b.get("time_unit", "ns")])
+            for k, v in b.items():
+                if k.startswith(("pct_", "gflops", "gbps")) and counter_value(v) is not None:
+                    counters.setdefault(k, []).append(counter_value(v))
+        rec = {k: statistics.median(v) for k, v in counters.items()}
+        rec["time"] = statistics.median(times)
+        rec["repetitions"] = entries[0].get("repetitions", len(entries)) if entries[0].get(
+            "run_type") == "aggregate" else len(entries)
+        # The case's own name: without the suffixes Google Benchmark adds for how it was run.
+        out[re.sub(r"/(real_time|process_time|manual_time|min_time:[0-9.e+-]+s?|repeats:\d+|iterations:\d+)(?=/|$)",
+                   "", name)] = rec
+    return out
+
+
+def fmt_time(sec):
+    """330 us, 5.71 ms, 1.22 us: three significant digits, the unit that keeps 1 <= value < 1000."""
+    for unit in ("s", "ms", "us", "ns"):
+        v = float(f"{sec / UNIT_S[unit]:.3g}")
+        if v >= 1 or unit == "ns":
+            return f"{v:g} {unit}"
+
+
+def results_table(data, where):
+    """The results region's lines from one microattn_bench JSON."""
+    m = bench_medians(data, where)
+    ctx = data.get("context", {})
+
+    def case(name):
+        return m.get(name)
+
+    missing = [c for c, *_ in RESULT_ROWS if case(c) is None]
+    if missing:
+        fail(f"{where} has no result for {', '.join(missing)} (run the command in docs/benchmarks.md, "
+             f"\"The README's results table\")")
+    rows = ["| case | microattn | % of peak | best peer | ratio |", "|---|---:|---:|---|---:|"]
+    for c, what, prefix, counter in RESULT_ROWS:
+        r = case(c)
+        pct = ""
+        if counter and counter in r:
+            pct = f"{r[counter]:.1f} %" + (" of read bw" if counter == "pct_bw" else "")
+        peers = [(case(f"{prefix}_{suffix}"), label) for suffix, label in RESULT_PEERS]
+        peers = [(p["time"], label) for p, label in peers if p is not None]
+        best, ratio = "", ""
+        if peers:
+            t, label = min(peers)
+            best, ratio = f"{label} {fmt_time(t)}", f"{r['time'] / t:.2f}"
+        rows.append("|" + "|".join(f" {cell} " if cell else " " for cell in (what, fmt_time(r["time"]), pct, best, ratio)) + "|")
+    speedups = []
+    for c in RESULT_THREAD_CASES:
+        one, two = case(f"{c}/threads:1"), case(f"{c}/threads:2")
+        if one and two:
+            speedups.append((c, one["time"] / two["time"]))
+    if speedups:
+        rows.append(f"| {' / '.join(c for c, _ in speedups)} on 2 cores | "
+                    f"{' / '.join(f'{x:.2f}x' for _, x in speedups)} faster than on 1 (wall-clock, same run) | | | |")
+    machine = ctx.get("machine") or f"{ctx.get('host_name', '?')} ({ctx.get('num_cpus', '?')} CPUs)"
+    when = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)", str(ctx.get("date", "")))
+    when = f"{when.group(1)} {when.group(2)}{' UTC' if str(ctx.get('date')).endswith(('+00:00', 'Z')) else ''}" if when else "?"
+    peak = ctx.get("fma_peak_gflops")
+    reps = max((r["repetitions"] for r in m.values()), default=1)
+    head = (f"{machine}, kernels `{ctx.get('microattn_arch', '?')}`"
+            + (f", FMA peak {float(peak):.1f} GFLOP/s at start-up" if peak is not None else "")
+            + (f"; commit {ctx['commit']}" if ctx.get("commit") else "") + f", {when}. "
+            + (f"Medians of {reps} repetitions" if reps > 1 else "One repetition")
+            + " (CPU time), one core unless said; % of the FMA peak (D1: of the read bandwidth) "
+              "measured at start-up; ratio = microattn's time / the best peer's, same run:")
+    return [head, ""] + rows
+
+
+def results_region():
+    """The results region, or None (with the reason) when RESULTS_JSON is not there."""
+    path = os.path.join(ROOT, RESULTS_JSON)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{RESULTS_JSON}: {e}")
+    return results_table(data, RESULTS_JSON)
+
+
+def results_self_test():
+    """results_table on a built-in sample in Google Benchmark's JSON shape."""
+    def agg(name, t, unit, **counters):
+        return dict(name=name + "_median", run_name=name, run_type="aggregate", repetitions=5,
+                    aggregate_name="median", real_time=t * 1.01, cpu_time=t, time_unit=unit, **counters)
+    data = {"context": {"date": "2026-11-25T01:25:13+00:00", "host_name": "vm", "num_cpus": 2,
+                        "machine": "Sample Zen 4 VM", "commit": "abc1234",
+                        "microattn_arch": "avx512bw", "fma_peak_gflops": "117.3"},
+            "benchmarks": [agg(c, 330.4, "us", pct_peak=92.14, gflops=108.0) for c, *_ in RESULT_ROWS if c != "D1"]
+            + [agg("D1", 92.1, "us", pct_peak=40.0, pct_bw=91.6),
+               agg("A1/threads:1/real_time", 11.9, "ms"), agg("A1/threads:2/real_time", 5.99, "ms"),
+               agg("P1_eigen", 473.0, "us", pct_peak=60.0), agg("P1_openblas", 0.5, "ms"),
+               agg("A1_openblas", 18.2, "ms"), agg("A1_eigen", 17.8, "ms"),
+               {"name": "P3_eigen", "run_name": "P3_eigen", "run_type": "iteration",
+                "error_occurred": True, "error_message": "x", "real_time": 1, "cpu_time": 1, "time_unit": "ms"},
+               dict(agg("P2/threads:1/real_time", 5.84, "ms"), real_time=5.84),
+               dict(agg("P2/threads:2/real_time", 3.03, "ms"), real_time=3.03)]}
+    lines = results_table(data, "sample")
+    expect = [
+        "Sample Zen 4 VM, kernels `avx512bw`, FMA peak 117.3 GFLOP/s at start-up; commit abc1234, 2026-11-25 01:25 UTC. Medians of 5 repetitions",
+        "| P1 prefill T=64 (`kPanel16` weights) | 330 us | 92.1 % | Eigen 473 us | 0.70 |",
+        "| A1 attention core T=1024 | 330 us | 92.1 % | Eigen 17.8 ms | 0.02 |",
+        "| P3 prefill T=1024 (`kPanel16`) | 330 us | 92.1 % | | |",
+        "| D1 decode, 1023 cached tokens | 92.1 us | 91.6 % of read bw | | |",
+        "| S1 teaching notes' layer (11 tokens) | 330 us | | | |",
+        "| P2 / A1 on 2 cores | 1.93x / 1.99x faster than on 1 (wall-clock, same run) | | | |",
+    ]
+    text = "\n".join(lines)
+    bad = [e for e in expect if e not in text]
+    assert fmt_time(0.000999996) == "1 ms" and fmt_time(1.5e-9) == "1.5 ns" and fmt_time(2.0) == "2 s"
+    if bad:
+        print(text)
+        sys.exit("update_figures: --self-test FAILED, missing:\n" + "\n".join(bad))
+    print("update_figures: results self-test passed")
+
+
 def regions(f, host):
     gcc = f"GCC {f['gcc']} (`arm-none-eabi-g++`), Release (`-O3`)"
     stacks, probe = f["stacks"], f["probe"]
@@ -527,7 +711,8 @@ def regions(f, host):
     demo = [f"Example: the demo's layer (T_max 64, d_model 64, H 4, H_kv 2, d_head 16) takes "
             f"{n(host['demo_ram'], ' ')} bytes with AVX2 kernels (`microattn_demo` prints it), of which "
             f"{host['demo_weights']} bytes are the weight view (`sizeof(Weights<Cfg>)`, x86-64)."]
-    return {("README.md", "cortex-m"): readme, ("README.md", "demo-ram"): demo,
+    return {("docs/memory.md", "cortex-m"): readme, ("README.md", "demo-ram"): demo,
+            ("docs/memory.md", "demo-ram"): demo,
             ("docs/targets.md", "cortex-m-images"): targets_images,
             ("docs/targets.md", "cortex-m-example"): example_block(f, "fp32"),
             ("docs/targets.md", "cortex-m-example-q8"): example_block(f, "int8"),
@@ -549,8 +734,25 @@ def main():
     ap.add_argument("--check", action="store_true", help="report stale figures, change nothing")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or os.cpu_count() or 1),
                     help="parallel compiles of the bench variants (default: CMAKE_BUILD_PARALLEL_LEVEL or the CPUs)")
+    ap.add_argument("--results-from", metavar="JSON",
+                    help="print the results table of a microattn_bench JSON file and exit (no builds needed)")
+    ap.add_argument("--results-only", action="store_true",
+                    help="only README.md's results region, from RESULTS_JSON (no builds needed; with or without --check)")
+    ap.add_argument("--self-test", action="store_true", help="check the results table on a built-in sample")
     a = ap.parse_args()
-    new = regions(cortex_m_figures(a.jobs), host_figures())
+    if a.self_test:
+        results_self_test()
+        return 0
+    if a.results_from:
+        try:
+            with open(a.results_from) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            fail(f"{a.results_from}: {e}")
+        print("\n".join(results_table(data, a.results_from)))
+        return 0
+    new = {} if a.results_only else regions(cortex_m_figures(a.jobs), host_figures())
+    new[("README.md", "results")] = results_region()
     stale = []
     for path in sorted({p for p, _ in new}):
         full = os.path.join(ROOT, path)
@@ -558,6 +760,10 @@ def main():
         out = text
         for (p, name), lines in new.items():
             if p != path:
+                continue
+            if lines is None:
+                print(f"update_figures: {RESULTS_JSON} not found: {path}'s <!-- figures:{name} --> region "
+                      f"left as it is (not written, not checked)")
                 continue
             pat = re.compile(rf"(<!-- figures:{re.escape(name)} -->\n).*?(<!-- /figures -->)", re.S)
             if not pat.search(out):

@@ -265,9 +265,9 @@ def header_text(args, config, v, header_name):
     w(" *   #include \"%s\"" % header_name)
     w(" *   #include \"microattn/c_api.hpp\"")
     w(" *   %s" % c_comment_safe(macro_line(args, config)))
-    w(" * Statuses as the C++ methods (README: Status codes, Buffer overlap); on anything but")
-    w(" * MICROATTN_OK nothing was written. A NULL obj is MICROATTN_NULL_POINTER, one not aligned")
-    w(" * to %s_ALIGN MICROATTN_BAD_ARGUMENT. */" % N)
+    w(" * Statuses as the C++ methods (README.md: Status codes; docs/numeric-contract.md: Buffer")
+    w(" * overlap); on anything but MICROATTN_OK nothing was written. A NULL obj is")
+    w(" * MICROATTN_NULL_POINTER, one not aligned to %s_ALIGN MICROATTN_BAD_ARGUMENT. */" % N)
     guard = "MICROATTN_C_%s_H" % N
     w("#ifndef %s" % guard)
     w("#define %s" % guard)
