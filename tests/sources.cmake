@@ -3,6 +3,7 @@
 # They use static storage for big objects, no threads, files or exceptions.
 set(MICROATTN_PORTABLE_TEST_SOURCES
   test_attention_core.cpp
+  test_attn_kernels.cpp
   test_attention_layer.cpp
   test_arch.cpp
   test_bad_input.cpp

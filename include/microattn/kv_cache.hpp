@@ -543,8 +543,8 @@ class KvAttention {
     rope_.cover(length_, T);
     CacheStore store{*this};
     internal::layer_prefill<Cfg, Arch, kPrefillChunk, false>(
-        ex_, w_, rope_, store, x, T, length_, pw_.q[0], kQStride, pw_.ctx, pw_.pack[0],
-        kPackFloats, pw_.tile, scale(), y, nullptr);
+        ex_, w_, rope_, store, x, T, length_, pw_.q[0], kQStride, pw_.ctx, pw_.pack[0], kPackFloats,
+        pw_.tile, scale(), y, nullptr);
   }
 
   // One token: the projections split by output columns, the attention by key/value groups,

@@ -203,8 +203,7 @@ struct ProjectedQkv {
       store.keys(g, s, qs, D, n, pos);
       if constexpr (Store::kValueRows) {
         project<Arch>(n, D, DM, xa, DM, wv, bv,
-                      kernels::StoreRowMajor{store.value_rows(g, s, pos), Store::kVStride},
-                      panel);
+                      kernels::StoreRowMajor{store.value_rows(g, s, pos), Store::kVStride}, panel);
       } else {
         project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{qs, D}, panel);
         store.values(g, s, qs, D, n, pos);
@@ -311,8 +310,9 @@ MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kM
   auto out = [&](std::size_t i) {
     const Range r = token_rows<Arch>(T, i, ex.parts());
     if (r.begin >= r.end) return;
-    project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD, wo, Cfg::kBiasO ? w.b_o : nullptr,
-                  kernels::StoreRowMajor{y + r.begin * OD, OD}, pack + i * pack_stride);
+    project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD, wo,
+                  Cfg::kBiasO ? w.b_o : nullptr, kernels::StoreRowMajor{y + r.begin * OD, OD},
+                  pack + i * pack_stride);
   };
   ex.run(ex.parts(), out);
 }
@@ -327,8 +327,8 @@ MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMa
                                                   float* ctx, float* pack, std::size_t pack_stride,
                                                   kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
                                                   float scale, float* y, float* maps) noexcept {
-  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store> src{w, rope, store, x, L, q, q_stride, pack,
-                                                     pack_stride};
+  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store> src{w, rope,     store, x,          L,
+                                                     q, q_stride, pack,  pack_stride};
   float* out = Cfg::kHasOutProj ? ctx : y;
   attend_call<Cfg, Arch, kMaps>(ex, T, L, src, store, tiles, out, Cfg::kQDim, scale, maps);
   if constexpr (Cfg::kHasOutProj) out_projection<Cfg, Arch>(ex, w, ctx, T, y, pack, pack_stride);

@@ -323,6 +323,275 @@ MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void pv_rows_frame
 
 }  // namespace detail
 
+namespace detail {
+
+/// The work split of f32_attn_rows over `parts` workers: which part runs query tile t (BQ rows;
+/// the last may be partial). The tiles are ranked by falling cost (the keys their rows see, plus
+/// a per-row constant for the row's own loads and stores) and dealt out back and forth by rank
+/// (0 1 .. P-1 P-1 .. 1 0 0 1 ..), so each part gets as many dear tiles as cheap ones (in index
+/// order, the last and dearest tiles decided the balance). A tile's work is the same whichever
+/// part runs it, so the split never changes a result. Full tiles' costs never fall with the
+/// position (every mask's range grows or stays), so ranking them is reversing them; only a
+/// partial last tile has to be placed by its cost.
+struct QueryTileSplit {
+  std::size_t n_full;        ///< whole tiles
+  bool partial;              ///< a partial last tile (index n_full)
+  std::size_t partial_rank;  ///< its rank among the tiles by falling cost
+  std::size_t parts;
+
+  /// n_rows rows (row r: token r / heads, at position pos0 + r / heads), tiles of bq rows,
+  /// row_cost: the per-row constant (d_head).
+  QueryTileSplit(const KeyMask& mask, std::size_t n_rows, std::size_t heads, std::size_t pos0,
+                 std::size_t bq, std::size_t row_cost, std::size_t parts_) noexcept
+      : n_full(n_rows / bq), partial(n_rows % bq != 0), partial_rank(0), parts(parts_) {
+    if (parts < 2 || !partial) return;
+    auto cost = [&](std::size_t t) {
+      std::size_t c = 0;
+      for (std::size_t r = t * bq; r < n_rows && r < (t + 1) * bq; ++r) {
+        const std::size_t pos = pos0 + r / heads, lo = mask.lo(pos), hi = mask.hi(pos);
+        c += (hi > lo ? hi - lo : 0) + row_cost;
+      }
+      return c;
+    };
+    const std::size_t c_partial = cost(n_full);
+    while (partial_rank < n_full && cost(n_full - 1 - partial_rank) >= c_partial) ++partial_rank;
+  }
+  /// The part that runs tile t (0 .. parts - 1).
+  std::size_t owner(std::size_t t) const noexcept {
+    std::size_t rank = partial_rank;  // t == n_full: the partial tile
+    if (t < n_full) {
+      const std::size_t i = n_full - 1 - t;
+      rank = partial && i >= partial_rank ? i + 1 : i;
+    }
+    const std::size_t m = rank % (2 * parts);
+    return m < parts ? m : 2 * parts - 1 - m;
+  }
+};
+
+/// One query tile of f32_attn_rows: rows r0 .. r0 + bq - 1 of `rows`, with the scratch and the
+/// constants every tile shares.
+template <class Arch, std::size_t kDHead, class CE>
+struct QueryTile {
+  using Tl = internal::Tiles<Arch>;
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  static constexpr bool kQ = !std::is_same<CE, float>::value;
+  static constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK,
+                               LW = V::kWidth;
+  static constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
+  // The row groups' micro-kernel calls in frames of their own (x86; see score_panels_framed).
+  static constexpr bool kFramed = MICROATTN_PIN_X86 && LW >= 8 && kDHead >= LW;
+  // One row's whole output in one P V call where it fits the registers (SIMD arches: d_head 64
+  // is 4 or 8 vectors), and only the vectors that hold d_head's columns (o's padding past them
+  // stays 0; scalar path: every panel whole, see gemm_weights).
+  static constexpr std::size_t kRowVecs = LW > 1 ? (kDHead + LW - 1) / LW : DPad / LW;
+
+  const QueryRows& rows;
+  const KeyMask& mask;
+  const CE* kt;
+  const CE* v;
+  AttnScratch<Arch, kDHead>& sc;
+  const float* k_scale;
+  const float* v_scale;
+  const MapRows* maps;
+  T iota;  ///< lane numbers 0 .. W - 1 (the masks of tile_row_max / tile_row_exp2)
+  std::size_t r0, bq;
+  std::uint16_t ka[BQ], kb[BQ];  ///< each row's keys [ka, kb) in the current key tile
+  float tile_max[BQ];
+
+  std::size_t pos_of(std::size_t r) const noexcept { return rows.pos0 + r / rows.heads; }
+
+  /// Scaled query rows, zeroed accumulators. In whole vectors, written out: GCC 12 at -O2 left
+  /// the scaling loop scalar (docs/compiler-notes.md). The same products, so the same bits,
+  /// except that a denormal product is flushed to 0 where the vector unit flushes them (armv7
+  /// NEON; the rest of its kernels run on NEON already).
+  MICROATTN_ALWAYS_INLINE void load_queries(float qscale) noexcept {
+    const T vqscale = V::set1(qscale);
+    const std::size_t G = rows.heads;
+    for (std::size_t i = 0; i < bq; ++i) {
+      const std::size_t r = r0 + i;
+      const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
+      float* qd = sc.q + i * kDHead;
+      std::size_t d = 0;
+      for (; d + LW <= kDHead; d += LW) V::storeu(qd + d, V::loadu(src + d) * vqscale);
+      for (; d < kDHead; ++d) qd[d] = src[d] * qscale;
+      for (std::size_t e = 0; e < DPad; e += LW) V::store(sc.o + i * DPad + e, V::zero());
+      sc.started[i] = 0;
+    }
+  }
+
+  /// Keys of the tile at j0 (kvalid of them exist) that the row at position pos sees: [first,
+  /// last).
+  std::size_t first(std::size_t pos, std::size_t j0, std::size_t kvalid) const noexcept {
+    const std::size_t a = mask.lo(pos);
+    return a > j0 ? internal::min_size(a - j0, kvalid) : std::size_t{0};
+  }
+  std::size_t last(std::size_t pos, std::size_t j0, std::size_t kvalid) const noexcept {
+    const std::size_t b = mask.hi(pos);
+    return b > j0 ? internal::min_size(b - j0, kvalid) : std::size_t{0};
+  }
+  /// Every row's keys in the tile at j0, once (row r0 + i is token tok of head e, counted along:
+  /// a division per row and key tile was measurable; docs/tuning.md).
+  MICROATTN_ALWAYS_INLINE void row_ranges(std::size_t j0, std::size_t kvalid) noexcept {
+    const std::size_t G = rows.heads;
+    for (std::size_t i = 0, tok = r0 / G, e = r0 % G; i < bq; ++i) {
+      const std::size_t pos = rows.pos0 + tok;
+      ka[i] = static_cast<std::uint16_t>(first(pos, j0, kvalid));
+      kb[i] = static_cast<std::uint16_t>(last(pos, j0, kvalid));
+      if (++e == G) e = 0, ++tok;
+    }
+  }
+
+  /// S = (scale Q) K^T for the tile, by groups of MR rows, over the columns the group's rows see
+  /// (the first row's first key to the last row's last): a tile crossing a mask edge skips the
+  /// work outside it. Scores a row does not see are never read. (SIMD arches: a group starting
+  /// inside a panel starts at its first vector with only the panel's remaining vectors: a
+  /// window's lower edge.)
+  MICROATTN_ALWAYS_INLINE void scores(const CE* ktile) noexcept {
+    for (std::size_t i = 0; i < bq; i += MR) {
+      const std::size_t mr = internal::min_size(MR, bq - i);
+      std::size_t a = std::size_t{ka[i]} / NR * NR;
+      std::size_t av = a;
+      const std::size_t b = kb[i + mr - 1];
+      if constexpr (LW > 1) {
+        const std::size_t v0 = std::size_t{ka[i]} / LW * LW;
+        if (v0 > a && v0 < b) av = v0, a += NR;
+      }
+      if constexpr (kFramed)
+        score_panels_framed<Arch, kDHead>(mr, av, a, b, sc.q + i * kDHead, ktile, sc.s + i * BK);
+      else
+        score_panels<Arch, kDHead>(mr, av, a, b, sc.q + i * kDHead, ktile, sc.s + i * BK);
+    }
+  }
+
+  /// The online-softmax step of the tile: each row's scores over the keys it sees become
+  /// weights 2^(s - m) against its running max m, and its sum and output are rescaled when m
+  /// grows; a row's first tile starts them. Two passes over the rows: every row's tile max
+  /// first, then the exponentials, so the rows' horizontal-max chains overlap (same operations
+  /// per row, same bits). With maps, each row's base-2 scores are kept there first.
+  MICROATTN_ALWAYS_INLINE void softmax_step(std::size_t j0) noexcept {
+    const std::size_t G = rows.heads;
+    for (std::size_t i = 0; i < bq; ++i) {
+      const std::size_t a = ka[i], b = kb[i];
+      if (a >= b) continue;
+      float* s0 = sc.s + i * BK;
+      if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
+      if (maps) {
+        const std::size_t r = r0 + i;
+        float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
+        for (std::size_t j = 0; j < b - a; ++j) mrow[j] = s0[a + j];
+      }
+      tile_max[i] = tile_row_max<Arch>(s0, a, b, iota);
+    }
+    for (std::size_t i = 0; i < bq; ++i) {
+      const std::size_t a = ka[i], b = kb[i];
+      if (a >= b) continue;
+      float* s0 = sc.s + i * BK;
+      float* lrow = sc.l + i * LW;
+      if (!sc.started[i]) {
+        sc.started[i] = 1;
+        sc.m[i] = tile_max[i];
+        V::store(lrow, tile_row_exp2<Arch>(s0, a, b, tile_max[i], iota));
+        if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, v_scale + j0 + a);
+        continue;
+      }
+      const float m_old = sc.m[i];
+      const float m_new = tile_max[i] > m_old ? tile_max[i] : m_old;
+      const T row_sum = tile_row_exp2<Arch>(s0, a, b, m_new, iota);
+      if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, v_scale + j0 + a);
+      if (m_new != m_old) {
+        const T va = V::set1(f32_exp2_scalar(m_old - m_new));
+        V::store(lrow, V::fma(V::load(lrow), va, row_sum));
+        float* orow = sc.o + i * DPad;
+        for (std::size_t d = 0; d < DPad; d += LW) V::store(orow + d, V::load(orow + d) * va);
+        sc.m[i] = m_new;
+      } else {
+        V::store(lrow, V::load(lrow) + row_sum);
+      }
+    }
+  }
+
+  /// O += P V for rows i .. i + mr - 1 over the tile's keys [a, b).
+  MICROATTN_ALWAYS_INLINE void pv(const CE* vtile, std::size_t i, std::size_t mr, std::size_t a,
+                                  std::size_t b) noexcept {
+    if constexpr (kRowVecs <= 8 && LW > 1) {
+      if (mr == 1) {
+        f32_gemm_ukernel<Arch, 1, kRowVecs>(b - a, sc.s + i * BK + a, BK, vtile + a * DPad, DPad,
+                                            sc.o + i * DPad, DPad, nullptr, true);
+        return;
+      }
+    }
+    if constexpr (kFramed)
+      pv_rows_framed<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad, sc.o + i * DPad);
+    else
+      pv_rows<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad, sc.o + i * DPad);
+  }
+  /// O += P V for the tile: each group over the keys all its rows see, then each row alone over
+  /// the few more it sees on either side. A group never multiplies a row's P by a V row that row
+  /// does not see (0 * NaN would be NaN). The shared keys start at the first key of the group's
+  /// last row in a full tile, not of its last row in this call: a row's order of sums must not
+  /// depend on the rows after it (with a window, a shorter call's last row sees earlier keys).
+  MICROATTN_ALWAYS_INLINE void values(std::size_t j0, std::size_t kvalid) noexcept {
+    const CE* vtile = v + j0 * DPad;
+    for (std::size_t i = 0; i < bq; i += MR) {
+      const std::size_t mr = internal::min_size(MR, bq - i);
+      const std::size_t ca = first(pos_of(r0 + i + internal::min_size(MR, BQ - i) - 1), j0, kvalid);
+      const std::size_t cb = kb[i];
+      const bool common = ca < cb;
+      if (common) pv(vtile, i, mr, ca, cb);
+      for (std::size_t e = 0; e < mr; ++e) {
+        const std::size_t a = ka[i + e], b = kb[i + e];
+        if (a >= b) continue;
+        if (!common) {
+          pv(vtile, i + e, 1, a, b);
+          continue;
+        }
+        if (a < ca) pv(vtile, i + e, 1, a, ca);
+        if (cb < b) pv(vtile, i + e, 1, cb, b);
+      }
+    }
+  }
+
+  /// Normalise and write the rows out, and the maps' rows (2^(s - m) / l where the row sees the
+  /// key, 0 elsewhere: the same exp2 and the same 1/l as the output row).
+  MICROATTN_ALWAYS_INLINE void finish() noexcept {
+    const std::size_t G = rows.heads;
+    for (std::size_t i = 0; i < bq; ++i) {
+      const std::size_t r = r0 + i;
+      float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
+      const float inv = 1.0f / V::hsum(V::load(sc.l + i * LW));
+      for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
+      if (maps) {
+        float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
+        const std::size_t pos = pos_of(r);
+        const std::size_t a = mask.lo(pos), b = mask.hi(pos);
+        for (std::size_t j = 0; j < a; ++j) mrow[j] = 0.0f;
+        (void)exp2_row<Arch>(mrow + a, b - a, sc.m[i]);
+        for (std::size_t j = a; j < b; ++j) mrow[j] *= inv;
+        for (std::size_t j = b; j < mask.n_keys; ++j) mrow[j] = 0.0f;
+      }
+    }
+  }
+
+  /// The whole tile: queries, then every key tile any of its rows sees (lo and hi grow with the
+  /// position), then the outputs.
+  MICROATTN_ALWAYS_INLINE void run(float qscale) noexcept {
+    load_queries(qscale);
+    const std::size_t k_begin = mask.lo(pos_of(r0)) / BK * BK;
+    const std::size_t k_end = mask.hi(pos_of(r0 + bq - 1));
+    for (std::size_t j0 = k_begin; j0 < k_end; j0 += BK) {
+      const std::size_t kvalid = internal::min_size(BK, mask.n_keys - j0);
+      row_ranges(j0, kvalid);
+      scores(kt + (j0 / BK) * (kDHead * BK));
+      softmax_step(j0);
+      values(j0, kvalid);
+    }
+    finish();
+  }
+};
+
+}  // namespace detail
+
 /// Attention of `rows` over keys 0 .. mask.n_keys - 1 under `mask` (see KeyMask).
 ///   kt: keys as tiles of K^T, tile t = [kDHead][kBK] floats at kt + t * kDHead * kBK, covering
 ///       at least round_up(n_keys, kBK) keys (columns no row sees may hold anything).
@@ -340,7 +609,8 @@ MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void pv_rows_frame
 /// the result is fp32 attention over the dequantised cache.
 ///
 /// part / parts: only the query tiles of part `part` of a fixed split into `parts` (for
-/// several workers sharing the rows; results are bit-identical for any split).
+/// several workers sharing the rows; detail::QueryTileSplit; results are bit-identical for any
+/// split).
 ///
 /// maps (not null): also writes each row's softmax probabilities there (attention maps): the kernel
 /// keeps the row's base-2 scores (the very scores its online softmax used) and, once the row's
@@ -353,237 +623,23 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
     const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v, float scale,
     AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr, const float* v_scale = nullptr,
     const MapRows* maps = nullptr, std::size_t part = 0, std::size_t parts = 1) noexcept {
-  constexpr bool kQ = !std::is_same<CE, float>::value;
-  using Tl = internal::Tiles<Arch>;
+  using Tile = detail::QueryTile<Arch, kDHead, CE>;
   using V = internal::Vec<Arch>;
-  constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK;
-  constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
-  static_assert(BK <= 0xFFFF, "f32_attn_rows: a key tile's column numbers are kept in 16 bits");
-  const std::size_t n_keys = mask.n_keys;
-  MICROATTN_ASSERT(n_keys >= 1);
-
+  static_assert(Tile::BK <= 0xFFFF,
+                "f32_attn_rows: a key tile's column numbers are kept in 16 bits");
+  MICROATTN_ASSERT(mask.n_keys >= 1);
   // Scores in base 2: softmax(s) = 2^(s log2 e - max) / sum, so the exponential is f32_exp2.
   const float qscale = scale * kLog2e;
-  // Lane numbers 0 .. W - 1 (the masks of tile_row_max / tile_row_exp2).
-  alignas(Tl::kAlign) float lane_no[V::kWidth];
+  alignas(internal::Tiles<Arch>::kAlign) float lane_no[V::kWidth];
   for (std::size_t w = 0; w < V::kWidth; ++w) lane_no[w] = static_cast<float>(w);
-  const typename V::type iota = V::load(lane_no);
-  constexpr std::size_t LW = V::kWidth;
-  // The row groups' micro-kernel calls in frames of their own (x86; see score_panels_framed).
-  constexpr bool kFramed = MICROATTN_PIN_X86 && LW >= 8 && kDHead >= LW;
-  const typename V::type vqscale = V::set1(qscale);
-  const std::size_t G = rows.heads;
-  const std::size_t n_rows = rows.n_tokens * G;
-  auto pos_of = [&](std::size_t r) { return rows.pos0 + r / G; };
-  // Work split (part of parts): the query tiles ranked by falling cost (the keys their rows see,
-  // plus a per-row constant for the row's own loads and stores), dealt out back and forth by
-  // rank (0 1 .. P-1 P-1 .. 1 0 0 1 ..), so each part gets as many dear as cheap ones. A tile's
-  // work is the same whichever part runs it, so the split never changes a result. Full tiles'
-  // costs never fall with the position (every mask's range grows or stays), so ranking them
-  // is reversing them; only a partial last tile has to be placed by its cost.
-  // (Dealt in index order instead, the last, dearest tiles decided the balance: A1's busier
-  // worker had about 6 % more than half the work with 2 workers, 25 % more than a quarter
-  // with 4; ranked, under 1 % and 2.5 %.)
-  const std::size_t n_full = n_rows / BQ;
-  const bool partial_tile = n_full * BQ < n_rows;
-  std::size_t partial_rank = 0;
-  if (parts > 1 && partial_tile) {
-    auto cost = [&](std::size_t t) {
-      std::size_t c = 0;
-      for (std::size_t r = t * BQ; r < n_rows && r < (t + 1) * BQ; ++r) {
-        const std::size_t lo = mask.lo(pos_of(r)), hi = mask.hi(pos_of(r));
-        c += (hi > lo ? hi - lo : 0) + kDHead;
-      }
-      return c;
-    };
-    const std::size_t c_partial = cost(n_full);
-    while (partial_rank < n_full && cost(n_full - 1 - partial_rank) >= c_partial) ++partial_rank;
-  }
-  auto owner = [&](std::size_t t) {
-    std::size_t rank = partial_rank;  // t == n_full: the partial tile
-    if (t < n_full) {
-      const std::size_t i = n_full - 1 - t;
-      rank = partial_tile && i >= partial_rank ? i + 1 : i;
-    }
-    const std::size_t m = rank % (2 * parts);
-    return m < parts ? m : 2 * parts - 1 - m;
-  };
-  for (std::size_t r0 = 0; r0 < n_rows; r0 += BQ) {
-    if (parts > 1 && owner(r0 / BQ) != part) continue;
-    const std::size_t bq = internal::min_size(BQ, n_rows - r0);
-    // Scaled query rows, zeroed accumulators. In whole vectors, written out: GCC 12 at -O2
-    // left the scaling loop scalar (a multiply and a store per float: it would need a runtime
-    // overlap check of q and the scratch to vectorise it), and the M55's loops here are scalar
-    // by attribute. The same products, so the same bits, except that a denormal product is
-    // flushed to 0 where the vector unit flushes them (armv7 NEON; the rest of its kernels run
-    // on NEON already).
-    for (std::size_t i = 0; i < bq; ++i) {
-      const std::size_t r = r0 + i;
-      const float* src = rows.q + (r / G) * rows.ldq + (r % G) * rows.q_head_stride;
-      float* qd = sc.q + i * kDHead;
-      std::size_t d = 0;
-      for (; d + LW <= kDHead; d += LW) V::storeu(qd + d, V::loadu(src + d) * vqscale);
-      for (; d < kDHead; ++d) qd[d] = src[d] * qscale;
-      for (std::size_t e = 0; e < DPad; e += LW) V::store(sc.o + i * DPad + e, V::zero());
-      sc.started[i] = 0;
-    }
-    // Keys any row of the tile sees: lo and hi grow with the position.
-    const std::size_t k_begin = mask.lo(pos_of(r0)) / BK * BK;
-    const std::size_t k_end = mask.hi(pos_of(r0 + bq - 1));
-    for (std::size_t j0 = k_begin; j0 < k_end; j0 += BK) {
-      const std::size_t kvalid = internal::min_size(BK, n_keys - j0);
-      const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
-      // Keys of this tile that the row at position pos sees: [first(pos), last(pos)).
-      auto first = [&](std::size_t pos) {
-        const std::size_t a = mask.lo(pos);
-        return a > j0 ? internal::min_size(a - j0, kvalid) : std::size_t{0};
-      };
-      auto last = [&](std::size_t pos) {
-        const std::size_t b = mask.hi(pos);
-        return b > j0 ? internal::min_size(b - j0, kvalid) : std::size_t{0};
-      };
-      // Every row's keys in this tile, once: [ka[i], kb[i]) (a tile's width fits 16 bits). Row
-      // r0 + i is token tok of head e, counted along (a division per row and key tile was 2 %
-      // of A1's kernel time on AVX-512).
-      std::uint16_t ka[BQ], kb[BQ];
-      for (std::size_t i = 0, tok = r0 / G, e = r0 % G; i < bq; ++i) {
-        const std::size_t pos = rows.pos0 + tok;
-        ka[i] = static_cast<std::uint16_t>(first(pos));
-        kb[i] = static_cast<std::uint16_t>(last(pos));
-        if (++e == G) e = 0, ++tok;
-      }
-      // S = (scale Q) K^T for this tile, by groups of MR rows, over the columns the group's rows
-      // see (the first row's first key to the last row's last): on a tile crossing a mask edge
-      // that skips the work outside it. Scores a row does not see are never read.
-      // (SIMD arches: a group starting inside a panel starts at its first vector with only the
-      // panel's remaining vectors, not at the panel's first column: a window's lower edge.)
-      for (std::size_t i = 0; i < bq; i += MR) {
-        const std::size_t mr = internal::min_size(MR, bq - i);
-        std::size_t a = std::size_t{ka[i]} / NR * NR;
-        std::size_t av = a;
-        const std::size_t b = kb[i + mr - 1];
-        if constexpr (LW > 1) {
-          const std::size_t v0 = std::size_t{ka[i]} / LW * LW;
-          if (v0 > a && v0 < b) av = v0, a += NR;
-        }
-        if constexpr (kFramed)
-          detail::score_panels_framed<Arch, kDHead>(mr, av, a, b, sc.q + i * kDHead, ktile,
-                                                    sc.s + i * BK);
-        else
-          detail::score_panels<Arch, kDHead>(mr, av, a, b, sc.q + i * kDHead, ktile, sc.s + i * BK);
-      }
-      // Online softmax over the keys each row sees; the first tile a row sees starts its
-      // running max and sum. Two passes over the rows: every row's tile max first, then the
-      // exponentials, so the rows' horizontal-max chains overlap instead of each one stalling
-      // its row's exponentials (same operations per row, same bits).
-      float tile_max[BQ];
-      for (std::size_t i = 0; i < bq; ++i) {
-        const std::size_t a = ka[i], b = kb[i];
-        if (a >= b) continue;
-        float* s0 = sc.s + i * BK;
-        if constexpr (kQ) detail::scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
-        if (maps) {
-          const std::size_t r = r0 + i;
-          float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
-          for (std::size_t j = 0; j < b - a; ++j) mrow[j] = s0[a + j];
-        }
-        tile_max[i] = detail::tile_row_max<Arch>(s0, a, b, iota);
-      }
-      for (std::size_t i = 0; i < bq; ++i) {
-        const std::size_t a = ka[i], b = kb[i];
-        if (a >= b) continue;
-        const std::size_t n = b - a;
-        float* s0 = sc.s + i * BK;
-        float* srow = s0 + a;
-        float* lrow = sc.l + i * LW;
-        if (!sc.started[i]) {
-          sc.started[i] = 1;
-          sc.m[i] = tile_max[i];
-          V::store(lrow, detail::tile_row_exp2<Arch>(s0, a, b, tile_max[i], iota));
-          if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
-          continue;
-        }
-        const float m_old = sc.m[i];
-        const float m_new = tile_max[i] > m_old ? tile_max[i] : m_old;
-        const typename V::type row_sum = detail::tile_row_exp2<Arch>(s0, a, b, m_new, iota);
-        if constexpr (kQ) detail::scale_row<Arch>(srow, n, v_scale + j0 + a);
-        if (m_new != m_old) {
-          const float alpha = f32_exp2_scalar(m_old - m_new);
-          const typename V::type va = V::set1(alpha);
-          V::store(lrow, V::fma(V::load(lrow), va, row_sum));
-          float* orow = sc.o + i * DPad;
-          for (std::size_t d = 0; d < DPad; d += V::kWidth)
-            V::store(orow + d, V::load(orow + d) * va);
-          sc.m[i] = m_new;
-        } else {
-          V::store(lrow, V::load(lrow) + row_sum);
-        }
-      }
-      // O += P V for this tile: each group over the keys all its rows see (the last row's first
-      // to the first row's last), then each row alone over the few more it sees on either
-      // side. A group never multiplies a row's P by a V row that row does not see (0 * NaN
-      // would be NaN).
-      const CE* vtile = v + j0 * DPad;
-      // One row's whole output in one call where it fits the registers (SIMD arches: d_head 64
-      // is 4 or 8 vectors): the rows' own keys at mask edges are many short calls.
-      // Only the vectors that hold d_head's columns (o's padding past them stays 0: d_head 2
-      // on AVX-512 is one vector of a 32-wide panel).
-      // (Scalar path: every panel whole, see gemm_weights.)
-      constexpr std::size_t kRowVecs =
-          V::kWidth > 1 ? (kDHead + V::kWidth - 1) / V::kWidth : DPad / V::kWidth;
-      auto pv = [&](std::size_t i, std::size_t mr, std::size_t a, std::size_t b) {
-        if constexpr (kRowVecs <= 8 && V::kWidth > 1) {
-          if (mr == 1) {
-            f32_gemm_ukernel<Arch, 1, kRowVecs>(b - a, sc.s + i * BK + a, BK, vtile + a * DPad,
-                                                DPad, sc.o + i * DPad, DPad, nullptr, true);
-            return;
-          }
-        }
-        if constexpr (kFramed)
-          detail::pv_rows_framed<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad,
-                                               sc.o + i * DPad);
-        else
-          detail::pv_rows<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad,
-                                        sc.o + i * DPad);
-      };
-      for (std::size_t i = 0; i < bq; i += MR) {
-        const std::size_t mr = internal::min_size(MR, bq - i);
-        // The shared keys start at the first key of the group's last row in a full tile, not
-        // of its last row in this call: a row's order of sums must not depend on the rows after
-        // it (with a window, a shorter call's last row sees earlier keys).
-        const std::size_t ca = first(pos_of(r0 + i + internal::min_size(MR, BQ - i) - 1));
-        const std::size_t cb = kb[i];
-        const bool common = ca < cb;
-        if (common) pv(i, mr, ca, cb);
-        for (std::size_t e = 0; e < mr; ++e) {
-          const std::size_t a = ka[i + e], b = kb[i + e];
-          if (a >= b) continue;
-          if (!common) {
-            pv(i + e, 1, a, b);
-            continue;
-          }
-          if (a < ca) pv(i + e, 1, a, ca);
-          if (cb < b) pv(i + e, 1, cb, b);
-        }
-      }
-    }
-    // Normalise and write the rows out (and the maps' rows: 2^(s - m) / l where the row sees
-    // the key, 0 elsewhere).
-    for (std::size_t i = 0; i < bq; ++i) {
-      const std::size_t r = r0 + i;
-      float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
-      const float inv = 1.0f / V::hsum(V::load(sc.l + i * LW));
-      for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
-      if (maps) {
-        float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
-        const std::size_t pos = pos_of(r);
-        const std::size_t a = mask.lo(pos), b = mask.hi(pos);
-        for (std::size_t j = 0; j < a; ++j) mrow[j] = 0.0f;
-        (void)detail::exp2_row<Arch>(mrow + a, b - a, sc.m[i]);
-        for (std::size_t j = a; j < b; ++j) mrow[j] *= inv;
-        for (std::size_t j = b; j < n_keys; ++j) mrow[j] = 0.0f;
-      }
-    }
+  const std::size_t n_rows = rows.n_tokens * rows.heads;
+  const detail::QueryTileSplit split(mask, n_rows, rows.heads, rows.pos0, Tile::BQ, kDHead, parts);
+  Tile tile{rows, mask, kt, v, sc, k_scale, v_scale, maps, V::load(lane_no), 0, 0, {}, {}, {}};
+  for (std::size_t r0 = 0; r0 < n_rows; r0 += Tile::BQ) {
+    if (parts > 1 && split.owner(r0 / Tile::BQ) != part) continue;
+    tile.r0 = r0;
+    tile.bq = internal::min_size(Tile::BQ, n_rows - r0);
+    tile.run(qscale);
   }
 }
 
