@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ScaledDotProductAttention (the fused tiled causal core) against the worked example of the
 // teaching notes and the double-precision reference.
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -39,7 +38,8 @@ void check_key_tiles() {
     for (std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{33},
                           std::size_t{70}, 2 * BK - row0 % BK}) {
       if (row0 + n > kRows) continue;
-      for (std::size_t i = 0; i < kRows * D; ++i) kt[i] = want[i] = -9.0f;
+      microattn_test::fill_sentinel(kt);
+      microattn_test::fill_sentinel(want);
       for (std::size_t i = 0; i < n; ++i) {
         const std::size_t r = row0 + i;
         for (std::size_t d = 0; d < D; ++d)
@@ -210,11 +210,7 @@ TEST(AttentionCore, HugeScores) {
     // Scores of size S carry absolute error ~ 8 eps S, so the weights of near-ties move by
     // that much: with S ~ 1e4, 8 * 6e-8 * 1e4 = 5e-3 relative per weight in the worst case.
     // Most rows are dominated by one key; we bound the error by the score-rounding model.
-    double worst = 0;
-    for (std::size_t i = 0; i < T * QD; ++i) {
-      const double d = std::fabs(out[i] - ref[i]);
-      worst = d > worst ? d : worst;
-    }
+    const double worst = microattn_test::max_diff(out, ref, T * QD);
     EXPECT_LE(worst, 8 * microattn_test::kEps * 8 * 1e4 * 2) << A::name();
   });
 }

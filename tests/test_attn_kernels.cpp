@@ -24,12 +24,7 @@ using microattn::kernels::KeyMask;
 using microattn::kernels::MapRows;
 using microattn::kernels::QueryRows;
 using microattn_test::for_each_arch;
-
-#if defined(MICROATTN_TEST_QUICK)
-constexpr bool kQuick = true;
-#else
-constexpr bool kQuick = false;
-#endif
+using microattn_test::kQuick;
 
 constexpr std::size_t kMaxKeys = 160, kMaxT = 100, kMaxD = 16, kMaxG = 2;
 constexpr std::size_t kKtFloats = (kMaxKeys + 128) * kMaxD;  // whole key tiles of any arch

@@ -22,21 +22,11 @@ using microattn::OutProj;
 using microattn::ScaledDotProductAttention;
 using microattn::Status;
 using microattn::Weights;
+using microattn_test::all_sentinel;
+using microattn_test::fill_sentinel;
 
-constexpr float kSentinel = -31337.0f;
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-template <std::size_t N>
-void fill_sentinel(float (&a)[N]) {
-  for (float& f : a) f = kSentinel;
-}
-template <std::size_t N>
-bool untouched(const float (&a)[N]) {
-  for (float f : a)
-    if (!(f == kSentinel)) return false;
-  return true;
-}
 
 using LayerCfg = Config<8, 6, 2, 1, 4, Bias::kYes>;  // with W_O and biases
 float g_w[4][64], g_b[4][16];
@@ -58,7 +48,7 @@ TEST(BadInput, LayerArguments) {
     microattn_test::Rng(2).fill(x, 8 * 6, -1, 1);
     fill_sentinel(y);
     EXPECT_EQ(layer.forward(x, 4, y), Status::kNullPointer) << "no weights yet";
-    EXPECT_TRUE(untouched(y));
+    EXPECT_TRUE(all_sentinel(y));
     ASSERT_EQ(layer.set_weights(full_weights()), Status::kOk);
     EXPECT_EQ(layer.forward(nullptr, 4, y), Status::kNullPointer);
     EXPECT_EQ(layer.forward(x, 4, nullptr), Status::kNullPointer);
@@ -69,9 +59,9 @@ TEST(BadInput, LayerArguments) {
     EXPECT_EQ(layer.set_scale(kNaN), Status::kBadScale);
     EXPECT_EQ(layer.scale(), microattn::default_scale<LayerCfg>())
         << "a rejected scale is not kept";
-    EXPECT_TRUE(untouched(y)) << A::name();
+    EXPECT_TRUE(all_sentinel(y)) << A::name();
     EXPECT_EQ(layer.forward(x, 4, y), Status::kOk);  // and a good call still works
-    EXPECT_FALSE(untouched(y));
+    EXPECT_FALSE(all_sentinel(y));
   });
 }
 
@@ -129,7 +119,7 @@ TEST(BadInput, WeightLayoutTheConfigCannotUse) {
   static MultiHeadAttention<LayerCfg> direct(panelled);
   fill_sentinel(y1);
   EXPECT_EQ(direct.forward(x, 8, y1), Status::kBadArgument);
-  EXPECT_TRUE(untouched(y1));
+  EXPECT_TRUE(all_sentinel(y1));
   ASSERT_EQ(layer.forward(x, 8, y1), Status::kOk);  // the old weights are still in use
   EXPECT_EQ(std::memcmp(y0, y1, sizeof y0), 0);
   fill_sentinel(yk);
@@ -180,14 +170,14 @@ TEST(BadInput, CoreArguments) {
     EXPECT_EQ(attn.set_scale(kNaN), Status::kBadScale);
     EXPECT_EQ(attn.set_scale(kInf), Status::kBadScale);
     EXPECT_EQ(attn.scale(), s) << "a rejected scale is not kept";
-    EXPECT_TRUE(untouched(out)) << A::name();
+    EXPECT_TRUE(all_sentinel(out)) << A::name();
     // Output overlapping any input.
     static float big[8 * 6 + 8 * 3 + 8 * 3];
     fill_sentinel(big);
     EXPECT_EQ(attn.forward(big, 6, k, 3, v, 3, 4, big + 4, 6), Status::kOverlap);
     EXPECT_EQ(attn.forward(q, 6, big, 3, v, 3, 4, big + 2, 6), Status::kOverlap);
     EXPECT_EQ(attn.forward(q, 6, k, 3, big + 30, 3, 4, big + 10, 6), Status::kOverlap);
-    EXPECT_TRUE(untouched(big)) << A::name();
+    EXPECT_TRUE(all_sentinel(big)) << A::name();
     // Adjacent, not overlapping, is fine.
     EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 4, big, 6), Status::kOk);
   });
@@ -211,7 +201,7 @@ TEST(BadInput, ScaleWhoseBase2FormOverflows) {
       EXPECT_EQ(layer.set_scale(bad), Status::kBadScale) << A::name() << " " << bad;
       EXPECT_EQ(core.set_scale(bad), Status::kBadScale) << bad;
       EXPECT_EQ(kv.set_scale(bad), Status::kBadScale) << bad;
-      EXPECT_TRUE(untouched(y)) << A::name();
+      EXPECT_TRUE(all_sentinel(y)) << A::name();
     }
     EXPECT_EQ(kv.scale(), microattn::default_scale<LayerCfg>()) << "a rejected scale is not kept";
     // The largest accepted magnitudes (their scores overflow: NaN rows, see NumericContract).
@@ -243,9 +233,9 @@ TEST(BadInput, StrideWhoseSpanOverflows) {
   EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 2, out, huge), Status::kBadStride);
   EXPECT_EQ(attn.forward(q, 6, k, 3, v, 3, 3, out, wraps), Status::kBadStride);
   EXPECT_EQ(attn.forward(q, wraps, k, 3, v, 3, 3, out, 6), Status::kBadStride);
-  EXPECT_TRUE(untouched(out));
+  EXPECT_TRUE(all_sentinel(out));
   EXPECT_EQ(attn.forward(q, huge, k, huge, v, huge, 1, out, huge), Status::kOk);  // one row
-  EXPECT_FALSE(untouched(out));
+  EXPECT_FALSE(all_sentinel(out));
 }
 
 // Chunked prefill with W_O reads each chunk's x and then writes that chunk's y: y overlapping a

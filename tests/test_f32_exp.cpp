@@ -2,7 +2,6 @@
 // f32_exp and f32_exp2: error budget over the whole softmax input range, special values.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "microattn/kernels/f32_exp.hpp"
@@ -12,21 +11,14 @@
 namespace {
 
 using microattn::internal::Vec;
-
-float bits_to_float(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using microattn_test::from_bits;
 
 // Every Stride-th float of the range: every one of the 1.1e9 on native host builds, a sample
 // under emulators and sanitizers (MICROATTN_TEST_QUICK) and on Cortex-M (MICROATTN_TINY_TEST).
 #if defined(MICROATTN_TINY_TEST)
 constexpr std::uint32_t kStride = 100003;
-#elif defined(MICROATTN_TEST_QUICK)
-constexpr std::uint32_t kStride = 61;
 #else
-constexpr std::uint32_t kStride = 1;
+constexpr std::uint32_t kStride = microattn_test::kQuick ? 61 : 1;
 #endif
 
 // The function under test: f32_exp2 when Base2 (f32_softmax_exp2 when also Softmax), f32_exp
@@ -46,14 +38,13 @@ void max_ulp_error(float lo, double& worst, float& worst_x, std::uint32_t stride
   using V = Vec<A>;
   constexpr std::size_t W = V::kWidth;
   const std::uint32_t first = 0x80000000u;  // -0.0
-  std::uint32_t last;
-  std::memcpy(&last, &lo, sizeof last);
+  const std::uint32_t last = microattn_test::to_bits(lo);
   alignas(64) float in[W], out[W];
   std::uint32_t u = first;
   bool done = false;
   while (!done) {
     for (std::size_t i = 0; i < W; ++i) {
-      in[i] = bits_to_float(u);
+      in[i] = from_bits(u);
       if (last - u < stride)
         done = true;
       else if (!done)
@@ -193,15 +184,14 @@ TEST(F32SoftmaxExp2, TinyForEveryFiniteXBelowTheRange) {
     using V = Vec<A>;
     constexpr std::size_t W = V::kWidth;
     const float lo = -126.0f;
-    std::uint32_t u;
-    std::memcpy(&u, &lo, sizeof u);
+    std::uint32_t u = microattn_test::to_bits(lo);
     alignas(64) float in[W], out[W];
     std::size_t bad = 0;
     float bad_x = 0, bad_y = 0;
     const std::uint32_t stride = kStride * 7;
     while (u < 0xFF800000u) {  // -inf excluded
       for (std::size_t i = 0; i < W; ++i) {
-        in[i] = bits_to_float(u);
+        in[i] = from_bits(u);
         u = 0xFF800000u - u > stride ? u + stride : 0xFF7FFFFFu;  // -FLT_MAX last
       }
       V::storeu(out, microattn::kernels::f32_softmax_exp2<A>(V::loadu(in)));

@@ -15,6 +15,8 @@
 namespace {
 
 using microattn::WeightLayout;
+using microattn_test::all_sentinel;
+using microattn_test::fill_sentinel;
 using microattn_test::for_each_arch;
 
 constexpr std::size_t kMaxM = 200, kMaxN = 70, kMaxK = 300;
@@ -58,7 +60,7 @@ void check_gemm(std::size_t M, std::size_t N, std::size_t K, WeightLayout layout
   rng.fill(g_bias, N, -1, 1);
   const std::size_t ldb = store_b(layout, N, K);
   const std::size_t ldc = N + 3;  // a row stride wider than the row
-  for (std::size_t i = 0; i < M * ldc; ++i) g_c[i] = 12345.0f;
+  fill_sentinel(g_c, M * ldc);
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t n = 0; n < N; ++n) {
       double acc = bias ? g_bias[n] : 0.0;
@@ -74,7 +76,7 @@ void check_gemm(std::size_t M, std::size_t N, std::size_t K, WeightLayout layout
       const double d = std::fabs(g_c[m * ldc + n] - g_ref[m * N + n]);
       err = d <= err ? err : d;  // NaN propagates as a failure
     }
-    for (std::size_t n = N; n < ldc && m + 1 < M; ++n) pad_ok = pad_ok && g_c[m * ldc + n] == 12345.0f;
+    if (m + 1 < M) pad_ok = pad_ok && all_sentinel(g_c + m * ldc + N, ldc - N);
   }
   // K products of magnitude <= 1 and a bias: error <= K eps (sqrt(K) typical), with 4x margin.
   EXPECT_LE(err, microattn_test::tolerance(K + 1, 1.0))
@@ -127,7 +129,8 @@ TEST(F32Gemm, RowsFourKibApart) {
         microattn_test::Rng ra(M + static_cast<std::size_t>(layout));
         for (std::size_t m = 0; m < M; ++m) ra.fill(g_a + m * kPad, K, -1, 1);
         const std::size_t ldb = store_b(layout, N, K);
-        for (std::size_t i = 0; i < M * N + 1; ++i) g_c[i] = c_pad[i] = 12345.0f;
+        fill_sentinel(g_c, M * N + 1);
+        fill_sentinel(c_pad, M * N + 1);
         microattn::kernels::f32_gemm<A>(M, N, K, g_a, kPad, g_bs, ldb, layout, g_bias,
                                         microattn::kernels::StoreRowMajor{c_pad, N}, pack);
         for (std::size_t m = 0; m < M; ++m)  // down to stride kLda (first row first)
@@ -148,7 +151,7 @@ TEST(F32Gemm, RowsFourKibApart) {
         // As check_gemm: K products of magnitude <= 1 and a bias.
         EXPECT_LE(err, microattn_test::tolerance(K + 1, 1.0))
             << A::name() << " M=" << M << " " << layout_name(layout);
-        EXPECT_EQ(g_c[M * N], 12345.0f) << A::name() << " wrote past C";
+        EXPECT_EQ(g_c[M * N], microattn_test::kSentinel) << A::name() << " wrote past C";
       }
     }
   });
@@ -224,7 +227,7 @@ void check_gemv(std::size_t N, std::size_t K, WeightLayout layout, bool bias) {
   rng.fill(g_b, K * N, -1, 1);
   rng.fill(g_bias, N, -1, 1);
   const std::size_t ldw = store_b(layout, N, K);
-  for (float& v : g_y) v = 12345.0f;
+  fill_sentinel(g_y);
   for (std::size_t n = 0; n < N; ++n) {
     double acc = bias ? g_bias[n] : 0.0;
     for (std::size_t k = 0; k < K; ++k) acc += double(g_x[k]) * g_b[k * N + n];
@@ -233,9 +236,8 @@ void check_gemv(std::size_t N, std::size_t K, WeightLayout layout, bool bias) {
   microattn::kernels::f32_gemv<A>(N, K, g_x, g_bs, ldw, layout, bias ? g_bias : nullptr, g_y);
   EXPECT_LE(microattn_test::max_diff(g_y, g_yref, N), microattn_test::tolerance(K + 1, 1.0))
       << A::name() << " N=" << N << " K=" << K << " " << layout_name(layout) << " bias=" << bias;
-  bool tail_ok = true;
-  for (std::size_t n = N; n < N + 8; ++n) tail_ok = tail_ok && g_y[n] == 12345.0f;
-  EXPECT_TRUE(tail_ok) << A::name() << " f32_gemv wrote past N=" << N << " " << layout_name(layout);
+  EXPECT_TRUE(all_sentinel(g_y + N, 8))
+      << A::name() << " f32_gemv wrote past N=" << N << " " << layout_name(layout);
 }
 
 TEST(F32Gemv, EveryLayoutAgainstDoubleReference) {
@@ -271,7 +273,7 @@ TEST(PackWeightPanels, LayoutsAndStatuses) {
       EXPECT_EQ(pa[(o / 16) * in * 16 + i * 16 + o % 16], want) << "i=" << i << " o=" << o;
       EXPECT_EQ(pb[(o / 16) * in * 16 + i * 16 + o % 16], want) << "i=" << i << " o=" << o;
     }
-  for (float& v : pb) v = -1.0f;
+  fill_sentinel(pb);
   using microattn::Status;
   EXPECT_EQ(microattn::pack_weight_panels(nullptr, WeightLayout::kInOut, in, out, pb),
             Status::kNullPointer);
@@ -285,9 +287,7 @@ TEST(PackWeightPanels, LayoutsAndStatuses) {
             Status::kBadArgument);
   EXPECT_EQ(microattn::pack_weight_panels(pa, WeightLayout::kInOut, in, out, pa + 3),
             Status::kOverlap);
-  bool untouched = true;
-  for (float v : pb) untouched = untouched && v == -1.0f;
-  EXPECT_TRUE(untouched);
+  EXPECT_TRUE(all_sentinel(pb));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "support/check.hpp"
 #include "support/random_weights.hpp"
 #include "support/rng.hpp"
+#include "support/rope.hpp"
 #include "support/unit.hpp"
 
 namespace {
@@ -27,64 +28,39 @@ using microattn::RopePairing;
 using microattn::Status;
 using microattn::WeightLayout;
 using microattn::Weights;
+using microattn_test::all_sentinel;
+using microattn_test::fill_sentinel;
 using microattn_test::for_each_arch;
 using microattn_test::kLongT;
+using microattn_test::kQuick;
 using microattn_test::long_t;
-
-#if defined(MICROATTN_TEST_QUICK)
-constexpr bool kQuick = true;
-#else
-constexpr bool kQuick = false;
-#endif
-
-/// Token capacity of a test configuration: as written, or at most 24 under emulation (Cortex-M
-/// images link every portable test and have 512 KB to 4 MB of RAM).
-constexpr std::size_t cap(std::size_t t) { return kQuick && t > 24 ? 24 : t; }
+using microattn_test::quick_cap;
+using microattn_test::RandomWeights;
+using microattn_test::rope_cfg;
+using microattn_test::rope_ref_of;
+using microattn_test::same_bits;
 
 // Shared pools (one check runs at a time), so the test image stays small on Cortex-M.
 constexpr std::size_t kWideT = kQuick ? 20 : 70;  // T_max of the d_head = 64 configuration
 // PrefillLongerThanARowBlock: T_max of an arch = long_t<A>() (d_model 12).
 // x: T_max * d_model of the largest config (also the split-K ones: 150 x 24, 140 x 20)
 constexpr std::size_t kPoolIn = microattn::internal::max_size(
-    microattn::internal::max_size(cap(70) * 40, cap(150) * 24), kLongT * 12);
+    microattn::internal::max_size(quick_cap(70) * 40, quick_cap(150) * 24), kLongT * 12);
 constexpr std::size_t kPoolOut = microattn::internal::max_size(
-    microattn::internal::max_size(cap(70) * 64, cap(150) * 24), kLongT * 12);
+    microattn::internal::max_size(quick_cap(70) * 64, quick_cap(150) * 24), kLongT * 12);
 constexpr std::size_t kPoolRef = microattn::internal::max_size(
     microattn::internal::max_size(
-        microattn::internal::max_size(cap(70) * (2 * 64 + 2 * 32) + cap(70),
-                                      cap(30) * (2 * 96 + 2 * 48) + cap(30)),
+        microattn::internal::max_size(quick_cap(70) * (2 * 64 + 2 * 32) + quick_cap(70),
+                                      quick_cap(30) * (2 * 96 + 2 * 48) + quick_cap(30)),
         kWideT*(4 * 2 * 64) + kWideT),
     microattn::internal::max_size(
-        microattn::internal::max_size(cap(150) * (2 * 32 + 2 * 8) + cap(150),
-                                      cap(140) * (2 * 36 + 2 * 12) + cap(140)),
+        microattn::internal::max_size(quick_cap(150) * (2 * 32 + 2 * 8) + quick_cap(150),
+                                      quick_cap(140) * (2 * 36 + 2 * 12) + quick_cap(140)),
         kLongT*(2 * 16 + 2 * 16) + kLongT));
 float g_x[kPoolIn];
 float g_y_pre[kPoolOut], g_y_dec[kPoolOut], g_y_chunk[kPoolOut];
 double g_ref[kPoolOut];
 double g_scratch[kPoolRef];
-
-bool same_bits(const float* a, const float* b, std::size_t n);
-
-/// max |a[i] - b[i]| (NaN counts as a failure).
-double max_diff_f(const float* a, const float* b, std::size_t n) {
-  double m = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
-using microattn_test::RandomWeights;
-
-RopeConfig rope_cfg(bool on, RopePairing p, std::size_t dims, float base = 10000.0f) {
-  RopeConfig r;
-  r.enabled = on;
-  r.pairing = p;
-  r.rotary_dims = dims;
-  r.base = base;
-  return r;
-}
 
 /// The RoPE variants every layer configuration is run with: off, both pairings over the whole
 /// head (largest even width), both over a partial width.
@@ -106,12 +82,6 @@ RopeConfig rope_variant(int i) {
     default:
       return rope_cfg(false, RopePairing::kHalfSplit, 0);
   }
-}
-
-microattn_ref::RopeRef rope_ref_of(const RopeConfig& r, std::size_t d_head) {
-  if (!r.enabled) return {0, 0.0, false};
-  return {r.rotary_dims ? r.rotary_dims : d_head, static_cast<double>(r.base),
-          r.pairing == RopePairing::kAdjacent};
 }
 
 /// One sequence of T tokens three ways on one object (reset in between): a single prefill,
@@ -164,7 +134,7 @@ void check_sequence(std::size_t T, std::uint64_t seed, WeightLayout layout, cons
   const double e_dec = microattn_test::max_diff(g_y_dec, g_ref, T * OD);
   const double e_chk = microattn_test::max_diff(g_y_chunk, g_ref, T * OD);
   // decode vs prefill: both within tol of the reference, so within 2 tol of each other
-  const double e_dp = max_diff_f(g_y_dec, g_y_pre, T * OD);
+  const double e_dp = microattn_test::max_diff(g_y_dec, g_y_pre, T * OD);
   EXPECT_LE(e_pre, tol) << "prefill " << A::name() << " T=" << T << " H=" << Cfg::kHeads
                         << " Hkv=" << Cfg::kKvHeads << " D=" << Cfg::kDHead
                         << " rope=" << rc.enabled << "/" << static_cast<int>(rc.pairing) << "/"
@@ -211,25 +181,27 @@ void sweep_sequence(std::uint64_t seed) {
 }
 
 TEST(KvCache, DecodeEqualsPrefillMha) {
-  sweep_sequence<Config<cap(40), 24, 4, 4, 8, Bias::kYes, microattn::Rope::kYes>>(1);
-  sweep_sequence<Config<cap(33), 13, 3, 3, 5, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>>(
+  sweep_sequence<Config<quick_cap(40), 24, 4, 4, 8, Bias::kYes, microattn::Rope::kYes>>(1);
+  sweep_sequence<
+      Config<quick_cap(33), 13, 3, 3, 5, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>>(
       2);                                                                  // odd d_head, no W_O
   sweep_sequence<Config<kWideT, 16, 2, 2, 64, microattn::Rope::kYes>>(3);  // wide heads
   sweep_sequence<Config<20, 7, 2, 2, 1, microattn::Rope::kYes>>(4);        // d_head 1: no RoPE
 }
 
 TEST(KvCache, DecodeEqualsPrefillGqa) {
-  sweep_sequence<Config<cap(70), 32, 4, 2, 16, Bias::kYes, microattn::Rope::kYes>>(5);
-  sweep_sequence<Config<cap(50), 20, 6, 2, 6, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>>(
+  sweep_sequence<Config<quick_cap(70), 32, 4, 2, 16, Bias::kYes, microattn::Rope::kYes>>(5);
+  sweep_sequence<
+      Config<quick_cap(50), 20, 6, 2, 6, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>>(
       6);  // 3 heads per group
-  sweep_sequence<Config<cap(30), 40, 8, 4, 12, Bias::kYes, microattn::Rope::kYes>>(7);
+  sweep_sequence<Config<quick_cap(30), 40, 8, 4, 12, Bias::kYes, microattn::Rope::kYes>>(7);
 }
 
 TEST(KvCache, DecodeEqualsPrefillMqa) {
-  sweep_sequence<Config<cap(40), 24, 8, 1, 8, microattn::Rope::kYes>>(
+  sweep_sequence<Config<quick_cap(40), 24, 8, 1, 8, microattn::Rope::kYes>>(
       8);  // 8 heads per group: more than one row block
-  sweep_sequence<Config<cap(45), 17, 3, 1, 10, Bias::kYes, microattn::Rope::kYes>>(9);
-  sweep_sequence<Config<cap(40), 32, 4, 1, 16, microattn::Rope::kYes>>(10);  // fits kPanel16
+  sweep_sequence<Config<quick_cap(45), 17, 3, 1, 10, Bias::kYes, microattn::Rope::kYes>>(9);
+  sweep_sequence<Config<quick_cap(40), 32, 4, 1, 16, microattn::Rope::kYes>>(10);  // fits kPanel16
 }
 
 // More workers than key/value heads: decode splits each head's keys into fixed chunks (split-K,
@@ -237,18 +209,19 @@ TEST(KvCache, DecodeEqualsPrefillMqa) {
 // several: tests/test_threads.cpp). Against the double reference like the unsplit layers, with
 // T past two key tiles so that every chunk holds keys, and short T where some are empty.
 TEST(KvCache, DecodeSplitKEqualsPrefill) {
-  sweep_sequence<Config<cap(150), 24, 4, 1, 8, microattn::MaxWorkers{3}, microattn::Rope::kYes>>(
-      21);  // MQA: 3 chunks
   sweep_sequence<
-      Config<cap(140), 20, 6, 2, 6, Bias::kYes, microattn::MaxWorkers{4}, microattn::Rope::kYes>>(
-      22);  // GQA, 2 heads: 2 chunks each
+      Config<quick_cap(150), 24, 4, 1, 8, microattn::MaxWorkers{3}, microattn::Rope::kYes>>(
+      21);  // MQA: 3 chunks
+  sweep_sequence<Config<quick_cap(140), 20, 6, 2, 6, Bias::kYes, microattn::MaxWorkers{4},
+                        microattn::Rope::kYes>>(22);  // GQA, 2 heads: 2 chunks each
 }
 
 // Both weight layouts of the same weights give the same outputs (kOutIn = transposed copy).
 TEST(KvCache, DecodeEqualsPrefillBiasFlagsAndOutDim) {
   sweep_sequence<
-      Config<cap(30), 20, 4, 2, 6, Bias::kQkv, microattn::OutDim{12}, microattn::Rope::kYes>>(11);
-  sweep_sequence<Config<cap(30), 16, 2, 2, 16, Bias::kQ | Bias::kO, microattn::OutDim{32},
+      Config<quick_cap(30), 20, 4, 2, 6, Bias::kQkv, microattn::OutDim{12}, microattn::Rope::kYes>>(
+      11);
+  sweep_sequence<Config<quick_cap(30), 16, 2, 2, 16, Bias::kQ | Bias::kO, microattn::OutDim{32},
                         microattn::Rope::kYes>>(12);
 }
 
@@ -341,13 +314,12 @@ TEST(KvCache, ExportImport) {
     ASSERT_EQ(dst.decode(g_x + 18 * DM, g_y_dec), Status::kOk);
     EXPECT_EQ(std::memcmp(g_y_pre, g_y_dec, OD * sizeof(float)), 0) << A::name();
     // Export's own argument checks leave its outputs untouched.
-    std::memset(k, 0x7f, sizeof k);
+    fill_sentinel(k);
     EXPECT_EQ(src.export_cache(15, 5, k, v, &a), Status::kBadArgument) << "past length()";
     EXPECT_EQ(src.export_cache(0, 0, k, v, &a), Status::kBadArgument);
     EXPECT_EQ(src.export_cache(0, 2, k, k + 4, &a), Status::kOverlap);
     EXPECT_EQ(src.export_cache(0, 2, k, v, nullptr), Status::kNullPointer);
-    for (std::size_t i = 0; i < sizeof k; ++i)
-      ASSERT_EQ(reinterpret_cast<unsigned char*>(k)[i], 0x7f);
+    ASSERT_TRUE(all_sentinel(k));
   });
 }
 
@@ -381,7 +353,7 @@ TEST(KvCache, WeightLayoutsAgree) {
       ASSERT_EQ(ka.decode(g_x + t * DM, g_y_pre + t * DM), Status::kOk);
       ASSERT_EQ(kb.decode(g_x + t * DM, g_y_dec + t * DM), Status::kOk);
     }
-    const double err = max_diff_f(g_y_pre, g_y_dec, T * DM);
+    const double err = microattn_test::max_diff(g_y_pre, g_y_dec, T * DM);
     // Different summation orders of the same products: within the layer tolerance (x2).
     EXPECT_LE(err, 2 * microattn_test::tolerance(DM + 2 * 6 + T + QD, 1.0)) << A::name();
   });
@@ -390,7 +362,7 @@ TEST(KvCache, WeightLayoutsAgree) {
 // GQA equals MHA whose key/value heads are the GQA ones repeated H/H_kv times: first for the
 // double reference itself, then for the library (prefill + decode, with RoPE).
 TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
-  constexpr std::size_t H = 6, HKV = 2, G = H / HKV, D = 8, DM = 16, T = cap(30);
+  constexpr std::size_t H = 6, HKV = 2, G = H / HKV, D = 8, DM = 16, T = quick_cap(30);
   using CfgG = Config<T, DM, H, HKV, D, Bias::kYes, microattn::Rope::kYes>;
   using CfgM = Config<T, DM, H, H, D, Bias::kYes, microattn::Rope::kYes>;
   static RandomWeights<CfgG> wg;
@@ -453,7 +425,7 @@ TEST(KvCache, GqaEqualsMhaWithRepeatedHeads) {
       ASSERT_EQ(kg.decode(g_x + t * DM, g_y_pre + t * DM), Status::kOk);
       ASSERT_EQ(km.decode(g_x + t * DM, g_y_dec + t * DM), Status::kOk);
     }
-    const double err = max_diff_f(g_y_pre, g_y_dec, T * DM);
+    const double err = microattn_test::max_diff(g_y_pre, g_y_dec, T * DM);
     // Per output the same products in the same order (each query head's keys are the same
     // floats); allow the layer tolerance in case a kernel blocks rows differently.
     EXPECT_LE(err, microattn_test::tolerance(DM + 2 * D + T + H * D, 1.0)) << A::name();
@@ -560,8 +532,8 @@ TEST(KvCache, PrefillChunkDoesNotChangeResults) {
       ASSERT_EQ(by1.decode(g_x + t * DM, g_y_dec + t * OD), Status::kOk);
     }
     const double tol = microattn_test::tolerance(DM + 2 * 8 + T + Cfg::kQDim, 1.0);
-    EXPECT_LE(max_diff_f(g_y_pre, g_y_chunk, T * OD), tol) << A::name() << " chunk 7";
-    EXPECT_LE(max_diff_f(g_y_pre, g_y_dec, T * OD), tol) << A::name() << " chunk 1";
+    EXPECT_LE(microattn_test::max_diff(g_y_pre, g_y_chunk, T * OD), tol) << A::name() << " chunk 7";
+    EXPECT_LE(microattn_test::max_diff(g_y_pre, g_y_dec, T * OD), tol) << A::name() << " chunk 1";
     // In place (y = x) with chunks: each chunk is read before its rows are written.
     static float io[T * DM];
     std::memcpy(io, g_x, sizeof io);
@@ -575,19 +547,6 @@ TEST(KvCache, PrefillChunkDoesNotChangeResults) {
 
 using SmallCfg = Config<12, 8, 4, 2, 4, Bias::kYes, microattn::Rope::kYes>;
 using SmallNoWo = Config<12, 8, 4, 2, 4, Bias::kNo, OutProj::kNo, microattn::Rope::kYes>;
-constexpr float kSentinel = -12345.0f;
-
-void fill_sentinel(float* p, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) p[i] = kSentinel;
-}
-bool all_sentinel(const float* p, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    if (p[i] != kSentinel) return false;
-  return true;
-}
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
 
 TEST(KvCache, BadInputsChangeNothing) {
   for_each_arch([](auto arch) {

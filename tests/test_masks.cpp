@@ -12,6 +12,7 @@
 #include "support/check.hpp"
 #include "support/random_weights.hpp"
 #include "support/rng.hpp"
+#include "support/rope.hpp"
 #include "support/serial_executor.hpp"
 #include "support/unit.hpp"
 
@@ -27,13 +28,10 @@ using microattn::ScaledDotProductAttention;
 using microattn::SlidingWindow;
 using microattn::Status;
 using microattn::WeightLayout;
+using microattn_test::all_sentinel;
+using microattn_test::fill_sentinel;
 using microattn_test::for_each_arch;
-
-#if defined(MICROATTN_TEST_QUICK)
-constexpr bool kQuick = true;
-#else
-constexpr bool kQuick = false;
-#endif
+using microattn_test::kQuick;
 
 // T_max past two SIMD key tiles (64) and many scalar ones (16); smaller under emulation.
 constexpr std::size_t kT = kQuick ? 40 : 150;
@@ -292,15 +290,15 @@ TEST(Maps, BadInputWritesNothing) {
   static MultiHeadAttention<C> layer;
   ASSERT_EQ(layer.set_weights(w.view(WeightLayout::kInOut)), Status::kOk);
   microattn_test::Rng(22).fill(g_x, 10 * kDM, -1, 1);
-  for (float& m : g_maps) m = 7.0f;
-  for (float& y : g_y) y = 7.0f;
+  fill_sentinel(g_maps);
+  fill_sentinel(g_y);
   EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, nullptr, 400), Status::kNullPointer);
   EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, g_maps, kH * 100 - 1), Status::kBadArgument);
   EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, g_x, kH * 100), Status::kOverlap);
   EXPECT_EQ(layer.forward_with_maps(g_x, 10, g_y, g_y + 1, kH * 100), Status::kOverlap);
   EXPECT_EQ(layer.forward_with_maps(g_x, 0, g_y, g_maps, kH * 100), Status::kBadTokenCount);
-  for (float m : g_maps) ASSERT_EQ(m, 7.0f);
-  for (float y : g_y) ASSERT_EQ(y, 7.0f);
+  ASSERT_TRUE(all_sentinel(g_maps));
+  ASSERT_TRUE(all_sentinel(g_y));
 }
 
 TEST(Masks, NoneIsPermutationEquivariant) {
@@ -386,12 +384,9 @@ float g_sx[kStream * kDM], g_sy[kStream * kDM];
 double g_sref[kStream * kDM];
 double g_sscratch[microattn_ref::layer_scratch(kStream, kH, kHkv, kD)];
 
+/// RoPE over the whole head, base 100: fast turns, so positions past W visibly matter.
 RopeConfig rope_on() {
-  RopeConfig r;
-  r.enabled = true;
-  r.base = 100.0f;  // fast turns: positions past W visibly matter
-  r.pairing = microattn::RopePairing::kHalfSplit;
-  return r;
+  return microattn_test::rope_cfg(true, microattn::RopePairing::kHalfSplit, 0, 100.0f);
 }
 
 TEST(Ring, StreamDecodedEqualsSlidingWindowPrefillAtEveryStep) {
@@ -508,12 +503,11 @@ void replay(Kv& fresh, std::size_t len, const std::size_t* call, const bool* dec
 bool same_or_close(const float* a, const float* b, std::size_t n) {
 #if defined(__FAST_MATH__)
   // -ffast-math may order a row's sums by the call's size (README, numeric contract).
-  double m = 0, d = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    m = std::fmax(m, std::fabs(double(b[i]))), d = std::fmax(d, std::fabs(double(a[i]) - b[i]));
-  return d <= microattn_test::tolerance(kDM + 2.0 * kD + kW + kH * kD + 8, m);
+  return microattn_test::max_diff(a, b, n) <=
+         microattn_test::tolerance(kDM + 2.0 * kD + kW + kH * kD + 8,
+                                   microattn_test::max_abs(b, n));
 #else
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
+  return microattn_test::same_bits(a, b, n);
 #endif
 }
 
@@ -652,11 +646,9 @@ TEST(Ring, Int8CacheFollowsTheFp32Ring) {
     ASSERT_EQ(f.decode(g_sx + t * kDM, y1 + t * kDM), Status::kOk);
     ASSERT_EQ(q.decode(g_sx + t * kDM, y2 + t * kDM), Status::kOk);
   }
-  double e = 0, r = 0;
-  for (std::size_t i = 0; i < kStream * kDM; ++i)
-    e += (y1[i] - y2[i]) * double(y1[i] - y2[i]), r += double(y1[i]) * y1[i];
-  EXPECT_LE(std::sqrt(e / r), 0.02);  // int8 rounding of K and V, as for the append-only cache
-  EXPECT_GT(std::sqrt(e / r), 0.0);
+  const double rel = microattn_test::rel_err(y2, y1, kStream * kDM);
+  EXPECT_LE(rel, 0.02);  // int8 rounding of K and V, as for the append-only cache
+  EXPECT_GT(rel, 0.0);
 }
 
 }  // namespace

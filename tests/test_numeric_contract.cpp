@@ -33,19 +33,10 @@ using microattn::ScaledDotProductAttention;
 using microattn::Status;
 using microattn::WeightLayout;
 using microattn_test::for_each_arch;
+// NaN / NaN or Inf, decided on the bits (the compiler cannot fold them under any flag).
+using microattn_test::is_nan;
+using microattn_test::nonfinite;
 using microattn_test::RandomWeights;
-
-/// NaN or Inf, decided on the bits (the compiler cannot fold it under any flag).
-bool nonfinite(float v) {
-  std::uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  return (u & 0x7f800000u) == 0x7f800000u;
-}
-[[maybe_unused]] bool is_nan(float v) {
-  std::uint32_t u;
-  std::memcpy(&u, &v, sizeof u);
-  return (u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0;
-}
 
 /// The values later tokens are poisoned with. Finite ones always; NaN and Inf where the build
 /// keeps IEEE semantics.

@@ -2,7 +2,6 @@
 // microattn against PyTorch itself: layers run by PyTorch (tools/export_pytorch.py --fixtures),
 // their weights used exactly as PyTorch stores them (WeightLayout::kOutIn, nothing transposed),
 // and one layer as the tool exports it with --layout panel16 (WeightLayout::kPanel16).
-#include <cmath>
 #include <cstddef>
 
 #include "data/pytorch_fixtures.h"
@@ -18,14 +17,7 @@ using microattn::Config;
 using microattn::Status;
 using microattn::WeightLayout;
 
-double max_diff_f(const float* a, const float* b, std::size_t n) {
-  double m = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = std::fabs(double(a[i]) - double(b[i]));
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
+using microattn_test::max_diff;
 
 // nn.MultiheadAttention(16, 4, bias=True), attn_mask = causal, 11 tokens.
 TEST(PyTorch, MultiheadAttentionWithBiases) {
@@ -44,7 +36,7 @@ TEST(PyTorch, MultiheadAttentionWithBiases) {
     ASSERT_EQ(layer.forward(mha_x, 11, y), Status::kOk);
     // Both sides are float computations of the same chain (16 + 2*4 + 11 + 16 steps): twice
     // our bound covers the two roundings.
-    EXPECT_LE(max_diff_f(y, mha_y, 11 * E), 2 * microattn_test::tolerance(51, 1.0)) << A::name();
+    EXPECT_LE(max_diff(y, mha_y, 11 * E), 2 * microattn_test::tolerance(51, 1.0)) << A::name();
   });
 }
 
@@ -60,7 +52,7 @@ TEST(PyTorch, LlamaStyleGqa) {
     static float y[13 * 24];
     ASSERT_EQ(layer.set_weights(w), Status::kOk);
     ASSERT_EQ(layer.forward(gqa_x, 13, y), Status::kOk);
-    EXPECT_LE(max_diff_f(y, gqa_y, 13 * 24), 2 * microattn_test::tolerance(24 + 10 + 13 + 30, 1.0))
+    EXPECT_LE(max_diff(y, gqa_y, 13 * 24), 2 * microattn_test::tolerance(24 + 10 + 13 + 30, 1.0))
         << A::name();
   });
 }
@@ -88,8 +80,8 @@ TEST(PyTorch, Panel16ExportLayerAndDecode) {
     for (std::size_t t = 0; t < T; ++t)
       ASSERT_EQ(kv.decode(p16_x + t * DM, yd + t * DM), Status::kOk);
     const double tol = 2 * microattn_test::tolerance(DM + 2 * 16 + T + 64, 1.0);
-    EXPECT_LE(max_diff_f(y, p16_y, T * DM), tol) << A::name() << " forward";
-    EXPECT_LE(max_diff_f(yd, p16_y, T * DM), tol) << A::name() << " decode";
+    EXPECT_LE(max_diff(y, p16_y, T * DM), tol) << A::name() << " forward";
+    EXPECT_LE(max_diff(yd, p16_y, T * DM), tol) << A::name() << " decode";
   });
 }
 

@@ -14,7 +14,9 @@
 #include "reference/attention_ref.hpp"
 #include "reference/rope_ref.hpp"
 #include "support/check.hpp"
+#include "support/random_weights.hpp"
 #include "support/rng.hpp"
+#include "support/rope.hpp"
 #include "support/unit.hpp"
 
 namespace {
@@ -33,13 +35,10 @@ using microattn::Weights;
 using microattn::WeightType;
 using microattn_test::for_each_arch;
 using microattn_test::kLongT;
+using microattn_test::kQuick;
 using microattn_test::long_t;
-
-#if defined(MICROATTN_TEST_QUICK)
-constexpr bool kQuick = true;
-#else
-constexpr bool kQuick = false;
-#endif
+using microattn_test::quick_cap;
+using microattn_test::rel_err;
 
 /// Prints a measured quantity on hosted runs (the tiny Cortex-M runner has no stdout to spare).
 template <class... A>
@@ -50,16 +49,6 @@ void report(const char* fmt, A... a) {
   (void)fmt;
   (void)sizeof...(a);
 #endif
-}
-
-/// ||a - ref|| / ||ref|| (2-norms).
-double rel_err(const float* a, const double* ref, std::size_t n) {
-  double e = 0, r = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    e += (a[i] - ref[i]) * (a[i] - ref[i]);
-    r += ref[i] * ref[i];
-  }
-  return r > 0 ? std::sqrt(e / r) : std::sqrt(e);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,21 +148,23 @@ TEST(Quantize, RoundsHalfAwayFromZeroAndSaturates) {
 // few bits: rounded down, the largest weight clamped by up to 63 scales).
 TEST(Quantize, ScaleCoversTheColumnAndStaysFinite) {
   constexpr std::size_t kIn = 6;
-  const auto from_bits = [](std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  };
+  using microattn_test::from_bits;
   static float amax[40];
   std::size_t n = 0;
   amax[n++] = FLT_MAX;
   amax[n++] = from_bits(0x7f7ffffeu);  // the float below FLT_MAX
   amax[n++] = 3.0e38f;
   amax[n++] = 2.7e38f;
-  for (std::uint32_t units :
-       {1u, 2u, 63u, 64u, 100u, 126u, 127u, 128u, 190u, 253u, 254u, 255u, 1000u, 65535u, 0x7fffffu})
-    amax[n++] = from_bits(units);  // subnormals: units of 2^-149
-  amax[n++] = FLT_MIN;
+  // Where the FPU flushes subnormals to zero (-ffast-math's start-up sets FTZ/DAZ on x86), a
+  // subnormal weight or scale is 0 to every instruction: columns below 127 * FLT_MIN have a
+  // zero scale there, and are skipped.
+  volatile float tiny = from_bits(1u);
+  if (tiny > 0.0f) {
+    for (std::uint32_t units : {1u, 2u, 63u, 64u, 100u, 126u, 127u, 128u, 190u, 253u, 254u, 255u,
+                                1000u, 65535u, 0x7fffffu})
+      amax[n++] = from_bits(units);  // subnormals: units of 2^-149
+    amax[n++] = FLT_MIN;
+  }
   amax[n++] = 1.0e-30f;
   microattn_test::Rng rng(7);
   while (n < 40) amax[n++] = std::ldexp(rng.uniform(0.5f, 1.0f), int(rng.next_u32() % 200) - 100);
@@ -207,13 +198,11 @@ TEST(Quantize, BadInputWritesNothing) {
   static std::int8_t dst[16 * 4];
   static float sc[4];
   std::memset(dst, 0x5a, sizeof dst);
-  for (float& v : sc) v = -7.0f;
+  microattn_test::fill_sentinel(sc);
   const auto unchanged = [&] {
     for (std::int8_t v : dst)
       if (v != 0x5a) return false;
-    for (float v : sc)
-      if (v != -7.0f) return false;
-    return true;
+    return microattn_test::all_sentinel(sc);
   };
   using microattn::quantize_int8;
   EXPECT_EQ(quantize_int8(nullptr, WeightLayout::kInOut, 4, 3, WeightLayout::kInOut, dst, sc),
@@ -323,91 +312,17 @@ TEST(Qc8wKernels, GemmAndGemvEveryLayoutOddSizes) {
 // ---------------------------------------------------------------------------------------------
 // Layers
 
-/// Random fp32 weights (kInOut, U(+-1/sqrt(fan_in))), their int8 forms in every layout, and the
-/// dequantised fp32 matrices (kInOut) the reference runs on.
-template <class Cfg>
-struct QWeights {
-  static constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim,
-                               OD = Cfg::kOutDim;
-  static constexpr std::size_t pf(std::size_t in, std::size_t out) {
-    return microattn::weight_floats(WeightLayout::kPanel16, in, out);
-  }
-  float wq[DM * QD], wk[DM * KD], wv[DM * KD], wo[QD * OD], bq[QD], bk[KD], bv[KD], bo[OD];
-  float dq[DM * QD], dk[DM * KD], dv[DM * KD], dwo[QD * OD];  // dequantised, kInOut
-  std::int8_t qq[3][pf(DM, QD)], qk[3][pf(DM, KD)], qv[3][pf(DM, KD)], qo[3][pf(QD, OD)];
-  float sq[QD], sk[KD], sv[KD], so[OD];
-  QuantError err[4];
-
-  static void deq(const float* w, std::size_t in, std::size_t out, std::int8_t* q, float* s,
-                  float* d, QuantError* e) {
-    const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
-                                 WeightLayout::kPanel16};
-    for (int l = 0; l < 3; ++l)
-      (void)microattn::quantize_int8(w, WeightLayout::kInOut, in, out, lays[l], q + l * pf(in, out),
-                                     s, e);
-    for (std::size_t i = 0; i < in; ++i)
-      for (std::size_t o = 0; o < out; ++o)
-        d[i * out + o] = s[o] * static_cast<float>(q[i * out + o]);
-  }
-  void fill(std::uint64_t seed) {
-    microattn_test::Rng rng(seed);
-    const float a = 1.0f / std::sqrt(float(DM)), b = 1.0f / std::sqrt(float(QD));
-    rng.fill(wq, DM * QD, -a, a);
-    rng.fill(wk, DM * KD, -a, a);
-    rng.fill(wv, DM * KD, -a, a);
-    rng.fill(wo, QD * OD, -b, b);
-    rng.fill(bq, QD, -a, a);
-    rng.fill(bk, KD, -a, a);
-    rng.fill(bv, KD, -a, a);
-    rng.fill(bo, OD, -b, b);
-    deq(wq, DM, QD, qq[0], sq, dq, &err[0]);
-    deq(wk, DM, KD, qk[0], sk, dk, &err[1]);
-    deq(wv, DM, KD, qv[0], sv, dv, &err[2]);
-    deq(wo, QD, OD, qo[0], so, dwo, &err[3]);
-  }
-  /// int8 view in layout l (0 kInOut, 1 kOutIn, 2 kPanel16).
-  template <class C>
-  Weights<C> view8(int l) const {
-    const WeightLayout lays[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
-                                 WeightLayout::kPanel16};
-    return Weights<C>(lays[l], qq[l], sq, qk[l], sk, qv[l], sv, qo[l], so, bq, bk, bv, bo);
-  }
-  /// fp32 view of the original weights (kInOut).
-  template <class C>
-  Weights<C> view32() const {
-    return Weights<C>(WeightLayout::kInOut, wq, wk, wv, wo, bq, bk, bv, bo);
-  }
-  microattn_ref::LayerRef ref(bool dequantised) const {
-    return {DM,
-            Cfg::kHeads,
-            Cfg::kKvHeads,
-            Cfg::kDHead,
-            false,
-            dequantised ? dq : wq,
-            dequantised ? dk : wk,
-            dequantised ? dv : wv,
-            Cfg::kHasOutProj ? (dequantised ? dwo : wo) : nullptr,
-            Cfg::kBiasQ ? bq : nullptr,
-            Cfg::kBiasK ? bk : nullptr,
-            Cfg::kBiasV ? bv : nullptr,
-            Cfg::kBiasO ? bo : nullptr,
-            Cfg::kHasOutProj ? OD : 0};
-  }
-};
-
-constexpr std::size_t cap(std::size_t t) { return kQuick && t > 24 ? 24 : t; }
-
 // d_head 16 (kPanel16 fits), GQA, every bias, OutDim != d_model; T_max past one key tile.
-using Q8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8, microattn::OutDim{48},
-                     microattn::Rope::kYes>;
+using Q8Cfg = Config<quick_cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8,
+                     microattn::OutDim{48}, microattn::Rope::kYes>;
 using Q8CfgF32 =
-    Config<cap(70), 40, 4, 2, 16, Bias::kYes, microattn::OutDim{48}, microattn::Rope::kYes>;
-using KV8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, CacheType::kInt8, microattn::OutDim{48},
-                      microattn::Rope::kYes>;
-using Q8KV8Cfg = Config<cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8, CacheType::kInt8,
-                        microattn::OutDim{48}, microattn::Rope::kYes>;
+    Config<quick_cap(70), 40, 4, 2, 16, Bias::kYes, microattn::OutDim{48}, microattn::Rope::kYes>;
+using KV8Cfg = Config<quick_cap(70), 40, 4, 2, 16, Bias::kYes, CacheType::kInt8,
+                      microattn::OutDim{48}, microattn::Rope::kYes>;
+using Q8KV8Cfg = Config<quick_cap(70), 40, 4, 2, 16, Bias::kYes, WeightType::kInt8,
+                        CacheType::kInt8, microattn::OutDim{48}, microattn::Rope::kYes>;
 // Odd head width and no W_O (the tails of every kernel), MQA.
-using Q8OddCfg = Config<cap(30), 21, 3, 1, 7, Bias::kQkv, WeightType::kInt8, CacheType::kInt8,
+using Q8OddCfg = Config<quick_cap(30), 21, 3, 1, 7, Bias::kQkv, WeightType::kInt8, CacheType::kInt8,
                         microattn::OutProj::kNo, microattn::Rope::kYes>;
 
 // Int8Cache.PrefillLongerThanARowBlock: Q8OddCfg's shape with T_max = the arch's GEMM row
@@ -416,9 +331,9 @@ template <class A>
 using LongOddCfg = Config<long_t<A>(), 21, 3, 1, 7, Bias::kQkv, CacheType::kInt8,
                           microattn::OutProj::kNo, microattn::Rope::kYes>;
 
-QWeights<Q8CfgF32> g_qw;
-QWeights<Q8OddCfg> g_qw_odd;
-constexpr std::size_t kT = cap(70), kDM = 40, kOD = 48;
+microattn_test::QuantWeights<Q8CfgF32> g_qw;
+microattn_test::QuantWeights<Q8OddCfg> g_qw_odd;
+constexpr std::size_t kT = quick_cap(70), kDM = 40, kOD = 48;
 constexpr std::size_t kIn = microattn::internal::max_size(kT * kDM, kLongT * 21);
 constexpr std::size_t kOut = microattn::internal::max_size(kT * kOD, kLongT * 21);
 float g_x[kIn], g_y[kOut], g_y2[kOut], g_y3[kOut];
@@ -428,18 +343,9 @@ double g_scratch[microattn::internal::max_size(microattn_ref::layer_scratch(kT, 
 constexpr std::size_t kKv = microattn::internal::max_size(kT * 32, kLongT * 7);
 float g_kc[kKv], g_vc[kKv], g_kc2[kKv], g_vc2[kKv];
 
-microattn_ref::RopeRef rope_ref(const RopeConfig& r, std::size_t d_head) {
-  if (!r.enabled) return {0, 0.0, false};
-  return {r.rotary_dims ? r.rotary_dims : d_head, double(r.base),
-          r.pairing == RopePairing::kAdjacent};
-}
+/// RoPE over the largest even width of the head.
 RopeConfig rope_on(std::size_t d_head) {
-  RopeConfig r;
-  r.rotary_dims = d_head % 2 ? d_head - 1 : 0;
-  r.enabled = true;
-  r.pairing = RopePairing::kHalfSplit;
-  r.base = 10000.0f;
-  return r;
+  return microattn_test::rope_cfg(true, RopePairing::kHalfSplit, d_head % 2 ? d_head - 1 : 0);
 }
 
 TEST(Int8Weights, LayerEqualsFp32OnDequantisedWeights) {
@@ -525,7 +431,7 @@ void check_kv(const QW& qw, int layout, std::size_t T, bool rope) {
     float* vc = way == 0 ? g_vc : g_vc2;
     ASSERT_EQ(kv.export_cache(0, T, kc, vc, &info), Status::kOk);
     const auto ref = qw.ref(Cfg::kInt8Weights);
-    const auto rr = rope_ref(rc, Cfg::kDHead);
+    const auto rr = microattn_test::rope_ref_of(rc, Cfg::kDHead);
     if (Cfg::kInt8Cache) {
       microattn_ref::layer_given_kv(ref, rr, g_x, T, kc, vc, microattn::default_scale<Cfg>(), g_ref,
                                     g_scratch);
@@ -576,7 +482,7 @@ TEST(Int8Cache, Int8WeightsEveryLayoutAndOddShape) {
   for_each_arch([&](auto arch) {
     using A = decltype(arch);
     for (int l = 0; l < 3; ++l) check_kv<Q8KV8Cfg, A>(g_qw, l, l == 2 ? kT : 33 % kT, l != 0);
-    for (int l = 0; l < 2; ++l) check_kv<Q8OddCfg, A>(g_qw_odd, l, cap(30) - l * 7, true);
+    for (int l = 0; l < 2; ++l) check_kv<Q8OddCfg, A>(g_qw_odd, l, quick_cap(30) - l * 7, true);
   });
 }
 
@@ -674,7 +580,7 @@ TEST(Int8, BadInputChangesNothing) {
           .check(),
       Status::kNullPointer);
   // Never-set weights: kNullPointer, y untouched.
-  for (std::size_t i = 0; i < kOD; ++i) g_y[i] = -3.0f;
+  microattn_test::fill_sentinel(g_y, kOD);
   EXPECT_EQ(kv.decode(g_x, g_y), Status::kNullPointer);
   ASSERT_EQ(kv.set_weights(g_qw.view8<Q8KV8Cfg>(0)), Status::kOk);
   // y over a scale array: kOverlap.
@@ -683,11 +589,11 @@ TEST(Int8, BadInputChangesNothing) {
   microattn_test::Rng rng(5);
   rng.fill(g_x, kT * kDM, -1.0f, 1.0f);
   ASSERT_EQ(kv.prefill(g_x, kT, g_y2), Status::kOk);
-  for (std::size_t i = 0; i < kOD; ++i) g_y[i] = -3.0f;
+  microattn_test::fill_sentinel(g_y, kOD);
   EXPECT_EQ(kv.decode(g_x, g_y), Status::kCacheFull);
   EXPECT_EQ(kv.prefill(g_x, 1, g_y), Status::kCacheFull);
   EXPECT_EQ(kv.length(), kT);
-  for (std::size_t i = 0; i < kOD; ++i) EXPECT_EQ(g_y[i], -3.0f);
+  EXPECT_TRUE(microattn_test::all_sentinel(g_y, kOD));
 #if !defined(__FAST_MATH__)  // -ffast-math promises nothing about NaN (README: numeric contract)
   // A non-finite key makes the rows that see it NaN (as with an fp32 cache), not garbage.
   kv.reset();

@@ -22,15 +22,12 @@ using microattn::kernels::rope_args_valid;
 using microattn::kernels::rope_fill;
 using microattn::kernels::RopeTable;
 
-#if defined(MICROATTN_TEST_QUICK)
-constexpr std::size_t kPosStep = 7;  // every 7th position under emulation
-constexpr std::size_t kMid = 128;    // table lengths: the tables are static (Cortex-M RAM)
-constexpr std::size_t kFar = 1024;
-#else
-constexpr std::size_t kPosStep = 1;
-constexpr std::size_t kMid = 512;
-constexpr std::size_t kFar = 4096;
-#endif
+using microattn_test::kQuick;
+
+constexpr std::size_t kPosStep = kQuick ? 7 : 1;  // every 7th position under emulation
+// Table lengths, shorter under emulation: the tables are static (Cortex-M RAM).
+constexpr std::size_t kMid = kQuick ? 128 : 512;
+constexpr std::size_t kFar = kQuick ? 1024 : 4096;
 
 /// Every position 0 .. kTMax-1 (or every kPosStep-th and the last): rotate random heads with
 /// the float table and kernel, and with the double reference.

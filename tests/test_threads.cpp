@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "microattn/thread_pool.hpp"
 #include "microattn/microattn.hpp"
+#include "microattn/thread_pool.hpp"
 #include "support/random_weights.hpp"
 #include "support/rng.hpp"
 #include "support/unit.hpp"
@@ -79,22 +79,11 @@ TEST(Threads, LayerNoMask) { check_layer<MhaNone>(2, WeightLayout::kOutIn); }
 TEST(Threads, LayerSlidingWindow) { check_layer<MhaWin>(3, WeightLayout::kInOut); }
 
 TEST(Threads, LayerInt8Weights) {
-  // int8 weights quantised from the random fp32 ones.
-  static microattn_test::RandomWeights<Mha> f;
-  f.fill(4);
-  static std::int8_t q[4][64 * 48];
-  static float s[4][64];
-  const std::size_t in[4] = {kDM, kDM, kDM, 64}, out[4] = {64, 32, 32, 48};
-  const float* src[4] = {f.wq, f.wk, f.wv, f.wo};
-  for (int m = 0; m < 4; ++m)
-    ASSERT_EQ(microattn::quantize_int8(src[m], WeightLayout::kInOut, in[m], out[m],
-                                       WeightLayout::kPanel16, q[m], s[m]),
-              Status::kOk);
+  // int8 weights quantised from the random fp32 ones, as kPanel16.
+  static microattn_test::QuantWeights<Mha> q;
+  ASSERT_TRUE(q.fill(4));
   static MultiHeadAttention<MhaQ8> layer;
-  ASSERT_EQ(
-      layer.set_weights(microattn::Weights<MhaQ8>(WeightLayout::kPanel16, q[0], s[0], q[1], s[1],
-                                                  q[2], s[2], q[3], s[3], f.bq, f.bk, f.bv, f.bo)),
-      Status::kOk);
+  ASSERT_EQ(layer.set_weights(q.view8<MhaQ8>(2)), Status::kOk);
   microattn_test::Rng(5).fill(g_x, kT * kDM, -1, 1);
   ASSERT_EQ(layer.forward(g_x, kT, g_y1), Status::kOk);
   for (const auto& r : kRuns) {
