@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "example_report.hpp"
 #include "example_weights.hpp"
 #include "microattn/microattn.hpp"
 #include "port.hpp"
@@ -56,7 +57,6 @@ int check();  // below
 }  // namespace
 
 int main(int, char**) {
-  using namespace microattn::port;
   example::fill(g_x, kT * kDM, 5, 1.0f);  // the input: 64 tokens of 64 features (as example.cpp)
 
   const microattn::Weights<Cfg> w(microattn::WeightLayout::kPanel16, kWq.q.data(), kWq.scale.data(),
@@ -65,42 +65,12 @@ int main(int, char**) {
   microattn::Status s = g_layer.set_weights(w);
   if (s == microattn::Status::kOk) s = g_layer.forward(g_x, kT, g_y);
 
-  write("microattn example, int8 weights, on ");
-  write(board_name());
-  write(" (");
-  write(cpu_name());
-  write(", kernels ");
-  write(microattn::arch_name<>());
-  write(")\nconfig T_max=64 d_model=64 H=4 H_kv=4 d_head=16 int8 kPanel16, T=64, layer RAM ");
-  write_u64(microattn::MultiHeadAttention<Cfg>::ram_bytes());
-  write(" bytes, weights ");
-  write_u64(sizeof(kWq) + sizeof(kWk) + sizeof(kWv) + sizeof(kWo));
-  write(" bytes in flash (int8 + scales)\nstatus: ");
-  write(microattn::to_string(s));
-  write("\n");
-  if (s != microattn::Status::kOk) return 1;
-
-  double sum = 0, sum_abs = 0;
-  std::uint32_t fnv = 2166136261u;  // FNV-1a over the output's bytes: any bit change shows
-  for (float v : g_y) {
-    sum += v;
-    sum_abs += v < 0 ? -v : v;
-    std::uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    for (int b = 0; b < 4; ++b) fnv = (fnv ^ ((bits >> (8 * b)) & 0xffu)) * 16777619u;
-  }
-  write("checksum: sum=");
-  write_double(sum, 9);
-  write(" sum_abs=");
-  write_double(sum_abs, 9);
-  write(" fnv1a=");
-  write_hex32(fnv);
-  write("\ny[0][0..3] = ");
-  for (int i = 0; i < 4; ++i) {
-    write_double(g_y[i], 9);
-    write(i < 3 ? " " : "\n");
-  }
-  if (!(sum_abs > 0)) return 2;
+  const int status = example::report(
+      {"microattn example, int8 weights,", "T_max=64 d_model=64 H=4 H_kv=4 d_head=16 int8 kPanel16",
+       kT, microattn::MultiHeadAttention<Cfg>::ram_bytes(),
+       sizeof(kWq) + sizeof(kWk) + sizeof(kWv) + sizeof(kWo), " (int8 + scales)"},
+      s, g_y, kT * kOD);
+  if (status != 0) return status;
 #if MICROATTN_CM_EXAMPLE_Q8_CHECK
   return check();
 #else
