@@ -59,8 +59,10 @@ void register_thread_benchmarks();  ///< <case>/threads:1 and :2 (threads.cpp)
 
 // ---- counters ---------------------------------------------------------------------------------
 
-/// gflops = flops_per_iter * iterations / CPU time / 1e9; pct_peak = gflops / fma_peak * 100.
-/// Both are rate counters, so Google Benchmark divides by the same time it reports.
+/// gflops = flops_per_iter * iterations / time / 1e9; pct_peak = gflops / fma_peak * 100.
+/// Both are created as rate counters, so Google Benchmark divides them by the same time it
+/// reports for the run (CPU time; real time for UseRealTime cases). pct_peak is a percentage all
+/// the same: the console shows it without "/s" (is_percent_counter, main.cpp's reporter).
 inline void set_flop_counters(benchmark::State& state, double flops_per_iter) {
   const double it = static_cast<double>(state.iterations());
   state.counters["gflops"] =
@@ -69,7 +71,8 @@ inline void set_flop_counters(benchmark::State& state, double flops_per_iter) {
       flops_per_iter * it * 1e-9 * 100.0 / fma_peak_gflops(), benchmark::Counter::kIsRate);
 }
 
-/// gbps = bytes_per_iter * iterations / CPU time / 1e9; pct_bw = gbps / read_bw(bw_bytes) * 100.
+/// gbps = bytes_per_iter * iterations / time / 1e9; pct_bw = gbps / read_bw(bw_bytes) * 100,
+/// made as set_flop_counters makes gflops and pct_peak.
 inline void set_byte_counters(benchmark::State& state, double bytes_per_iter,
                               std::size_t bw_bytes) {
   const double it = static_cast<double>(state.iterations());
@@ -78,6 +81,12 @@ inline void set_byte_counters(benchmark::State& state, double bytes_per_iter,
   state.counters["pct_bw"] = benchmark::Counter(
       bytes_per_iter * it * 1e-9 * 100.0 / read_bw_gbps(bw_bytes), benchmark::Counter::kIsRate);
 }
+
+/// The counters above that are percentages (pct_peak, pct_bw): rates for Google Benchmark (it
+/// divides them by the run's time), plain numbers for the reader. main.cpp's display reporter
+/// clears their rate flag after that division, so the console prints "pct_peak=86.4", not
+/// "pct_peak=86.4/s"; the value is the same (JSON and CSV print no unit either way).
+inline bool is_percent_counter(const std::string& name) { return name.rfind("pct_", 0) == 0; }
 
 // ---- flop counts (issue 2: count the causal half only) ---------------------------------------
 
