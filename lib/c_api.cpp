@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "microattn/kernels/f32_rope.hpp"
 #include "microattn/microattn.h"
+#include "microattn/rope_config.hpp"
 #include "microattn/status.hpp"
 #include "microattn/weights.hpp"
 

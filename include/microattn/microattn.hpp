@@ -6,6 +6,8 @@
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
 #include "microattn/kv_cache.hpp"
+#include "microattn/layout.hpp"
+#include "microattn/rope_config.hpp"
 #include "microattn/status.hpp"
 #include "microattn/version.h"
 #include "microattn/weights.hpp"

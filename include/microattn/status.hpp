@@ -8,7 +8,11 @@ namespace microattn {
 
 /// Result of a public entry point. On any value other than kOk nothing was written:
 /// outputs, caches and workspaces are exactly as they were before the call.
-enum class Status : std::uint8_t {
+/// [[nodiscard]] on the type: every function returning a Status warns when its result is
+/// dropped (cast to void to drop one on purpose).
+// (clang-format 14 misreads an attribute before an enum's name.)
+// clang-format off
+enum class [[nodiscard]] Status : std::uint8_t {
   kOk = 0,
   kNullPointer,    ///< a required pointer (input, output, weight or bias) is null
   kBadTokenCount,  ///< token count is 0 or larger than the configuration's T_max
@@ -18,6 +22,7 @@ enum class Status : std::uint8_t {
   kCacheFull,      ///< appending would exceed the KV cache capacity
   kBadArgument,    ///< any other argument outside its documented range
 };
+// clang-format on
 
 /// Short, stable, human-readable name of a status ("ok", "null pointer", ...).
 /// Never returns null.
