@@ -56,10 +56,8 @@
 #endif
 
 /// 1 where that multiply-add is written as a `vfma.f32` asm statement instead of fmaf: clang for
-/// bare-metal 32-bit ARM (arm-none-eabi: Cortex-M, and A-profile firmware) keeps math errno on
-/// by default, and there it compiles __builtin_fmaf to a call of the C library's fmaf, one
-/// call per multiply-add in every scalar kernel (test clang_cortex_m_fma). GCC, and clang with
-/// -fno-math-errno (-ffast-math, -Ofast), emit the instruction for the builtin.
+/// bare-metal 32-bit ARM with math errno on (its default) calls the C library's fmaf for the
+/// builtin (docs/compiler-notes.md; test clang_cortex_m_fma).
 #if MICROATTN_SCALAR_FMA && defined(__clang__) && defined(__arm__) && !defined(__aarch64__) && \
     !defined(__NO_MATH_ERRNO__) && defined(__ARM_FP) && (__ARM_FP & 4) && !defined(__SOFTFP__)
 #define MICROATTN_SCALAR_FMA_ASM 1
@@ -77,7 +75,8 @@
 #define MICROATTN_CORTEX_M_FPU 0
 #endif
 
-/// 1 where an empty GNU asm statement can pin an x86 vector in a register (Vec::pin).
+/// 1 where an empty GNU asm statement can pin an x86 vector in a register (Vec::pinned;
+/// docs/compiler-notes.md), and where functions get frames of their own (OWN_FRAME below).
 #if MICROATTN_HAS_XSIMD && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define MICROATTN_PIN_X86 1
 #else
@@ -106,12 +105,9 @@
 #endif
 #endif
 
-/// GCC 12's AVX-512 intrinsics (_mm512_max_ps, _mm512_slli_epi32, ...) initialise a dummy
-/// operand from itself (`__m512 __Y = __Y;`), and -Wmaybe-uninitialized reports it at every
-/// inlined use: hundreds of warnings in a user's -Wall build with -march=native on an AVX-512
-/// CPU, an error with -Werror (fixed in GCC 13). The kernel headers that reach those intrinsics
-/// bracket their code with these two macros, which silence only those two warnings (xsimd 12
-/// and 13 reach intrinsics that GCC reports as -Wuninitialized), only there.
+/// GCC 12's own AVX-512 intrinsics trip -Wmaybe-uninitialized / -Wuninitialized at every
+/// inlined use (fixed in GCC 13; docs/compiler-notes.md): the kernel headers that reach them
+/// bracket their code with these two macros, which silence only those two warnings, only there.
 #if MICROATTN_HAS_XSIMD && defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && \
     defined(__AVX512F__)
 #define MICROATTN_GCC12_AVX512_WARNINGS_OFF                                                  \
@@ -124,8 +120,9 @@
 #endif
 
 /// x86 (GCC and clang): keeps a function out of its callers and inlines every call in it (the
-/// micro-kernel, with the caller's compile-time strides). f32_attn_rows runs its row groups'
-/// micro-kernel calls through such functions (kernels/f32_attn_tile.hpp, score_panels_framed).
+/// micro-kernel, with the caller's compile-time strides), so GCC 12 allocates its registers the
+/// same whatever the translation unit holds. Used where KernelParams::kOwnFrameAttn says
+/// (kernels/f32_attn_tile.hpp; docs/compiler-notes.md).
 #if MICROATTN_PIN_X86
 #define MICROATTN_OWN_FRAME_X86 __attribute__((noinline, flatten))
 #else
@@ -139,10 +136,9 @@
 #define MICROATTN_ALWAYS_INLINE
 #endif
 
-/// GCC 12 for Cortex-M55 (MVE) vectorises f32_gemv_dot's two-accumulator scalar loop into
-/// `vld21.32 {q0, q1}, [r1], r2`, a writeback form MVE does not have: the assembler rejects the
-/// user's build (d_model 32 to 40, -O3). Functions marked with this are not loop-vectorised on
-/// that compiler and target only.
+/// Functions marked with this are not loop-vectorised by GCC 12 for MVE (Cortex-M55) only: it
+/// emitted an instruction form MVE does not have, or a form that changed results
+/// (docs/compiler-notes.md).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && defined(__ARM_FEATURE_MVE)
 #define MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE __attribute__((optimize("no-tree-loop-vectorize")))
 #else
@@ -154,8 +150,7 @@
 ///  - int8 -> fp32 widening loads (int8 weights and caches): xsimd's converting load goes
 ///    through a scalar loop. Each loads exactly the bytes it converts.
 ///  - the largest lane of a vector (the softmax's row max once per row and key tile): xsimd 8.1
-///    has no reduce_max, and storing the lanes and comparing them one by one cost the AVX-512
-///    tile kernel more than its exponentials at mask edges.
+///    has no reduce_max, and a lane-by-lane loop through memory is slow.
 ///  - a W x W transpose in registers (the keys' K^T staging, x86): xsimd 8.1 has no transpose,
 ///    and its AVX / AVX-512 zip_lo / zip_hi interleave within 128-bit lanes only (the
 ///    unpack instructions), unlike its SSE and NEON ones and newer xsimd releases.
@@ -169,7 +164,7 @@
 #define MICROATTN_INTRIN_NEON 1
 #endif
 /// 1 on 32-bit ARM NEON (armv7), where Vec replaces two xsimd 8.1 operations that GCC 12
-/// compiles lane by lane (fnma, select_lt; see internal/vec.hpp); MICROATTN_NEON32_FMA when
+/// compiles lane by lane (fnma, select_lt; docs/compiler-notes.md); MICROATTN_NEON32_FMA when
 /// that NEON has fused multiply-add (VFPv4).
 #if defined(MICROATTN_INTRIN_NEON) && defined(__arm__) && !defined(__aarch64__)
 #define MICROATTN_NEON32_FIXES 1
@@ -180,8 +175,8 @@
 #define MICROATTN_NEON32_FIXES 0
 #endif
 
-// (The intrinsic helpers below are kernel code too: inlined into a user's function, GCC 12 with
-// xsimd 14 at -O3 / -Ofast reported transpose_f32x16's shuffles; see the macros above.)
+// (The intrinsic helpers below are kernel code too: inlined into a user's function, they reach
+// the same GCC 12 warnings; see the macros above.)
 MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
 namespace microattn {

@@ -65,7 +65,7 @@ constexpr std::size_t max_size(std::size_t a, std::size_t b) noexcept { return a
 /// Asks the cache for the lines holding bytes [p, p + n), n >= 1, to be read soon: into L2 but
 /// not L1 (`prefetcht1` on x86). A hint with no architectural effect, which never faults. A
 /// no-op for compilers without GNU builtins.
-inline void prefetch_l2(const void* p, std::size_t n) noexcept {
+MICROATTN_ALWAYS_INLINE inline void prefetch_l2(const void* p, std::size_t n) noexcept {
 #if defined(__GNUC__)
   const char* c = static_cast<const char*>(p);
   for (std::size_t i = 0; i < n; i += 64) __builtin_prefetch(c + i, 0, 2);
@@ -97,8 +97,7 @@ struct Vec<ScalarArch> {
   static type zero() noexcept { return 0.0f; }
   /// a * b + c, fused (one rounding) where the target has a fused multiply-add (Cortex-M4F, M7,
   /// M55, x86 with FMA): explicitly, not left to contraction, so that every form the compiler
-  /// gives a loop (GCC 12 auto-vectorises the scalar kernels for the M55's MVE, differently for
-  /// each micro-tile height) computes the same bits.
+  /// gives a loop computes the same bits (MICROATTN_SCALAR_FMA; docs/compiler-notes.md).
   static type fma(type a, type b, type c) noexcept {
 #if MICROATTN_SCALAR_FMA_ASM
     __asm__("vfma.f32 %0, %1, %2" : "+t"(c) : "t"(a), "t"(b));
@@ -116,18 +115,17 @@ struct Vec<ScalarArch> {
   static type max(type a, type b) noexcept { return a > b ? a : b; }
   /// max(x, lo) for a constant lo that is not NaN (the exponentials' lower clamp): lo where x is
   /// NaN, as max above. One VMAXNM on the Cortex-M FPUs that have it (FPv5 with double precision,
-  /// the M7's fpv5-d16; Armv8-M: M33, M55), where the compare's flag transfer and branch split
-  /// the chains of the scalar softmax's exponentials that the core could overlap.
+  /// the M7's fpv5-d16; Armv8-M: M33, M55): no compare and branch splits the scalar softmax's
+  /// exponential chains (docs/tuning.md).
 #if MICROATTN_CORTEX_M_FPU && ((__ARM_FP & 8) || __ARM_ARCH >= 8)
   static type clamp_below(type x, type lo) noexcept { return __builtin_fmaxf(x, lo); }
 #else
   static type clamp_below(type x, type lo) noexcept { return max(x, lo); }
 #endif
   /// Softmax weights computed per step of the scalar exp2_row: 4 on the Cortex-M cores with a
-  /// double-precision FPU (M7 with fpv5-d16, M55, M85: they issue two instructions a cycle in
-  /// order, and overlap four weights' chains once no branch separates them: 59 -> 35 cycles
-  /// per weight in the M7's model), 1 elsewhere (the M4 issues one at a time, and there the
-  /// unrolled loops cost 2 KB of flash for a gain no model here can show).
+  /// double-precision FPU (M7 with fpv5-d16, M55, M85: dual-issue in-order cores overlap four
+  /// weights' chains), 1 elsewhere (the M4 issues one at a time; unrolling costs flash) (tuning
+  /// knob: docs/tuning.md).
 #if MICROATTN_CORTEX_M_FPU && (__ARM_FP & 8)
   static constexpr std::size_t kExpStep = 4;
 #else
@@ -150,13 +148,9 @@ struct Vec<ScalarArch> {
   static type pinned(type v) noexcept { return v; }
   /// Cortex-M with an FPU: the GEMM micro-kernel (4 x 4) loads its k step's four A and four B
   /// values, passes all eight through this empty asm (no instruction), then does its 16
-  /// multiply-adds, so no load is scheduled between the multiply-adds. GCC 12's Cortex-M7
-  /// schedule interleaves them; in llvm-mca's Cortex-M7 model (an in-order core whose register
-  /// writes commit in program order, VFMA.F32 latency 5 against VLDR's 1) each load after a
-  /// multiply-add waits for its write-back: 48 cycles per 16 multiply-adds interleaved, 30 with
-  /// the loads first (tools/mca_report.py; docs/targets.md). The kPanel16 decode GEMV does the
-  /// same by groups of 8 weights. The same instructions either way, so the same bits; M4 and
-  /// M55 builds get the same order (the M55's kernels are Helium).
+  /// multiply-adds, so the compiler schedules no load between them: on an in-order core a load
+  /// after a multiply-add waits for its write-back (docs/tuning.md). The kPanel16 decode GEMV
+  /// does the same by groups of 8 weights. The same instructions either way, so the same bits.
 #if MICROATTN_CORTEX_M_FPU && defined(__GNUC__)
   static constexpr bool kLoadsFirst = true;
   static void loads_first(float (&a)[4], float (&b)[4]) noexcept {
@@ -219,9 +213,7 @@ struct Vec {
   static type zero() noexcept { return type(0.0f); }
   static type fma(type a, type b, type c) noexcept { return xsimd::fma(a, b, c); }
   static type fma_scalar(float a, type b, type c) noexcept { return xsimd::fma(type(a), b, c); }
-  /// c - a b. (armv7 NEON with FMA: one vfms. xsimd 8.1 has no NEON fnma, and its generic
-  /// -a * b + c came out, with GCC 12's armv7 arm_neon.h, as a negation lane by lane through
-  /// the stack and a separate multiply and add.)
+  /// c - a b (MICROATTN_NEON32_FMA: one vfms; docs/compiler-notes.md).
   static type fnma(type a, type b, type c) noexcept {
 #if defined(MICROATTN_NEON32_FMA)
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
@@ -233,9 +225,8 @@ struct Vec {
   static type clamp_below(type x, type lo) noexcept { return max(x, lo); }
   static type min(type a, type b) noexcept { return xsimd::min(a, b); }
   /// a < b ? t : f lane by lane.
-  /// armv7: GCC 12's arm_neon.h writes vcltq_f32 (and xsimd's a < b) as a generic vector
-  /// compare, which it lowers, unless -ffast-math, to four scalar VFP compares and a mask built
-  /// on the stack. Instead, a < b is read off d = a - b: true when d's bits, unsigned, exceed
+  /// MICROATTN_NEON32_FIXES (armv7, whose compare GCC 12 lowers lane by lane through the stack:
+  /// docs/compiler-notes.md): a < b is read off d = a - b: true when d's bits, unsigned, exceed
   /// 0x80000000 (negative and not -0). a - b rounds to nearest, so it is negative when a < b
   /// and +0 when a == b; a NaN difference (a NaN operand, or inf - inf) is the positive default
   /// NaN in NEON arithmetic, so false, as IEEE says. Where it differs from a compare: NEON
@@ -253,8 +244,7 @@ struct Vec {
   }
   static type shl23_bits(type v) noexcept {
 #if defined(MICROATTN_INTRIN_NEON)
-    // xsimd 8.1's NEON bitwise_cast goes through a table of function pointers that GCC 12
-    // calls out of line: a call (and spills around it) per vector in every exp loop.
+    // One shift: xsimd 8.1's NEON bitwise_cast is an out-of-line call (docs/compiler-notes.md).
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
       return type(vreinterpretq_f32_s32(vshlq_n_s32(vreinterpretq_s32_f32(v.data), 23)));
 #endif
@@ -265,12 +255,9 @@ struct Vec {
     return xsimd::bitwise_cast<type>(xsimd::bitwise_cast<ibatch>(v) << 23);
 #endif
   }
-  /// v as a register value the compiler cannot re-derive from memory. GCC 12 folds the B
-  /// loads of a 4-row micro-kernel into every FMA (12 loads per 8 FMAs, load-port bound:
-  /// 64 GFLOP/s on Zen 3); pinned, the loads stay 2 per k (83 GFLOP/s). Emits no instruction.
-  /// By value, not by reference: pinning an element of the micro-kernel's B array in place
-  /// made GCC 12 store every B vector to the stack on every k once the kernel was inlined into
-  /// f32_attn_rows (2 dead stores per 24 FMAs in each of its micro-kernel loops).
+  /// v as a register value the compiler cannot re-derive from memory (MICROATTN_PIN_X86): the
+  /// micro-kernel's B vectors stay one load each per k, not a load folded into every FMA. Emits
+  /// no instruction. By value, not by reference (docs/compiler-notes.md).
   static type pinned(type v) noexcept {
 #if MICROATTN_PIN_X86
     __asm__("" : "+v"(v.data));
@@ -366,14 +353,13 @@ struct Vec<MveArch> {
   using type = float32x4_t;
   static constexpr std::size_t kWidth = 4;
   static constexpr std::size_t kAlign = 16;
-  static constexpr bool kTranspose = false;  ///< see Vec<Arch>::transpose
+  static constexpr bool kTranspose = false;   ///< see Vec<Arch>::transpose
   static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
   static constexpr std::size_t kExpStep = 1;  ///< see Vec<ScalarArch>::kExpStep
   /// Four floats in memory as the compiler must see them: element-aligned, and aliasing
-  /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32: GCC 12 writes those as accesses through
-  /// an int pointer, so under strict aliasing (-O2 and up) it may move a float store to the
-  /// same bytes past the vector load (the -Ofast M55 build loaded a lane before it was written:
-  /// F32Exp.AtMostTwoUlpOverSoftmaxRange). The same VLDRW / VSTRW instructions.
+  /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32, which GCC 12 writes as int-pointer
+  /// accesses that strict aliasing may move past a float store (docs/compiler-notes.md). The
+  /// same VLDRW / VSTRW instructions.
   using Mem = float __attribute__((vector_size(16), aligned(4), may_alias));
 
   static type load(const float* p) noexcept { return *reinterpret_cast<const Mem*>(p); }
@@ -418,14 +404,26 @@ struct Vec<MveArch> {
 };
 #endif
 
-/// Register blocking and tile sizes of the kernels for Arch (all compile-time, so every buffer
-/// size is a constexpr of the configuration and the arch).
-///   kMR x kNR   GEMM micro-tile (rows x columns of C held in registers); kNR = kNRVec vectors
-///   kKC         depth of one packed B panel (kKC x kNR floats, sized for L1)
-///   kMC         rows of A a B panel is reused over (sized for L2)
-///   kBQ, kBK    attention tile: query rows x key columns
-template <class Arch, class Enable = void>
-struct KernelParams {
+/// Register blocking, tile sizes and tuning knobs of the kernels for Arch, all compile-time (every
+/// buffer size is a constexpr of the configuration and the arch). The kernels read these and
+/// test nothing else about the arch; each value's why and measurement: docs/tuning.md.
+///   kMR x kNR           GEMM micro-tile (rows x columns of C in registers); kNR = kNRVec vectors
+///   kKC                 depth of one packed B panel (kKC x kNR floats, sized for L1)
+///   kMC                 rows of A a B panel is reused over (sized for L2)
+///   kBQ, kBK            attention tile: query rows x key columns
+///   kCopyRowVectors     GEMM edge-tile and partial-panel rows copied by copy_row (whole vectors
+///                       through an empty asm), not by loops the compiler may make a memcpy
+///   kPrefetchNextPanel  GEMM: the next dense weight panel prefetched into L2 during this one
+///   kInPlaceInOutRows   GEMM: [in][out] weights read in place, unpacked, by row blocks of at
+///                       most this many rows (0: always packed)
+///   kSplitTileStride    GEMM: a whole-panel micro-tile whose rows of A are a multiple of this
+///                       many floats apart runs as two calls of half the rows (0: never)
+///   kGemvPanelPairs     f32_gemv_panel16 runs panel p together with panel p + n_panels / 2
+///   kOwnFrameAttn       the attention tile's row groups call their micro-kernels from frames of
+///                       their own (MICROATTN_OWN_FRAME_X86), for heads of at least a vector
+/// A new arch gets these defaults: the x86 register budget's sizes and every knob off (the
+/// plain code, correct on any target) until it is measured and specialised below.
+struct KernelParamsDefaults {
   // 16 vector registers (SSE, AVX, AVX2): 6 x 2 accumulators + 2 B + 1 broadcast.
   static constexpr std::size_t kMR = 6;
   static constexpr std::size_t kNRVec = 2;
@@ -433,11 +431,22 @@ struct KernelParams {
   static constexpr std::size_t kMC = 192;
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 64;
+  static constexpr bool kCopyRowVectors = false;
+  static constexpr bool kPrefetchNextPanel = false;
+  static constexpr std::size_t kInPlaceInOutRows = 0;
+  static constexpr std::size_t kSplitTileStride = 0;
+  static constexpr bool kGemvPanelPairs = false;
+  static constexpr bool kOwnFrameAttn = false;
 };
 
+template <class Arch, class Enable = void>
+struct KernelParams : KernelParamsDefaults {};
+
 template <>
-struct KernelParams<ScalarArch> {
-  // Cortex-M4F/M7 have 32 single-precision registers: 4 x 4 accumulators + 4 B + 1 A.
+struct KernelParams<ScalarArch> : KernelParamsDefaults {
+  // Cortex-M4F/M7 have 32 single-precision registers: 4 x 4 accumulators + 4 B + 1 A. Sizes
+  // for a microcontroller's RAM; every knob off (16 scalar sums fill the register file, and
+  // there is no cache to prefetch into).
   static constexpr std::size_t kMR = 4;
   static constexpr std::size_t kNRVec = 4;
   static constexpr std::size_t kKC = 128;
@@ -450,57 +459,95 @@ struct KernelParams<ScalarArch> {
 // Helium: eight Q registers. The micro-kernel's FMA takes its A value from a core register
 // (Vec::fma_scalar), so MR x NRV accumulators + NRV B vectors must fit in eight: 4 x 1 vector,
 // the scalar path's 4 x 4 floats. Every other size is the scalar path's (a microcontroller's
-// RAM).
+// RAM). A panel pair's 8 accumulators fit: the panel GEMV takes two streams.
 template <>
 struct KernelParams<MveArch> : KernelParams<ScalarArch> {
   static constexpr std::size_t kNRVec = 1;
+  static constexpr bool kGemvPanelPairs = true;
 };
 #endif
 
 #if MICROATTN_HAS_XSIMD
-// 32 vector registers (AVX-512): 12 x 2 accumulators. kMC 264 (an A block of 264 KiB, for the
-// 1-2 MB L2 of AVX-512 Xeons): a 256-token prefill packs each weight panel once, not twice
-// (P2 3.57-3.59 vs 3.71-3.82 ms, P4 5.76-5.88 vs 5.92-6.13 ms, two alternated runs).
-// kBK 128: half the per-row online-softmax steps (horizontal max, rescale of the output row)
-// per key (A1 8.56-8.61 vs 9.57-9.61 ms, E1 4.07-4.12 vs 4.33-4.35 ms, W1_core 4.39-4.43 vs
-// 4.85-4.87 ms, decode unchanged; two alternated runs, with the two-pass softmax of f32_attn_rows).
 template <class Arch>
-struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::avx512f, Arch>::value>> {
+constexpr bool kIsAvx512 = std::is_base_of<xsimd::avx512f, Arch>::value;
+// x86 with 8-float vectors: AVX, AVX2 (and xsimd 14's AVX-512VL 256-bit arch).
+template <class Arch>
+constexpr bool kIsX86x8 = std::is_base_of<xsimd::avx, Arch>::value && !kIsAvx512<Arch>;
+// x86 with 4-float vectors: SSE2 .. SSE4.2, FMA4 (and xsimd 14's 128-bit AVX archs).
+template <class Arch>
+constexpr bool kIsX86x4 =
+    std::is_base_of<xsimd::sse2, Arch>::value && !kIsX86x8<Arch> && !kIsAvx512<Arch>;
+
+// x86 SSE: the default sizes; vector row copies, panel pairs.
+template <class Arch>
+struct KernelParams<Arch, std::enable_if_t<kIsX86x4<Arch>>> : KernelParamsDefaults {
+  static constexpr bool kCopyRowVectors = true;  // else GCC 12 inlines `rep movsq`
+  static constexpr bool kGemvPanelPairs = true;  // two streams keep more misses in flight
+};
+
+// x86 AVX / AVX2: the default sizes (6 x 2 accumulators + 2 B + 1 broadcast of 16 registers).
+template <class Arch>
+struct KernelParams<Arch, std::enable_if_t<kIsX86x8<Arch>>> : KernelParamsDefaults {
+  static constexpr bool kCopyRowVectors = true;     // else GCC 12 inlines `rep movsq`
+  static constexpr bool kPrefetchNextPanel = true;  // [in][out] rows a page apart: no HW prefetch
+  static constexpr std::size_t kInPlaceInOutRows = 72;  // short prompts don't repay a copy
+  static constexpr bool kGemvPanelPairs = true;         // two streams: more misses in flight
+  static constexpr bool kOwnFrameAttn = MICROATTN_PIN_X86 != 0;  // GCC 12's register allocation
+};
+
+// AVX-512 (32 registers): 12 x 2 accumulators. kMC 264: a 256-token prefill packs each weight
+// panel once, not twice (an A block of 264 KiB for 1-2 MB L2s). kBK 128: half the per-row
+// online-softmax steps (horizontal max, rescale of the output row) per key.
+template <class Arch>
+struct KernelParams<Arch, std::enable_if_t<kIsAvx512<Arch>>> : KernelParamsDefaults {
   static constexpr std::size_t kMR = 12;
   static constexpr std::size_t kNRVec = 2;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 264;
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 128;
+  static constexpr bool kCopyRowVectors = true;     // else GCC 12 inlines `rep movsq`
+  static constexpr bool kPrefetchNextPanel = true;  // [in][out] rows a page apart: no HW prefetch
+  static constexpr std::size_t kInPlaceInOutRows = 72;  // short prompts don't repay a copy
+  // 12 rows 4 KiB apart share one set of an L1 of 4 KiB ways and fewer than 12 of them.
+  static constexpr std::size_t kSplitTileStride = 4096 / sizeof(float);
+  static constexpr bool kGemvPanelPairs = true;                  // more misses in flight
+  static constexpr bool kOwnFrameAttn = MICROATTN_PIN_X86 != 0;  // GCC 12's register allocation
 };
-// AArch64 NEON (32 registers), chosen with tools/mca_report.py (llvm-mca's models, not
-// measurements; docs/targets.md): 5 x 4 accumulators + 4 B + 5 A = 29 registers. 6 x 4 needs
-// 24 + 4 + 6 = 34 and GCC 12 spills accumulators in the loop; 5 x 4 runs at the FMA bound of
-// the Neoverse N1 (A76) and Cortex-A57 (A72) models. kNR stays 16, so kPanel16 weights are used
-// in place; kMC and kBQ are multiples of kMR (40 query rows: q, s and o of a d_head-64 tile,
-// 30 KB, fit a Cortex-A72's 32 KB L1).
+
+// AArch64 NEON (32 registers), chosen with tools/mca_report.py (llvm-mca's models):
+// 5 x 4 accumulators + 4 B + 5 A = 29 registers (6 x 4 needs 34 and GCC 12 spills). kNR 16 reads
+// kPanel16 weights in place; kMC and kBQ are multiples of kMR (40 query rows: q, s and o of a
+// d_head-64 tile fit a Cortex-A72's 32 KB L1). The x86 prefetch and in-place reads are
+// unmeasured here, so off.
 template <class Arch>
-struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon64, Arch>::value>> {
+struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon64, Arch>::value>>
+    : KernelParamsDefaults {
   static constexpr std::size_t kMR = 5;
   static constexpr std::size_t kNRVec = 4;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 100;
   static constexpr std::size_t kBQ = 40;
   static constexpr std::size_t kBK = 64;
+  static constexpr bool kCopyRowVectors = true;  // as every xsimd arch (unmeasured either way)
+  static constexpr bool kGemvPanelPairs = true;  // two streams keep more misses in flight
 };
+
 // ARMv7 NEON (16 q registers, no by-lane fused multiply-add: each A value is a load-duplicate):
-// 3 x 4 accumulators + 3 A + 1 B = 16 registers, 7 loads per 12 FMAs. The generic 6 x 2 needs
-// 12 + 6 + 2 and spills an accumulator in the loop; 3 x 4 does not, and its kNR of 16 uses
-// kPanel16 weights in place (tools/mca_report.py --sweep, docs/targets.md).
+// 3 x 4 accumulators + 3 A + 1 B = 16 registers (the default 6 x 2 spills an accumulator);
+// kNR 16 reads kPanel16 weights in place (tools/mca_report.py --sweep).
 template <class Arch>
 struct KernelParams<Arch, std::enable_if_t<std::is_base_of<xsimd::neon, Arch>::value &&
-                                           !std::is_base_of<xsimd::neon64, Arch>::value>> {
+                                           !std::is_base_of<xsimd::neon64, Arch>::value>>
+    : KernelParamsDefaults {
   static constexpr std::size_t kMR = 3;
   static constexpr std::size_t kNRVec = 4;
   static constexpr std::size_t kKC = 256;
   static constexpr std::size_t kMC = 96;
   static constexpr std::size_t kBQ = 48;
   static constexpr std::size_t kBK = 64;
+  static constexpr bool kCopyRowVectors = true;  // as every xsimd arch (unmeasured either way)
+  static constexpr bool kGemvPanelPairs = true;  // two streams keep more misses in flight
 };
 #endif
 

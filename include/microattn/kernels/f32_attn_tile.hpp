@@ -297,18 +297,10 @@ MICROATTN_ALWAYS_INLINE MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline void pv_row
   }
 }
 
-/// score_panels and pv_rows in frames of their own on x86 (not inlined; the micro-kernel inlined
-/// in them, with the tile's compile-time strides), for heads of at least a vector. Inlined into
-/// f32_attn_rows, GCC 12 at -O2 allocated the AVX-512 micro-kernel's registers differently with
-/// what else the translation unit held, and in some units kept a B vector on the stack (a store
-/// and 12 memory-operand multiply-adds per k: tools/mca_report.py --check --opt O2 failed twice
-/// after changes to f32_gemm.hpp that did not touch the attention). In a frame of its own it has
-/// the registers to itself, at one call per row group and key tile (noinline alone left GCC 12
-/// calling the shared out-of-line micro-kernel, with run-time strides: A1 4.7 % slower; with
-/// flatten it is inlined here, and A1 ran at 0.99-1.00 of its inlined time, medians of two 8-run
-/// alternations on the Zen 4 VM). Only AVX2 and AVX-512, for heads of at least a vector: a tiny
-/// layer pays for the calls (the teaching notes' S1, d_head 2: S1_scalar, the scalar path on
-/// x86, ran 10-25 % slower with them).
+/// score_panels and pv_rows in frames of their own (noinline, the micro-kernel inlined in them
+/// with the tile's compile-time strides), where KernelParams::kOwnFrameAttn says so: there the
+/// micro-kernel has the registers to itself whatever else the translation unit holds
+/// (MICROATTN_OWN_FRAME_X86: docs/compiler-notes.md; cost: docs/tuning.md).
 template <class Arch, std::size_t kDHead, class CE>
 MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void score_panels_framed(
     std::size_t mr, std::size_t av, std::size_t a, std::size_t b, const float* q, const CE* ktile,
@@ -379,8 +371,9 @@ struct QueryTile {
   static constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK,
                                LW = V::kWidth;
   static constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
-  // The row groups' micro-kernel calls in frames of their own (x86; see score_panels_framed).
-  static constexpr bool kFramed = MICROATTN_PIN_X86 && LW >= 8 && kDHead >= LW;
+  // The row groups' micro-kernel calls in frames of their own (score_panels_framed), for heads
+  // of at least a vector: a tiny head pays for the calls.
+  static constexpr bool kFramed = Tl::kOwnFrameAttn && kDHead >= LW;
   // One row's whole output in one P V call where it fits the registers (SIMD arches: d_head 64
   // is 4 or 8 vectors), and only the vectors that hold d_head's columns (o's padding past them
   // stays 0; scalar path: every panel whole, see gemm_weights).
@@ -401,10 +394,9 @@ struct QueryTile {
 
   std::size_t pos_of(std::size_t r) const noexcept { return rows.pos0 + r / rows.heads; }
 
-  /// Scaled query rows, zeroed accumulators. In whole vectors, written out: GCC 12 at -O2 left
-  /// the scaling loop scalar (docs/compiler-notes.md). The same products, so the same bits,
-  /// except that a denormal product is flushed to 0 where the vector unit flushes them (armv7
-  /// NEON; the rest of its kernels run on NEON already).
+  /// Scaled query rows, zeroed accumulators, in whole vectors written out (left to the compiler
+  /// the loop stayed scalar: docs/compiler-notes.md). The same products, so the same bits, except
+  /// that a denormal product is flushed to 0 where the vector unit flushes them (armv7 NEON).
   MICROATTN_ALWAYS_INLINE void load_queries(float qscale) noexcept {
     const T vqscale = V::set1(qscale);
     const std::size_t G = rows.heads;

@@ -11,9 +11,7 @@ namespace microattn {
 namespace kernels {
 
 // The three exponentials below are always inlined (MICROATTN_ALWAYS_INLINE): each is the body
-// of a loop over a row. With xsimd 14's headers GCC 12 at -O3 left f32_exp and the scalar
-// f32_exp2 out of line (a call per vector; tools/mca_report.py --check found no loop in its exp
-// probe on x86), where with xsimd 8.1 it inlines them.
+// of a loop over a row, which GCC 12 with xsimd 14 left out of line (docs/compiler-notes.md).
 
 /// exp(x) lane by lane, written once for every arch (the scalar path runs the same steps).
 ///
@@ -44,7 +42,7 @@ MICROATTN_ALWAYS_INLINE inline typename internal::Vec<Arch>::type f32_exp(
   const T z = V::opaque(V::fma(xc, V::set1(1.44269504088896341f), magic));
   const T n = V::opaque(z - magic);
   // Opaque too: -ffast-math would fold the two-constant (Cody-Waite) reduction below into one
-  // multiply by ln2_hi + ln2_lo, losing the low part (4.5 ulp near x = -86.6 under -Ofast).
+  // multiply by ln2_hi + ln2_lo, losing the low part (docs/compiler-notes.md).
   T r = V::opaque(V::fnma(n, V::set1(0.693145751953125f), xc));  // ln2_hi = 0x3F317200
   r = V::fnma(n, V::set1(1.42860682030941723212e-6f), r);        // ln2_lo = ln 2 - ln2_hi
   // exp(r) = 1 + r + r^2 (1/2! + r (1/3! + r (1/4! + r (1/5! + r (1/6! + r / 7!)))))
@@ -91,8 +89,8 @@ MICROATTN_ALWAYS_INLINE inline typename internal::Vec<Arch>::type f32_exp2(
   // biased by 127, so shifting those bits up by 23 gives the float 2^n (0 for n = -127).
   const T magic = V::set1(12582912.0f + 127.0f);
   // Opaque z and n: -ffast-math would otherwise fold xc - ((xc + magic) - magic) to 0, or
-  // reassociate it into (xc - z) + magic, and 2^x would lose its fraction (5-13 % softmax error
-  // under -Ofast before this). No instruction is emitted for it.
+  // reassociate it into (xc - z) + magic, and 2^x would lose its fraction
+  // (docs/compiler-notes.md). No instruction is emitted for it.
   const T z = V::opaque(xc + magic);
   const T r = xc - V::opaque(z - magic);  // exact: |r| <= 1/2
   T p = V::fma(V::set1(1.534581243e-04f), r, V::set1(1.339993090e-03f));

@@ -24,7 +24,7 @@
 #include <type_traits>
 
 #include "microattn/internal/vec.hpp"
-#include "microattn/weights.hpp"
+#include "microattn/layout.hpp"
 
 namespace microattn {
 namespace kernels {
@@ -46,8 +46,8 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
-  // The vector stride: W at compile time unless kSplitB (so every other caller's kernel is
-  // exactly the plain one: GCC 12's MVE auto-vectorisation of the scalar kernel depends on it).
+  // The vector stride: W at compile time unless kSplitB, so every other caller's kernel is
+  // exactly the plain one (GCC 12 for the M55: docs/compiler-notes.md, scalar kernels).
   const std::size_t vs = kSplitB ? bvs : W;
   T acc[MR][NRV];
 #pragma GCC unroll 64
@@ -55,9 +55,9 @@ inline void f32_gemm_ukernel(std::size_t kc, const float* a, std::size_t lda, co
 #pragma GCC unroll 64
     for (std::size_t j = 0; j < NRV; ++j) acc[i][j] = V::zero();
   // One pointer per row of A and a running pointer into B: every load in the loop is then
-  // base + k * 4 or a bumped pointer (computing i * lda + k per load cost clang a third).
-  // The loops over i and j are unrolled whatever the optimisation level: rolled (GCC at -O2)
-  // the accumulators live in memory and the kernel runs at a third of its speed.
+  // base + k * 4 or a bumped pointer (clang 14 spent much of the loop on i * lda + k). The
+  // loops over i and j are unrolled at every -O level: rolled (GCC 12 at -O2) the accumulators
+  // live in memory (docs/compiler-notes.md).
   const float* arow[MR];
   for (std::size_t i = 0; i < MR; ++i) arow[i] = a + i * lda;
   for (std::size_t k = 0; k < kc; ++k, b += ldb) {
@@ -163,19 +163,10 @@ inline void pack_b_panel_q8(const std::int8_t* b, std::size_t ldb, WeightLayout 
       pack[k * NR + j] = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) * sc[j] : 0.0f;
 }
 
-/// Whether the GEMM copies the rows of edge tiles and partial panels with copy_row: on the
-/// xsimd arches. (The scalar and Helium kernels keep their plain loops: GCC 12 emits no string
-/// instruction for those targets, and their code stays as it was.)
-template <class Arch>
-constexpr bool kCopyRowVectors = (MICROATTN_HAS_XSIMD != 0) && internal::Vec<Arch>::kWidth > 1;
-
 /// dst[0 .. n) = src[0 .. n): a row of an edge tile or of a partial panel (n < kNR), whole
-/// vectors then single floats, each through an empty asm (Vec::opaque, no instruction). As a
-/// plain loop GCC 12 makes it a memcpy, which it inlines on x86 as `rep movsq` (-march=native
-/// and the presets' -march=x86-64-v3/v4 alike), whose start-up cost was 60 % of the
-/// projections' time in the teaching notes' tiny layer (S1) on an Emerald Rapids Xeon. The
-/// vector loop needs the asm too: with xsimd 14's loads and stores GCC 12 recognises it as a
-/// memcpy as well (xsimd 8.1's it does not).
+/// vectors then single floats, each through an empty asm (Vec::opaque, no instruction), so
+/// that GCC 12 cannot make the loop an inlined `rep movsq` (KernelParams::kCopyRowVectors;
+/// docs/compiler-notes.md).
 template <class Arch>
 inline void copy_row(float* dst, const float* src, std::size_t n) noexcept {
   using V = internal::Vec<Arch>;
@@ -187,9 +178,8 @@ inline void copy_row(float* dst, const float* src, std::size_t n) noexcept {
 
 /// Packs the kc x NR panel of B at depth pc, column jc (nr <= NR valid columns, the rest
 /// zero) into pack[k * NR + j]. Full panels copy rows of NR contiguous floats with a
-/// fixed-size memcpy, which every compiler turns into whole-vector moves at any optimisation
-/// level (a loop is vectorised by GCC 12 only at -O3: at -O2 it needs an alias check): this
-/// copy runs once per panel and row block, so it must be cheap.
+/// fixed-size memcpy, whole-vector moves at every -O level (GCC 12 vectorises a loop only at
+/// -O3): this copy runs once per panel and row block, so it must be cheap.
 template <class Arch, std::size_t NR>
 inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, std::size_t pc,
                          std::size_t kc, std::size_t jc, std::size_t nr, float* pack) noexcept {
@@ -239,7 +229,7 @@ inline void pack_b_panel(const float* b, std::size_t ldb, WeightLayout layout, s
   // then copy the nr columns with the layout decided once, not per element.
   for (std::size_t i = 0; i < kc * NR; ++i) pack[i] = 0.0f;
   if (layout == WeightLayout::kInOut) {
-    if constexpr (kCopyRowVectors<Arch>) {
+    if constexpr (internal::Tiles<Arch>::kCopyRowVectors) {
       for (std::size_t k = 0; k < kc; ++k)
         copy_row<Arch>(pack + k * NR, b + (pc + k) * ldb + jc, nr);
     } else {
@@ -356,43 +346,107 @@ PanelStrips next_panel_strips(WeightLayout layout, std::size_t K, std::size_t N,
                       internal::min_size(Tl::kNR, N - njc));
 }
 
-/// A micro-tile of more than kL1SetWays rows is computed as two calls of half as many rows when
-/// its rows of A lie a multiple of 4 KiB (kL1WayFloats floats) apart (lda 1024, 2048, ...:
-/// d_model 1024 and up). The lines the micro-kernel reads at one k then all fall in one set of a
-/// 64-set L1 (4 KiB a way), which holds 8 lines on Zen 3 and Zen 4: the 12 rows of the AVX-512
-/// tile evicted each other on every k. Measured on the Zen 4 VM (a scratch GEMM of 264 x 64 x K,
-/// K = lda, kPanel16 and [in][out] weights, two alternated runs): lda 1024 and 2048 ran at
-/// 101-103 GFLOP/s against 108-111 with lda 1040 and 2064; as two calls of 6 rows, 112-115.
-/// Lda 512 (2 KiB: two sets, 6 rows each) loses nothing measurable and keeps whole tiles. The
-/// AVX2 tile's 6 rows fit a set (in calls of 3 or 2 rows it ran at 57-85 instead of 106-112), so
-/// only tiles of more than 8 rows are split. (Intel's AVX-512 cores have 12-way 48 KiB L1s, also
-/// 4 KiB a way: the split applies there too, unmeasured.) Tiles of whole panels only, which are
-/// written in place; an edge tile keeps its one call. Each row's multiply-adds are the same
-/// whichever call computes them: the same bits.
-constexpr std::size_t kL1SetWays = 8;
-constexpr std::size_t kL1WayFloats = 4096 / sizeof(float);
+/// Whether a tile of whole panels takes two 16-wide panels side by side (AVX-512: a vector is
+/// a kPanel16 panel), reading B's vectors bvs apart.
+template <class Arch>
+constexpr bool kTwoPanels = (internal::Tiles<Arch>::kWidth == kWeightPanel) &&
+                            (internal::Tiles<Arch>::kNR % kWeightPanel == 0) &&
+                            (internal::Tiles<Arch>::kNR > kWeightPanel);
 
+/// B's kc x kNR panel at depth pc, columns jc (nr valid) for a row block of mc rows, as the
+/// micro-kernel reads it: row k at the returned pointer + k * bld, its vector j bvs apart (see
+/// f32_gemm_ukernel). In place where the weights hold it (kPanel16: a slice of one panel, or two
+/// panels side by side on AVX-512; [in][out] for short row blocks, KernelParams::
+/// kInPlaceInOutRows), else packed into pack (row stride kNR; int8 dequantised). A partial
+/// tile reads only the vectors holding its nr columns; lanes past nr (the panel's padding) go
+/// to tile columns never stored. The same values in the same order either way.
+template <class Arch, class BE>
+MICROATTN_ALWAYS_INLINE inline const float* gemm_panel_b(
+    const BE* b, std::size_t ldb, WeightLayout b_layout, const float* b_scale, std::size_t mc,
+    std::size_t pc, std::size_t kc, std::size_t jc, std::size_t nr, float* pack, std::size_t& bld,
+    std::size_t& bvs) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t NR = Tl::kNR, P = kWeightPanel, W = Tl::kWidth;
+  const float* bp = pack;
+  bld = NR, bvs = W;
+  const std::size_t read = nr == NR ? NR : internal::round_up(nr, W);
+  if constexpr (std::is_same<BE, float>::value) {
+    if (b_layout == WeightLayout::kInOut && nr == NR && mc <= Tl::kInPlaceInOutRows) {
+      bp = b + pc * ldb + jc, bld = ldb;
+    } else if (b_layout == WeightLayout::kPanel16 && jc % P + read <= P) {
+      bp = b + (jc / P) * ldb + pc * P + jc % P, bld = P;
+    } else if (kTwoPanels<Arch> && b_layout == WeightLayout::kPanel16 && nr == NR) {
+      bp = b + (jc / P) * ldb + pc * P, bld = P, bvs = ldb;
+    } else {
+      pack_b_panel<Arch, NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
+    }
+  } else {
+    pack_b_panel_q8<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
+  }
+  return bp;
+}
+
+/// Asks L2 for up to n of the strips left in `next`, first to last (PanelStrips).
+template <class BE>
+MICROATTN_ALWAYS_INLINE inline void prefetch_strips(const BE* b, PanelStrips& next,
+                                                    std::size_t n) noexcept {
+  for (std::size_t q = 0; q < n && next.count > 0; ++q) {
+    internal::prefetch_l2(b + next.first, next.elems * sizeof(BE));
+    next.first += next.stride, --next.count;
+  }
+}
+
+/// Rows m0 .. m0 + mr, columns jc .. jc + nr of C into (to_tile) or out of `tile` (row
+/// stride kNR): an edge or scattered micro-tile is computed there.
+template <class Arch, class Store>
+MICROATTN_ALWAYS_INLINE inline void gemm_tile_copy(bool to_tile, const Store& store, std::size_t m0,
+                                                   std::size_t mr, std::size_t jc, std::size_t nr,
+                                                   float* tile) noexcept {
+  constexpr std::size_t NR = internal::Tiles<Arch>::kNR;
+  for (std::size_t i = 0; i < mr; ++i) {
+    float* t = tile + i * NR;
+    if constexpr (internal::Tiles<Arch>::kCopyRowVectors) {
+      if (to_tile)
+        copy_row<Arch>(t, store.row(m0 + i, jc), nr);
+      else
+        copy_row<Arch>(store.row(m0 + i, jc), t, nr);
+    } else {
+      for (std::size_t j = 0; j < nr; ++j) {
+        if (to_tile)
+          t[j] = store.at(m0 + i, jc + j);
+        else
+          store.at(m0 + i, jc + j) = t[j];
+      }
+    }
+  }
+}
+
+/// f32_gemm and qc8w_f32_gemm (see f32_gemm): row blocks of kMC rows, panels of kNR columns,
+/// depth blocks of kKC, and per panel the kMR-row micro-tiles. Whole-panel tiles of a direct
+/// store are computed in place, as two calls of half the rows where KernelParams::
+/// kSplitTileStride says (each row's multiply-adds are the same either way), others in `tile`.
+/// The micro-kernel and copy_row calls stay here, not in the always-inline helpers: GCC 12
+/// orders its early inlining by direct calls, and moved into a helper they changed which
+/// micro-kernel tails it inlined (docs/compiler-notes.md, "GEMM helpers").
 template <class Arch, class Store, class BE>
 void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
                   const BE* b, std::size_t ldb, WeightLayout b_layout, const float* b_scale,
                   const float* bias, Store store, float* pack) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, KC = Tl::kKC, MC = Tl::kMC;
+  constexpr std::size_t kHalf = (MR + 1) / 2;
   alignas(Tl::kAlign) float tile[MR * NR];
   alignas(Tl::kAlign) float bias_row[NR];
-  constexpr bool kPrefetchNext = Tl::kWidth >= 8 && kCopyRowVectors<Arch>;  // AVX2, AVX-512
-  constexpr std::size_t kHalf = (MR + 1) / 2;
-  constexpr bool kSplitTiles = MR > kL1SetWays;
-  const bool split_tiles = kSplitTiles && lda % kL1WayFloats == 0;
+  const bool split =
+      Tl::kSplitTileStride != 0 && lda % internal::max_size(Tl::kSplitTileStride, 1) == 0;
   for (std::size_t ic = 0; ic < M; ic += MC) {
     const std::size_t mc = internal::min_size(MC, M - ic);
     for (std::size_t jc = 0; jc < N; jc += NR) {
       const std::size_t nr = internal::min_size(NR, N - jc);
-      // Only with a bias: GCC 12 turns `bias && j < nr ? bias[jc + j] : 0` into AVX-512 masked
-      // loads from a null pointer, and a masked load that would fault takes a microcode assist
-      // (a fifth of a tiny layer's time).
+      // Only with a bias: GCC 12 makes `bias && j < nr ? bias[jc + j] : 0` AVX-512 masked loads
+      // from a null pointer, each a microcode assist (docs/compiler-notes.md).
       if (bias) {
-        if constexpr (kCopyRowVectors<Arch>) {
+        if constexpr (Tl::kCopyRowVectors) {
           copy_row<Arch>(bias_row, bias + jc, nr);
         } else {
           for (std::size_t j = 0; j < nr; ++j) bias_row[j] = bias[jc + j];
@@ -402,49 +456,12 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
       for (std::size_t pc = 0; pc < K; pc += KC) {
         const std::size_t kc = internal::min_size(KC, K - pc);
         const bool first = pc == 0;
-        // B's kc x NR panel: in place when kPanel16 weights hold it (row stride 16: the vectors
-        // the kernel reads lie in one panel, as with NR <= 16 or a last tile of <= 16 columns,
-        // or NR / 16 panels side by side when a vector is a whole panel, as on AVX-512), else
-        // packed (row stride NR). A partial tile reads only the vectors holding its nr
-        // columns; lanes past nr (the panel's padding) go to tile columns never stored.
-        const float* bp = pack;
-        std::size_t bld = NR, bvs = Tl::kWidth;  // B's vector stride (read with kTwoPanels only)
-        constexpr std::size_t P = kWeightPanel, W = Tl::kWidth;
-        // A tile of whole panels whose vectors are panels (AVX-512: two 16-wide panels).
-        constexpr bool kTwoPanels = W == P && NR % P == 0 && NR > P;
-        const std::size_t read = nr == NR ? NR : internal::round_up(nr, W);
-        // x86: [in][out] weights are read in place, without packing, by a row block of at most
-        // 72 rows (a short prompt: P1's and M1's 64 tokens), which reads each panel too few
-        // times to repay copying it. Medians of three alternated runs on the Emerald Rapids VM:
-        // AVX-512 P1 213 vs 221 us, M1 29.4 vs 30.4 us; AVX2 build P1 420 vs 443 us, M1 39.9 vs
-        // 41.8 us. P2's 256-row blocks were 1 % slower in place, so they pack. Same values in the
-        // same order: the same bits.
-        constexpr std::size_t kInPlaceRows = W >= 8 && kCopyRowVectors<Arch> ? 72 : 0;
-        if constexpr (std::is_same<BE, float>::value) {
-          if (b_layout == WeightLayout::kInOut && nr == NR && mc <= kInPlaceRows) {
-            bp = b + pc * ldb + jc, bld = ldb;
-          } else if (b_layout == WeightLayout::kPanel16 && jc % P + read <= P) {
-            bp = b + (jc / P) * ldb + pc * P + jc % P, bld = P;
-          } else if (kTwoPanels && b_layout == WeightLayout::kPanel16 && nr == NR) {
-            bp = b + (jc / P) * ldb + pc * P, bld = P, bvs = ldb;
-          } else {
-            detail::pack_b_panel<Arch, NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
-          }
-        } else {
-          detail::pack_b_panel_q8<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
-        }
-        // x86: the next panel of dense weights into L2 while this one's micro-tiles run, a few
-        // strips per micro-tile. An [in][out] panel's rows are NR elements each, ldb apart (2 KiB
-        // in a 512-wide matrix: a new 4 KiB page every other row), and hardware prefetchers do
-        // not cross pages: from memory, its copy (or its first micro-tile, in place) waited on
-        // every miss. P2's projections (three 512 x 64 weight slices per head and W_O, over 256
-        // rows, the weights coming from memory; a Zen 4 VM, three runs) with [in][out] weights
-        // ran at 0.89-0.92 of the speed with kPanel16 weights in the same run before, 0.97-0.99
-        // after with AVX-512; 0.83-0.91 and 0.98-1.01 with AVX2. The same loads in the same
-        // order: the same bits. (Not on ARM: unmeasured; Cortex-M has no cache to fill.)
+        std::size_t bld, bvs;
+        const float* bp =
+            gemm_panel_b<Arch>(b, ldb, b_layout, b_scale, mc, pc, kc, jc, nr, pack, bld, bvs);
         PanelStrips next{};
         std::size_t next_per_tile = 0;
-        if constexpr (kPrefetchNext) {
+        if constexpr (Tl::kPrefetchNextPanel) {
           next = next_panel_strips<Arch>(b_layout, K, N, ldb, pc, jc);
           const std::size_t tiles = (mc + MR - 1) / MR;
           next_per_tile = (next.count + tiles - 1) / tiles;
@@ -452,50 +469,28 @@ void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, s
         for (std::size_t ir = 0; ir < mc; ir += MR) {
           const std::size_t mr = internal::min_size(MR, mc - ir);
           const std::size_t m0 = ic + ir;
-          if constexpr (kPrefetchNext) {
-            for (std::size_t q = 0; q < next_per_tile && next.count > 0; ++q) {
-              internal::prefetch_l2(b + next.first, next.elems * sizeof(BE));
-              next.first += next.stride, --next.count;
-            }
-          }
+          if constexpr (Tl::kPrefetchNextPanel) prefetch_strips(b, next, next_per_tile);
           const float* ablk = a + m0 * lda + pc;
           const float* add = (first && bias) ? bias_row : nullptr;
           if (store.direct() && nr == NR) {
-            if (kSplitTiles && split_tiles) {
+            if (Tl::kSplitTileStride != 0 && split) {
               for (std::size_t h = 0; h < mr; h += kHalf)
-                f32_gemm_ukernel_rows<Arch, float, kTwoPanels>(
+                f32_gemm_ukernel_rows<Arch, float, kTwoPanels<Arch>>(
                     internal::min_size(kHalf, mr - h), kc, ablk + h * lda, lda, bp, bld,
                     store.row(m0 + h, jc), store.ld(), add, !first, bvs);
               continue;
             }
-            f32_gemm_ukernel_rows<Arch, float, kTwoPanels>(
+            f32_gemm_ukernel_rows<Arch, float, kTwoPanels<Arch>>(
                 mr, kc, ablk, lda, bp, bld, store.row(m0, jc), store.ld(), add, !first, bvs);
             continue;
           }
-          // Edge or scattered tile: compute into a local tile, then write what is in range.
-          if (!first) {
-            for (std::size_t i = 0; i < mr; ++i) {
-              if constexpr (kCopyRowVectors<Arch>) {
-                copy_row<Arch>(tile + i * NR, store.row(m0 + i, jc), nr);
-              } else {
-                for (std::size_t j = 0; j < nr; ++j) tile[i * NR + j] = store.at(m0 + i, jc + j);
-              }
-            }
-          }
-          // Only the vectors holding the nr columns (a partial panel is zero past them). Not on
-          // the scalar path: there each narrower width is one more instantiation for GCC 12 to
-          // auto-vectorise for Cortex-M55 (MVE) its own way, and a row's last bits then depended
-          // on its tile's height (NumericContract.LayerIsCausalBitForBit on the M55).
-          const std::size_t nv = W > 1 ? (nr + W - 1) / W : Tl::kNRVec;
-          f32_gemm_ukernel_rows_nv<Arch, float, kTwoPanels>(nv, mr, kc, ablk, lda, bp, bld, tile,
-                                                            NR, add, !first, bvs);
-          for (std::size_t i = 0; i < mr; ++i) {
-            if constexpr (kCopyRowVectors<Arch>) {
-              copy_row<Arch>(store.row(m0 + i, jc), tile + i * NR, nr);
-            } else {
-              for (std::size_t j = 0; j < nr; ++j) store.at(m0 + i, jc + j) = tile[i * NR + j];
-            }
-          }
+          // Edge or scattered tile. Only the vectors holding the nr columns (a partial panel is
+          // zero past them); the scalar path keeps its whole panel (docs/compiler-notes.md, M55).
+          if (!first) gemm_tile_copy<Arch>(true, store, m0, mr, jc, nr, tile);
+          const std::size_t nv = Tl::kWidth > 1 ? (nr + Tl::kWidth - 1) / Tl::kWidth : Tl::kNRVec;
+          f32_gemm_ukernel_rows_nv<Arch, float, kTwoPanels<Arch>>(nv, mr, kc, ablk, lda, bp, bld,
+                                                                  tile, NR, add, !first, bvs);
+          gemm_tile_copy<Arch>(false, store, m0, mr, jc, nr, tile);
         }
       }
     }

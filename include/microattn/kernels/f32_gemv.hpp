@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "microattn/internal/vec.hpp"
-#include "microattn/weights.hpp"
+#include "microattn/layout.hpp"
 
 namespace microattn {
 namespace kernels {
@@ -30,8 +30,8 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, st
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
   constexpr bool kQ = !std::is_same<WE, float>::value;
-  // Two loops, not `bias ? bias[n] : 0`: GCC 12 makes that masked loads from a null pointer on
-  // AVX-512, each a microcode assist (see gemm_weights).
+  // Two loops, not `bias ? bias[n] : 0`: GCC 12 makes that AVX-512 masked loads from a null
+  // pointer, each a microcode assist (docs/compiler-notes.md).
   if (bias && !kQ) {
     for (std::size_t n = 0; n < N; ++n) y[n] = bias[n];
   } else {
@@ -225,11 +225,11 @@ inline void gemv_panels(std::size_t K, const float* x, const WE* const (&pw)[kNP
 /// f32_gemv_panel16: y[N] = x[K] · W + bias, W stored as panels of 16 output columns
 /// (WeightLayout::kPanel16): W(k, n) = w[(n / 16) * ldp + k * 16 + n % 16], ldp >= 16 K.
 /// Each panel is a sequential stream of K * 64 bytes whose 16 sums stay in registers (no
-/// partial sums through memory). On the SIMD arches panel p runs together with panel
-/// p + n_panels / 2: two streams far apart keep more cache misses in flight than one and
-/// read 4 MB of panels ~11 % faster here (Zen 3, median of 1000 runs). The scalar arch
-/// (Cortex-M: no prefetcher streams to feed, 16 scalar sums already fill the register file)
-/// takes one panel at a time. A last panel of N % 16 columns reads only its valid columns.
+/// partial sums through memory). Where KernelParams::kGemvPanelPairs (the SIMD arches) panel
+/// p runs together with panel p + n_panels / 2: two streams far apart keep more cache misses
+/// in flight than one. The scalar arch (Cortex-M: no prefetcher streams to feed, 16 scalar
+/// sums already fill the register file) takes one panel at a time. A last panel of N % 16
+/// columns reads only its valid columns.
 /// bias: N floats or null. y must not overlap x or W.
 template <class Arch, class WE = float>
 void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldp,
@@ -239,7 +239,7 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
   constexpr std::size_t P = kWeightPanel;
   static_assert(P % internal::Vec<Arch>::kWidth == 0,
                 "f32_gemv_panel16: the vector width must divide the panel width");
-  constexpr bool kPairs = P / internal::Vec<Arch>::kWidth <= 4;
+  constexpr bool kPairs = internal::Tiles<Arch>::kGemvPanelPairs;
   const std::size_t n_panels = N / P;
   const std::size_t half = kPairs ? n_panels / 2 : 0;
   // Part `part` of `parts` takes a contiguous run of the pairs (the pairing is the same for
