@@ -119,22 +119,22 @@ class KvAttention {
   static_assert(DecScratch::kDPad == kDPad,
                 "decode and prefill kernels must agree on V's row stride");
 
-  /// Element type of the cache: float, or int8_t with CacheType::kInt8.
+  /// Element type of the cache (float, or int8_t with CacheType::kInt8) and what it means
+  /// (internal::Elem: scaled per token row or not).
   using CE = typename Cfg::CacheElem;
-  static constexpr bool kQCache = Cfg::kInt8Cache;
+  using Elem = internal::Elem<CE>;
+  static constexpr bool kQCache = Elem::kScaled;
   /// K^T tiles and V rows of each key/value head (H_kv of them, not H: GQA/MQA save memory);
-  /// with an int8 cache also one K scale and one V scale per cached token and head.
-  struct CacheF32 {
-    alignas(Tl::kAlign) float kt[HKV * kTPad * D];
-    alignas(Tl::kAlign) float v[HKV * kTPad * kDPad];
+  /// with a scaled element type also one K scale and one V scale per cached token and head.
+  struct CacheRows {
+    alignas(Tl::kAlign) CE kt[HKV * kTPad * D];
+    alignas(Tl::kAlign) CE v[HKV * kTPad * kDPad];
   };
-  struct CacheI8 {
-    alignas(Tl::kAlign) std::int8_t kt[HKV * kTPad * D];
-    alignas(Tl::kAlign) std::int8_t v[HKV * kTPad * kDPad];
+  struct CacheScaledRows : CacheRows {
     alignas(Tl::kAlign) float ks[HKV * kTPad];
     alignas(Tl::kAlign) float vs[HKV * kTPad];
   };
-  using Cache = std::conditional_t<kQCache, CacheI8, CacheF32>;
+  using Cache = std::conditional_t<kQCache, CacheScaledRows, CacheRows>;
   /// Prefill working memory: Q of one group for a chunk of tokens (also the staging of
   /// unrotated keys and of values the cache converts), one per worker that takes whole groups
   /// (kStagedHeads, as the layer's), the concatenated heads (when W_O follows), a GEMM B panel
@@ -298,9 +298,8 @@ class KvAttention {
         float ks = 1.0f, vs = 1.0f;
         if constexpr (kQCache) ks = cache_.ks[g * kTPad + p], vs = cache_.vs[g * kTPad + p];
         for (std::size_t d = 0; d < D; ++d) {
-          k[t * KD + g * D + d] =
-              kQCache ? ks * static_cast<float>(kt[d * Tl::kBK]) : kt[d * Tl::kBK];
-          v[t * KD + g * D + d] = kQCache ? vs * static_cast<float>(vr[d]) : vr[d];
+          k[t * KD + g * D + d] = Elem::decode(kt[d * Tl::kBK], ks);
+          v[t * KD + g * D + d] = Elem::decode(vr[d], vs);
         }
       }
     }
@@ -492,31 +491,19 @@ class KvAttention {
     }
   }
 
-  /// Scale of one int8 cache row: max |r[d]| / 127, or NaN when the row holds a NaN or an
-  /// infinity (its scores or outputs then become NaN, as with an fp32 cache).
-  static float row_scale(const float* r) noexcept {
-    float amax = 0.0f;
-    for (std::size_t d = 0; d < D; ++d) {
-      if (!internal::finite_bits(r[d])) return __builtin_nanf("");
-      const float a = r[d] < 0.0f ? -r[d] : r[d];
-      amax = a > amax ? a : amax;
-    }
-    return amax / internal::opaque_divisor(127.0f);
-  }
-  /// Writes n keys (rows of k, stride ldk) of key/value head g at cache rows row0 ..: fp32 into
-  /// the key tiles, or quantised per row (int8 + scale).
+  /// Writes n keys (rows of k, stride ldk) of key/value head g at cache rows row0 .. into the
+  /// key tiles: fp32 by register transposes (store_key_tiles), other elements a row at a time
+  /// through Elem::encode (a scaled element type's scale beside it).
   void store_keys(std::size_t g, const float* k, std::size_t ldk, std::size_t n,
                   std::size_t row0) noexcept {
-    if constexpr (!kQCache) {
+    if constexpr (std::is_same<CE, float>::value) {
       kernels::store_key_tiles<Arch, D>(k, ldk, n, row0, Tl::kBK, kt_head(g));
     } else {
       for (std::size_t i = 0; i < n; ++i) {
         const std::size_t r = row0 + i;
-        const float* src = k + i * ldk;
-        const float sc = row_scale(src);
-        cache_.ks[g * kTPad + r] = sc;
-        std::int8_t* dst = kt_head(g) + (r / Tl::kBK) * (D * Tl::kBK) + r % Tl::kBK;
-        for (std::size_t d = 0; d < D; ++d) dst[d * Tl::kBK] = quantize_value(src[d], sc);
+        CE* dst = kt_head(g) + (r / Tl::kBK) * (D * Tl::kBK) + r % Tl::kBK;
+        const float sc = Elem::encode(k + i * ldk, D, dst, Tl::kBK);
+        if constexpr (kQCache) cache_.ks[g * kTPad + r] = sc;
       }
     }
   }
@@ -524,16 +511,10 @@ class KvAttention {
   void store_values(std::size_t g, const float* v, std::size_t ldv, std::size_t n,
                     std::size_t row0) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
-      const float* src = v + i * ldv;
       CE* dst = v_head(g) + (row0 + i) * kDPad;
-      if constexpr (!kQCache) {
-        for (std::size_t d = 0; d < D; ++d) dst[d] = src[d];
-      } else {
-        const float sc = row_scale(src);
-        cache_.vs[g * kTPad + row0 + i] = sc;
-        for (std::size_t d = 0; d < D; ++d) dst[d] = quantize_value(src[d], sc);
-        for (std::size_t d = D; d < kDPad; ++d) dst[d] = 0;
-      }
+      const float sc = Elem::encode(v + i * ldv, D, dst, 1);
+      if constexpr (kQCache) cache_.vs[g * kTPad + row0 + i] = sc;
+      for (std::size_t d = D; d < kDPad; ++d) dst[d] = CE{0};
     }
   }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "microattn/internal/elem.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_exp.hpp"
@@ -99,7 +100,7 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                      const float* k_scale = nullptr, const float* v_scale = nullptr,
                      std::size_t key0 = 0,
                      DecodePartial<Arch, kDHead, kRows>* partial = nullptr) noexcept {
-  constexpr bool kQ = !std::is_same<CE, float>::value;
+  constexpr bool kQ = internal::Elem<CE>::kScaled;
   using V = internal::Vec<Arch>;
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = V::kWidth, BK = Tl::kBK;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "microattn/internal/elem.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_exp.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
@@ -367,7 +368,7 @@ struct QueryTile {
   using Tl = internal::Tiles<Arch>;
   using V = internal::Vec<Arch>;
   using T = typename V::type;
-  static constexpr bool kQ = !std::is_same<CE, float>::value;
+  static constexpr bool kQ = internal::Elem<CE>::kScaled;
   static constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK,
                                LW = V::kWidth;
   static constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;

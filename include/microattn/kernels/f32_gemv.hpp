@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "microattn/internal/elem.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/layout.hpp"
 
@@ -29,7 +30,7 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, st
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
-  constexpr bool kQ = !std::is_same<WE, float>::value;
+  constexpr bool kQ = internal::Elem<WE>::kScaled;
   // Two loops, not `bias ? bias[n] : 0`: GCC 12 makes that AVX-512 masked loads from a null
   // pointer, each a microcode assist (docs/compiler-notes.md).
   if (bias && !kQ) {
@@ -80,7 +81,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
                                                         std::size_t ldw, const float* bias,
                                                         float* y,
                                                         const float* scale = nullptr) noexcept {
-  constexpr bool kQ = !std::is_same<WE, float>::value;
+  constexpr bool kQ = internal::Elem<WE>::kScaled;
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
@@ -235,7 +236,7 @@ template <class Arch, class WE = float>
 void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldp,
                       const float* bias, float* y, const float* scale = nullptr,
                       std::size_t part = 0, std::size_t parts = 1) noexcept {
-  constexpr bool kQ = !std::is_same<WE, float>::value;
+  constexpr bool kQ = internal::Elem<WE>::kScaled;
   constexpr std::size_t P = kWeightPanel;
   static_assert(P % internal::Vec<Arch>::kWidth == 0,
                 "f32_gemv_panel16: the vector width must divide the panel width");

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn internal: what a stored element type means to the kernels and the KV cache. The
+// axis a storage dtype extends: an fp16 or int4 cache, or weights of another dtype, add one
+// specialisation of Elem here (and a widening load in Vec::load_elem); the kernels and the
+// cache ask Elem, never the type itself.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "microattn/internal/vec.hpp"
+
+namespace microattn {
+namespace internal {
+/// v, as a value the optimiser knows nothing about (an empty volatile asm, no instruction):
+/// under -ffast-math (-freciprocal-math) a division by a constant or loop-invariant float may
+/// become a multiplication by its rounded reciprocal, which rounds differently; the quantiser
+/// divides by opaque values so that it gives the same int8 values and scales (and the same as
+/// tools/export_pytorch.py) in every build.
+inline float opaque_divisor(float v) noexcept {
+#if defined(MICROATTN_OPAQUE_F32)
+  __asm__ volatile("" : MICROATTN_OPAQUE_F32(v));
+  return v;
+#else
+  volatile float t = v;
+  return t;
+#endif
+}
+}  // namespace internal
+
+/// int8 value of w / scale, rounded to nearest (ties away from zero) and clamped to [-127, 127],
+/// computed in float exactly as tools/export_pytorch.py --quant int8 does (the two agree bit
+/// for bit). 0 when scale is 0.
+inline std::int8_t quantize_value(float w, float scale) noexcept {
+  if (!(scale > 0.0f)) return 0;
+  const float r = w / internal::opaque_divisor(scale);
+  float a = r < 0.0f ? -r : r;
+  const float f = static_cast<float>(static_cast<std::int32_t>(a < 127.0f ? a : 127.0f));
+  a = (a - f >= 0.5f && f < 127.0f) ? f + 1.0f : f;
+  const auto q = static_cast<std::int32_t>(a);
+  return static_cast<std::int8_t>(r < 0.0f ? -q : q);
+}
+
+namespace internal {
+
+/// Element type E of stored weights or cache rows:
+///   kScaled: a stored e means scale * e, with one fp32 scale per group (a weight matrix's output
+///            column, a cache row); false: e is the value;
+///   encode(x, n, dst, stride): n floats into elements dst[0], dst[stride], ...; returns the
+///            group's scale (1 when unscaled);
+///   decode(e, scale): the float e stands for.
+template <class E>
+struct Elem;
+
+template <>
+struct Elem<float> {
+  static constexpr bool kScaled = false;
+  static float encode(const float* x, std::size_t n, float* dst, std::size_t stride) noexcept {
+    for (std::size_t i = 0; i < n; ++i) dst[i * stride] = x[i];
+    return 1.0f;
+  }
+  static float decode(float e, float) noexcept { return e; }
+};
+
+/// Symmetric int8 (never -128) with one scale per group: max |x| / 127, NaN when the group holds
+/// a NaN or an infinity (its scores or outputs then become NaN, as with fp32 values).
+template <>
+struct Elem<std::int8_t> {
+  static constexpr bool kScaled = true;
+  static float scale_of(const float* x, std::size_t n) noexcept {
+    float amax = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!finite_bits(x[i])) return __builtin_nanf("");
+      const float a = x[i] < 0.0f ? -x[i] : x[i];
+      amax = a > amax ? a : amax;
+    }
+    return amax / opaque_divisor(127.0f);
+  }
+  static float encode(const float* x, std::size_t n, std::int8_t* dst,
+                      std::size_t stride) noexcept {
+    const float s = scale_of(x, n);
+    for (std::size_t i = 0; i < n; ++i) dst[i * stride] = quantize_value(x[i], s);
+    return s;
+  }
+  static float decode(std::int8_t e, float scale) noexcept { return scale * static_cast<float>(e); }
+};
+
+}  // namespace internal
+}  // namespace microattn
