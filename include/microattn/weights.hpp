@@ -136,11 +136,18 @@ inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_
   double e2 = 0.0, w2 = 0.0;
   float emax = 0.0f;
   for (std::size_t o = 0; o < out_dim; ++o) {
-    float amax = 0.0f;
+    // max |w| compared as bits (the order of non-negative floats): a vectorised float max
+    // flushes subnormals on some vector units (Helium under -Ofast) and lost subnormal columns.
+    std::uint32_t abits = 0;
     for (std::size_t i = 0; i < in_dim; ++i) {
-      const float a = at(i, o) < 0.0f ? -at(i, o) : at(i, o);
-      amax = a > amax ? a : amax;
+      float w = at(i, o);
+      std::uint32_t u;
+      std::memcpy(&u, &w, sizeof u);
+      u &= 0x7fffffffu;
+      abits = u > abits ? u : abits;
     }
+    float amax;
+    std::memcpy(&amax, &abits, sizeof amax);
     const float s = column_scale(amax);
     scales[o] = s;
     for (std::size_t i = 0; i < in_dim; ++i) {
