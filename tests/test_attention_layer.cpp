@@ -307,7 +307,7 @@ TEST(AttentionLayer, Causality) {
   });
 }
 
-// The RAM formula in README.md ("Memory") matches sizeof, up to alignment padding: the layer's,
+// The RAM formula in docs/memory.md matches sizeof, up to alignment padding: the layer's,
 // and the core's (K^T, V and tile scratch only); with MaxWorkers{n} the tile scratch and the GEMM
 // panel n times, Q, K^T and V min(n, H_kv) times.
 template <class Cfg, class A>

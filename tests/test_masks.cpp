@@ -502,7 +502,7 @@ void replay(Kv& fresh, std::size_t len, const std::size_t* call, const bool* dec
 
 bool same_or_close(const float* a, const float* b, std::size_t n) {
 #if defined(__FAST_MATH__)
-  // -ffast-math may order a row's sums by the call's size (README, numeric contract).
+  // -ffast-math may order a row's sums by the call's size (docs/numeric-contract.md).
   return microattn_test::max_diff(a, b, n) <=
          microattn_test::tolerance(kDM + 2.0 * kD + kW + kH * kD + 8,
                                    microattn_test::max_abs(b, n));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The numeric contract for every input (README "Numeric contract"), on every arch:
+// The numeric contract for every input (docs/numeric-contract.md), on every arch:
 // - causality bit for bit: no output of token p depends on tokens after p, NaN and Inf included;
 // - a row that sees a NaN or infinite value (input, or a score that overflows) is NaN or Inf in
 //   every element; rows that do not see it are bit-identical to a run without it;

@@ -594,7 +594,7 @@ TEST(Int8, BadInputChangesNothing) {
   EXPECT_EQ(kv.prefill(g_x, 1, g_y), Status::kCacheFull);
   EXPECT_EQ(kv.length(), kT);
   EXPECT_TRUE(microattn_test::all_sentinel(g_y, kOD));
-#if !defined(__FAST_MATH__)  // -ffast-math promises nothing about NaN (README: numeric contract)
+#if !defined(__FAST_MATH__)  // -ffast-math promises nothing about NaN (docs/numeric-contract.md)
   // A non-finite key makes the rows that see it NaN (as with an fp32 cache), not garbage.
   kv.reset();
   g_x[3] = NAN;

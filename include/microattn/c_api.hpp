@@ -51,7 +51,7 @@
 // MICROATTN_BAD_ARGUMENT from every function.
 //
 // Functions the macros define (all extern "C"; obj NULL -> MICROATTN_NULL_POINTER; statuses
-// and rules as the C++ methods of the same name, README "Status codes" and "Buffer overlap"):
+// and rules as the C++ methods of the same name, README "Status codes", docs/numeric-contract.md):
 //   every kind   void NAME_init(NAME* obj);
 //                microattn_status NAME_set_scale(NAME* obj, float scale);
 //                float NAME_scale(const NAME* obj);                  (0 for a NULL obj)
