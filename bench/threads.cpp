@@ -8,11 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "microattn/thread_pool.hpp"
 #include "bench_util.hpp"
 #include "layer_data.hpp"
 #include "microattn/attention.hpp"
 #include "microattn/kv_cache.hpp"
+#include "microattn/thread_pool.hpp"
 
 namespace microattn_bench {
 namespace {
@@ -83,12 +83,13 @@ void bm_a1_mt(benchmark::State& state) {
                  " worker(s), real time");
 }
 
-template <int kThreads, class Cfg = D1T, std::size_t kN = kCtx>
+template <int kThreads, class Cfg = D1T, std::size_t kN = kCtx,
+          microattn::WeightLayout kLayout = microattn::WeightLayout::kPanel16>
 void bm_d1_mt(benchmark::State& state) {
   using Kv = microattn::KvAttention<Cfg>;
   LayerData<Cfg> d(108);
   auto kv = std::make_unique<Kv>();
-  if (kv->set_weights(d.weights(microattn::WeightLayout::kPanel16)) != microattn::Status::kOk ||
+  if (kv->set_weights(d.weights(kLayout)) != microattn::Status::kOk ||
       !use_threads(*kv, kThreads) ||
       kv->prefill(d.x.data(), kN - 1, d.y.data()) != microattn::Status::kOk) {
     state.SkipWithError("setup failed");
@@ -107,8 +108,9 @@ void bm_d1_mt(benchmark::State& state) {
   set_flop_counters(state, proj_flops(1, 512, 8, Cfg::kKvHeads, 64) + 4.0 * 8 * 64 * kN +
                                out_proj_flops(1, 512, 8, 64));
   set_byte_counters(state, static_cast<double>(bytes), bytes);
-  state.SetLabel(arch_label<microattn::DefaultArch>() + ", kPanel16, " + std::to_string(kThreads) +
-                 " worker(s), real time");
+  state.SetLabel(arch_label<microattn::DefaultArch>() +
+                 (kLayout == microattn::WeightLayout::kPanel16 ? ", kPanel16, " : ", kInOut, ") +
+                 std::to_string(kThreads) + " worker(s), real time");
 }
 
 template <class F>
@@ -131,6 +133,11 @@ void register_thread_benchmarks() {
   reg("A1/threads:2", bm_a1_mt<2>, benchmark::kMillisecond);
   reg("D1/threads:1", bm_d1_mt<1>, benchmark::kMicrosecond);
   reg("D1/threads:2", bm_d1_mt<2>, benchmark::kMicrosecond);
+  // D1 with plain [in][out] weights: the projections split by output column ranges of each row.
+  reg("D1_inout/threads:1", bm_d1_mt<1, D1T, kCtx, microattn::WeightLayout::kInOut>,
+      benchmark::kMicrosecond);
+  reg("D1_inout/threads:2", bm_d1_mt<2, D1T, kCtx, microattn::WeightLayout::kInOut>,
+      benchmark::kMicrosecond);
   reg("DQ1/threads:1", bm_d1_mt<1, DQ1T, kCtxQ>, benchmark::kMicrosecond);
   reg("DQ1/threads:2", bm_d1_mt<2, DQ1T, kCtxQ>, benchmark::kMicrosecond);
 }
