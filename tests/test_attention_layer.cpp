@@ -318,7 +318,8 @@ void check_ram_formula() {
   constexpr std::size_t t_pad = microattn::internal::round_up(Cfg::kTMax, BK);
   constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
   constexpr std::size_t kv = t_pad * D + t_pad * d_pad;
-  constexpr std::size_t tile = BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth;
+  // q, s, o; row max, row sums by lane; tile max and the key ranges (two 16-bit numbers a row).
+  constexpr std::size_t tile = BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth + 2 * BQ;
   constexpr std::size_t floats = staged * (Cfg::kTMax * Cfg::kGroup * D + kv) +
                                  (Cfg::kHasOutProj ? Cfg::kTMax * Cfg::kQDim : 1) +
                                  n * (tile + Tl::kKC * Tl::kNR);

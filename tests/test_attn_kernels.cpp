@@ -37,11 +37,12 @@ alignas(64) std::int8_t g_kt8[kKtFloats], g_vr8[kVFloats];
 float g_maps[kMaxG * kMaxT * kMaxKeys];
 double g_ref[kMaxT * kMaxG * kMaxD], g_wref[kMaxG * kMaxT * kMaxKeys], g_s[kMaxKeys];
 
-/// What a query at position pos sees of the key at position kp: causal (kp <= pos), a window
-/// (pos - W < kp <= pos) or everything.
-bool visible(std::size_t pos, std::size_t kp, bool causal, std::size_t window) {
+/// What a query at position pos sees of key index j at position kp: causal (kp <= pos), a window
+/// (pos - W < kp <= pos) or everything; and (causal) the first `sinks` key indices up to pos.
+std::size_t g_sinks = 0;
+bool visible(std::size_t pos, std::size_t kp, bool causal, std::size_t window, std::size_t j) {
   if (!causal) return true;
-  return kp <= pos && (window == 0 || kp + window > pos);
+  return kp <= pos && (window == 0 || kp + window > pos || j < g_sinks);
 }
 
 /// out(t, e) = softmax(scale q(t, e) K^T over the visible keys) V, in double, and the weights
@@ -54,24 +55,25 @@ void reference(std::size_t T, std::size_t G, std::size_t D, std::size_t n_keys, 
     for (std::size_t e = 0; e < G; ++e) {
       double mx = -INFINITY, sum = 0;
       for (std::size_t j = 0; j < n_keys; ++j) {
-        if (!visible(pos0 + t, key_pos0 + j, causal, window)) continue;
+        if (!visible(pos0 + t, key_pos0 + j, causal, window, j)) continue;
         double d = 0;
         for (std::size_t c = 0; c < D; ++c) d += double(g_q[(t * G + e) * D + c]) * k[j * D + c];
         g_s[j] = d * scale;
         mx = g_s[j] > mx ? g_s[j] : mx;
       }
       for (std::size_t j = 0; j < n_keys; ++j)
-        if (visible(pos0 + t, key_pos0 + j, causal, window))
+        if (visible(pos0 + t, key_pos0 + j, causal, window, j))
           sum += (g_s[j] = std::exp(g_s[j] - mx));
       for (std::size_t c = 0; c < D; ++c) {
         double acc = 0;
         for (std::size_t j = 0; j < n_keys; ++j)
-          if (visible(pos0 + t, key_pos0 + j, causal, window)) acc += g_s[j] / sum * v[j * D + c];
+          if (visible(pos0 + t, key_pos0 + j, causal, window, j))
+            acc += g_s[j] / sum * v[j * D + c];
         g_ref[(t * G + e) * D + c] = acc;
       }
       for (std::size_t j = 0; j < n_keys; ++j)
         g_wref[(e * T + t) * n_keys + j] =
-            visible(pos0 + t, key_pos0 + j, causal, window) ? g_s[j] / sum : 0.0;
+            visible(pos0 + t, key_pos0 + j, causal, window, j) ? g_s[j] / sum : 0.0;
     }
 }
 
@@ -93,6 +95,7 @@ void quantise_rows(float* x, std::size_t n, std::size_t D, std::int8_t* q, float
 struct TileCase {
   std::size_t T, n_keys, pos0, key_pos0, window;
   bool causal;
+  std::size_t sinks;
 };
 
 /// f32_attn_rows<A, D> with G query heads per key head (CE: float or int8_t) on one case: one
@@ -128,8 +131,10 @@ void check_tile(const TileCase& c, std::uint64_t seed) {
     kt = g_kt, vr = g_vr;
   }
   const float scale = 0.37f;
+  g_sinks = c.sinks;
   reference(c.T, G, D, c.n_keys, c.pos0, c.key_pos0, c.causal, c.window, scale, g_k, g_v);
-  const KeyMask mask{c.n_keys, c.key_pos0, c.window, c.causal};
+  g_sinks = 0;
+  const KeyMask mask{c.n_keys, c.key_pos0, c.window, c.causal, c.sinks};
   const QueryRows rows{g_q, G * D, D, g_out, G * D, D, c.T, G, c.pos0};
   const float* ks = kQ ? g_ks : nullptr;
   const float* vs = kQ ? g_vs : nullptr;
@@ -137,7 +142,8 @@ void check_tile(const TileCase& c, std::uint64_t seed) {
   const double tol = microattn_test::tolerance(D + c.n_keys + 8.0, 2.0 * 2.0 * D * scale);
   EXPECT_LE(microattn_test::max_diff(g_out, g_ref, c.T * G * D), tol)
       << A::name() << " D " << D << " G " << G << " T " << c.T << " keys " << c.n_keys << " pos0 "
-      << c.pos0 << " key_pos0 " << c.key_pos0 << " window " << c.window << " causal " << c.causal;
+      << c.pos0 << " key_pos0 " << c.key_pos0 << " window " << c.window << " causal " << c.causal
+      << " sinks " << c.sinks;
   // The split: every part of 2 and 3 run one after the other gives the same bits.
   const QueryRows rows2{g_q, G * D, D, g_out2, G * D, D, c.T, G, c.pos0};
   for (std::size_t parts : {2, 3}) {
@@ -162,12 +168,16 @@ template <std::size_t D, std::size_t G, class CE>
 void sweep_tile(std::uint64_t seed) {
   // Around the tile sizes (BQ 16/40/48 rows, BK 16/64/128 keys): the layer's shape (keys are the
   // call's tokens), cached keys before the queries (a KV cache's prefill), a ring's offset, and
-  // each mask kind.
-  const TileCase cases[] = {{1, 1, 0, 0, 0, true},         {17, 17, 0, 0, 0, true},
-                            {49, 49, 0, 0, 0, false},      {30, 30, 0, 0, 7, true},
-                            {9, 100, 91, 0, 0, true},      {25, 140, 115, 0, 20, true},
-                            {6, 40, 128, 94, 9, true},     {41, 41, 0, 0, 1, true},
-                            {kMaxT, kMaxT, 0, 0, 0, true}, {kMaxT, kMaxT, 0, 0, 33, true}};
+  // each mask kind, and sinks beside a window (attention sinks: fewer than a key tile, more
+  // than one, reaching the band, with cached keys before the queries).
+  const TileCase cases[] = {{1, 1, 0, 0, 0, true, 0},         {17, 17, 0, 0, 0, true, 0},
+                            {49, 49, 0, 0, 0, false, 0},      {30, 30, 0, 0, 7, true, 0},
+                            {9, 100, 91, 0, 0, true, 0},      {25, 140, 115, 0, 20, true, 0},
+                            {6, 40, 128, 94, 9, true, 0},     {41, 41, 0, 0, 1, true, 0},
+                            {kMaxT, kMaxT, 0, 0, 0, true, 0}, {kMaxT, kMaxT, 0, 0, 33, true, 0},
+                            {30, 30, 0, 0, 7, true, 4},       {41, 41, 0, 0, 1, true, 2},
+                            {25, 140, 115, 0, 20, true, 70},  {kMaxT, kMaxT, 0, 0, 9, true, 17},
+                            {20, 20, 0, 0, 5, true, 30}};
   std::size_t n = 0;
   for (const TileCase& c : cases) {
     if (kQuick && c.T > 50) continue;
@@ -254,9 +264,9 @@ TEST(AttnDecode, AgainstReference) {
 // part's cost exceeds an even share by less than one tile's.
 TEST(AttnTile, QueryTileSplitCoversEveryTileOnceAndBalances) {
   const KeyMask masks[] = {KeyMask{600}, KeyMask{600, 0, 0, false}, KeyMask{600, 0, 37, true},
-                           KeyMask{800, 200, 0, true}};
-  const std::size_t pos0s[] = {0, 0, 0, 200};
-  for (std::size_t mi = 0; mi < 4; ++mi)
+                           KeyMask{800, 200, 0, true}, KeyMask{600, 0, 37, true, 50}};
+  const std::size_t pos0s[] = {0, 0, 0, 200, 0};
+  for (std::size_t mi = 0; mi < 5; ++mi)
     for (std::size_t n_rows : {1, 47, 48, 49, 300, 599})
       for (std::size_t heads : {1, 2})
         for (std::size_t parts : {1, 2, 3, 4}) {
@@ -272,7 +282,7 @@ TEST(AttnTile, QueryTileSplitCoversEveryTileOnceAndBalances) {
             for (std::size_t r = t * bq; r < n_rows && r < (t + 1) * bq; ++r) {
               const std::size_t pos = pos0s[mi] + r / heads;
               const std::size_t lo = masks[mi].lo(pos), hi = masks[mi].hi(pos);
-              c += (hi > lo ? hi - lo : 0) + 16;
+              c += (hi > lo ? hi - lo : 0) + masks[mi].sink_end(pos) + 16;
             }
             cost[o] += c, total += c, dearest = c > dearest ? c : dearest;
           }

@@ -30,7 +30,9 @@ struct AttnScratch {
   alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows
   static constexpr std::size_t kW = internal::Vec<Arch>::kWidth;
   float m[Tl::kBQ];                           ///< running row max
+  float tile_max[Tl::kBQ];                    ///< row max in the current key tile
   alignas(Tl::kAlign) float l[Tl::kBQ * kW];  ///< running row sum, lane by lane
+  std::uint16_t ka[Tl::kBQ], kb[Tl::kBQ];     ///< row's keys [ka, kb) in the current key tile
   unsigned char started[Tl::kBQ];             ///< row has seen a key (m, l are set)
 };
 
@@ -97,7 +99,9 @@ struct QueryRows {
 ///   causal (window 0)      positions 0 .. p
 ///   sliding window W       positions p - W + 1 .. p (causal)
 ///   none (causal false)    every key
-/// Tiles outside every row's range are never computed; a tile crossing an edge computes only
+/// and, with sinks > 0 (attention sinks: a window that keeps the first tokens), also the
+/// indices [0, sink_end(p)): the first `sinks` keys that are below its band and not after it.
+/// Tiles outside every row's ranges are never computed; a tile crossing an edge computes only
 /// the columns its rows see.
 struct KeyMask {
   std::size_t n_keys;
@@ -113,6 +117,11 @@ struct KeyMask {
     if (!causal) return n_keys;
     const std::size_t h = pos + 1 - key_pos0;
     return h < n_keys ? h : n_keys;
+  }
+  std::size_t sinks = 0;
+  std::size_t sink_end(std::size_t pos) const noexcept {
+    const std::size_t a = lo(pos);
+    return sinks < a ? sinks : a;  // lo <= hi: below the band is also not after the row
   }
 };
 
@@ -342,7 +351,7 @@ struct QueryTileSplit {
       std::size_t c = 0;
       for (std::size_t r = t * bq; r < n_rows && r < (t + 1) * bq; ++r) {
         const std::size_t pos = pos0 + r / heads, lo = mask.lo(pos), hi = mask.hi(pos);
-        c += (hi > lo ? hi - lo : 0) + row_cost;
+        c += (hi > lo ? hi - lo : 0) + mask.sink_end(pos) + row_cost;
       }
       return c;
     };
@@ -390,10 +399,14 @@ struct QueryTile {
   const MapRows* maps;
   T iota;  ///< lane numbers 0 .. W - 1 (the masks of tile_row_max / tile_row_exp2)
   std::size_t r0, bq;
-  std::uint16_t ka[BQ], kb[BQ];  ///< each row's keys [ka, kb) in the current key tile
-  float tile_max[BQ];
+  bool in_sinks;  ///< the pass over the mask's sink keys (else over its band)
 
   std::size_t pos_of(std::size_t r) const noexcept { return rows.pos0 + r / rows.heads; }
+  /// The key indices [lo, hi) the row at pos sees in this pass.
+  std::size_t lo(std::size_t pos) const noexcept { return in_sinks ? 0 : mask.lo(pos); }
+  std::size_t hi(std::size_t pos) const noexcept {
+    return in_sinks ? mask.sink_end(pos) : mask.hi(pos);
+  }
 
   /// Scaled query rows, zeroed accumulators, in whole vectors written out (left to the compiler
   /// the loop stayed scalar: docs/compiler-notes.md). The same products, so the same bits, except
@@ -416,11 +429,11 @@ struct QueryTile {
   /// Keys of the tile at j0 (kvalid of them exist) that the row at position pos sees: [first,
   /// last).
   std::size_t first(std::size_t pos, std::size_t j0, std::size_t kvalid) const noexcept {
-    const std::size_t a = mask.lo(pos);
+    const std::size_t a = lo(pos);
     return a > j0 ? internal::min_size(a - j0, kvalid) : std::size_t{0};
   }
   std::size_t last(std::size_t pos, std::size_t j0, std::size_t kvalid) const noexcept {
-    const std::size_t b = mask.hi(pos);
+    const std::size_t b = hi(pos);
     return b > j0 ? internal::min_size(b - j0, kvalid) : std::size_t{0};
   }
   /// Every row's keys in the tile at j0, once (row r0 + i is token tok of head e, counted along:
@@ -429,8 +442,8 @@ struct QueryTile {
     const std::size_t G = rows.heads;
     for (std::size_t i = 0, tok = r0 / G, e = r0 % G; i < bq; ++i) {
       const std::size_t pos = rows.pos0 + tok;
-      ka[i] = static_cast<std::uint16_t>(first(pos, j0, kvalid));
-      kb[i] = static_cast<std::uint16_t>(last(pos, j0, kvalid));
+      sc.ka[i] = static_cast<std::uint16_t>(first(pos, j0, kvalid));
+      sc.kb[i] = static_cast<std::uint16_t>(last(pos, j0, kvalid));
       if (++e == G) e = 0, ++tok;
     }
   }
@@ -443,11 +456,11 @@ struct QueryTile {
   MICROATTN_ALWAYS_INLINE void scores(const CE* ktile) noexcept {
     for (std::size_t i = 0; i < bq; i += MR) {
       const std::size_t mr = internal::min_size(MR, bq - i);
-      std::size_t a = std::size_t{ka[i]} / NR * NR;
+      std::size_t a = std::size_t{sc.ka[i]} / NR * NR;
       std::size_t av = a;
-      const std::size_t b = kb[i + mr - 1];
+      const std::size_t b = sc.kb[i + mr - 1];
       if constexpr (LW > 1) {
-        const std::size_t v0 = std::size_t{ka[i]} / LW * LW;
+        const std::size_t v0 = std::size_t{sc.ka[i]} / LW * LW;
         if (v0 > a && v0 < b) av = v0, a += NR;
       }
       if constexpr (kFramed)
@@ -465,7 +478,7 @@ struct QueryTile {
   MICROATTN_ALWAYS_INLINE void softmax_step(std::size_t j0) noexcept {
     const std::size_t G = rows.heads;
     for (std::size_t i = 0; i < bq; ++i) {
-      const std::size_t a = ka[i], b = kb[i];
+      const std::size_t a = sc.ka[i], b = sc.kb[i];
       if (a >= b) continue;
       float* s0 = sc.s + i * BK;
       if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
@@ -474,22 +487,22 @@ struct QueryTile {
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
         for (std::size_t j = 0; j < b - a; ++j) mrow[j] = s0[a + j];
       }
-      tile_max[i] = tile_row_max<Arch>(s0, a, b, iota);
+      sc.tile_max[i] = tile_row_max<Arch>(s0, a, b, iota);
     }
     for (std::size_t i = 0; i < bq; ++i) {
-      const std::size_t a = ka[i], b = kb[i];
+      const std::size_t a = sc.ka[i], b = sc.kb[i];
       if (a >= b) continue;
       float* s0 = sc.s + i * BK;
       float* lrow = sc.l + i * LW;
       if (!sc.started[i]) {
         sc.started[i] = 1;
-        sc.m[i] = tile_max[i];
-        V::store(lrow, tile_row_exp2<Arch>(s0, a, b, tile_max[i], iota));
+        sc.m[i] = sc.tile_max[i];
+        V::store(lrow, tile_row_exp2<Arch>(s0, a, b, sc.tile_max[i], iota));
         if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, v_scale + j0 + a);
         continue;
       }
       const float m_old = sc.m[i];
-      const float m_new = tile_max[i] > m_old ? tile_max[i] : m_old;
+      const float m_new = sc.tile_max[i] > m_old ? sc.tile_max[i] : m_old;
       const T row_sum = tile_row_exp2<Arch>(s0, a, b, m_new, iota);
       if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, v_scale + j0 + a);
       if (m_new != m_old) {
@@ -529,11 +542,11 @@ struct QueryTile {
     for (std::size_t i = 0; i < bq; i += MR) {
       const std::size_t mr = internal::min_size(MR, bq - i);
       const std::size_t ca = first(pos_of(r0 + i + internal::min_size(MR, BQ - i) - 1), j0, kvalid);
-      const std::size_t cb = kb[i];
+      const std::size_t cb = sc.kb[i];
       const bool common = ca < cb;
       if (common) pv(vtile, i, mr, ca, cb);
       for (std::size_t e = 0; e < mr; ++e) {
-        const std::size_t a = ka[i + e], b = kb[i + e];
+        const std::size_t a = sc.ka[i + e], b = sc.kb[i + e];
         if (a >= b) continue;
         if (!common) {
           pv(vtile, i + e, 1, a, b);
@@ -557,8 +570,10 @@ struct QueryTile {
       if (maps) {
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
         const std::size_t pos = pos_of(r);
-        const std::size_t a = mask.lo(pos), b = mask.hi(pos);
-        for (std::size_t j = 0; j < a; ++j) mrow[j] = 0.0f;
+        const std::size_t e = mask.sink_end(pos), a = mask.lo(pos), b = mask.hi(pos);
+        if (e != 0) (void)exp2_row<Arch>(mrow, e, sc.m[i]);
+        for (std::size_t j = 0; j < e; ++j) mrow[j] *= inv;
+        for (std::size_t j = e; j < a; ++j) mrow[j] = 0.0f;
         (void)exp2_row<Arch>(mrow + a, b - a, sc.m[i]);
         for (std::size_t j = a; j < b; ++j) mrow[j] *= inv;
         for (std::size_t j = b; j < mask.n_keys; ++j) mrow[j] = 0.0f;
@@ -567,17 +582,20 @@ struct QueryTile {
   }
 
   /// The whole tile: queries, then every key tile any of its rows sees (lo and hi grow with the
-  /// position), then the outputs.
+  /// position; the sink keys first, in a pass of their own), then the outputs.
   MICROATTN_ALWAYS_INLINE void run(float qscale) noexcept {
     load_queries(qscale);
-    const std::size_t k_begin = mask.lo(pos_of(r0)) / BK * BK;
-    const std::size_t k_end = mask.hi(pos_of(r0 + bq - 1));
-    for (std::size_t j0 = k_begin; j0 < k_end; j0 += BK) {
-      const std::size_t kvalid = internal::min_size(BK, mask.n_keys - j0);
-      row_ranges(j0, kvalid);
-      scores(kt + (j0 / BK) * (kDHead * BK));
-      softmax_step(j0);
-      values(j0, kvalid);
+    for (int pass = mask.sinks != 0 ? 0 : 1; pass < 2; ++pass) {
+      in_sinks = pass == 0;
+      const std::size_t k_begin = lo(pos_of(r0)) / BK * BK;
+      const std::size_t k_end = hi(pos_of(r0 + bq - 1));
+      for (std::size_t j0 = k_begin; j0 < k_end; j0 += BK) {
+        const std::size_t kvalid = internal::min_size(BK, mask.n_keys - j0);
+        row_ranges(j0, kvalid);
+        scores(kt + (j0 / BK) * (kDHead * BK));
+        softmax_step(j0);
+        values(j0, kvalid);
+      }
     }
     finish();
   }
@@ -627,7 +645,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
   for (std::size_t w = 0; w < V::kWidth; ++w) lane_no[w] = static_cast<float>(w);
   const std::size_t n_rows = rows.n_tokens * rows.heads;
   const detail::QueryTileSplit split(mask, n_rows, rows.heads, rows.pos0, Tile::BQ, kDHead, parts);
-  Tile tile{rows, mask, kt, v, sc, k_scale, v_scale, maps, V::load(lane_no), 0, 0, {}, {}, {}};
+  Tile tile{rows, mask, kt, v, sc, k_scale, v_scale, maps, V::load(lane_no), 0, 0, false};
   for (std::size_t r0 = 0; r0 < n_rows; r0 += Tile::BQ) {
     if (parts > 1 && split.owner(r0 / Tile::BQ) != part) continue;
     tile.r0 = r0;
