@@ -256,7 +256,8 @@ def short_chain(chain):
     """stack_usage.py's chain with short names; consecutive frames of one function (its lambdas,
     its clones) shown together, `f32_attn_rows` (368 + 12)."""
     out = []
-    for link in chain.split(" > "):
+    # Links end in "(bytes)"; a template's "> >" inside a name is not a separator.
+    for link in re.split(r"(?<=\)) > ", chain):
         m = re.match(r"(.*) \((\d+)\)$", link)
         name, size = short_name(m.group(1)), m.group(2)
         if out and out[-1][0] == name:
@@ -641,6 +642,12 @@ def results_self_test():
     text = "\n".join(lines)
     bad = [e for e in expect if e not in text]
     assert fmt_time(0.000999996) == "1 ms" and fmt_time(1.5e-9) == "1.5 ns" and fmt_time(2.0) == "2 s"
+    # A frame whose name ends in nested templates ("1> > (72)") is one link of the chain.
+    chain = ("entry_sdpa_forward (256) > microattn::internal::attend_call<C, A, false, G<C, "
+             "S<C, A, 1> >, S<C, A, 1> > (72) > void microattn::kernels::f32_attn_rows (240)")
+    got = short_chain(chain)
+    if "attend_call` (72)" not in got or got.count("(") != 3:
+        sys.exit(f"update_figures: --self-test FAILED, short_chain gave {got!r}")
     if bad:
         print(text)
         sys.exit("update_figures: --self-test FAILED, missing:\n" + "\n".join(bad))
