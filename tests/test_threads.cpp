@@ -171,8 +171,8 @@ TEST(Threads, KvCacheRing) {
       Config<40, kDM, 4, 2, 8, MaxWorkers{4}, microattn::SlidingWindow{9}, microattn::Rope::kYes>,
       8>(14, WeightLayout::kInOut);
 }
-// G == 1: each worker's V rows go through its own part of the prefill's V stage (with G >= 2
-// they sit beside K in the Q rows). A whole-prompt chunk, so the parts have rows to share.
+// G == 1: each worker's V rows go through its Q rows of D floats, after K has left them for the
+// ring. A whole-prompt chunk, so the parts have rows to share.
 TEST(Threads, KvCacheRingMha) {
   check_kv<
       Config<40, kDM, 4, 4, 8, MaxWorkers{4}, microattn::SlidingWindow{9}, microattn::Rope::kYes>>(

@@ -130,10 +130,13 @@
 #endif
 
 /// Forces a function into its caller (GCC and clang), where a frame of its own costs stack.
+/// MICROATTN_NOINLINE keeps one out, where its locals would otherwise add to a deeper chain's.
 #if defined(__GNUC__)
 #define MICROATTN_ALWAYS_INLINE __attribute__((always_inline))
+#define MICROATTN_NOINLINE __attribute__((noinline))
 #else
 #define MICROATTN_ALWAYS_INLINE
+#define MICROATTN_NOINLINE
 #endif
 
 /// Functions marked with this are not loop-vectorised by GCC 12 for MVE (Cortex-M55) only: it

@@ -229,25 +229,10 @@ class ScaledDotProductAttention {
     } else {
       (void)maps, (void)maps_floats;
     }
-    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, BK = internal::Tiles<Arch>::kBK;
-    // Stages key/value head g's rows [b, e) into stage s: K^T tiles and padded V rows.
-    auto stage = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t) {
-      if (b >= e) return;
-      kernels::store_key_tiles<Arch, D>(k + b * ldk + g * D, ldk, e - b, b, BK, buf_.kt[s]);
-      for (std::size_t t = b; t < e; ++t)
-        std::memcpy(buf_.v[s] + t * Buffers::kDPad, v + t * ldv + g * D, D * sizeof(float));
-    };
-    // Part `part` of `n_parts` of head g's query tiles, over stage s, in tile scratch w.
-    const float sc = scale();
-    auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
-                      std::size_t n_parts) {
-      const kernels::QueryRows rows{q + g * G * D, ldq, D, out + g * G * D, ldo, D, T, G, 0};
-      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
-      kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), buf_.kt[s], buf_.v[s], sc,
-                                      buf_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr, part,
-                                      n_parts);
-    };
-    internal::run_heads<Arch, Cfg::kKvHeads>(ex_, T, stage, attend);
+    internal::StagedKv<Cfg, Arch, kStagedHeads> store{buf_};
+    internal::GivenQkv<Cfg, decltype(store)> src{store, q, ldq, k, ldk, v, ldv};
+    internal::attend_call<Cfg, Arch, kMaps>(ex_, T, 0, src, store, buf_.tile, out, ldo, scale(),
+                                            maps);
     return Status::kOk;
   }
 
@@ -384,64 +369,13 @@ class MultiHeadAttention {
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
-  // The key/value groups as internal::run_heads splits them (whole groups per worker, each in
-  // its own Q buffer and stage, where there are enough; the rest by token rows and query
-  // tiles), then W_O by rows.
+  // The shared prefill pipeline (internal/layer_driver.hpp) over the call's own tokens.
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
-    constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel, OD = Cfg::kOutDim;
-    const WeightLayout lay = w_.layout;
-    const std::size_t parts = ex_.parts();
-    float* ctx = Cfg::kHasOutProj ? ctx_ : y;
-    // K, V and Q of group g for the tokens [b, e): K through those rows of Q buffer s (free
-    // until Q is projected; rotated there) into stage s's key tiles, V into its rows, then Q;
-    // B panels packed in pack_[p]. By blocks of the GEMM's kMC rows, so the three projections
-    // read a block of x while it is in L2 (one block per GEMM row block: the same work and
-    // the same bits as whole calls). Whole, a long prompt's x (P3: 1024 x 512 floats, 2 MiB)
-    // came from further out three times per group.
-    auto project = [&](std::size_t g, std::size_t b, std::size_t e, std::size_t s, std::size_t p) {
-      const auto wk = internal::weight_slice(w_.w_k, lay, DM, Cfg::kKvDim, g * D, w_.s_k);
-      const auto wv = internal::weight_slice(w_.w_v, lay, DM, Cfg::kKvDim, g * D, w_.s_v);
-      const auto wq = internal::weight_slice(w_.w_q, lay, DM, Cfg::kQDim, g * G * D, w_.s_q);
-      const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
-      const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
-      const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
-      for (std::size_t rb = b, n = 0; rb < e; rb += n) {
-        n = internal::row_block<Arch, Cfg::kTMax>(e - rb);
-        const float* xa = x + rb * DM;
-        float* qs = q_[s] + rb * G * D;
-        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack_[p]);
-        rope_.apply(qs, D, D, n, 1, rb);
-        kernels::store_key_tiles<Arch, D>(qs, D, n, rb, Tl::kBK, core_.kt[s]);
-        internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
-                                kernels::StoreRowMajor{core_.v[s] + rb * Core::kDPad, Core::kDPad},
-                                pack_[p]);
-        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
-                                pack_[p]);
-        rope_.apply(qs, G * D, D, n, G, rb);
-      }
-    };
-    // Part `part` of `n_parts` of group g's query tiles, over stage s, in tile scratch w.
-    auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
-                      std::size_t n_parts) {
-      const kernels::QueryRows rows{q_[s], G * D, D, ctx + g * G * D, Cfg::kQDim, D, T, G, 0};
-      const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
-      kernels::f32_attn_rows<Arch, D>(rows, internal::layer_mask<Cfg>(T), core_.kt[s], core_.v[s],
-                                      scale, core_.tile[w], nullptr, nullptr, kMaps ? &mr : nullptr,
-                                      part, n_parts);
-    };
-    internal::run_heads<Arch, Cfg::kKvHeads>(ex_, T, project, attend);
-    if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, Cfg::kQDim, OD, 0, w_.s_o);
-      auto out = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        if (r.begin >= r.end) return;
-        internal::project<Arch>(r.end - r.begin, OD, Cfg::kQDim, ctx_ + r.begin * Cfg::kQDim,
-                                Cfg::kQDim, wo, Cfg::kBiasO ? w_.b_o : nullptr,
-                                kernels::StoreRowMajor{y + r.begin * OD, OD}, pack_[i]);
-      };
-      ex_.run(parts, out);
-    }
+    internal::StagedKv<Cfg, Arch, kStagedHeads> store{core_};
+    internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(ex_, w_, rope_, store, x, T, 0, q_[0],
+                                                          kQStride, ctx_, pack_[0], kPackFloats,
+                                                          core_.tile, scale, y, maps);
   }
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set

@@ -107,6 +107,9 @@ class KvAttention {
       internal::round_up(kRing ? 2 * kRingTokens : Cfg::kTMax, Tl::kBK);
   /// Row stride of cached V: d_head rounded up to whole GEMM panels.
   static constexpr std::size_t kDPad = TileScratch::kDPad;
+  /// Key/value heads a prefill chunk works on at once: with MaxWorkers{n} > 1 one per worker up
+  /// to H_kv (each worker takes whole heads, in its own Q buffer), else one.
+  static constexpr std::size_t kStagedHeads = internal::staged_heads<Cfg>();
 
  private:
   using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad>;
@@ -136,13 +139,16 @@ class KvAttention {
   };
   using Cache = std::conditional_t<kQCache, CacheScaledRows, CacheRows>;
   /// Prefill working memory: Q of one group for a chunk of tokens (also the staging of
-  /// unrotated keys), the concatenated heads (when W_O follows), the GEMM's B panel
-  /// and the tile scratch.
+  /// unrotated keys and of values the cache converts), one per worker that takes whole groups
+  /// (kStagedHeads, as the layer's), the concatenated heads (when W_O follows), a GEMM B panel
+  /// and a tile scratch per worker.
+  static constexpr std::size_t kQStride =
+      internal::round_up(kPrefillChunk * G * D, Tl::kAlign / sizeof(float));
+  static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   struct PrefillWork {
-    alignas(Tl::kAlign) float q[kPrefillChunk * G * D];
+    alignas(Tl::kAlign) float q[kStagedHeads][kQStride];
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
-    alignas(Tl::kAlign) float pack[Cfg::kMaxWorkers][kernels::gemm_pack_floats<Arch>()];
-    alignas(Tl::kAlign) float vstage[(kRing && G == 1) ? kPrefillChunk * D : 1];
+    alignas(Tl::kAlign) float pack[Cfg::kMaxWorkers][kPackFloats];
     TileScratch tile[Cfg::kMaxWorkers];
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
@@ -168,7 +174,8 @@ class KvAttention {
   /// price of no transcendental call per token), present whether or not set_rope enabled them;
   /// without Rope::kYes almost nothing.
   static constexpr std::size_t kRopeBytes = sizeof(internal::RopeState<Cfg>);
-  /// Bytes of working memory: prefill (grows with kPrefillChunk * (G + H) * d_head) and decode.
+  /// Bytes of working memory: prefill (grows with kPrefillChunk * (kStagedHeads * G + H) *
+  /// d_head) and decode.
   static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
 
   KvAttention() = default;
@@ -440,12 +447,35 @@ class KvAttention {
     put_keys(g, k, ldk, n, pos);
     put_values(g, v, ldv, n, pos);
   }
-  /// The keys the rows of a call at positions L .. L + T - 1 see, for the kernels (the ring's
-  /// window of slots, or the whole cache): prefill's and decode's one mask.
-  static kernels::KeyMask key_mask(std::size_t L, std::size_t T) noexcept {
-    const RingView rv = ring_view(L, T);
-    return kernels::KeyMask{rv.n_keys, rv.key_pos0, Cfg::kWindow, true};
-  }
+  /// The prefill driver's Store (internal/layer_driver.hpp): this object's cache. fp32 values
+  /// are projected into their rows in place; int8 ones and the ring's go through put_values.
+  struct CacheStore {
+    static constexpr bool kValueRows = !kQCache && !kRing;
+    static constexpr std::size_t kVStride = kDPad;
+    KvAttention& self;
+    void keys(std::size_t g, std::size_t, const float* k, std::size_t ldk, std::size_t n,
+              std::size_t pos) noexcept {
+      self.put_keys(g, k, ldk, n, pos);
+    }
+    float* value_rows(std::size_t g, std::size_t, std::size_t pos) noexcept {
+      if constexpr (kValueRows)
+        return self.v_head(g) + pos * kDPad;
+      else
+        return (void)g, (void)pos, nullptr;
+    }
+    void values(std::size_t g, std::size_t, const float* v, std::size_t ldv, std::size_t n,
+                std::size_t pos) noexcept {
+      self.put_values(g, v, ldv, n, pos);
+    }
+    static kernels::KeyMask mask(std::size_t L, std::size_t T) noexcept {
+      const RingView rv = ring_view(L, T);
+      return kernels::KeyMask{rv.n_keys, rv.key_pos0, Cfg::kWindow, true};
+    }
+    const CE* kt(std::size_t g, std::size_t) const noexcept { return self.kt_head(g); }
+    const CE* v(std::size_t g, std::size_t) const noexcept { return self.v_head(g); }
+    const float* k_scale(std::size_t g) const noexcept { return self.ks_head(g); }
+    const float* v_scale(std::size_t g) const noexcept { return self.vs_head(g); }
+  };
   /// The kernels' view of the ring for tokens at positions L .. L + T - 1: key index j holds
   /// position key_pos0 + j, and every position those tokens see is at an index < n_keys.
   struct RingView {
@@ -490,82 +520,14 @@ class KvAttention {
     }
   }
 
-  // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1. Per key/value group one
-  // parallel region projects (and rotates, and caches) each part's rows, a second attends each
-  // part's query tiles; then W_O by rows. Each part stages K (and V) in its own Q-buffer rows.
+  // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1, through the shared
+  // prefill pipeline (internal/layer_driver.hpp) into the cache.
   void run_prefill(const float* x, std::size_t T, float* y) noexcept {
-    const WeightLayout lay = w_.layout;
-    const std::size_t L = length_;
-    const std::size_t parts = ex_.parts();
-    rope_.cover(L, T);
-    PrefillWork& pw = pw_;
-    float* ctx = Cfg::kHasOutProj ? pw.ctx : y;
-    for (std::size_t g = 0; g < HKV; ++g) {
-      const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, g * D, w_.s_k);
-      const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, g * D, w_.s_v);
-      const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, g * G * D, w_.s_q);
-      const float* bk = Cfg::kBiasK ? w_.b_k + g * D : nullptr;
-      const float* bv = Cfg::kBiasV ? w_.b_v + g * D : nullptr;
-      const float* bq = Cfg::kBiasQ ? w_.b_q + g * G * D : nullptr;
-      // Part i's rows [rb, rb + n), a row block (internal::row_block) of the layer's kind.
-      auto proj_rows = [&](std::size_t i, std::size_t rb, std::size_t n) {
-        const std::size_t P = L + rb;  // first position
-        const float* xa = x + rb * DM;
-        float* qs = pw.q + rb * G * D;
-        float* pack = pw.pack[i];
-        // K: projected row-major into this part's Q rows, rotated, then transposed into the
-        // cache's key tiles (cheaper than scattering from the GEMM's tiles).
-        internal::project<Arch>(n, D, DM, xa, DM, wk, bk, kernels::StoreRowMajor{qs, D}, pack);
-        rope_.apply(qs, D, D, n, 1, P);
-        // V: straight into the fp32 cache's rows, or through the Q rows (after K has left
-        // them) into the int8 cache or the ring.
-        if constexpr (!kQCache && !kRing) {
-          store_keys(g, qs, D, n, P);
-          internal::project<Arch>(n, D, DM, xa, DM, wv, bv,
-                                  kernels::StoreRowMajor{v_head(g) + P * kDPad, kDPad}, pack);
-        } else if constexpr (!kRing) {
-          store_keys(g, qs, D, n, P);
-          internal::project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{qs, D}, pack);
-          store_values(g, qs, D, n, P);
-        } else {
-          // Ring: K and V side by side in the Q rows (G * D >= 2 * D when G >= 2; with G == 1
-          // V goes through vstage), then into their slots.
-          float* vbuf = G >= 2 ? qs + n * D : pw.vstage + rb * D;
-          internal::project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{vbuf, D}, pack);
-          store_kv(g, qs, D, vbuf, D, n, P);
-        }
-        internal::project<Arch>(n, G * D, DM, xa, DM, wq, bq, kernels::StoreRowMajor{qs, G * D},
-                                pack);
-        rope_.apply(qs, G * D, D, n, G, P);
-      };
-      auto proj = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        for (std::size_t rb = r.begin, n = 0; rb < r.end; rb += n) {
-          n = internal::row_block<Arch, kPrefillChunk>(r.end - rb);
-          proj_rows(i, rb, n);
-        }
-      };
-      ex_.run(parts, proj);
-      const kernels::QueryRows rows{pw.q, G * D, D, ctx + g * G * D, QD, D, T, G, L};
-      const kernels::KeyMask mask = key_mask(L, T);
-      const float sc = scale();
-      auto attn = [&](std::size_t i) {
-        kernels::f32_attn_rows<Arch, D>(rows, mask, kt_head(g), v_head(g), sc, pw.tile[i],
-                                        ks_head(g), vs_head(g), nullptr, i, parts);
-      };
-      ex_.run(parts, attn);
-    }
-    if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
-      auto out = [&](std::size_t i) {
-        const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-        if (r.begin >= r.end) return;
-        internal::project<Arch>(r.end - r.begin, OD, QD, pw.ctx + r.begin * QD, QD, wo,
-                                Cfg::kBiasO ? w_.b_o : nullptr,
-                                kernels::StoreRowMajor{y + r.begin * OD, OD}, pw.pack[i]);
-      };
-      ex_.run(parts, out);
-    }
+    rope_.cover(length_, T);
+    CacheStore store{*this};
+    internal::layer_prefill<Cfg, Arch, kPrefillChunk, false>(
+        ex_, w_, rope_, store, x, T, length_, pw_.q[0], kQStride, pw_.ctx, pw_.pack[0], kPackFloats,
+        pw_.tile, scale(), y, nullptr);
   }
 
   // One token: the projections split by output columns, the attention by key/value groups,
@@ -591,7 +553,7 @@ class KvAttention {
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
     for (std::size_t g = 0; g < HKV; ++g) store_kv(g, dw.k + g * D, D, dw.v + g * D, D, 1, L);
     // The keys the token sees, from the same mask as prefill's: key indices [key0, key0 + n).
-    const kernels::KeyMask mask = key_mask(L, 1);
+    const kernels::KeyMask mask = CacheStore::mask(L, 1);
     const float sc = scale();
     const std::size_t key0 = mask.lo(L), n_keys = mask.hi(L) - key0;
     if constexpr (kSplitK == 1) {

@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// microattn internal: what the layers' prefill pipelines share (MultiHeadAttention,
-// ScaledDotProductAttention, KvAttention::prefill): the staged K/V buffers, the masks, the
-// argument checks, the projections' row blocks and weight slices, and the split of a call's
-// key/value heads over the executor's workers (run_heads).
+// microattn internal: the one prefill pipeline of MultiHeadAttention, ScaledDotProductAttention
+// and KvAttention::prefill. A call's key/value groups are prepared (a Source: projected from x
+// and rotated, or staged from the caller's Q, K, V) into a K/V store (a Store: the staged fp32
+// tiles of the call's own tokens, or a KV cache), attended by the tile kernel with the store's
+// mask, then projected by W_O. The entry points differ only in their Source and Store.
+//
+// A Store (see StagedKv, and KvAttention's cache store) provides:
+//   keys(g, s, k, ldk, n, pos)        n rotated keys of group g at positions pos .. (stage s)
+//   kValueRows / value_rows(g, s, pos) fp32 rows V can be projected into in place, or
+//   values(g, s, v, ldv, n, pos)       n value rows to copy (or quantise) in
+//   mask(L, T)                         the keys the rows of a call at positions L .. L + T - 1 see
+//   kt(g, s), v(g, s), k_scale(g), v_scale(g)   what the tile kernel reads
 #pragma once
 
 #include <cstddef>
@@ -48,6 +56,35 @@ template <class Cfg>
 constexpr kernels::KeyMask layer_mask(std::size_t n_keys) noexcept {
   return kernels::KeyMask{n_keys, 0, Cfg::kWindow, Cfg::kCausal};
 }
+
+/// The Store of MultiHeadAttention and ScaledDotProductAttention: the call's own tokens, fp32,
+/// K^T in key tiles and V rows in stage s of CoreBuffers (key j is token j).
+template <class Cfg, class Arch, std::size_t kStages>
+struct StagedKv {
+  using Buffers = CoreBuffers<Cfg, Arch, kStages>;
+  static constexpr std::size_t D = Cfg::kDHead;
+  static constexpr bool kValueRows = true;
+  static constexpr std::size_t kVStride = Buffers::kDPad;
+  Buffers& buf;
+
+  void keys(std::size_t, std::size_t s, const float* k, std::size_t ldk, std::size_t n,
+            std::size_t pos) noexcept {
+    kernels::store_key_tiles<Arch, D>(k, ldk, n, pos, Tiles<Arch>::kBK, buf.kt[s]);
+  }
+  float* value_rows(std::size_t, std::size_t s, std::size_t pos) noexcept {
+    return buf.v[s] + pos * Buffers::kDPad;
+  }
+  void values(std::size_t, std::size_t s, const float* v, std::size_t ldv, std::size_t n,
+              std::size_t pos) noexcept {
+    for (std::size_t t = 0; t < n; ++t)
+      std::memcpy(buf.v[s] + (pos + t) * Buffers::kDPad, v + t * ldv, D * sizeof(float));
+  }
+  static kernels::KeyMask mask(std::size_t, std::size_t T) noexcept { return layer_mask<Cfg>(T); }
+  const float* kt(std::size_t, std::size_t s) const noexcept { return buf.kt[s]; }
+  const float* v(std::size_t, std::size_t s) const noexcept { return buf.v[s]; }
+  static const float* k_scale(std::size_t) noexcept { return nullptr; }
+  static const float* v_scale(std::size_t) noexcept { return nullptr; }
+};
 
 /// The first checks of a layer call on T tokens: kNullPointer (x or y null, or a weight the
 /// configuration needs: Weights::check), kBadArgument (a layout the configuration cannot use),
@@ -126,6 +163,84 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a,
   kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
+/// The Source of the layers: a call's tokens x at positions L .. projected by W_K, W_V, W_Q
+/// (and rotated) group by group. Q goes to the Q buffer of the stage (q + s * q_stride, rows of
+/// G * d_head), K through those rows (free until Q is projected) into the store, V into the
+/// store's rows or, for a store that converts them, through the same rows. By blocks of the
+/// GEMM's kMC rows (kMaxRows: the most a call has), so the three projections read a block of x
+/// while it is in L2.
+template <class Cfg, class Arch, std::size_t kMaxRows, class Rope, class Store>
+struct ProjectedQkv {
+  static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
+  const Weights<Cfg>& w;
+  const Rope& rope;
+  Store& store;
+  const float* x;
+  std::size_t L;  ///< position of token 0
+  float* q;       ///< Q buffer of stage 0
+  std::size_t q_stride;
+  float* pack;  ///< GEMM panel of worker 0
+  std::size_t pack_stride;
+
+  /// Tokens [b, e) of group g into stage s, with worker p's GEMM panel. (Not forced inline:
+  /// docs/compiler-notes.md, "Prefill driver frames".)
+  void operator()(std::size_t g, std::size_t b, std::size_t e, std::size_t s,
+                  std::size_t p) const noexcept {
+    const WeightLayout lay = w.layout;
+    constexpr std::size_t KD = Cfg::kKvDim, QD = Cfg::kQDim;
+    float* panel = pack + p * pack_stride;
+    for (std::size_t rb = b, n = 0; rb < e; rb += n) {
+      n = row_block<Arch, kMaxRows>(e - rb);
+      const std::size_t pos = L + rb;
+      const float* xa = x + rb * DM;
+      float* qs = q + s * q_stride + rb * G * D;
+      // Each weight slice is made where it is used: none lives across the three projections
+      // (the frame this sits in adds to the GEMM's on a microcontroller's deepest stack).
+      project<Arch>(n, D, DM, xa, DM, weight_slice(w.w_k, lay, DM, KD, g * D, w.s_k),
+                    Cfg::kBiasK ? w.b_k + g * D : nullptr, kernels::StoreRowMajor{qs, D}, panel);
+      rope.apply(qs, D, D, n, 1, pos);
+      store.keys(g, s, qs, D, n, pos);
+      const auto wv = weight_slice(w.w_v, lay, DM, KD, g * D, w.s_v);
+      const float* bv = Cfg::kBiasV ? w.b_v + g * D : nullptr;
+      if constexpr (Store::kValueRows) {
+        project<Arch>(n, D, DM, xa, DM, wv, bv,
+                      kernels::StoreRowMajor{store.value_rows(g, s, pos), Store::kVStride}, panel);
+      } else {
+        project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{qs, D}, panel);
+        store.values(g, s, qs, D, n, pos);
+      }
+      project<Arch>(n, G * D, DM, xa, DM, weight_slice(w.w_q, lay, DM, QD, g * G * D, w.s_q),
+                    Cfg::kBiasQ ? w.b_q + g * G * D : nullptr, kernels::StoreRowMajor{qs, G * D},
+                    panel);
+      rope.apply(qs, G * D, D, n, G, pos);
+    }
+  }
+  const float* q_rows(std::size_t, std::size_t s) const noexcept { return q + s * q_stride; }
+  static constexpr std::size_t ldq() noexcept { return G * D; }
+};
+
+/// The Source of the core: the caller's Q, K, V; preparing a group stages its K and V rows.
+template <class Cfg, class Store>
+struct GivenQkv {
+  static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup;
+  Store& store;
+  const float* q;
+  std::size_t ldq_;
+  const float* k;
+  std::size_t ldk;
+  const float* v;
+  std::size_t ldv;
+
+  void operator()(std::size_t g, std::size_t b, std::size_t e, std::size_t s,
+                  std::size_t) const noexcept {
+    if (b >= e) return;
+    store.keys(g, s, k + b * ldk + g * D, ldk, e - b, b);
+    store.values(g, s, v + b * ldv + g * D, ldv, e - b, b);
+  }
+  const float* q_rows(std::size_t g, std::size_t) const noexcept { return q + g * G * D; }
+  std::size_t ldq() const noexcept { return ldq_; }
+};
+
 /// The key/value heads of a prefill call (T tokens) over the executor's parts. With at least as
 /// many heads as parts, each part takes whole heads in one parallel region, in its own buffers:
 /// part i calls prepare(g, 0, T, i, i) then attend(g, i, i, 0, 1) for g = i, i + parts, ...
@@ -160,6 +275,69 @@ MICROATTN_ALWAYS_INLINE inline void run_heads(const ExecutorSetting<kMaxWorkers>
     auto tiles = [&](std::size_t i) { attend(g, std::size_t{0}, i, i, parts); };
     ex.run(parts, tiles);
   }
+}
+
+/// The attention of a prefill call: T query rows at positions L .. of every key/value group,
+/// prepared by `src` into `store`, attended with the store's mask into ctx (row stride ldc,
+/// group g at columns g * G * d_head), each worker in its tile scratch tiles[w]; with kMaps
+/// also the maps (H * T * T floats).
+template <class Cfg, class Arch, bool kMaps, class Source, class Store>
+MICROATTN_ALWAYS_INLINE inline void attend_call(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                                std::size_t T, std::size_t L, Source& src,
+                                                Store& store,
+                                                kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
+                                                float* ctx, std::size_t ldc, float scale,
+                                                float* maps) noexcept {
+  constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup;
+  const kernels::KeyMask mask = store.mask(L, T);
+  // In a frame of its own, so its locals do not add to the projections' chain
+  // (docs/compiler-notes.md, "Prefill driver frames").
+  auto attend = [&](std::size_t g, std::size_t s, std::size_t w, std::size_t part,
+                    std::size_t n_parts) MICROATTN_NOINLINE {
+    const kernels::QueryRows rows{src.q_rows(g, s), src.ldq(), D, ctx + g * G * D, ldc, D, T, G, L};
+    const kernels::MapRows mr{kMaps ? maps + g * G * T * T : nullptr, T, T * T};
+    kernels::f32_attn_rows<Arch, D>(rows, mask, store.kt(g, s), store.v(g, s), scale, tiles[w],
+                                    store.k_scale(g), store.v_scale(g), kMaps ? &mr : nullptr, part,
+                                    n_parts);
+  };
+  run_heads<Arch, Cfg::kKvHeads>(ex, T, src, attend);
+}
+
+/// y = ctx W_O (+ b_O) for T rows, split by rows over the executor's parts (worker i's GEMM
+/// panel at pack + i * pack_stride).
+template <class Cfg, class Arch>
+MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                                   const Weights<Cfg>& w, const float* ctx,
+                                                   std::size_t T, float* y, float* pack,
+                                                   std::size_t pack_stride) noexcept {
+  constexpr std::size_t QD = Cfg::kQDim, OD = Cfg::kOutDim;
+  // In a frame of its own, like the attention call (docs/compiler-notes.md).
+  auto out = [&](std::size_t i) MICROATTN_NOINLINE {
+    const Range r = token_rows<Arch>(T, i, ex.parts());
+    if (r.begin >= r.end) return;
+    const auto wo = weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o);
+    project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD, wo,
+                  Cfg::kBiasO ? w.b_o : nullptr, kernels::StoreRowMajor{y + r.begin * OD, OD},
+                  pack + i * pack_stride);
+  };
+  ex.run(ex.parts(), out);
+}
+
+/// The whole prefill of a layer: T tokens of x at positions L .., attention into ctx (the
+/// concatenated heads; y itself without W_O), then W_O into y.
+template <class Cfg, class Arch, std::size_t kMaxRows, bool kMaps, class Rope, class Store>
+MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                                  const Weights<Cfg>& w, const Rope& rope,
+                                                  Store& store, const float* x, std::size_t T,
+                                                  std::size_t L, float* q, std::size_t q_stride,
+                                                  float* ctx, float* pack, std::size_t pack_stride,
+                                                  kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
+                                                  float scale, float* y, float* maps) noexcept {
+  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store> src{w, rope,     store, x,          L,
+                                                     q, q_stride, pack,  pack_stride};
+  float* out = Cfg::kHasOutProj ? ctx : y;
+  attend_call<Cfg, Arch, kMaps>(ex, T, L, src, store, tiles, out, Cfg::kQDim, scale, maps);
+  if constexpr (Cfg::kHasOutProj) out_projection<Cfg, Arch>(ex, w, ctx, T, y, pack, pack_stride);
 }
 
 }  // namespace internal
