@@ -475,7 +475,7 @@ def example_block(f, kind):
 # README.md's results table (region "results"): the medians of one headline run of
 # microattn_bench, saved as Google Benchmark JSON (docs/benchmarks.md, "The README's results
 # table", has the command). Missing file: the region is left as it is.
-RESULTS_JSON = os.path.join("bench", "results", "zen4.json")
+RESULTS_JSON = os.path.join("bench", "results", "readme.json")
 # Rows: (case, what, peer prefix, counter). Peers are the cases named <prefix>_eigen and
 # <prefix>_openblas; the counter is read as the number the JSON holds, whatever its flags
 # (a rate counter's value there is already divided by the time).
