@@ -14,6 +14,8 @@
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
 //   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
 //               GEMM's packed panels)
+//   P1_qd8, P2_qd8, P4_qd8 (and _panel16, _outin)  P1, P2, P4 with integer compute
+//               (Compute::kInt8 on int8 weights: activations quantised per row, int32 sums)
 //   P1_eigen .. P4_eigen, S1_eigen  optional peer: the layer as an Eigen composition
 //   (peer_eigen.hpp) S1_openblas optional peer: the layer as cblas_sgemm calls + a vector softmax
 //   (peer_openblas.hpp) M1_openblas, M1_eigen  the peers on the Cortex-M example's shape (M1 in
@@ -42,6 +44,10 @@ using P3Cfg = microattn::Config<1024, 512, 8, 8, 64>;
 using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
 using P2q8 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 using E1Cfg = microattn::Config<256, 512, 8, 8, 64, microattn::Mask::kNone>;
+// Integer compute (Compute::kInt8 on int8 weights): P1_qd8, P2_qd8, P4_qd8.
+template <std::size_t T, std::size_t Hkv, std::size_t DM = 512, std::size_t H = 8>
+using Qd8Cfg =
+    microattn::Config<T, DM, H, Hkv, 64, microattn::WeightType::kInt8, microattn::Compute::kInt8>;
 // The teaching notes' layer: 11 tokens, d_in 8, d_out 4 (2 heads of 2), W_O 4 -> 4.
 using M1PeerCfg = microattn::Config<64, 64, 4, 4, 16>;  // M1's shape (cortex_m_shapes.cpp)
 using S1Cfg = microattn::Config<11, 8, 2, 2, 2, microattn::OutDim{4}>;
@@ -159,6 +165,15 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P3_q8", bm_layer<P3q8, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P4", bm_layer<P4Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   register_layouts<P4Cfg>("P4", benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P1_qd8", bm_layer<Qd8Cfg<64, 4, 256, 4>, DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  register_layouts<Qd8Cfg<64, 4, 256, 4>>("P1_qd8", benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("P2_qd8", bm_layer<Qd8Cfg<256, 8>, DefaultArch>)
+      ->Unit(benchmark::kMillisecond);
+  register_layouts<Qd8Cfg<256, 8>>("P2_qd8", benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P4_qd8", bm_layer<Qd8Cfg<512, 2>, DefaultArch>)
+      ->Unit(benchmark::kMillisecond);
+  register_layouts<Qd8Cfg<512, 2>>("P4_qd8", benchmark::kMillisecond);
 #if defined(MICROATTN_BENCH_EIGEN)
   benchmark::RegisterBenchmark("P1_eigen", bm_eigen<P1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("P2_eigen", bm_eigen<P2Cfg>)->Unit(benchmark::kMillisecond);

@@ -10,6 +10,7 @@
 //   D1_256  D1's layer decoding over 256 cached tokens (no window): DW1's yardstick
 //   D1_q8, D2_q8  D1, D2 with int8 weights (WeightType::kInt8, kPanel16): a quarter of the
 //             weight bytes; D1_q8_kv8, D2_q8_kv8 also with the int8 cache (CacheType::kInt8)
+//   D1_qd8_kv8  D1_q8_kv8 with integer compute (Compute::kInt8)
 //   KP3  a 1024-token prompt prefilled into an empty cache in one call, P3's shape (d_model=512
 //        H=8 d_head=64, [in][out] weights): the KV layer's prefill next to the layer's P3
 //   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
@@ -62,6 +63,9 @@ using D256Cfg = microattn::Config<kRingW, 512, 8, 8, 64>;
 using D1q8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8>;
 using D1q8kv8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
                                   microattn::CacheType::kInt8>;
+// D1_qd8_kv8: D1_q8_kv8 with integer compute (Compute::kInt8: the token quantised, int8 GEMVs).
+using D1qd8kv8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
+                                   microattn::Compute::kInt8, microattn::CacheType::kInt8>;
 using D2q8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8>;
 using D2q8kv8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8,
                                   microattn::CacheType::kInt8>;
@@ -373,6 +377,8 @@ void register_decode_benchmarks() {
   benchmark::RegisterBenchmark("D1_q8", bm_decode<D1q8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D1_q8_kv8", bm_decode<D1q8kv8, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_qd8_kv8", bm_decode<D1qd8kv8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2_q8", bm_decode<D2q8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);

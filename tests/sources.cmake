@@ -11,6 +11,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_f32_gemm.cpp
   test_pytorch_fixtures.cpp
   test_quant.cpp
+  test_qd8.cpp
   test_kv_cache.cpp
   test_masks.cpp
   test_numeric_contract.cpp

@@ -8,6 +8,7 @@
 // Nothing else in the library tests __ARM_NEON, __AVX2__ and friends.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #if !defined(MICROATTN_FORCE_SCALAR) &&                                                      \
@@ -178,6 +179,13 @@
 #define MICROATTN_NEON32_FIXES 0
 #endif
 
+/// ARM's DSP extension (Cortex-M4/M7/M55, armv7-A): the integer (qd8) kernels' int16-pair
+/// multiply-accumulate, from ACLE's arm_acle.h.
+#if defined(__ARM_FEATURE_DSP) && defined(__arm__) && !defined(__aarch64__)
+#define MICROATTN_INTRIN_DSP 1
+#include <arm_acle.h>
+#endif
+
 // (The intrinsic helpers below are kernel code too: inlined into a user's function, they reach
 // the same GCC 12 warnings; see the macros above.)
 MICROATTN_GCC12_AVX512_WARNINGS_OFF
@@ -257,6 +265,118 @@ inline float hmax_f32x8(__m256 v) noexcept {
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
 #endif
+#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
+/// max |x[i]| over n floats, or NaN when one of them is not finite (checked on the exponent
+/// bits, so -ffinite-math-only cannot drop the test).
+inline float absmax_f32(const float* x, std::size_t n) noexcept {
+  // |x| as bits: ordered like the values, and >= 0x7f800000 exactly for infinities and NaNs.
+  const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+  __m512i m = _mm512_setzero_si512();
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_loadu_si512(x + i), abs));
+  if (i < n) {
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + i), abs));
+  }
+  const std::uint32_t bits = _mm512_reduce_max_epu32(m);
+  if (bits >= 0x7f800000u) return __builtin_nanf("");
+  float r;
+  __builtin_memcpy(&r, &bits, sizeof r);
+  return r;
+}
+/// q[i] = (x[i] * inv rounded to nearest, ties to even, saturated to int8) xor flip, for n
+/// floats (|x[i] * inv| <= 127.5 gives -127 .. 127).
+inline void quantize_f32_i8(const float* x, std::size_t n, float inv, signed char* q,
+                            unsigned char flip) noexcept {
+  const __m512 s = _mm512_set1_ps(inv);
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i r = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), s),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm_xor_si128(_mm512_cvtsepi32_epi8(r), f));
+  }
+  if (i < n) {
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512i r = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), s),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_mask_storeu_epi8(q + i, k, _mm_xor_si128(_mm512_cvtsepi32_epi8(r), f));
+  }
+}
+/// 4 weight rows of 16 columns, row r in 128-bit lane r, as the 16 columns' 4-byte groups:
+/// byte 4c + r of the result is row r, column c (the operand order of vpdpbusd).
+inline __m512i rows4_to_k4_i8x64(__m512i rows) noexcept {
+  const __m512i lanes = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(lanes, rows), bytes);
+}
+/// rows4_to_k4_i8x64 of the 4 rows of 16 bytes at p, p + ld, p + 2 ld, p + 3 ld.
+inline __m512i load_k4_i8x64(const signed char* p, std::size_t ld) noexcept {
+  __m512i v;
+  if (ld == 16) {
+    v = _mm512_loadu_si512(p);
+  } else {
+    v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + ld)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * ld)), 2);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 3 * ld)), 3);
+  }
+  return rows4_to_k4_i8x64(v);
+}
+#endif
+#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
+/// 16 columns of 64 bytes each (column c at p + c ld: an [out][in] weight's rows) as 16
+/// groups: byte 4c + j of r[g] is column c's byte 4g + j (a 16 x 16 transpose of 4-byte words).
+inline void cols16_to_k4_i8x64(const signed char* p, std::size_t ld, __m512i (&r)[16]) noexcept {
+  __m512 t[16];
+  for (std::size_t c = 0; c < 16; ++c) t[c] = _mm512_castsi512_ps(_mm512_loadu_si512(p + c * ld));
+  transpose_f32x16(t);
+  for (std::size_t g = 0; g < 16; ++g) r[g] = _mm512_castps_si512(t[g]);
+}
+#endif
+#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define MICROATTN_INTRIN_AVX512VNNI 1
+/// acc[i] += u[4i] s[4i] + ... + u[4i+3] s[4i+3], u unsigned and s signed bytes (vpdpbusd: the
+/// four products are summed exactly into the int32 lane).
+inline __m512i dpbusd_i32x16(__m512i acc, __m512i u, __m512i s) noexcept {
+  return _mm512_dpbusd_epi32(acc, u, s);
+}
+/// The int32 sums of an MR x (16 NV) micro-tile of the integer GEMM into sums[i][16 v ..]: the
+/// sum over `groups` groups g of row i's 4 unsigned bytes at arow[i] + 4 g times the 64 signed
+/// bytes at pack + (g NV + v) 64 (16 columns' groups of 4). In registers of the intrinsics' own
+/// type, in a frame of its own, stored once: kept in xsimd batches, or inlined into the caller,
+/// GCC 12 copies every accumulator (and stores it) once per step.
+template <std::size_t MR, std::size_t NV>
+MICROATTN_NOINLINE inline void qd8_tile_vnni(std::size_t groups,
+                                             const signed char* const (&arow)[MR],
+                                             const signed char* pack,
+                                             std::int32_t (&sums)[MR][NV * 16]) noexcept {
+  __m512i acc[MR][NV];
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_si512();
+  for (std::size_t g = 0; g < groups; ++g, pack += NV * 64) {
+    __m512i b[NV];
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) b[v] = _mm512_loadu_si512(pack + v * 64);
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      std::int32_t w;
+      __builtin_memcpy(&w, arow[i] + 4 * g, sizeof w);
+      const __m512i a = _mm512_set1_epi32(w);
+#pragma GCC unroll 64
+      for (std::size_t v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], a, b[v]);
+    }
+  }
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) _mm512_storeu_si512(sums[i] + v * 16, acc[i][v]);
+}
+#endif
 #if defined(MICROATTN_INTRIN_NEON)
 /// 4 int8 at p as 4 floats (one 32-bit load, two widening moves, one convert).
 inline float32x4_t i8x4_to_f32(const signed char* p) noexcept {
@@ -274,6 +394,16 @@ inline float hmax_f32x4(float32x4_t v) noexcept {
   m = vpmax_f32(m, m);
   return vget_lane_f32(m, 0);
 #endif
+}
+#endif
+#if defined(MICROATTN_INTRIN_DSP)
+/// The two signed bytes 0 and 2 of w as two int16 halves (SXTB16).
+inline std::uint32_t sxtb16_02(std::uint32_t w) noexcept { return __sxtb16(w); }
+/// The two signed bytes 1 and 3 of w as two int16 halves (SXTB16 of w rotated by 8).
+inline std::uint32_t sxtb16_13(std::uint32_t w) noexcept { return __sxtb16((w >> 8) | (w << 24)); }
+/// acc + a.lo * b.lo + a.hi * b.hi of int16 halves (SMLAD; exact while the sum fits int32).
+inline std::int32_t smlad(std::uint32_t a, std::uint32_t b, std::int32_t acc) noexcept {
+  return __smlad(a, b, acc);
 }
 #endif
 }  // namespace intrin

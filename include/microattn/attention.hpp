@@ -375,7 +375,7 @@ class MultiHeadAttention {
     internal::StagedKv<Cfg, Arch, kStagedHeads> store{core_};
     internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(ex_, w_, rope_, store, x, T, 0, q_[0],
                                                           kQStride, ctx_, pack_[0], kPackFloats,
-                                                          core_.tile, scale, y, maps);
+                                                          core_.tile, scale, y, maps, qx_);
   }
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
@@ -387,7 +387,9 @@ class MultiHeadAttention {
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[Cfg::kMaxWorkers][kPackFloats] = {};
   Core core_{};
+  internal::Qd8BufferFor<Cfg, Cfg::kTMax> qx_{};  // Compute::kInt8: x, then ctx, quantised
   internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
+  static_assert(kernels::qd8_pack_floats<Arch>() <= kPackFloats, "integer GEMM panel fits");
 };
 
 }  // namespace microattn

@@ -45,6 +45,15 @@ enum class OutDim : std::size_t {};
 ///                      names): a quarter of the flash, read in place like fp32 weights.
 enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
 
+/// The arithmetic of the projections (W_Q, W_K, W_V, W_O; prefill and decode).
+///   Compute::kF32   fp32 multiply-adds (the default; int8 weights are widened to fp32)
+///   Compute::kInt8  integer: each row of a projection's input (a token of x, of the attended
+///                   heads) is quantised to int8 at run time with its own scale (max |x| / 127,
+///                   "qd8" in kernel names), multiplied by the int8 weights with exact int32
+///                   sums, and the two scales and the bias applied in fp32. Needs
+///                   WeightType::kInt8. Attention (scores, softmax, P·V) stays fp32.
+enum class Compute : unsigned char { kF32 = 0, kInt8 = 1 };
+
 /// Element type of KvAttention's key/value cache.
 ///   CacheType::kF32   fp32 (the default)
 ///   CacheType::kInt8  int8, symmetric, one fp32 scale per cached token per key/value head for
@@ -126,7 +135,7 @@ constexpr bool is_config_option() noexcept {
          std::is_same<T, OutDim>::value || std::is_same<T, Rope>::value ||
          std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value ||
          std::is_same<T, Mask>::value || std::is_same<T, SlidingWindow>::value ||
-         std::is_same<T, MaxWorkers>::value;
+         std::is_same<T, MaxWorkers>::value || std::is_same<T, Compute>::value;
 }
 
 }  // namespace internal
@@ -141,6 +150,7 @@ constexpr bool is_config_option() noexcept {
 /// @tparam kOptions  any of, in any order, each at most once (defaults in brackets):
 ///                   Bias (Bias::kNo), OutProj (OutProj::kYes), OutDim{n} (d_model),
 ///                   Rope (Rope::kNo: no RoPE tables), WeightType (WeightType::kF32),
+///                   Compute (Compute::kF32; kInt8 needs WeightType::kInt8),
 ///                   CacheType (CacheType::kF32; used by KvAttention only), Mask
 ///                   (Mask::kCausal), SlidingWindow{W} (none: the whole prefix),
 ///                   MaxWorkers{n} (1).
@@ -150,18 +160,19 @@ template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::si
 struct Config {
   static_assert((internal::is_config_option<decltype(kOptions)>() && ...),
                 "microattn::Config: an option is not a Bias, OutProj, OutDim, Rope, WeightType, "
-                "CacheType, Mask, SlidingWindow or MaxWorkers value");
+                "Compute, CacheType, Mask, SlidingWindow or MaxWorkers value");
   static_assert(internal::option_count<Bias>(kOptions...) <= 1 &&
                     internal::option_count<OutProj>(kOptions...) <= 1 &&
                     internal::option_count<OutDim>(kOptions...) <= 1 &&
                     internal::option_count<Rope>(kOptions...) <= 1 &&
                     internal::option_count<WeightType>(kOptions...) <= 1 &&
+                    internal::option_count<Compute>(kOptions...) <= 1 &&
                     internal::option_count<CacheType>(kOptions...) <= 1 &&
                     internal::option_count<Mask>(kOptions...) <= 1 &&
                     internal::option_count<SlidingWindow>(kOptions...) <= 1 &&
                     internal::option_count<MaxWorkers>(kOptions...) <= 1,
                 "microattn::Config: each option (Bias, OutProj, OutDim, Rope, WeightType, "
-                "CacheType, Mask, SlidingWindow, MaxWorkers) may be given once");
+                "Compute, CacheType, Mask, SlidingWindow, MaxWorkers) may be given once");
   static_assert(kTMax_ > 0, "microattn::Config: T_max (max tokens) must be at least 1");
   static_assert(kDModel_ > 0, "microattn::Config: d_model must be at least 1");
   static_assert(kHeads_ > 0, "microattn::Config: H (query heads) must be at least 1");
@@ -191,6 +202,9 @@ struct Config {
       internal::option_or<WeightType>(WeightType::kF32, kOptions...);
   static constexpr bool kInt8Weights = kWeightType == WeightType::kInt8;
   using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  /// The projections' arithmetic (Compute::kInt8: integer, on int8 weights).
+  static constexpr Compute kCompute = internal::option_or<Compute>(Compute::kF32, kOptions...);
+  static constexpr bool kInt8Compute = kCompute == Compute::kInt8;
   /// Element type of KvAttention's cache.
   static constexpr CacheType kCacheType =
       internal::option_or<CacheType>(CacheType::kF32, kOptions...);
@@ -224,6 +238,11 @@ struct Config {
 
   static_assert(kWeightType == WeightType::kF32 || kWeightType == WeightType::kInt8,
                 "microattn::Config: WeightType must be kF32 or kInt8");
+  static_assert(kCompute == Compute::kF32 || kCompute == Compute::kInt8,
+                "microattn::Config: Compute must be kF32 or kInt8");
+  static_assert(!kInt8Compute || kInt8Weights,
+                "microattn::Config: Compute::kInt8 multiplies int8 weights: it needs "
+                "WeightType::kInt8");
   static_assert(kCacheType == CacheType::kF32 || kCacheType == CacheType::kInt8,
                 "microattn::Config: CacheType must be kF32 or kInt8");
   static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,

@@ -34,6 +34,14 @@ inline void project_vec(std::size_t N, std::size_t K, const float* x, const Weig
                         std::size_t parts = 1) noexcept {
   kernels::gemv_part<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y, part, parts);
 }
+/// The same with integer compute, for one quantised row (kernels::qd8_f32_qc8w_gemv).
+template <class Arch>
+inline void project_vec(std::size_t N, std::size_t K, const kernels::Qd8Rows& x,
+                        const WeightSlice<std::int8_t>& w, const float* bias, float* y,
+                        std::size_t part = 0, std::size_t parts = 1) noexcept {
+  kernels::qd8_f32_qc8w_gemv<Arch>(N, K, x.q, x.scale[0], w.b, w.ldb, w.layout, w.scale, bias, y,
+                                   part, parts);
+}
 }  // namespace internal
 
 /// What export_cache() wrote: which cached tokens, of what shape, rotated how. import_cache()
@@ -150,6 +158,7 @@ class KvAttention {
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[Cfg::kMaxWorkers][kPackFloats];
     TileScratch tile[Cfg::kMaxWorkers];
+    internal::Qd8BufferFor<Cfg, kPrefillChunk> qx;  // Compute::kInt8: x, then ctx, quantised
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
   /// a group.
@@ -162,6 +171,7 @@ class KvAttention {
     /// Split-K (only when there are more workers than key/value heads): each head's keys in
     /// kSplitK chunks, their partial results, merged in chunk order.
     kernels::DecodePartial<Arch, D, G> part[kSplitK > 1 ? HKV* kSplitK : 1];
+    internal::Qd8BufferFor<Cfg, 1> qx;  // Compute::kInt8: the token, then ctx, quantised
   };
 
  public:
@@ -527,7 +537,7 @@ class KvAttention {
     CacheStore store{*this};
     internal::layer_prefill<Cfg, Arch, kPrefillChunk, false>(
         ex_, w_, rope_, store, x, T, length_, pw_.q[0], kQStride, pw_.ctx, pw_.pack[0], kPackFloats,
-        pw_.tile, scale(), y, nullptr);
+        pw_.tile, scale(), y, nullptr, pw_.qx);
   }
 
   // One token: the projections split by output columns, the attention by key/value groups,
@@ -542,10 +552,18 @@ class KvAttention {
     const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0, w_.s_q);
     const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0, w_.s_k);
     const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0, w_.s_v);
+    const auto xin = [&] {  // the token, or the token quantised
+      if constexpr (Cfg::kInt8Compute) {
+        dw.qx.template quantize<Arch>(0, 1, DM, x, DM);
+        return dw.qx.rows(0);
+      } else {
+        return x;
+      }
+    }();
     auto proj = [&](std::size_t i) {
-      internal::project_vec<Arch>(QD, DM, x, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q, i, parts);
-      internal::project_vec<Arch>(KD, DM, x, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k, i, parts);
-      internal::project_vec<Arch>(KD, DM, x, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v, i, parts);
+      internal::project_vec<Arch>(QD, DM, xin, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q, i, parts);
+      internal::project_vec<Arch>(KD, DM, xin, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k, i, parts);
+      internal::project_vec<Arch>(KD, DM, xin, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v, i, parts);
     };
     ex_.run(parts, proj);
     rope_.apply(dw.q, QD, D, 1, Cfg::kHeads, L);
@@ -587,9 +605,16 @@ class KvAttention {
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
+      const auto cin = [&] {  // the heads, or the heads quantised
+        if constexpr (Cfg::kInt8Compute) {
+          dw.qx.template quantize<Arch>(0, 1, QD, dw.ctx, QD);
+          return dw.qx.rows(0);
+        } else {
+          return static_cast<const float*>(dw.ctx);
+        }
+      }();
       auto out = [&](std::size_t i) {
-        internal::project_vec<Arch>(OD, QD, dw.ctx, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i,
-                                    parts);
+        internal::project_vec<Arch>(OD, QD, cin, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i, parts);
       };
       ex_.run(parts, out);
     }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "microattn/config.hpp"
 #include "microattn/executor.hpp"
@@ -22,6 +23,7 @@
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/qd8_gemm.hpp"
 #include "microattn/weights.hpp"
 
 namespace microattn {
@@ -163,21 +165,51 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a,
   kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
+template <class Arch, class Store>
+inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::Qd8Rows& a,
+                    std::size_t, const WeightSlice<std::int8_t>& w, const float* bias, Store store,
+                    float* pack) noexcept {
+  kernels::qd8_f32_qc8w_gemm<Arch>(M, N, K, a, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
+}
+
+/// The quantised rows of a call for integer compute (Compute::kInt8): up to kRows rows of
+/// x (d_model wide) and later of the attended heads (H * d_head wide), one scale per row.
+template <class Cfg, std::size_t kRows>
+struct Qd8Buffer {
+  static constexpr std::size_t kLd =
+      kernels::qd8_row_bytes(Cfg::kDModel > Cfg::kQDim ? Cfg::kDModel : Cfg::kQDim);
+  alignas(64) std::int8_t q[kRows * kLd];
+  float scale[kRows];
+  kernels::Qd8Rows rows(std::size_t i) const noexcept { return {q + i * kLd, kLd, scale + i}; }
+  /// Rows [b, e) of x (row stride ldx, K wide) quantised into rows [b, e).
+  template <class Arch>
+  void quantize(std::size_t b, std::size_t e, std::size_t K, const float* x,
+                std::size_t ldx) noexcept {
+    if (b < e)
+      kernels::qd8_quantize_rows<Arch>(e - b, K, x + b * ldx, ldx, q + b * kLd, kLd, scale + b);
+  }
+};
+/// What a layer with fp32 compute keeps instead (nothing).
+struct NoQd8Buffer {};
+template <class Cfg, std::size_t kRows>
+using Qd8BufferFor = std::conditional_t<Cfg::kInt8Compute, Qd8Buffer<Cfg, kRows>, NoQd8Buffer>;
+
 /// The Source of the layers: a call's tokens x at positions L .. projected by W_K, W_V, W_Q
 /// (and rotated) group by group. Q goes to the Q buffer of the stage (q + s * q_stride, rows of
 /// G * d_head), K through those rows (free until Q is projected) into the store, V into the
 /// store's rows or, for a store that converts them, through the same rows. By blocks of the
 /// GEMM's kMC rows (kMaxRows: the most a call has), so the three projections read a block of x
 /// while it is in L2.
-template <class Cfg, class Arch, std::size_t kMaxRows, class Rope, class Store>
+template <class Cfg, class Arch, std::size_t kMaxRows, class Rope, class Store, class QBuf>
 struct ProjectedQkv {
   static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel;
   const Weights<Cfg>& w;
   const Rope& rope;
   Store& store;
   const float* x;
-  std::size_t L;  ///< position of token 0
-  float* q;       ///< Q buffer of stage 0
+  const QBuf& qx;  ///< x quantised (Compute::kInt8), else nothing
+  std::size_t L;   ///< position of token 0
+  float* q;        ///< Q buffer of stage 0
   std::size_t q_stride;
   float* pack;  ///< GEMM panel of worker 0
   std::size_t pack_stride;
@@ -192,7 +224,12 @@ struct ProjectedQkv {
     for (std::size_t rb = b, n = 0; rb < e; rb += n) {
       n = row_block<Arch, kMaxRows>(e - rb);
       const std::size_t pos = L + rb;
-      const float* xa = x + rb * DM;
+      const auto xa = [&] {  // the rows' input: x, or x quantised
+        if constexpr (Cfg::kInt8Compute)
+          return qx.rows(rb);
+        else
+          return x + rb * DM;
+      }();
       float* qs = q + s * q_stride + rb * G * D;
       // Each weight slice is made where it is used: none lives across the three projections
       // (the frame this sits in adds to the GEMM's on a microcontroller's deepest stack).
@@ -305,39 +342,59 @@ MICROATTN_ALWAYS_INLINE inline void attend_call(const ExecutorSetting<Cfg::kMaxW
 
 /// y = ctx W_O (+ b_O) for T rows, split by rows over the executor's parts (worker i's GEMM
 /// panel at pack + i * pack_stride).
-template <class Cfg, class Arch>
+/// (Compute::kInt8: each worker quantises its rows of ctx into qbuf first.)
+template <class Cfg, class Arch, class QBuf>
 MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
                                                    const Weights<Cfg>& w, const float* ctx,
                                                    std::size_t T, float* y, float* pack,
-                                                   std::size_t pack_stride) noexcept {
+                                                   std::size_t pack_stride, QBuf& qbuf) noexcept {
   constexpr std::size_t QD = Cfg::kQDim, OD = Cfg::kOutDim;
   // In a frame of its own, like the attention call (docs/compiler-notes.md).
   auto out = [&](std::size_t i) MICROATTN_NOINLINE {
     const Range r = token_rows<Arch>(T, i, ex.parts());
     if (r.begin >= r.end) return;
     const auto wo = weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o);
-    project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD, wo,
-                  Cfg::kBiasO ? w.b_o : nullptr, kernels::StoreRowMajor{y + r.begin * OD, OD},
-                  pack + i * pack_stride);
+    const float* bo = Cfg::kBiasO ? w.b_o : nullptr;
+    const kernels::StoreRowMajor yr{y + r.begin * OD, OD};
+    if constexpr (Cfg::kInt8Compute) {
+      qbuf.template quantize<Arch>(r.begin, r.end, QD, ctx, QD);
+      project<Arch>(r.end - r.begin, OD, QD, qbuf.rows(r.begin), QD, wo, bo, yr,
+                    pack + i * pack_stride);
+    } else {
+      (void)qbuf;
+      project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD, wo, bo, yr,
+                    pack + i * pack_stride);
+    }
   };
   ex.run(ex.parts(), out);
 }
 
 /// The whole prefill of a layer: T tokens of x at positions L .., attention into ctx (the
 /// concatenated heads; y itself without W_O), then W_O into y.
-template <class Cfg, class Arch, std::size_t kMaxRows, bool kMaps, class Rope, class Store>
+/// (Compute::kInt8: x is first quantised into qbuf, split by rows over the parts.)
+template <class Cfg, class Arch, std::size_t kMaxRows, bool kMaps, class Rope, class Store,
+          class QBuf>
 MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
                                                   const Weights<Cfg>& w, const Rope& rope,
                                                   Store& store, const float* x, std::size_t T,
                                                   std::size_t L, float* q, std::size_t q_stride,
                                                   float* ctx, float* pack, std::size_t pack_stride,
                                                   kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
-                                                  float scale, float* y, float* maps) noexcept {
-  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store> src{w, rope,     store, x,          L,
-                                                     q, q_stride, pack,  pack_stride};
+                                                  float scale, float* y, float* maps,
+                                                  QBuf& qbuf) noexcept {
+  if constexpr (Cfg::kInt8Compute) {
+    auto quantize = [&](std::size_t i) {
+      const Range r = token_rows<Arch>(T, i, ex.parts());
+      qbuf.template quantize<Arch>(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
+    };
+    ex.run(ex.parts(), quantize);
+  }
+  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{w, rope, store,    x,    qbuf,
+                                                           L, q,    q_stride, pack, pack_stride};
   float* out = Cfg::kHasOutProj ? ctx : y;
   attend_call<Cfg, Arch, kMaps>(ex, T, L, src, store, tiles, out, Cfg::kQDim, scale, maps);
-  if constexpr (Cfg::kHasOutProj) out_projection<Cfg, Arch>(ex, w, ctx, T, y, pack, pack_stride);
+  if constexpr (Cfg::kHasOutProj)
+    out_projection<Cfg, Arch>(ex, w, ctx, T, y, pack, pack_stride, qbuf);
 }
 
 }  // namespace internal

@@ -421,6 +421,7 @@ struct Vec<MveArch> {
 ///   kGemvPanelPairs     f32_gemv_panel16 runs panel p together with panel p + n_panels / 2
 ///   kOwnFrameAttn       the attention tile's row groups call their micro-kernels from frames of
 ///                       their own (MICROATTN_OWN_FRAME_X86), for heads of at least a vector
+///   kQd8MR              integer (qd8) GEMM micro-tile rows (its columns: kNR)
 /// A new arch gets these defaults: the x86 register budget's sizes and every knob off (the
 /// plain code, correct on any target) until it is measured and specialised below.
 struct KernelParamsDefaults {
@@ -437,6 +438,7 @@ struct KernelParamsDefaults {
   static constexpr std::size_t kSplitTileStride = 0;
   static constexpr bool kGemvPanelPairs = false;
   static constexpr bool kOwnFrameAttn = false;
+  static constexpr std::size_t kQd8MR = 4;
 };
 
 template <class Arch, class Enable = void>
@@ -453,6 +455,8 @@ struct KernelParams<ScalarArch> : KernelParamsDefaults {
   static constexpr std::size_t kMC = 64;
   static constexpr std::size_t kBQ = 16;
   static constexpr std::size_t kBK = 16;
+  // 2 x 4 int32 sums + 2 rows' and 1 column's unpacked bytes fit the 13 core registers.
+  static constexpr std::size_t kQd8MR = 2;
 };
 
 #if MICROATTN_HAS_MVE
@@ -513,6 +517,7 @@ struct KernelParams<Arch, std::enable_if_t<kIsAvx512<Arch>>> : KernelParamsDefau
   static constexpr std::size_t kSplitTileStride = 4096 / sizeof(float);
   static constexpr bool kGemvPanelPairs = true;                  // more misses in flight
   static constexpr bool kOwnFrameAttn = MICROATTN_PIN_X86 != 0;  // GCC 12's register allocation
+  static constexpr std::size_t kQd8MR = 12;  // VNNI: 12 x 2 int32 accumulators, as the fp32 tile
 };
 
 // AArch64 NEON (32 registers), chosen with tools/mca_report.py (llvm-mca's models):

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+// Integer compute (Compute::kInt8): the run-time quantiser of activation rows, the qd8 kernels'
+// int32 sums (exact: equal to an int64 reference bit for bit), their fp32 epilogue against the
+// double reference on the dequantised operands, and the layers against the double reference
+// run on the quantised inputs of every projection and the dequantised weights (tight fp32
+// tolerance), plus the error of the whole option against the fp32 layer, measured and bounded.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "microattn/microattn.hpp"
+#include "reference/attention_ref.hpp"
+#include "reference/rope_ref.hpp"
+#include "support/check.hpp"
+#include "support/random_weights.hpp"
+#include "support/rng.hpp"
+#include "support/rope.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Bias;
+using microattn::Compute;
+using microattn::Config;
+using microattn::KvAttention;
+using microattn::MultiHeadAttention;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::WeightType;
+using microattn::kernels::qd8_row_bytes;
+using microattn::kernels::Qd8Params;
+using microattn::kernels::Qd8Rows;
+using microattn_test::for_each_arch;
+using microattn_test::quick_cap;
+
+template <class... A>
+void report(const char* fmt, A... a) {
+#if !defined(MICROATTN_TINY_TEST)
+  std::printf(fmt, a...);
+#else
+  (void)fmt;
+  (void)sizeof...(a);
+#endif
+}
+
+/// The int8 value a quantised byte stands for on arch A (Qd8Rows: bytes xor kFlip).
+template <class A>
+int value_of(std::int8_t byte) {
+  return static_cast<std::int8_t>(static_cast<unsigned char>(byte) ^ Qd8Params<A>::kFlip);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The quantiser
+
+constexpr std::size_t kRowMax = 1100;
+float g_row[kRowMax];
+std::int8_t g_qrow[qd8_row_bytes(kRowMax)];
+
+/// Checks the quantiser's contract on x[0 .. K): scale = max |x| / 127, values in -127 .. 127,
+/// |x - scale v| <= scale / 2 (+ 2^-20 relative: the rounding of 127 / max |x| and of the
+/// product), zero values up to the padded length.
+template <class A>
+void check_row(std::size_t K, const char* what) {
+  const float s = microattn::kernels::qd8_quantize_row<A>(K, g_row, g_qrow);
+  float amax = 0;
+  for (std::size_t k = 0; k < K; ++k)
+    amax = std::fabs(g_row[k]) > amax ? std::fabs(g_row[k]) : amax;
+  EXPECT_EQ(s, amax / 127.0f) << A::name() << " " << what;
+  for (std::size_t k = 0; k < K; ++k) {
+    const int v = value_of<A>(g_qrow[k]);
+    ASSERT_TRUE(v >= -127 && v <= 127) << A::name() << " " << what << " k " << k;
+    EXPECT_LE(std::fabs(double(g_row[k]) - double(s) * v), double(s) * (0.5 + 1.0 / (1 << 20)))
+        << A::name() << " " << what << " k " << k << " x " << g_row[k];
+  }
+  for (std::size_t k = K; k < qd8_row_bytes(K); ++k)
+    EXPECT_EQ(value_of<A>(g_qrow[k]), 0) << A::name() << " " << what << " padding";
+}
+
+TEST(Qd8Quantize, RowContract) {
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    microattn_test::Rng rng(3);
+    for (std::size_t K : {std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{17},
+                          std::size_t{64}, std::size_t{333}, kRowMax}) {
+      rng.fill(g_row, K, -3.0f, 3.0f);
+      check_row<A>(K, "uniform");
+    }
+    // Ties: 127 / 2 * (2 m + 1) / 127 hits x * 127 / max = m + 1/2 exactly for max 127 / 2.
+    for (std::size_t k = 0; k < 40; ++k) g_row[k] = (float(k) - 20.0f) * 0.5f + 0.25f;
+    g_row[40] = 63.5f;
+    check_row<A>(41, "ties");
+    // Subnormal and tiny rows: 127 / max overflows, the values are divided by the scale.
+    for (std::size_t k = 0; k < 9; ++k) g_row[k] = float(k) * 1e-41f;
+    check_row<A>(9, "subnormal");
+    for (std::size_t k = 0; k < 9; ++k) g_row[k] = 0.0f;
+    EXPECT_EQ(microattn::kernels::qd8_quantize_row<A>(9, g_row, g_qrow), 0.0f);
+    for (std::size_t k = 0; k < 12; ++k) EXPECT_EQ(value_of<A>(g_qrow[k]), 0);
+    for (float bad : {INFINITY, -INFINITY, NAN}) {
+      for (std::size_t k = 0; k < 20; ++k) g_row[k] = 1.0f;
+      g_row[19] = bad;
+      EXPECT_TRUE(std::isnan(microattn::kernels::qd8_quantize_row<A>(20, g_row, g_qrow)))
+          << A::name();
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernels
+
+constexpr std::size_t kM = 30, kN = 70, kK = quick_cap(70) == 70 ? 1100 : 530;
+float g_a[kM * kK];
+std::int8_t g_qa[kM * qd8_row_bytes(kK)];
+float g_sa[kM];
+std::int8_t g_w[microattn::weight_floats(WeightLayout::kPanel16, kK, kN)];
+float g_ws[kN], g_bias[kN], g_c[kM * kN];
+std::int32_t g_ci[kM * kN];
+double g_cref[kM * kN];
+alignas(64) float g_pack[16384];
+
+/// B(k, n) of g_w in layout l (K x N).
+int w_at(WeightLayout l, std::size_t K, std::size_t N, std::size_t k, std::size_t n) {
+  if (l == WeightLayout::kInOut) return g_w[k * N + n];
+  if (l == WeightLayout::kOutIn) return g_w[n * K + k];
+  return g_w[(n / 16) * K * 16 + k * 16 + n % 16];
+}
+
+TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
+  static_assert(microattn::kernels::qd8_pack_floats<microattn::DefaultArch>() <= 16384 &&
+                    microattn::kernels::qd8_pack_floats<microattn::ScalarArch>() <= 16384,
+                "pack buffer too small");
+  // K past one depth block (kKC bytes: 1024 on AVX-512, 512 scalar) on hosted runs; odd sizes
+  // for the row, column and group tails.
+  const std::size_t shapes[][3] = {{1, 1, 1},   {3, 17, 5},   {7, 53, 70}, {13, 32, 64},
+                                   {2, 48, 33}, {kM, kN, kK}, {1, 70, kK}};
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    std::uint64_t seed = 41;
+    for (const auto& sh : shapes) {
+      const std::size_t M = sh[0], N = sh[1], K = sh[2], ld = qd8_row_bytes(K);
+      microattn_test::Rng rng(seed++);
+      rng.fill(g_a, M * K, -2.0f, 2.0f);
+      rng.fill(g_ws, N, 0.001f, 0.02f);
+      rng.fill(g_bias, N, -1.0f, 1.0f);
+      // Weights at the ends of the int8 range included (the int16 pair sums must not saturate).
+      for (std::size_t i = 0; i < microattn::weight_floats(WeightLayout::kPanel16, K, N); ++i)
+        g_w[i] = static_cast<std::int8_t>(i % 7 == 0 ? (i % 2 ? 127 : -127)
+                                                     : int(rng.uniform(-127.0f, 127.0f)));
+      microattn::kernels::qd8_quantize_rows<A>(M, K, g_a, K, g_qa, ld, g_sa);
+      const Qd8Rows a{g_qa, ld, g_sa};
+      for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16}) {
+        const std::size_t ldb =
+            l == WeightLayout::kInOut ? N : (l == WeightLayout::kOutIn ? K : K * 16);
+        microattn::kernels::qd8_qc8w_gemm_i32<A>(M, N, K, a, g_w, ldb, l, g_ci, N, g_pack);
+        std::size_t wrong = 0;
+        for (std::size_t m = 0; m < M; ++m)
+          for (std::size_t n = 0; n < N; ++n) {
+            std::int64_t r = 0;
+            for (std::size_t k = 0; k < K; ++k)
+              r += std::int64_t{value_of<A>(g_qa[m * ld + k])} * w_at(l, K, N, k, n);
+            wrong += r != g_ci[m * N + n];
+            g_cref[m * N + n] = double(g_sa[m]) * g_ws[n] * double(r) + g_bias[n];
+          }
+        EXPECT_EQ(wrong, 0u) << A::name() << " " << M << "x" << N << "x" << K << " layout "
+                             << static_cast<int>(l);
+        // The epilogue: a product of three rounded factors and a sum per depth block.
+        const double tol = microattn_test::tolerance(8, microattn_test::max_abs(g_cref, M * N));
+        for (std::size_t i = 0; i < M * N; ++i) g_c[i] = NAN;
+        microattn::kernels::qd8_f32_qc8w_gemm<A>(M, N, K, a, g_w, ldb, l, g_ws, g_bias,
+                                                 microattn::kernels::StoreRowMajor{g_c, N}, g_pack);
+        EXPECT_LE(microattn_test::max_diff(g_c, g_cref, M * N), tol)
+            << "gemm " << A::name() << " " << M << "x" << N << "x" << K << " layout "
+            << static_cast<int>(l);
+        for (std::size_t m = 0; m < M; ++m) {
+          for (std::size_t n = 0; n < N; ++n) g_c[n] = NAN;
+          // In two parts: any split of the columns gives the same bits as none.
+          for (std::size_t p = 0; p < 2; ++p)
+            microattn::kernels::qd8_f32_qc8w_gemv<A>(N, K, g_qa + m * ld, g_sa[m], g_w, ldb, l,
+                                                     g_ws, g_bias, g_c, p, 2);
+          EXPECT_LE(microattn_test::max_diff(g_c, g_cref + m * N, N), tol)
+              << "gemv " << A::name() << " " << N << "x" << K << " layout " << static_cast<int>(l);
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers
+
+// d_head 16 (kPanel16 fits), GQA, every bias, OutDim != d_model, RoPE; the twin without W_O
+// gives the attended heads the full layer's W_O multiplies.
+constexpr std::size_t kT = quick_cap(70), kDM = 40, kOD = 48, kQD = 64;
+using QdCfg = Config<kT, kDM, 4, 2, 16, Bias::kYes, WeightType::kInt8, Compute::kInt8,
+                     microattn::OutDim{kOD}, microattn::Rope::kYes>;
+using QdNoOCfg = Config<kT, kDM, 4, 2, 16, Bias::kYes, WeightType::kInt8, Compute::kInt8,
+                        microattn::OutProj::kNo, microattn::Rope::kYes>;
+using Q8Cfg = Config<kT, kDM, 4, 2, 16, Bias::kYes, WeightType::kInt8, microattn::OutDim{kOD},
+                     microattn::Rope::kYes>;
+
+microattn_test::QuantWeights<QdCfg> g_qw;
+float g_x[kT * kDM], g_xq[kT * kDM], g_ctx[kT * kQD], g_ctxq[kT * kQD], g_y[kT * kOD],
+    g_y8[kT * kOD];
+double g_ref[kT * kQD], g_dctx[kT * kQD];
+double g_scratch[microattn_ref::layer_scratch(kT, 4, 2, 16)];
+std::int8_t g_q[qd8_row_bytes(kQD)];
+
+/// rows of x (n wide) as the integer path sees them: each row quantised and dequantised.
+template <class A>
+void dequantised_rows(const float* x, std::size_t T, std::size_t n, float* out) {
+  for (std::size_t t = 0; t < T; ++t) {
+    const float s = microattn::kernels::qd8_quantize_row<A>(n, x + t * n, g_q);
+    for (std::size_t k = 0; k < n; ++k) out[t * n + k] = s * float(value_of<A>(g_q[k]));
+  }
+}
+
+/// The layer checks for one way of running T tokens: ctx (the heads, from the twin without W_O)
+/// against the reference on the dequantised x, and y against W_O on the dequantised heads.
+template <class A>
+void check_layer(const float* ctx, const float* y, std::size_t T, const char* way, int l) {
+  const auto rc = microattn_test::rope_cfg(true, microattn::RopePairing::kHalfSplit, 0);
+  dequantised_rows<A>(g_x, T, kDM, g_xq);
+  auto ref = g_qw.ref(true);
+  ref.wo = nullptr;
+  ref.bo = nullptr;
+  ref.d_out = 0;
+  microattn_ref::layer_rope(ref, microattn_test::rope_ref_of(rc, 16), g_xq, T,
+                            microattn::default_scale<QdCfg>(), g_ref, g_scratch);
+  // The fp32 layer test's chain: d_model per projection, d_head per score, T per P·V row.
+  const double chain = kDM + 2.0 * 16 + double(T) + 8;
+  EXPECT_LE(microattn_test::max_diff(ctx, g_ref, T * kQD),
+            microattn_test::tolerance(chain, microattn_test::max_abs(g_ref, T * kQD)))
+      << A::name() << " heads, " << way << " T " << T << " layout " << l;
+  dequantised_rows<A>(ctx, T, kQD, g_ctxq);
+  for (std::size_t i = 0; i < T * kQD; ++i) g_dctx[i] = g_ctxq[i];
+  microattn_ref::output(g_qw.ref(true), g_dctx, T, g_ref);
+  EXPECT_LE(microattn_test::max_diff(y, g_ref, T * kOD),
+            microattn_test::tolerance(kQD + 8, microattn_test::max_abs(g_ref, T * kOD)))
+      << A::name() << " output, " << way << " T " << T << " layout " << l;
+}
+
+TEST(Int8Compute, LayerEqualsReferenceOnQuantisedInputs) {
+  ASSERT_TRUE(g_qw.fill(9));
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    static MultiHeadAttention<QdCfg, A> mha;
+    static MultiHeadAttention<QdNoOCfg, A> heads;
+    static MultiHeadAttention<Q8Cfg, A> w8;
+    const auto rc = microattn_test::rope_cfg(true, microattn::RopePairing::kHalfSplit, 0);
+    for (std::size_t T : {std::size_t{1}, std::size_t{13}, kT}) {
+      microattn_test::Rng rng(T);
+      rng.fill(g_x, T * kDM, -1.0f, 1.0f);
+      for (int l = 0; l < 3; ++l) {
+        ASSERT_EQ(mha.set_weights(g_qw.view8<QdCfg>(l)), Status::kOk);
+        ASSERT_EQ(heads.set_weights(g_qw.view8<QdNoOCfg>(l)), Status::kOk);
+        ASSERT_EQ(mha.set_rope(rc), Status::kOk);
+        ASSERT_EQ(heads.set_rope(rc), Status::kOk);
+        ASSERT_EQ(heads.forward(g_x, T, g_ctx), Status::kOk);
+        ASSERT_EQ(mha.forward(g_x, T, g_y), Status::kOk);
+        check_layer<A>(g_ctx, g_y, T, "forward", l);
+      }
+      // The error of the option against the fp32-compute layer on the same int8 weights:
+      // activations rounded to 1/254 of their row's largest value (half a step, relative
+      // ~0.4 % per row) move the output by about 1 %: bounded at 3 %.
+      ASSERT_EQ(w8.set_weights(g_qw.view8<Q8Cfg>(0)), Status::kOk);
+      ASSERT_EQ(w8.set_rope(rc), Status::kOk);
+      ASSERT_EQ(w8.forward(g_x, T, g_y8), Status::kOk);
+      const double rel = microattn_test::rel_err(g_y, g_y8, T * kOD);
+      EXPECT_LE(rel, 0.03) << A::name() << " T " << T;
+      if (T == kT)
+        report("[ qd8 ] layer output vs fp32 compute on the same int8 weights: rel %.4f (%s)\n",
+               rel, A::name());
+    }
+  });
+}
+
+TEST(Int8Compute, KvPrefillDecodeChunksEqualReference) {
+  ASSERT_TRUE(g_qw.fill(10));
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    constexpr std::size_t kChunk = microattn_test::kQuick ? 8 : kT;
+    static KvAttention<QdCfg, A, kChunk> kv;
+    static KvAttention<QdNoOCfg, A, kChunk> kvh;
+    const auto rc = microattn_test::rope_cfg(true, microattn::RopePairing::kHalfSplit, 0);
+    const std::size_t T = kT;
+    microattn_test::Rng rng(77);
+    rng.fill(g_x, T * kDM, -1.0f, 1.0f);
+    for (int l = 0; l < 3; ++l) {
+      ASSERT_EQ(kv.set_weights(g_qw.view8<QdCfg>(l)), Status::kOk);
+      ASSERT_EQ(kvh.set_weights(g_qw.view8<QdNoOCfg>(l)), Status::kOk);
+      for (int way = 0; way < 2; ++way) {
+        kv.reset();
+        kvh.reset();
+        ASSERT_EQ(kv.set_rope(rc), Status::kOk);
+        ASSERT_EQ(kvh.set_rope(rc), Status::kOk);
+        if (way == 0) {  // prefill in chunks of at most kChunk
+          for (std::size_t b = 0; b < T; b += kChunk) {
+            const std::size_t n = T - b < kChunk ? T - b : kChunk;
+            ASSERT_EQ(kvh.prefill(g_x + b * kDM, n, g_ctx + b * kQD), Status::kOk);
+            ASSERT_EQ(kv.prefill(g_x + b * kDM, n, g_y + b * kOD), Status::kOk);
+          }
+        } else {  // token by token: the GEMV path
+          for (std::size_t t = 0; t < T; ++t) {
+            ASSERT_EQ(kvh.decode(g_x + t * kDM, g_ctx + t * kQD), Status::kOk);
+            ASSERT_EQ(kv.decode(g_x + t * kDM, g_y + t * kOD), Status::kOk);
+          }
+        }
+        check_layer<A>(g_ctx, g_y, T, way == 0 ? "prefill" : "decode", l);
+      }
+    }
+  });
+}
+
+}  // namespace
