@@ -10,6 +10,7 @@
 //   M1_panel16, MD1_panel16  with the weights stored kPanel16 (the others kInOut)
 //   M1_q8, MD1_q8  int8 weights (WeightType::kInt8, kPanel16, quantised as on the board),
 //                  fp32 cache; MD1_q8_kv8 also with the int8 cache (CacheType::kInt8)
+//   M1_qd8, MD1_qd8  M1_q8, MD1_q8 with integer compute (Compute::kInt8)
 // Weights and inputs come from ports/cortex-m/example_weights.hpp (xorshift streams, weights
 // U(+-0.125), x U(+-1)), as on the board. fp32 x, batch 1, one thread, this build's kernels
 // (the board runs the scalar ones). gflops counts the causal half, as for the other cases.
@@ -31,18 +32,20 @@ using Cfg = microattn::Config<64, 64, 4, 4, 16>;
 using CfgQ8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8>;
 using CfgQ8Kv8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+using CfgQd8 =
+    microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::Compute::kInt8>;
 constexpr std::size_t kT = Cfg::kTMax, kDM = Cfg::kDModel, kQD = Cfg::kQDim, kKD = Cfg::kKvDim;
 
 /// The board's weights (same seeds and scale as bench.cpp), in every form its cases use.
 struct MWeights {
-  alignas(64) std::array<float, kDM * kQD> wq = example::make_weights<kDM * kQD>(1, 0.125f);
-  alignas(64) std::array<float, kDM * kKD> wk = example::make_weights<kDM * kKD>(2, 0.125f);
-  alignas(64) std::array<float, kDM * kKD> wv = example::make_weights<kDM * kKD>(3, 0.125f);
-  alignas(64) std::array<float, kQD * kDM> wo = example::make_weights<kQD * kDM>(4, 0.125f);
-  alignas(64) std::array<float, kDM * kQD> pq = example::panel16<kDM, kQD>(wq);
-  alignas(64) std::array<float, kDM * kKD> pk = example::panel16<kDM, kKD>(wk);
-  alignas(64) std::array<float, kDM * kKD> pv = example::panel16<kDM, kKD>(wv);
-  alignas(64) std::array<float, kQD * kDM> po = example::panel16<kQD, kDM>(wo);
+  alignas(64) std::array<float, kDM* kQD> wq = example::make_weights<kDM * kQD>(1, 0.125f);
+  alignas(64) std::array<float, kDM* kKD> wk = example::make_weights<kDM * kKD>(2, 0.125f);
+  alignas(64) std::array<float, kDM* kKD> wv = example::make_weights<kDM * kKD>(3, 0.125f);
+  alignas(64) std::array<float, kQD* kDM> wo = example::make_weights<kQD * kDM>(4, 0.125f);
+  alignas(64) std::array<float, kDM* kQD> pq = example::panel16<kDM, kQD>(wq);
+  alignas(64) std::array<float, kDM* kKD> pk = example::panel16<kDM, kKD>(wk);
+  alignas(64) std::array<float, kDM* kKD> pv = example::panel16<kDM, kKD>(wv);
+  alignas(64) std::array<float, kQD* kDM> po = example::panel16<kQD, kDM>(wo);
   example::Int8Matrix<kDM, kQD> qq = example::quantize_int8<kDM, kQD>(wq, /*panel16=*/true);
   example::Int8Matrix<kDM, kKD> qk = example::quantize_int8<kDM, kKD>(wk, true);
   example::Int8Matrix<kDM, kKD> qv = example::quantize_int8<kDM, kKD>(wv, true);
@@ -67,9 +70,9 @@ struct MWeights {
   }
   template <class C>
   microattn::Weights<C> int8() const {
-    return microattn::Weights<C>(WeightLayout::kPanel16, qq.q.data(), qq.scale.data(),
-                                 qk.q.data(), qk.scale.data(), qv.q.data(), qv.scale.data(),
-                                 qo.q.data(), qo.scale.data());
+    return microattn::Weights<C>(WeightLayout::kPanel16, qq.q.data(), qq.scale.data(), qk.q.data(),
+                                 qk.scale.data(), qv.q.data(), qv.scale.data(), qo.q.data(),
+                                 qo.scale.data());
   }
 };
 
@@ -122,8 +125,8 @@ void bm_m_layer(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flop_counters(state, layer_case_flops(T));
-  state.SetLabel(layout_label(C::kInt8Weights ? WeightLayout::kPanel16 : kLayout,
-                              C::kInt8Weights, false));
+  state.SetLabel(
+      layout_label(C::kInt8Weights ? WeightLayout::kPanel16 : kLayout, C::kInt8Weights, false));
 }
 
 /// M3: the attention core alone over T = 64.
@@ -171,8 +174,8 @@ void bm_m_decode(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_flop_counters(state, decode_step_flops());
-  state.SetLabel(layout_label(C::kInt8Weights ? WeightLayout::kPanel16 : kLayout,
-                              C::kInt8Weights, C::kInt8Cache));
+  state.SetLabel(layout_label(C::kInt8Weights ? WeightLayout::kPanel16 : kLayout, C::kInt8Weights,
+                              C::kInt8Cache));
 }
 
 }  // namespace
@@ -190,6 +193,8 @@ void register_cortex_m_shape_benchmarks() {
   benchmark::RegisterBenchmark("M1_q8", bm_m_layer<CfgQ8, 64>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MD1_q8", bm_m_decode<CfgQ8>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MD1_q8_kv8", bm_m_decode<CfgQ8Kv8>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("M1_qd8", bm_m_layer<CfgQd8, 64>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MD1_qd8", bm_m_decode<CfgQd8>)->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace microattn_bench

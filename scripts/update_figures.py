@@ -60,6 +60,8 @@ ICOUNT_CASES = (
     ("MD1_panel16", "the same, fp32 `kPanel16`"),
     ("MD1_q8", "the same, int8 weights (`kPanel16`), fp32 cache"),
     ("MD1_q8_kv8", "the same, int8 weights (`kPanel16`), int8 cache"),
+    ("M1_qd8", "layer forward, T=64, int8 weights (`kPanel16`), integer compute"),
+    ("MD1_qd8", "one decode step, int8 weights (`kPanel16`), integer compute, fp32 cache"),
 )
 # The bench's entry points (bench.cpp's noinline entry_* wrappers; stack_usage.py globs, as
 # microattn_cm_bench_entries in ports/cortex-m/CMakeLists.txt) and what they stand for.
@@ -70,6 +72,8 @@ STACK_ENTRIES = (
     ("*entry_decode_step(*", "`KvAttention<Cfg>::decode`"),
     ("*entry_decode_step_q8(*", "`KvAttention<Cfg>::decode`, int8 weights"),
     ("*entry_decode_step_q8_kv8(*", "`KvAttention<Cfg>::decode`, int8 weights and int8 cache"),
+    ("*entry_layer_forward_qd8(*", "`MultiHeadAttention<Cfg>::forward`, integer compute"),
+    ("*entry_decode_step_qd8(*", "`KvAttention<Cfg>::decode`, integer compute"),
     ("int main(*", "`KvAttention<Cfg>::prefill` (from `main`)"),
 )
 # Benchmark case selections sized for docs/porting.md (built on BENCH_SIZES_PRESET); "all" is

@@ -36,7 +36,8 @@ Kinds: layer (MultiHeadAttention: forward), kv (KvAttention: prefill, decode, tr
 length, oldest, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAttention: forward
 on q, k, v). The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
 SlidingWindow{8}, MaxWorkers{2}, ...): with WeightType::kInt8 set_weights takes a
-microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1), and a kv layer with
+microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1; with Compute::kInt8 as well
+the projections run in integer arithmetic, NAME_INT8_COMPUTE 1), and a kv layer with
 CacheType::kInt8 caches int8 (NAME_INT8_CACHE 1; NAME_BYTES is its smaller RAM). Pass every
 flag that selects the kernels' arch: -march=... / -mcpu=... / -mfpu=...,
 -DMICROATTN_FORCE_SCALAR=1, and the include folder of xsimd where it is not on the default
@@ -79,7 +80,8 @@ constexpr std::size_t kValues[] = {
     Cfg::kBiasQ ? 1u : 0u, Cfg::kBiasK ? 1u : 0u, Cfg::kBiasV ? 1u : 0u, Cfg::kBiasO ? 1u : 0u,
     Cfg::kHasRope ? 1u : 0u, (@CHUNK@), Cfg::kInt8Weights ? 1u : 0u, Cfg::kInt8Cache ? 1u : 0u,
     @CACHE_BYTES@, Cfg::kMaxWorkers, static_cast<std::size_t>(Cfg::kMask), Cfg::kWindow,
-    ::microattn::c_api::config_id<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>()};
+    ::microattn::c_api::config_id<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>(),
+    Cfg::kInt8Compute ? 1u : 0u};
 struct Text {
   char c[64 + sizeof(kValues) / sizeof(kValues[0]) * 21];
 };
@@ -109,7 +111,7 @@ extern "C" const microattn_probe::Text microattn_probe_text = microattn_probe::m
 FIELDS = ["bytes", "align", "t_max", "d_model", "heads", "kv_heads", "d_head", "q_dim",
           "kv_dim", "out_dim", "has_out_proj", "bias_q", "bias_k", "bias_v", "bias_o", "has_rope",
           "chunk", "int8_weights", "int8_cache", "cache_bytes", "max_workers", "mask", "window",
-          "config_id"]
+          "config_id", "int8_compute"]
 
 
 class Refused(Exception):
@@ -125,7 +127,8 @@ def normalize_config(text):
         c = "microattn::Config<%s>" % c
     # Bare option names, as a user writes them inside `using namespace microattn;`.
     c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|"
-               r"WeightType\s*::|CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|MaxWorkers\s*\{)",
+               r"WeightType\s*::|Compute\s*::|CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|"
+               r"MaxWorkers\s*\{)",
                r"microattn::\1", c)
     if not c.startswith("microattn::Config<") or not c.endswith(">"):
         raise Refused("--config: give the Config's arguments ('64, 64, 4, 2, 16, "
@@ -320,6 +323,8 @@ def header_text(args, config, v, header_name):
           % (N, v["has_rope"]))
         w("#define %s_INT8_WEIGHTS %d /* WeightType::kInt8: set_weights takes "
           "microattn_weights_q8 */" % (N, v["int8_weights"]))
+        w("#define %s_INT8_COMPUTE %d /* Compute::kInt8: projections in integer arithmetic */"
+          % (N, v["int8_compute"]))
     w("#define %s_MASK %d /* microattn::Mask: 0 causal (a window is causal), 1 none */"
       % (N, v["mask"]))
     w("#define %s_WINDOW %d /* SlidingWindow{W}: token i sees i - W + 1 .. i; 0: no window */"

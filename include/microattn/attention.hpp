@@ -387,7 +387,7 @@ class MultiHeadAttention {
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[Cfg::kMaxWorkers][kPackFloats] = {};
   Core core_{};
-  internal::Qd8BufferFor<Cfg, Cfg::kTMax> qx_{};  // Compute::kInt8: x, then ctx, quantised
+  internal::Qd8BufferFor<Cfg, Arch, Cfg::kTMax> qx_{};  // Compute::kInt8: x, then ctx, quantised
   internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
   static_assert(kernels::qd8_pack_floats<Arch>() <= kPackFloats, "integer GEMM panel fits");
 };

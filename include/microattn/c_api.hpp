@@ -162,6 +162,9 @@ constexpr std::uint32_t config_id() noexcept {
                                   kKind == Kind::kKv ? kChunk : 0u};
   std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
   for (const std::uint64_t v : values) h = detail::fnv1a(h, v);
+  // Options added after version 1, folded in only when set (older fingerprints stay valid).
+  if (Cfg::kInt8Compute)
+    h = detail::fnv1a(h, 0x434f4d50u + static_cast<std::uint64_t>(Cfg::kCompute));
   return h;
 }
 

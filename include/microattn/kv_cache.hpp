@@ -158,7 +158,7 @@ class KvAttention {
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[Cfg::kMaxWorkers][kPackFloats];
     TileScratch tile[Cfg::kMaxWorkers];
-    internal::Qd8BufferFor<Cfg, kPrefillChunk> qx;  // Compute::kInt8: x, then ctx, quantised
+    internal::Qd8BufferFor<Cfg, Arch, kPrefillChunk> qx;  // Compute::kInt8: x, then ctx, quantised
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
   /// a group.
@@ -171,7 +171,7 @@ class KvAttention {
     /// Split-K (only when there are more workers than key/value heads): each head's keys in
     /// kSplitK chunks, their partial results, merged in chunk order.
     kernels::DecodePartial<Arch, D, G> part[kSplitK > 1 ? HKV* kSplitK : 1];
-    internal::Qd8BufferFor<Cfg, 1> qx;  // Compute::kInt8: the token, then ctx, quantised
+    internal::Qd8BufferFor<Cfg, Arch, 1> qx;  // Compute::kInt8: the token, then ctx, quantised
   };
 
  public:
@@ -554,7 +554,7 @@ class KvAttention {
     const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0, w_.s_v);
     const auto xin = [&] {  // the token, or the token quantised
       if constexpr (Cfg::kInt8Compute) {
-        dw.qx.template quantize<Arch>(0, 1, DM, x, DM);
+        dw.qx.quantize(0, 1, DM, x, DM);
         return dw.qx.rows(0);
       } else {
         return x;
@@ -607,7 +607,7 @@ class KvAttention {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
       const auto cin = [&] {  // the heads, or the heads quantised
         if constexpr (Cfg::kInt8Compute) {
-          dw.qx.template quantize<Arch>(0, 1, QD, dw.ctx, QD);
+          dw.qx.quantize(0, 1, QD, dw.ctx, QD);
           return dw.qx.rows(0);
         } else {
           return static_cast<const float*>(dw.ctx);

@@ -13,6 +13,8 @@
 //   M1_q8, MD1_q8  M1 and MD1 with int8 weights (WeightType::kInt8): the same weights quantised
 //       at compile time (example::quantize_int8, quantize_int8()'s rule), kPanel16, fp32 cache
 //   MD1_q8_kv8     MD1_q8 with an int8 KV cache as well (CacheType::kInt8)
+//   M1_qd8, MD1_qd8  M1_q8 and MD1_q8 with integer compute (Compute::kInt8: activations
+//       quantised per row, int32 sums; SMLAD on cores with the DSP extension)
 //
 // Cases are chosen at build time (CMake MICROATTN_CM_BENCH_CASES="M1;MD1_q8", which defines
 // MICROATTN_CM_BENCH_CASES_SELECTED and MICROATTN_CM_BENCH_<case>=1 for each): only their
@@ -81,11 +83,19 @@
 #ifndef MICROATTN_CM_BENCH_MD1_q8_kv8
 #define MICROATTN_CM_BENCH_MD1_q8_kv8 MICROATTN_CM_BENCH_DEFAULT
 #endif
+#ifndef MICROATTN_CM_BENCH_M1_qd8
+#define MICROATTN_CM_BENCH_M1_qd8 MICROATTN_CM_BENCH_DEFAULT
+#endif
+#ifndef MICROATTN_CM_BENCH_MD1_qd8
+#define MICROATTN_CM_BENCH_MD1_qd8 MICROATTN_CM_BENCH_DEFAULT
+#endif
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1
 #undef MICROATTN_CM_BENCH_MD1_panel16
 #undef MICROATTN_CM_BENCH_MD1_q8
 #undef MICROATTN_CM_BENCH_MD1_q8_kv8
+#undef MICROATTN_CM_BENCH_MD1_qd8
+#define MICROATTN_CM_BENCH_MD1_qd8 0
 #define MICROATTN_CM_BENCH_MD1 0
 #define MICROATTN_CM_BENCH_MD1_panel16 0
 #define MICROATTN_CM_BENCH_MD1_q8 0
@@ -94,8 +104,9 @@
 // What the selected cases need.
 #define NEED_W_INOUT (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_MD1)
 #define NEED_W_PANEL (MICROATTN_CM_BENCH_M1_panel16 || MICROATTN_CM_BENCH_MD1_panel16)
-#define NEED_W_Q8 \
-  (MICROATTN_CM_BENCH_M1_q8 || MICROATTN_CM_BENCH_MD1_q8 || MICROATTN_CM_BENCH_MD1_q8_kv8)
+#define NEED_W_Q8                                                                            \
+  (MICROATTN_CM_BENCH_M1_q8 || MICROATTN_CM_BENCH_MD1_q8 || MICROATTN_CM_BENCH_MD1_q8_kv8 || \
+   MICROATTN_CM_BENCH_M1_qd8 || MICROATTN_CM_BENCH_MD1_qd8)
 #define NEED_LAYER (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_M1_panel16)
 #define NEED_KV (MICROATTN_CM_BENCH_MD1 || MICROATTN_CM_BENCH_MD1_panel16)
 
@@ -106,8 +117,11 @@ using Cfg = microattn::Config<64, 64, 4, 4, 16>;
 using CfgQ8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8>;
 using CfgQ8Kv8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+using CfgQd8 =
+    microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::Compute::kInt8>;
 using Layer = microattn::MultiHeadAttention<Cfg>;
 using LayerQ8 = microattn::MultiHeadAttention<CfgQ8>;
+using LayerQd8 = microattn::MultiHeadAttention<CfgQd8>;
 /// M3's object and its inputs (Q, K, V are only needed by M3, so they share the arena too).
 struct CoreCase {
   microattn::ScaledDotProductAttention<Cfg> core;
@@ -117,6 +131,7 @@ struct CoreCase {
 using Kv = microattn::KvAttention<Cfg>;
 using KvQ8 = microattn::KvAttention<CfgQ8>;
 using KvQ8Kv8 = microattn::KvAttention<CfgQ8Kv8>;
+using KvQd8 = microattn::KvAttention<CfgQd8>;
 #endif
 
 #if NEED_W_INOUT
@@ -156,14 +171,15 @@ struct ArenaFor {
   static constexpr std::size_t kBytes = std::max({sizeof(T)...});
   static constexpr std::size_t kAlign = std::max({alignof(T)...});
 };
-using Arena = ArenaFor<If<NEED_LAYER, Layer>, If<MICROATTN_CM_BENCH_M1_q8, LayerQ8>,
-                       If<MICROATTN_CM_BENCH_M3, CoreCase>
+using Arena =
+    ArenaFor<If<NEED_LAYER, Layer>, If<MICROATTN_CM_BENCH_M1_q8, LayerQ8>,
+             If<MICROATTN_CM_BENCH_M1_qd8, LayerQd8>, If<MICROATTN_CM_BENCH_M3, CoreCase>
 #if MICROATTN_CM_BENCH_KV
-                       ,
-                       If<NEED_KV, Kv>, If<MICROATTN_CM_BENCH_MD1_q8, KvQ8>,
-                       If<MICROATTN_CM_BENCH_MD1_q8_kv8, KvQ8Kv8>
+             ,
+             If<NEED_KV, Kv>, If<MICROATTN_CM_BENCH_MD1_q8, KvQ8>,
+             If<MICROATTN_CM_BENCH_MD1_q8_kv8, KvQ8Kv8>, If<MICROATTN_CM_BENCH_MD1_qd8, KvQd8>
 #endif
-                       >;
+             >;
 alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
 
 /// Constructs a T in the arena (zero-initialised, as a static would be); ~Scoped destroys it.
@@ -192,9 +208,14 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
                                                                          std::size_t T, float* y) {
   return layer.forward(x, T, y);
 }
+[[gnu::noinline, maybe_unused]] microattn::Status entry_layer_forward_qd8(LayerQd8& layer,
+                                                                          const float* x,
+                                                                          std::size_t T, float* y) {
+  return layer.forward(x, T, y);
+}
 [[gnu::noinline, maybe_unused]] microattn::Status entry_sdpa_forward(
-    microattn::ScaledDotProductAttention<Cfg>& core, const float* q, const float* k,
-    const float* v, std::size_t T, float* out) {
+    microattn::ScaledDotProductAttention<Cfg>& core, const float* q, const float* k, const float* v,
+    std::size_t T, float* out) {
   return core.forward(q, k, v, T, out);
 }
 #if MICROATTN_CM_BENCH_KV
@@ -209,6 +230,10 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
 [[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step_q8_kv8(KvQ8Kv8& kv,
                                                                            const float* x,
                                                                            float* y) {
+  return kv.decode(x, y);
+}
+[[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step_qd8(KvQd8& kv, const float* x,
+                                                                        float* y) {
   return kv.decode(x, y);
 }
 #endif
@@ -248,7 +273,9 @@ void run(const char* name, int iters, F&& f) {
   write("    {\"name\": \"");
   write(name);
   if (!measure(iters, f, per)) {
-    write("\", \"run_type\": \"iteration\", \"error_occurred\": true, \"error_message\": \"status not ok\"}");
+    write(
+        "\", \"run_type\": \"iteration\", \"error_occurred\": true, \"error_message\": \"status "
+        "not ok\"}");
     ++g_index;
     return;
   }
@@ -259,8 +286,9 @@ void run(const char* name, int iters, F&& f) {
   write_u64(static_cast<std::uint64_t>(g_index));
   write(", \"per_family_instance_index\": 0, \"run_name\": \"");
   write(name);
-  write("\", \"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, "
-        "\"threads\": 1, \"iterations\": ");
+  write(
+      "\", \"run_type\": \"iteration\", \"repetitions\": 1, \"repetition_index\": 0, "
+      "\"threads\": 1, \"iterations\": ");
   write_u64(static_cast<std::uint64_t>(iters));
   write(", \"real_time\": ");
   write_double(ns, 9);
@@ -285,8 +313,7 @@ void run(const char* name, int iters, F&& f) {
 
 /// The layer's four weight matrices stored as `layout` (no biases in this configuration).
 [[maybe_unused]] microattn::Weights<Cfg> weights(microattn::WeightLayout layout, const float* q,
-                                                 const float* k, const float* v,
-                                                 const float* o) {
+                                                 const float* k, const float* v, const float* o) {
   microattn::Weights<Cfg> w(layout);
   w.w_q = q;
   w.w_k = k;
@@ -302,8 +329,7 @@ microattn::Weights<Cfg> weights_inout() {
 #endif
 #if NEED_W_PANEL
 microattn::Weights<Cfg> weights_panel16() {
-  return weights(microattn::WeightLayout::kPanel16, kPq.data(), kPk.data(), kPv.data(),
-                 kPo.data());
+  return weights(microattn::WeightLayout::kPanel16, kPq.data(), kPk.data(), kPv.data(), kPo.data());
 }
 #endif
 #if NEED_W_Q8
@@ -378,14 +404,18 @@ int main(int argc, char** argv) {
   const CacheInfo caches = cache_info();
   write("{\n  \"context\": {\n    \"date\": \"n/a\",\n    \"host_name\": \"");
   write(board_name());
-  write("\",\n    \"executable\": \"microattn_cm_bench\",\n    \"num_cpus\": 1,\n    \"mhz_per_cpu\": ");
+  write(
+      "\",\n    \"executable\": \"microattn_cm_bench\",\n    \"num_cpus\": 1,\n    "
+      "\"mhz_per_cpu\": ");
   write_u64(core_clock_hz() / 1000000u);
   write(",\n    \"cpu_scaling_enabled\": false,\n    \"caches\": [");
-  if (caches.icache_bytes && caches.icache_on) write_cache(true, "Instruction", caches.icache_bytes);
+  if (caches.icache_bytes && caches.icache_on)
+    write_cache(true, "Instruction", caches.icache_bytes);
   if (caches.dcache_bytes && caches.dcache_on)
     write_cache(!(caches.icache_bytes && caches.icache_on), "Data", caches.dcache_bytes);
-  write("],\n    \"load_avg\": [],\n    \"library_build_type\": \"release\",\n"
-        "    \"microattn_cpu\": \"");
+  write(
+      "],\n    \"load_avg\": [],\n    \"library_build_type\": \"release\",\n"
+      "    \"microattn_cpu\": \"");
   write(cpu_name());
   write("\",\n    \"microattn_arch\": \"");
   write(microattn::arch_name<>());
@@ -408,8 +438,9 @@ int main(int argc, char** argv) {
   }
   write("\",\n    \"microattn_counter\": \"");
   write(dwt ? "DWT CYCCNT (core cycles)"
-            : icount ? "DWT CYCCNT does not advance (QEMU); SysTick under -icount: instructions, NOT cycles"
-                     : "DWT CYCCNT does not advance (QEMU); SysTick follows host time: noise");
+        : icount
+            ? "DWT CYCCNT does not advance (QEMU); SysTick under -icount: instructions, NOT cycles"
+            : "DWT CYCCNT does not advance (QEMU); SysTick follows host time: noise");
   write("\"\n  },\n  \"benchmarks\": [\n");
 
 #if MICROATTN_CM_BENCH_M1
@@ -452,6 +483,19 @@ int main(int argc, char** argv) {
 #endif
 #if MICROATTN_CM_BENCH_MD1_q8_kv8
   run_decode_step<KvQ8Kv8, entry_decode_step_q8_kv8>("MD1_q8_kv8", weights_q8<CfgQ8Kv8>());
+#endif
+#if MICROATTN_CM_BENCH_M1_qd8
+  {
+    Scoped<LayerQd8> scoped;
+    LayerQd8& l = *scoped;
+    if (l.set_weights(weights_q8<CfgQd8>()) == microattn::Status::kOk)
+      run("M1_qd8", 3, [&l] { return entry_layer_forward_qd8(l, g_x, 64, g_y); });
+    else
+      run_failed("M1_qd8");
+  }
+#endif
+#if MICROATTN_CM_BENCH_MD1_qd8
+  run_decode_step<KvQd8, entry_decode_step_qd8>("MD1_qd8", weights_q8<CfgQd8>());
 #endif
   write("\n  ]\n}\n");
   return 0;

@@ -117,6 +117,9 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         "layer_q8": ("glayer_q8", "layer", "24, 32, 4, 2, 8, microattn::WeightType::kInt8", ()),
         "kv_q8": ("gkv_q8", "kv", "24, 32, 2, 1, 16, Rope::kYes, WeightType::kInt8, "
                   "CacheType::kInt8", ("--chunk", "5")),
+        # integer compute (Compute::kInt8) on int8 weights.
+        "kv_qd8": ("gkv_qd8", "kv", "24, 32, 2, 1, 16, Rope::kYes, WeightType::kInt8, "
+                   "Compute::kInt8, CacheType::kInt8", ("--chunk", "5")),
     }
     for kind in kinds:
         name, k, config, extra = cases[kind]
@@ -137,6 +140,37 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
               % (tag, kind, time.time() - t0), r.stdout)
         if kind.endswith("_q8"):
             int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v)
+        if kind == "kv_qd8":
+            qd8_checks(s, tag, cxx, flags, include_dirs, h, v)
+
+
+def qd8_checks(s, tag, cxx, flags, include_dirs, h, v):
+    """An integer-compute header says so, takes int8 weights, and has another fingerprint than
+    its fp32-compute twin (same object otherwise): a header made for one compiled with the other
+    Config is a compile error naming the layer."""
+    text = open(h).read()
+    name = os.path.splitext(os.path.basename(h))[0]
+    check(v.get("INT8_COMPUTE") == "1" and v.get("INT8_WEIGHTS") == "1" and
+          "%s_set_weights(%s* obj, const microattn_weights_q8* w);" % (name, name) in text,
+          "%s: kv_qd8 header: INT8_COMPUTE 1, set_weights takes microattn_weights_q8" % tag)
+    twin = "24, 32, 2, 1, 16, Rope::kYes, WeightType::kInt8, CacheType::kInt8"
+    rc, out, th, tcpp, f = s.generate(tag, name + "_f32c", "kv", twin, cxx, flags,
+                                      ("--chunk", "5"), include_dirs)
+    check(rc == 0 and f.get("INT8_COMPUTE") == "0" and
+          f.get("CONFIG_ID") != v.get("CONFIG_ID"),
+          "%s: kv_qd8 and its fp32-compute twin: CONFIG_ID %s vs %s"
+          % (tag, v.get("CONFIG_ID"), f.get("CONFIG_ID")), out)
+    if rc == 0:
+        with open(tcpp, "w") as fh:
+            fh.write('#include "%s.h"\n#include "microattn/c_api.hpp"\n'
+                     "MICROATTN_C_KV_LAYER_CHUNKED(%s, 5, microattn::Config<24, 32, 2, 1, 16, "
+                     "microattn::Rope::kYes, microattn::WeightType::kInt8, "
+                     "microattn::Compute::kInt8, microattn::CacheType::kInt8>);\n"
+                     % (name + "_f32c", name + "_f32c"))
+        r = s.compile_cpp(cxx, flags, tcpp, include_dirs)
+        check(r.returncode != 0 and "'%s'" % (name + "_f32c") in r.stdout,
+              "%s: a header for fp32 compute used with Compute::kInt8 is a compile error naming "
+              "the layer" % tag, r.stdout[-3000:])
 
 
 def int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v):
@@ -627,7 +661,7 @@ def main():
     t0 = time.time()
 
     target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
-                  ["layer", "kv", "core", "layer_q8", "kv_q8"], inc)
+                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8"], inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
     config_checks(s, args.cxx, args.cxxflags, inc)
     description_checks(s, args.cxx, args.cc, args.cxxflags, inc)
@@ -651,7 +685,7 @@ def main():
             arm_cc = ""
         flags = ARM_FLAGS + " -fno-exceptions -fno-rtti"
         target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags,
-                      ["layer", "kv", "core", "kv_q8"], cflags=ARM_FLAGS)
+                      ["layer", "kv", "core", "kv_q8", "kv_qd8"], cflags=ARM_FLAGS)
         # The Cortex-M header: 32-bit pointers, scalar kernels.
         h = os.path.join(s.work, "arm-none-eabi", "glayer.h")
         if os.path.exists(h):

@@ -174,15 +174,14 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::
 
 /// The quantised rows of a call for integer compute (Compute::kInt8): up to kRows rows of
 /// x (d_model wide) and later of the attended heads (H * d_head wide), one scale per row.
-template <class Cfg, std::size_t kRows>
+template <class Cfg, class Arch, std::size_t kRows>
 struct Qd8Buffer {
   static constexpr std::size_t kLd =
-      kernels::qd8_row_bytes(Cfg::kDModel > Cfg::kQDim ? Cfg::kDModel : Cfg::kQDim);
+      kernels::qd8_row_bytes<Arch>(Cfg::kDModel > Cfg::kQDim ? Cfg::kDModel : Cfg::kQDim);
   alignas(64) std::int8_t q[kRows * kLd];
   float scale[kRows];
   kernels::Qd8Rows rows(std::size_t i) const noexcept { return {q + i * kLd, kLd, scale + i}; }
   /// Rows [b, e) of x (row stride ldx, K wide) quantised into rows [b, e).
-  template <class Arch>
   void quantize(std::size_t b, std::size_t e, std::size_t K, const float* x,
                 std::size_t ldx) noexcept {
     if (b < e)
@@ -191,8 +190,9 @@ struct Qd8Buffer {
 };
 /// What a layer with fp32 compute keeps instead (nothing).
 struct NoQd8Buffer {};
-template <class Cfg, std::size_t kRows>
-using Qd8BufferFor = std::conditional_t<Cfg::kInt8Compute, Qd8Buffer<Cfg, kRows>, NoQd8Buffer>;
+template <class Cfg, class Arch, std::size_t kRows>
+using Qd8BufferFor =
+    std::conditional_t<Cfg::kInt8Compute, Qd8Buffer<Cfg, Arch, kRows>, NoQd8Buffer>;
 
 /// The Source of the layers: a call's tokens x at positions L .. projected by W_K, W_V, W_Q
 /// (and rotated) group by group. Q goes to the Q buffer of the stage (q + s * q_stride, rows of
@@ -357,7 +357,7 @@ MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kM
     const float* bo = Cfg::kBiasO ? w.b_o : nullptr;
     const kernels::StoreRowMajor yr{y + r.begin * OD, OD};
     if constexpr (Cfg::kInt8Compute) {
-      qbuf.template quantize<Arch>(r.begin, r.end, QD, ctx, QD);
+      qbuf.quantize(r.begin, r.end, QD, ctx, QD);
       project<Arch>(r.end - r.begin, OD, QD, qbuf.rows(r.begin), QD, wo, bo, yr,
                     pack + i * pack_stride);
     } else {
@@ -385,7 +385,7 @@ MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMa
   if constexpr (Cfg::kInt8Compute) {
     auto quantize = [&](std::size_t i) {
       const Range r = token_rows<Arch>(T, i, ex.parts());
-      qbuf.template quantize<Arch>(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
+      qbuf.quantize(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
     };
     ex.run(ex.parts(), quantize);
   }

@@ -26,15 +26,14 @@ namespace kernels {
 /// Depth of the int8 dot product's groups: A and B meet 4 bytes at a time.
 constexpr std::size_t kQd8Group = 4;
 
-/// Bytes a quantised row of K values takes: K rounded up to whole groups (zero past K).
-constexpr std::size_t qd8_row_bytes(std::size_t K) noexcept {
-  return (K + kQd8Group - 1) / kQd8Group * kQd8Group;
-}
-
 /// The integer kernels' choices for Arch:
 ///   kVnni  the AVX-512 VNNI kernels (vpdpbusd takes unsigned bytes for A: a quantised row
 ///          holds its values xor kFlip = 0x80, i.e. q + 128, and the sums subtract 128 times
 ///          the weight column sums);
+///   kDsp   the ARM DSP kernels (the scalar and Helium arches with the DSP extension): a group
+///          of a quantised row, and of a packed weight column, is its 4 values already widened
+///          to two int16 pairs (values 0, 2 and 1, 3: SMLAD's operands), 8 bytes, so the
+///          micro-kernel loads them ready;
 ///   kMR x kNR  micro-tile; kKC  depth of one packed weight panel (the fp32 panel's bytes).
 template <class Arch>
 struct Qd8Params {
@@ -43,28 +42,60 @@ struct Qd8Params {
 #else
   static constexpr bool kVnni = false;
 #endif
+#if defined(MICROATTN_INTRIN_DSP)
+  static constexpr bool kDsp = !kVnni;
+#else
+  static constexpr bool kDsp = false;
+#endif
   static constexpr unsigned char kFlip = kVnni ? 0x80 : 0;
   static constexpr std::size_t kMR = internal::Tiles<Arch>::kQd8MR;
   static constexpr std::size_t kNR = internal::Tiles<Arch>::kNR;
-  static constexpr std::size_t kKC = kQd8Group * internal::Tiles<Arch>::kKC;
-  static_assert(kNR % (kVnni ? 16 : 1) == 0, "VNNI panels are whole 16-column vectors");
+  /// Bytes of one group of a quantised row or of a packed column.
+  static constexpr std::size_t kGroupBytes = kDsp ? 2 * kQd8Group : kQd8Group;
+  static constexpr std::size_t kKC =
+      kQd8Group * internal::Tiles<Arch>::kKC * kQd8Group / kGroupBytes;
+  static_assert(kNR % (kVnni ? 16 : (kDsp ? 2 : 1)) == 0,
+                "VNNI panels are whole 16-column vectors, DSP ones column pairs");
 };
+
+/// Bytes a quantised row of K values takes on Arch (see Qd8Rows): whole groups (zero values
+/// past K), 4 bytes each, or 8 where kDsp widens them.
+template <class Arch>
+constexpr std::size_t qd8_row_bytes(std::size_t K) noexcept {
+  return (K + kQd8Group - 1) / kQd8Group * Qd8Params<Arch>::kGroupBytes;
+}
 
 /// Floats of the packing buffer qd8_f32_qc8w_gemm needs for Arch (its int8 panel).
 template <class Arch>
 constexpr std::size_t qd8_pack_floats() noexcept {
-  return Qd8Params<Arch>::kKC * Qd8Params<Arch>::kNR / sizeof(float);
+  using P = Qd8Params<Arch>;
+  return P::kKC / kQd8Group * P::kGroupBytes * P::kNR / sizeof(float);
 }
 
-/// Rows of quantised activations: row i stands for scale[i] * v(i, k), v(i, k) the int8 value
-/// whose bits xor Qd8Params::kFlip are q[i * ld + k] (k < K; zero values up to ld, a multiple of
-/// kQd8Group).
+/// Rows of quantised activations: row i stands for scale[i] * v(i, k), k < K, v the int8
+/// values at q + i * ld (ld >= qd8_row_bytes<Arch>(K); qd8_value reads one): bytes whose bits
+/// xor Qd8Params::kFlip are v, or with kDsp per group of 4 two words of int16 pairs (v0, v2),
+/// (v1, v3); zero values past K up to whole groups.
 struct Qd8Rows {
   const std::int8_t* q;
   std::size_t ld;
   const float* scale;
   Qd8Rows from(std::size_t i) const noexcept { return {q + i * ld, ld, scale + i}; }
 };
+
+/// The value v(k) of a quantised row (Qd8Rows) on Arch.
+template <class Arch>
+inline int qd8_value(const std::int8_t* row, std::size_t k) noexcept {
+  using P = Qd8Params<Arch>;
+  if constexpr (P::kDsp) {
+    std::int16_t h;  // word (k & 1) of group k / 4, half k / 2 % 2 (little-endian)
+    std::memcpy(&h, row + k / kQd8Group * P::kGroupBytes + 4 * (k & 1) + 2 * ((k >> 1) & 1),
+                sizeof h);
+    return h;
+  } else {
+    return static_cast<std::int8_t>(static_cast<unsigned char>(row[k]) ^ P::kFlip);
+  }
+}
 
 namespace detail {
 /// v (|v| <= 127.5) rounded to nearest, ties to even (as the SIMD conversions), in -127 .. 127.
@@ -77,16 +108,33 @@ inline std::int32_t qd8_round(float v) noexcept {
     --r;
   return r < -127 ? -127 : (r > 127 ? 127 : r);
 }
+
+/// kDsp rows: the first `groups` groups of 4 bytes at q widened in place to 8 bytes each
+/// (Qd8Rows), last group first so that none is overwritten before it is read.
+template <class Arch>
+inline void qd8_widen_groups(std::int8_t* q, std::size_t groups) noexcept {
+#if defined(MICROATTN_INTRIN_DSP)
+  for (std::size_t g = groups; g-- > 0;) {
+    std::uint32_t w;
+    std::memcpy(&w, q + g * kQd8Group, sizeof w);
+    const std::uint32_t pairs[2] = {intrin::sxtb16_02(w), intrin::sxtb16_13(w)};
+    std::memcpy(q + g * 2 * kQd8Group, pairs, sizeof pairs);
+  }
+#else
+  (void)q;
+  (void)groups;
+#endif
+}
 }  // namespace detail
 
-/// Quantises x[0 .. K) into q[0 .. qd8_row_bytes(K)) (see Qd8Rows) and returns its scale:
+/// Quantises x[0 .. K) into q[0 .. qd8_row_bytes<Arch>(K)) (see Qd8Rows) and returns its scale:
 /// s = max |x| / 127 and v = x * (127 / max |x|) rounded to nearest (ties to even), so
 /// |x - s v| <= s / 2 (plus a few ulps of the two divisions). All-zero x: s = 0, v = 0; an x
 /// that is not finite: s = NaN (what it multiplies becomes NaN, as in fp32), v = 0.
 template <class Arch>
 inline float qd8_quantize_row(std::size_t K, const float* x, std::int8_t* q) noexcept {
   constexpr unsigned char kFlip = Qd8Params<Arch>::kFlip;
-  const std::size_t kp = qd8_row_bytes(K);
+  const std::size_t kp4 = (K + kQd8Group - 1) / kQd8Group * kQd8Group;  // bytes before widening
   float amax = 0.0f;
 #if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
   if constexpr (internal::kIsAvx512<Arch>) {
@@ -104,7 +152,7 @@ inline float qd8_quantize_row(std::size_t K, const float* x, std::int8_t* q) noe
     }
   }
   if (!(amax > 0.0f)) {  // all zero, or not finite (NaN)
-    for (std::size_t k = 0; k < kp; ++k) q[k] = static_cast<std::int8_t>(kFlip);
+    for (std::size_t k = 0; k < qd8_row_bytes<Arch>(K); ++k) q[k] = static_cast<std::int8_t>(kFlip);
     return amax == 0.0f ? 0.0f : __builtin_nanf("");
   }
   const float s = amax / internal::opaque_divisor(127.0f);
@@ -124,12 +172,13 @@ inline float qd8_quantize_row(std::size_t K, const float* x, std::int8_t* q) noe
                                         kFlip);
     }
   }
-  for (std::size_t k = K; k < kp; ++k) q[k] = static_cast<std::int8_t>(kFlip);
+  for (std::size_t k = K; k < kp4; ++k) q[k] = static_cast<std::int8_t>(kFlip);
+  if constexpr (Qd8Params<Arch>::kDsp) detail::qd8_widen_groups<Arch>(q, kp4 / kQd8Group);
   return s;
 }
 
 /// qd8_quantize_row of each of M rows of x (row stride ldx) into q (row stride ldq >=
-/// qd8_row_bytes(K)), the scales into scale[0 .. M).
+/// qd8_row_bytes<Arch>(K)), the scales into scale[0 .. M).
 template <class Arch>
 inline void qd8_quantize_rows(std::size_t M, std::size_t K, const float* x, std::size_t ldx,
                               std::int8_t* q, std::size_t ldq, float* scale) noexcept {
@@ -139,8 +188,9 @@ inline void qd8_quantize_rows(std::size_t M, std::size_t K, const float* x, std:
 
 namespace detail {
 /// Packs B's kc x nr panel (depth pc, columns jc) as the micro-kernels read it:
-/// pack[(g * kNR + j) * 4 + r] = B(pc + 4 g + r, jc + j), zero past kc and nr; colsum[j] = the
-/// sum of column j over the panel (the VNNI kernels' offset correction).
+/// pack[(g * kNR + j) * 4 + r] = B(pc + 4 g + r, jc + j), zero past kc and nr (kDsp: each
+/// group widened, see Qd8Params); colsum[j] = the sum of column j over the panel, for the VNNI
+/// kernels' offset correction (zero elsewhere).
 template <class Arch>
 inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
                            std::size_t pc, std::size_t kc, std::size_t jc, std::size_t nr,
@@ -192,23 +242,35 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
 #endif
   if (g0 == 0)
     for (std::size_t j = 0; j < NR; ++j) colsum[j] = 0;
-  // B(k, n) = b[k * sk + n * sn] within one kPanel16 panel or a dense layout.
+  // Column n's values B(pc + k, n) at src + k * sk for the layout.
+  const std::size_t sk = layout == WeightLayout::kInOut   ? ldb
+                         : layout == WeightLayout::kOutIn ? 1
+                                                          : kWeightPanel;
   for (std::size_t g = g0; g < groups; ++g) {
-    for (std::size_t r = 0; r < G; ++r) {
-      const std::size_t k = g * G + r;
-      std::int8_t* d = pack + g * NR * G + r;
-      for (std::size_t j = 0; j < NR; ++j) {
-        std::int8_t v = 0;
-        if (k < kc && j < nr) {
-          const std::size_t n = jc + j, kk = pc + k;
-          v = layout == WeightLayout::kInOut ? b[kk * ldb + n]
-              : layout == WeightLayout::kOutIn
-                  ? b[n * ldb + kk]
-                  : b[(n / kWeightPanel) * ldb + kk * kWeightPanel + n % kWeightPanel];
+    const std::size_t k0 = g * G, nk = internal::min_size(G, kc - k0);
+    for (std::size_t j = 0; j < NR; ++j) {
+      std::uint32_t w = 0;  // the group's 4 bytes, k = k0 .. k0 + 3 (zero past kc and nr)
+      if (j < nr) {
+        const std::size_t n = jc + j, kk = pc + k0;
+        const std::int8_t* src =
+            layout == WeightLayout::kInOut ? b + kk * ldb + n
+            : layout == WeightLayout::kOutIn
+                ? b + n * ldb + kk
+                : b + (n / kWeightPanel) * ldb + kk * kWeightPanel + n % kWeightPanel;
+        for (std::size_t r = 0; r < nk; ++r) {
+          w |= std::uint32_t{static_cast<unsigned char>(src[r * sk])} << (8 * r);
+          if constexpr (P::kFlip != 0) colsum[j] += src[r * sk];  // only VNNI corrects by it
         }
-        d[j * G] = v;
-        colsum[j] += v;
       }
+      std::int8_t* d = pack + (g * NR + j) * P::kGroupBytes;
+#if defined(MICROATTN_INTRIN_DSP)
+      if constexpr (P::kDsp) {
+        const std::uint32_t pairs[2] = {intrin::sxtb16_02(w), intrin::sxtb16_13(w)};
+        std::memcpy(d, pairs, sizeof pairs);
+        continue;
+      }
+#endif
+      std::memcpy(d, &w, sizeof w);  // little-endian: byte r is k = k0 + r
     }
   }
 }
@@ -240,32 +302,49 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
     return;
   }
 #endif
+#if defined(MICROATTN_INTRIN_DSP)
+  if constexpr (P::kDsp) {
+    // Two columns at a time: MR x 2 sums, the rows' and the columns' int16 pairs loaded ready
+    // (13 core registers: 2 x 2 sums, 4 row pairs, 2 column pairs, 3 pointers).
+    constexpr std::size_t GB = P::kGroupBytes;
+    for (std::size_t j0 = 0; j0 < NR; j0 += 2) {
+      std::int32_t acc[MR][2];
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = 0;
+      const std::int8_t* pg = pack + j0 * GB;
+      for (std::size_t g = 0; g < groups; ++g, pg += NR * GB) {
+        std::uint32_t a02[MR], a13[MR];
+#pragma GCC unroll 64
+        for (std::size_t i = 0; i < MR; ++i) {
+          std::memcpy(&a02[i], arow[i] + g * GB, sizeof a02[i]);
+          std::memcpy(&a13[i], arow[i] + g * GB + 4, sizeof a13[i]);
+        }
+#pragma GCC unroll 64
+        for (std::size_t j = 0; j < 2; ++j) {
+          std::uint32_t b02, b13;
+          std::memcpy(&b02, pg + j * GB, sizeof b02);
+          std::memcpy(&b13, pg + j * GB + 4, sizeof b13);
+#pragma GCC unroll 64
+          for (std::size_t i = 0; i < MR; ++i)
+            acc[i][j] = intrin::smlad(a13[i], b13, intrin::smlad(a02[i], b02, acc[i][j]));
+        }
+      }
+      // (Copied out: an accumulator whose address reaches out.sums stays in memory in the loop.)
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) {
+        const std::int32_t row[2] = {acc[i][0], acc[i][1]};
+        out.sums(i, j0, row, 2);
+      }
+    }
+    return;
+  }
+#endif
   std::int32_t acc[MR][NR];
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 64
     for (std::size_t j = 0; j < NR; ++j) acc[i][j] = 0;
   for (std::size_t g = 0; g < groups; ++g, pack += NR * G) {
-#if defined(MICROATTN_INTRIN_DSP)
-    // Each row's 4 bytes unpacked once into two int16 pairs, reused over the NR columns.
-    std::uint32_t a02[MR], a13[MR];
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) {
-      std::uint32_t w;
-      std::memcpy(&w, arow[i] + g * G, sizeof w);
-      a02[i] = intrin::sxtb16_02(w);
-      a13[i] = intrin::sxtb16_13(w);
-    }
-#pragma GCC unroll 64
-    for (std::size_t j = 0; j < NR; ++j) {
-      std::uint32_t w;
-      std::memcpy(&w, pack + j * G, sizeof w);
-      const std::uint32_t b02 = intrin::sxtb16_02(w), b13 = intrin::sxtb16_13(w);
-#pragma GCC unroll 64
-      for (std::size_t i = 0; i < MR; ++i)
-        acc[i][j] = intrin::smlad(a13[i], b13, intrin::smlad(a02[i], b02, acc[i][j]));
-    }
-#else
 #pragma GCC unroll 64
     for (std::size_t i = 0; i < MR; ++i) {
       const std::int8_t* ai = arow[i] + g * G;
@@ -276,7 +355,6 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
                      std::int32_t{ai[2]} * bj[2] + std::int32_t{ai[3]} * bj[3];
       }
     }
-#endif
   }
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, acc[i]);
@@ -284,15 +362,15 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
 
 /// qd8_ukernel for any mr in 1 .. kMR rows.
 template <class Arch, std::size_t MR, class Out>
-struct Qd8Rows_ {
+struct Qd8UkernelRows {
   static void call(std::size_t mr, std::size_t groups, const std::int8_t* a, std::size_t lda,
                    const std::int8_t* pack, Out& out) noexcept {
     if (mr == MR) return qd8_ukernel<Arch, MR>(groups, a, lda, pack, out);
-    Qd8Rows_<Arch, MR - 1, Out>::call(mr, groups, a, lda, pack, out);
+    Qd8UkernelRows<Arch, MR - 1, Out>::call(mr, groups, a, lda, pack, out);
   }
 };
 template <class Arch, class Out>
-struct Qd8Rows_<Arch, 0, Out> {
+struct Qd8UkernelRows<Arch, 0, Out> {
   static void call(std::size_t, std::size_t, const std::int8_t*, std::size_t, const std::int8_t*,
                    Out&) noexcept {}
 };
@@ -317,10 +395,10 @@ inline void qd8_blocks(std::size_t M, std::size_t N, std::size_t K, const std::i
       const std::size_t groups = (kc + kQd8Group - 1) / kQd8Group;
       for (std::size_t ir = 0; ir < M; ir += MR) {
         const std::size_t mr = internal::min_size(MR, M - ir);
-        const std::int8_t* ablk = qa + ir * lda + pc;
+        const std::int8_t* ablk = qa + ir * lda + pc / kQd8Group * P::kGroupBytes;
         tile(ir, mr, jc, nr, pc == 0, colsum, [&](auto& out) {
-          Qd8Rows_<Arch, MR, std::remove_reference_t<decltype(out)>>::call(mr, groups, ablk, lda,
-                                                                           pack, out);
+          Qd8UkernelRows<Arch, MR, std::remove_reference_t<decltype(out)>>::call(mr, groups, ablk,
+                                                                                 lda, pack, out);
         });
       }
     }
@@ -350,12 +428,12 @@ struct Qd8Epilogue {
     (base + v).store_unaligned(t + i * NR + j0);
   }
 #endif
-  MICROATTN_ALWAYS_INLINE void sums(std::size_t i, std::size_t,
-                                    const std::int32_t* s) const noexcept {
+  MICROATTN_ALWAYS_INLINE void sums(std::size_t i, std::size_t j0, const std::int32_t* s,
+                                    std::size_t n = Qd8Params<Arch>::kNR) const noexcept {
     constexpr std::size_t NR = Qd8Params<Arch>::kNR;
     float* ti = t + i * NR;
-    for (std::size_t j = 0; j < NR; ++j) {
-      const float v = sa[i] * (sb[j] * static_cast<float>(s[j] - kOff * colsum[j]));
+    for (std::size_t j = j0; j < j0 + n; ++j) {
+      const float v = sa[i] * (sb[j] * static_cast<float>(s[j - j0] - kOff * colsum[j]));
       ti[j] = (first ? (bias ? bias[j] : 0.0f) : ti[j]) + v;
     }
   }
@@ -402,8 +480,8 @@ void qd8_f32_qc8w_gemm(std::size_t M, std::size_t N, std::size_t K, const Qd8Row
   using P = Qd8Params<Arch>;
   constexpr std::size_t NR = P::kNR, MR = P::kMR;
   alignas(internal::Tiles<Arch>::kAlign) float tile[MR * NR];
-  alignas(internal::Tiles<Arch>::kAlign) float sb[NR];
-  alignas(internal::Tiles<Arch>::kAlign) float bb[NR];
+  alignas(internal::Tiles<Arch>::kAlign) float sb[NR] = {};
+  alignas(internal::Tiles<Arch>::kAlign) float bb[NR] = {};
   std::size_t last_jc = ~std::size_t{0};
   auto run = [&](std::size_t ir, std::size_t mr, std::size_t jc, std::size_t nr, bool first,
                  const std::int32_t* colsum, auto&& sums) {
@@ -464,15 +542,17 @@ inline std::int32_t qd8_dot(std::size_t K, const std::int8_t* a, const std::int8
   }
 #endif
 #if defined(MICROATTN_INTRIN_DSP)
-  for (; k + 4 <= K; k += 4) {
-    std::uint32_t x, y;
-    std::memcpy(&x, a + k, sizeof x);
-    std::memcpy(&y, w + k, sizeof y);
-    acc = intrin::smlad(intrin::sxtb16_13(x), intrin::sxtb16_13(y),
-                        intrin::smlad(intrin::sxtb16_02(x), intrin::sxtb16_02(y), acc));
+  if constexpr (Qd8Params<Arch>::kDsp) {
+    for (; k + 4 <= K; k += 4) {  // the row's pairs ready, the weights' widened here
+      std::uint32_t a02, a13, y;
+      std::memcpy(&a02, a + 2 * k, sizeof a02);
+      std::memcpy(&a13, a + 2 * k + 4, sizeof a13);
+      std::memcpy(&y, w + k, sizeof y);
+      acc = intrin::smlad(a13, intrin::sxtb16_13(y), intrin::smlad(a02, intrin::sxtb16_02(y), acc));
+    }
   }
 #endif
-  for (; k < K; ++k) acc += std::int32_t{a[k]} * w[k];
+  for (; k < K; ++k) acc += qd8_value<Arch>(a, k) * w[k];
   return acc;
 }
 
@@ -505,17 +585,16 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
   }
 #endif
   for (std::size_t c = 0; c < nc; ++c) s[c] = 0;
-  constexpr std::int8_t kFlip = static_cast<std::int8_t>(Qd8Params<Arch>::kFlip);
   for (; k < K; ++k) {
-    const std::int32_t x = static_cast<std::int8_t>(a[k] ^ kFlip);
+    const std::int32_t x = qd8_value<Arch>(a, k);
     const std::int8_t* wk = w + k * ld;
     for (std::size_t c = 0; c < nc; ++c) s[c] += x * wk[c];
   }
 }
 }  // namespace detail
 
-/// y[N] = x · B (+ bias) with integer compute for one quantised row (a: qd8_row_bytes(K) bytes
-/// as Qd8Rows, scale sa), B as in qd8_f32_qc8w_gemm: y[n] = sa * (b_scale[n] * sum_k v(k)
+/// y[N] = x · B (+ bias) with integer compute for one quantised row (a: qd8_row_bytes<Arch>(K)
+/// bytes as Qd8Rows, scale sa), B as in qd8_f32_qc8w_gemm: y[n] = sa * (b_scale[n] * sum_k v(k)
 /// q(k, n)) (+ bias[n]), exact int32 sums, no packing (each weight byte is read once). Part
 /// `part` of `parts`: the columns split in runs of 16 (any split gives the same bits).
 template <class Arch>
