@@ -72,10 +72,15 @@ STACK_ENTRIES = (
     ("*entry_decode_step(*", "`KvAttention<Cfg>::decode`"),
     ("*entry_decode_step_q8(*", "`KvAttention<Cfg>::decode`, int8 weights"),
     ("*entry_decode_step_q8_kv8(*", "`KvAttention<Cfg>::decode`, int8 weights and int8 cache"),
+
+    ("int main(*", "`KvAttention<Cfg>::prefill` (from `main`)"),
     ("*entry_layer_forward_qd8(*", "`MultiHeadAttention<Cfg>::forward`, integer compute"),
     ("*entry_decode_step_qd8(*", "`KvAttention<Cfg>::decode`, integer compute"),
-    ("int main(*", "`KvAttention<Cfg>::prefill` (from `main`)"),
 )
+# The integer-compute cases' own bench image (ports/cortex-m/CMakeLists.txt says why) and the
+# entries found in it.
+BENCH_QD8 = "microattn_cm_bench_qd8"
+QD8_ENTRIES = ("*entry_layer_forward_qd8(*", "*entry_decode_step_qd8(*")
 # Benchmark case selections sized for docs/porting.md (built on BENCH_SIZES_PRESET); "all" is
 # the preset's own microattn_cm_bench.
 BENCH_SELECTIONS = ("M1", "M2", "M3", "MD1", "M1_panel16", "MD1_panel16", "M1_q8", "MD1_q8",
@@ -174,7 +179,7 @@ def check_builds():
     for preset, _ in BOARDS:
         build = build_dir(preset)
         hint = f"run `cmake --workflow --preset {preset}` first"
-        images = [image for image, _ in EXAMPLES] + [BENCH]
+        images = [image for image, _ in EXAMPLES] + [BENCH, BENCH_QD8]
         missing = [i for i in images if not os.path.exists(os.path.join(cm_dir(preset), i + ".elf"))]
         if not os.path.exists(os.path.join(build, "build.ninja")):
             problems.append(f"build/{preset} missing (no build.ninja): {hint}")
@@ -272,11 +277,14 @@ def short_chain(chain):
 
 
 def bench_icounts(preset, board):
-    """{case: instructions} from one run of microattn_cm_bench, with its ctest's command line."""
-    out = run(ctest_command(preset, f"cortex_m.{board}.bench"), timeout=600)
-    result = json.loads(out[out.index("{"):])
+    """{case: instructions} from one run of microattn_cm_bench and of microattn_cm_bench_qd8,
+    with their ctests' command lines."""
+    benchmarks = []
+    for test in ("bench", "bench_qd8"):
+        out = run(ctest_command(preset, f"cortex_m.{board}.{test}"), timeout=600)
+        benchmarks += json.loads(out[out.index("{"):])["benchmarks"]
     counts = {}
-    for b in result["benchmarks"]:
+    for b in benchmarks:
         if "instructions" not in b:
             fail(f"{preset} bench case {b.get('name')}: no instruction count "
                  f"({b.get('error_message') or b.get('label') or 'not run under -icount'})")
@@ -403,11 +411,14 @@ def cortex_m_figures(jobs):
             f["outputs"][(preset, kind)] = example_output(preset, board, image)
         # Every entry point of the bench image, as the ctest stack_usage (and the
         # microattn_cm_stack_report target) measure them.
-        stacks = stack_usage([os.path.join(cm, "CMakeFiles", BENCH + ".dir"),
-                              os.path.join(cm, "CMakeFiles", "microattn_cm_port.dir"),
-                              os.path.join(build_dir(preset), "CMakeFiles", "microattn.dir")],
-                             [e for e, _ in STACK_ENTRIES])
-        f["stacks"][preset] = {e: stack_of(stacks, e, preset) for e, _ in STACK_ENTRIES}
+        f["stacks"][preset] = {}
+        for image, entries in ((BENCH, [e for e, _ in STACK_ENTRIES if e not in QD8_ENTRIES]),
+                               (BENCH_QD8, list(QD8_ENTRIES))):
+            stacks = stack_usage([os.path.join(cm, "CMakeFiles", image + ".dir"),
+                                  os.path.join(cm, "CMakeFiles", "microattn_cm_port.dir"),
+                                  os.path.join(build_dir(preset), "CMakeFiles", "microattn.dir")],
+                                 entries)
+            f["stacks"][preset].update({e: stack_of(stacks, e, preset) for e in entries})
         f["icounts"][preset] = bench_icounts(preset, board)
     f["bench_sizes"] = bench_variant_sizes(BENCH_SIZES_PRESET, jobs)
     f["bench_all"] = {p: size_of(os.path.join(cm_dir(p), BENCH + ".elf")) for p, _ in BOARDS}
@@ -497,6 +508,9 @@ RESULT_ROWS = (
 RESULT_PEERS = (("eigen", "Eigen"), ("openblas", "OpenBLAS"))
 # Two-worker speed-ups, <case>/threads:1 against <case>/threads:2 (wall-clock), when the file has them.
 RESULT_THREAD_CASES = ("P2", "P3", "P4", "A1", "D1")
+# Integer compute (Compute::kInt8) against fp32, when the file has them: (label, case, fp32 case).
+RESULT_QD8_CASES = (("P1", "P1_qd8_panel16", "P1_panel16"), ("P2", "P2_qd8_panel16", "P2_panel16"),
+                    ("P4", "P4_qd8_panel16", "P4_panel16"))
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -589,6 +603,11 @@ def results_table(data, where):
     if speedups:
         rows.append(f"| {' / '.join(c for c, _ in speedups)} on 2 cores | "
                     f"{' / '.join(f'{x:.2f}x' for _, x in speedups)} faster than on 1 (wall-clock, same run) | | | |")
+    qd8 = [(label, case(q)["time"] / case(f)["time"]) for label, q, f in RESULT_QD8_CASES
+           if case(q) and case(f)]
+    if qd8:
+        rows.append(f"| {' / '.join(c for c, _ in qd8)} with integer compute (`Compute::kInt8`, int8 "
+                    f"weights) | {' / '.join(f'{x:.2f}x' for _, x in qd8)} the fp32 time (same run) | | | |")
     machine = ctx.get("machine") or f"{ctx.get('host_name', '?')} ({ctx.get('num_cpus', '?')} CPUs)"
     when = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)", str(ctx.get("date", "")))
     when = f"{when.group(1)} {when.group(2)}{' UTC' if str(ctx.get('date')).endswith(('+00:00', 'Z')) else ''}" if when else "?"

@@ -53,6 +53,24 @@ int value_at(const std::int8_t* row, std::size_t k) {
 constexpr std::size_t row_bytes(std::size_t K) { return (K + 3) / 4 * 8; }
 
 // ---------------------------------------------------------------------------------------------
+// The path
+
+/// The integer path each build must have compiled (a build that lost its flags would pass every
+/// other test on the plain C++ path).
+TEST(Qd8Kernels, ExpectedIntegerPath) {
+#if defined(MICROATTN_EXPECT_SDOT) && !defined(MICROATTN_INTRIN_SDOT)
+  ADD_FAILURE() << "built for FEAT_DotProd, but the SDOT kernels are not compiled";
+#endif
+#if defined(__ARM_FEATURE_DSP) && defined(__arm__)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::ScalarArch>::kDsp);
+#endif
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && !defined(MICROATTN_FORCE_SCALAR)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kVnni);
+#endif
+  EXPECT_FALSE(microattn::kernels::Qd8Params<microattn::ScalarArch>::kVnni);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The quantiser
 
 constexpr std::size_t kRowMax = 1100;

@@ -377,6 +377,102 @@ MICROATTN_NOINLINE inline void qd8_tile_vnni(std::size_t groups,
     for (std::size_t v = 0; v < NV; ++v) _mm512_storeu_si512(sums[i] + v * 16, acc[i][v]);
 }
 #endif
+#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
+/// The int32 sums of an MR x (4 NV) micro-tile of the integer GEMM on AArch64 into
+/// sums[i][4 v ..]: the sum over `groups` groups g of row i's 4 signed bytes at arow[i] + 4 g
+/// times the 16 signed bytes at pack + (g NV + v) 16 (4 columns' groups of 4). With FEAT_DotProd
+/// one SDOT per vector and row (4 groups of a row from one load, by lane); without it (Cortex-A72,
+/// A53) SMULL into int16 products and SADALP into pairwise int32 sums, two per column, added at
+/// the end. In a frame of its own, as the x86 tile (GCC 12 keeps inlined accumulators in memory).
+#if defined(__ARM_FEATURE_DOTPROD)
+#define MICROATTN_INTRIN_SDOT 1
+#endif
+template <std::size_t MR, std::size_t NV>
+MICROATTN_NOINLINE inline void qd8_tile_neon(std::size_t groups,
+                                             const signed char* const (&arow)[MR],
+                                             const signed char* pack,
+                                             std::int32_t (&sums)[MR][NV * 4]) noexcept {
+#if defined(MICROATTN_INTRIN_SDOT)
+  int32x4_t acc[MR][NV];
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = vdupq_n_s32(0);
+  std::size_t g = 0;
+  for (; g + 4 <= groups; g += 4) {
+    int8x16_t a[MR];
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) a[i] = vld1q_s8(arow[i] + 4 * g);
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      int8x16_t b[NV];
+#pragma GCC unroll 64
+      for (std::size_t v = 0; v < NV; ++v) b[v] = vld1q_s8(pack + ((g + l) * NV + v) * 16);
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+        for (std::size_t v = 0; v < NV; ++v) {
+          switch (l) {  // the lane is an immediate
+            case 0:
+              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 0);
+              break;
+            case 1:
+              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 1);
+              break;
+            case 2:
+              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 2);
+              break;
+            default:
+              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 3);
+              break;
+          }
+        }
+    }
+  }
+  for (; g < groups; ++g) {
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      std::int32_t w;
+      __builtin_memcpy(&w, arow[i] + 4 * g, sizeof w);
+      const int8x16_t a = vreinterpretq_s8_s32(vdupq_n_s32(w));
+#pragma GCC unroll 64
+      for (std::size_t v = 0; v < NV; ++v)
+        acc[i][v] = vdotq_s32(acc[i][v], vld1q_s8(pack + (g * NV + v) * 16), a);
+    }
+  }
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) vst1q_s32(sums[i] + 4 * v, acc[i][v]);
+#else
+  int32x4_t lo[MR][NV], hi[MR][NV];  // (c0: k0+k1, c0: k2+k3, c1: .., c1: ..), columns 2, 3
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) lo[i][v] = hi[i][v] = vdupq_n_s32(0);
+  for (std::size_t g = 0; g < groups; ++g) {
+    int8x16_t b[NV];
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) b[v] = vld1q_s8(pack + (g * NV + v) * 16);
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      std::int32_t w;
+      __builtin_memcpy(&w, arow[i] + 4 * g, sizeof w);
+      const int8x8_t a = vreinterpret_s8_s32(vdup_n_s32(w));
+#pragma GCC unroll 64
+      for (std::size_t v = 0; v < NV; ++v) {
+        lo[i][v] = vpadalq_s16(lo[i][v], vmull_s8(vget_low_s8(b[v]), a));
+        hi[i][v] = vpadalq_s16(hi[i][v], vmull_s8(vget_high_s8(b[v]), a));
+      }
+    }
+  }
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) vst1q_s32(sums[i] + 4 * v, vpaddq_s32(lo[i][v], hi[i][v]));
+#endif
+}
+#endif
 #if defined(MICROATTN_INTRIN_NEON)
 /// 4 int8 at p as 4 floats (one 32-bit load, two widening moves, one convert).
 inline float32x4_t i8x4_to_f32(const signed char* p) noexcept {

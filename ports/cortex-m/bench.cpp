@@ -14,7 +14,8 @@
 //       at compile time (example::quantize_int8, quantize_int8()'s rule), kPanel16, fp32 cache
 //   MD1_q8_kv8     MD1_q8 with an int8 KV cache as well (CacheType::kInt8)
 //   M1_qd8, MD1_qd8  M1_q8 and MD1_q8 with integer compute (Compute::kInt8: activations
-//       quantised per row, int32 sums; SMLAD on cores with the DSP extension)
+//       quantised per row, int32 sums; SMLAD on cores with the DSP extension); only when
+//       selected by name (the image microattn_cm_bench_qd8), not in "all"
 //
 // Cases are chosen at build time (CMake MICROATTN_CM_BENCH_CASES="M1;MD1_q8", which defines
 // MICROATTN_CM_BENCH_CASES_SELECTED and MICROATTN_CM_BENCH_<case>=1 for each): only their
@@ -83,11 +84,12 @@
 #ifndef MICROATTN_CM_BENCH_MD1_q8_kv8
 #define MICROATTN_CM_BENCH_MD1_q8_kv8 MICROATTN_CM_BENCH_DEFAULT
 #endif
+// Integer compute: only when selected (its own image, microattn_cm_bench_qd8; see CMakeLists).
 #ifndef MICROATTN_CM_BENCH_M1_qd8
-#define MICROATTN_CM_BENCH_M1_qd8 MICROATTN_CM_BENCH_DEFAULT
+#define MICROATTN_CM_BENCH_M1_qd8 0
 #endif
 #ifndef MICROATTN_CM_BENCH_MD1_qd8
-#define MICROATTN_CM_BENCH_MD1_qd8 MICROATTN_CM_BENCH_DEFAULT
+#define MICROATTN_CM_BENCH_MD1_qd8 0
 #endif
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1

@@ -47,15 +47,27 @@ struct Qd8Params {
 #else
   static constexpr bool kDsp = false;
 #endif
+#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
+  /// AArch64 NEON: SDOT where the build has FEAT_DotProd, SMULL/SADALP without.
+  static constexpr bool kNeon64 = std::is_base_of<xsimd::neon64, Arch>::value;
+#else
+  static constexpr bool kNeon64 = false;
+#endif
   static constexpr unsigned char kFlip = kVnni ? 0x80 : 0;
+#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__) && !defined(MICROATTN_INTRIN_SDOT)
+  // SMULL/SADALP: two sums per column and row (2 x 4 x 2 accumulators + 4 B + 2 A registers).
+  static constexpr std::size_t kMR = kNeon64 ? 2 : internal::Tiles<Arch>::kQd8MR;
+#else
   static constexpr std::size_t kMR = internal::Tiles<Arch>::kQd8MR;
+#endif
   static constexpr std::size_t kNR = internal::Tiles<Arch>::kNR;
   /// Bytes of one group of a quantised row or of a packed column.
   static constexpr std::size_t kGroupBytes = kDsp ? 2 * kQd8Group : kQd8Group;
   static constexpr std::size_t kKC =
       kQd8Group * internal::Tiles<Arch>::kKC * kQd8Group / kGroupBytes;
-  static_assert(kNR % (kVnni ? 16 : (kDsp ? 2 : 1)) == 0,
-                "VNNI panels are whole 16-column vectors, DSP ones column pairs");
+  static_assert(kNR % (kVnni ? 16 : (kDsp ? 2 : (kNeon64 ? 4 : 1))) == 0,
+                "VNNI panels are whole 16-column vectors, NEON ones 4-column vectors, DSP ones "
+                "column pairs");
 };
 
 /// Bytes a quantised row of K values takes on Arch (see Qd8Rows): whole groups (zero values
@@ -187,6 +199,46 @@ inline void qd8_quantize_rows(std::size_t M, std::size_t K, const float* x, std:
 }
 
 namespace detail {
+#if defined(MICROATTN_INTRIN_AVX512VNNI)
+/// qd8_pack_panel's VNNI part for a whole panel (nr == kNR): the first whole groups by byte
+/// transposes, of 4 rows of 16 columns (the row-major layouts) or of 16 columns of 64 bytes
+/// ([out][in]), with the column sums; returns how many groups it packed.
+template <class Arch>
+inline std::size_t qd8_pack_panel_vnni(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
+                                       std::size_t pc, std::size_t kc, std::size_t jc,
+                                       std::int8_t* pack, std::int32_t* colsum) noexcept {
+  using I = xsimd::batch<std::int32_t, Arch>;
+  constexpr std::size_t NR = Qd8Params<Arch>::kNR, NV = NR / 16, G = kQd8Group;
+  const I ones(0x01010101);
+  I cs[NV];
+  for (std::size_t v = 0; v < NV; ++v) cs[v] = I(0);
+  auto put = [&](std::size_t g, std::size_t v, const I& t) {
+    t.store_unaligned(reinterpret_cast<std::int32_t*>(pack + (g * NR + v * 16) * G));
+    cs[v] = I(intrin::dpbusd_i32x16(cs[v], ones, t));
+  };
+  const bool out_in = layout == WeightLayout::kOutIn;
+  const std::size_t g0 = out_in ? kc / 64 * 16 : kc / G;
+  for (std::size_t g = 0; g < g0; g += out_in ? 16 : 1) {
+    for (std::size_t v = 0; v < NV; ++v) {
+      const std::size_t n = jc + v * 16, k = pc + g * G;
+      if (out_in) {
+        typename I::register_type r[16];
+        intrin::cols16_to_k4_i8x64(b + n * ldb + k, ldb, r);
+        for (std::size_t h = 0; h < 16; ++h) put(g + h, v, I(r[h]));
+      } else if (layout == WeightLayout::kInOut) {
+        put(g, v, I(intrin::load_k4_i8x64(b + k * ldb + n, ldb)));
+      } else {
+        put(g, v,
+            I(intrin::load_k4_i8x64(b + (n / kWeightPanel) * ldb + k * kWeightPanel,
+                                    kWeightPanel)));
+      }
+    }
+  }
+  for (std::size_t v = 0; v < NV; ++v) cs[v].store_unaligned(colsum + v * 16);
+  return g0;
+}
+#endif
+
 /// Packs B's kc x nr panel (depth pc, columns jc) as the micro-kernels read it:
 /// pack[(g * kNR + j) * 4 + r] = B(pc + 4 g + r, jc + j), zero past kc and nr (kDsp: each
 /// group widened, see Qd8Params); colsum[j] = the sum of column j over the panel, for the VNNI
@@ -201,43 +253,7 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
   std::size_t g0 = 0;
 #if defined(MICROATTN_INTRIN_AVX512VNNI)
   if constexpr (P::kVnni) {
-    // Whole 16-column vectors of whole groups, by byte transposes: of 4 rows of 16 columns
-    // (the row-major layouts), or of 16 columns of 64 bytes ([out][in]).
-    if (nr == NR) {
-      using I = xsimd::batch<std::int32_t, Arch>;
-      const I ones(0x01010101);
-      I cs[NR / 16];
-      for (std::size_t v = 0; v < NR / 16; ++v) cs[v] = I(0);
-      g0 = layout == WeightLayout::kOutIn ? kc / 64 * 16 : kc / G;
-      if (layout == WeightLayout::kOutIn) {
-        for (std::size_t g = 0; g < g0; g += 16) {
-          for (std::size_t v = 0; v < NR / 16; ++v) {
-            typename I::register_type r[16];
-            intrin::cols16_to_k4_i8x64(b + (jc + v * 16) * ldb + pc + g * G, ldb, r);
-            for (std::size_t h = 0; h < 16; ++h) {
-              const I t(r[h]);
-              t.store_unaligned(
-                  reinterpret_cast<std::int32_t*>(pack + ((g + h) * NR + v * 16) * G));
-              cs[v] = I(intrin::dpbusd_i32x16(cs[v], ones, t));
-            }
-          }
-        }
-      }
-      for (std::size_t g = 0; g < g0 && layout != WeightLayout::kOutIn; ++g) {
-        const std::size_t k = pc + g * G;
-        for (std::size_t v = 0; v < NR / 16; ++v) {
-          const std::size_t n = jc + v * 16;
-          const std::int8_t* src = layout == WeightLayout::kInOut
-                                       ? b + k * ldb + n
-                                       : b + (n / kWeightPanel) * ldb + k * kWeightPanel;
-          const I t(
-              intrin::load_k4_i8x64(src, layout == WeightLayout::kInOut ? ldb : kWeightPanel));
-          t.store_unaligned(reinterpret_cast<std::int32_t*>(pack + (g * NR + v * 16) * G));
-          cs[v] = I(intrin::dpbusd_i32x16(cs[v], ones, t));
-        }
-      }
-      for (std::size_t v = 0; v < NR / 16; ++v) cs[v].store_unaligned(colsum + v * 16);
-    }
+    if (nr == NR) g0 = qd8_pack_panel_vnni<Arch>(b, ldb, layout, pc, kc, jc, pack, colsum);
   }
 #endif
   if (g0 == 0)
@@ -275,6 +291,74 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
   }
 }
 
+#if defined(MICROATTN_INTRIN_DSP)
+/// qd8_ukernel's DSP loop: two columns at a time, MR x 2 sums, the rows' and the columns' int16
+/// pairs loaded ready (13 core registers: 2 x 2 sums, 4 row pairs, 2 column pairs, 3 pointers).
+template <class Arch, std::size_t MR, class Out>
+MICROATTN_ALWAYS_INLINE inline void qd8_sums_dsp(std::size_t groups,
+                                                 const std::int8_t* const (&arow)[MR],
+                                                 const std::int8_t* pack, Out& out) noexcept {
+  using P = Qd8Params<Arch>;
+  constexpr std::size_t NR = P::kNR, GB = P::kGroupBytes;
+  for (std::size_t j0 = 0; j0 < NR; j0 += 2) {
+    std::int32_t acc[MR][2];
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = 0;
+    const std::int8_t* pg = pack + j0 * GB;
+    for (std::size_t g = 0; g < groups; ++g, pg += NR * GB) {
+      std::uint32_t a02[MR], a13[MR];
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) {
+        std::memcpy(&a02[i], arow[i] + g * GB, sizeof a02[i]);
+        std::memcpy(&a13[i], arow[i] + g * GB + 4, sizeof a13[i]);
+      }
+#pragma GCC unroll 64
+      for (std::size_t j = 0; j < 2; ++j) {
+        std::uint32_t b02, b13;
+        std::memcpy(&b02, pg + j * GB, sizeof b02);
+        std::memcpy(&b13, pg + j * GB + 4, sizeof b13);
+#pragma GCC unroll 64
+        for (std::size_t i = 0; i < MR; ++i)
+          acc[i][j] = intrin::smlad(a13[i], b13, intrin::smlad(a02[i], b02, acc[i][j]));
+      }
+    }
+    // (Copied out: an accumulator whose address reaches out.sums stays in memory in the loop.)
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      const std::int32_t row[2] = {acc[i][0], acc[i][1]};
+      out.sums(i, j0, row, 2);
+    }
+  }
+}
+#endif
+
+/// qd8_ukernel's plain C++ loop: MR x kNR int32 sums of 4-byte products.
+template <class Arch, std::size_t MR, class Out>
+MICROATTN_ALWAYS_INLINE inline void qd8_sums_c(std::size_t groups,
+                                               const std::int8_t* const (&arow)[MR],
+                                               const std::int8_t* pack, Out& out) noexcept {
+  constexpr std::size_t NR = Qd8Params<Arch>::kNR, G = kQd8Group;
+  std::int32_t acc[MR][NR];
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t j = 0; j < NR; ++j) acc[i][j] = 0;
+  for (std::size_t g = 0; g < groups; ++g, pack += NR * G) {
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      const std::int8_t* ai = arow[i] + g * G;
+#pragma GCC unroll 64
+      for (std::size_t j = 0; j < NR; ++j) {
+        const std::int8_t* bj = pack + j * G;
+        acc[i][j] += std::int32_t{ai[0]} * bj[0] + std::int32_t{ai[1]} * bj[1] +
+                     std::int32_t{ai[2]} * bj[2] + std::int32_t{ai[3]} * bj[3];
+      }
+    }
+  }
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, acc[i]);
+}
+
 /// The int32 sums of an mr x NR micro-tile (mr <= kMR): acc(i, j) = sum over `groups` groups
 /// of a's row i (row stride lda, bytes as Qd8Rows) times the packed panel's column j, handed to
 /// out.sums(i, j0, s) for runs of columns j0 ..: out.run (the run's width) at a time.
@@ -302,62 +386,20 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
     return;
   }
 #endif
-#if defined(MICROATTN_INTRIN_DSP)
-  if constexpr (P::kDsp) {
-    // Two columns at a time: MR x 2 sums, the rows' and the columns' int16 pairs loaded ready
-    // (13 core registers: 2 x 2 sums, 4 row pairs, 2 column pairs, 3 pointers).
-    constexpr std::size_t GB = P::kGroupBytes;
-    for (std::size_t j0 = 0; j0 < NR; j0 += 2) {
-      std::int32_t acc[MR][2];
+#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
+  if constexpr (P::kNeon64) {
+    constexpr std::size_t NV = NR / 4;
+    alignas(16) std::int32_t sums[MR][NR];
+    intrin::qd8_tile_neon<MR, NV>(groups, arow, pack, sums);
 #pragma GCC unroll 64
-      for (std::size_t i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = 0;
-      const std::int8_t* pg = pack + j0 * GB;
-      for (std::size_t g = 0; g < groups; ++g, pg += NR * GB) {
-        std::uint32_t a02[MR], a13[MR];
-#pragma GCC unroll 64
-        for (std::size_t i = 0; i < MR; ++i) {
-          std::memcpy(&a02[i], arow[i] + g * GB, sizeof a02[i]);
-          std::memcpy(&a13[i], arow[i] + g * GB + 4, sizeof a13[i]);
-        }
-#pragma GCC unroll 64
-        for (std::size_t j = 0; j < 2; ++j) {
-          std::uint32_t b02, b13;
-          std::memcpy(&b02, pg + j * GB, sizeof b02);
-          std::memcpy(&b13, pg + j * GB + 4, sizeof b13);
-#pragma GCC unroll 64
-          for (std::size_t i = 0; i < MR; ++i)
-            acc[i][j] = intrin::smlad(a13[i], b13, intrin::smlad(a02[i], b02, acc[i][j]));
-        }
-      }
-      // (Copied out: an accumulator whose address reaches out.sums stays in memory in the loop.)
-#pragma GCC unroll 64
-      for (std::size_t i = 0; i < MR; ++i) {
-        const std::int32_t row[2] = {acc[i][0], acc[i][1]};
-        out.sums(i, j0, row, 2);
-      }
-    }
+    for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
     return;
   }
 #endif
-  std::int32_t acc[MR][NR];
-#pragma GCC unroll 64
-  for (std::size_t i = 0; i < MR; ++i)
-#pragma GCC unroll 64
-    for (std::size_t j = 0; j < NR; ++j) acc[i][j] = 0;
-  for (std::size_t g = 0; g < groups; ++g, pack += NR * G) {
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) {
-      const std::int8_t* ai = arow[i] + g * G;
-#pragma GCC unroll 64
-      for (std::size_t j = 0; j < NR; ++j) {
-        const std::int8_t* bj = pack + j * G;
-        acc[i][j] += std::int32_t{ai[0]} * bj[0] + std::int32_t{ai[1]} * bj[1] +
-                     std::int32_t{ai[2]} * bj[2] + std::int32_t{ai[3]} * bj[3];
-      }
-    }
-  }
-#pragma GCC unroll 64
-  for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, acc[i]);
+#if defined(MICROATTN_INTRIN_DSP)
+  if constexpr (P::kDsp) return qd8_sums_dsp<Arch, MR>(groups, arow, pack, out);
+#endif
+  qd8_sums_c<Arch, MR>(groups, arow, pack, out);
 }
 
 /// qd8_ukernel for any mr in 1 .. kMR rows.
