@@ -361,13 +361,13 @@ MICROATTN_ALWAYS_INLINE inline void qd8_sums_c(std::size_t groups,
 
 /// The int32 sums of an mr x NR micro-tile (mr <= kMR): acc(i, j) = sum over `groups` groups
 /// of a's row i (row stride lda, bytes as Qd8Rows) times the packed panel's column j, handed to
-/// out.sums(i, j0, s) for runs of columns j0 ..: out.run (the run's width) at a time.
+/// out.sums(i, j0, s[, n]) for runs of columns j0 .. j0 + n (n: a vector, a pair, or kNR).
 template <class Arch, std::size_t MR, class Out>
 MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::int8_t* a,
                                                 std::size_t lda, const std::int8_t* pack,
                                                 Out& out) noexcept {
   using P = Qd8Params<Arch>;
-  constexpr std::size_t NR = P::kNR, G = kQd8Group;
+  [[maybe_unused]] constexpr std::size_t NR = P::kNR;  // (not every arch's branch needs it)
   // The loops over rows and columns are unrolled at every -O level: rolled, the sums live in
   // memory (as the fp32 micro-kernel's, f32_gemm.hpp).
   const std::int8_t* arow[MR];
