@@ -261,7 +261,11 @@ class ScaledDotProductAttention {
 /// Key/value heads are processed one at a time, so only one head's K and V are staged; with
 /// MaxWorkers{n} > 1, up to min(n, H_kv) (kStagedHeads: workers then take whole heads).
 template <class Cfg, class Arch = DefaultArch>
-class MultiHeadAttention {
+class MultiHeadAttention : private internal::Qd8BufferFor<Cfg, Arch, Cfg::kTMax> {
+  // (The base: Compute::kInt8's quantised rows of x, then of the heads; empty, and of no size,
+  // otherwise.)
+  using Qd8 = internal::Qd8BufferFor<Cfg, Arch, Cfg::kTMax>;
+
   using Tl = internal::Tiles<Arch>;
 
  public:
@@ -373,9 +377,9 @@ class MultiHeadAttention {
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
     internal::StagedKv<Cfg, Arch, kStagedHeads> store{core_};
-    internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(ex_, w_, rope_, store, x, T, 0, q_[0],
-                                                          kQStride, ctx_, pack_[0], kPackFloats,
-                                                          core_.tile, scale, y, maps, qx_);
+    internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(
+        ex_, w_, rope_, store, x, T, 0, q_[0], kQStride, ctx_, pack_[0], kPackFloats, core_.tile,
+        scale, y, maps, static_cast<Qd8&>(*this));
   }
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set
@@ -387,7 +391,6 @@ class MultiHeadAttention {
   alignas(Tl::kAlign) float ctx_[kCtxFloats] = {};
   alignas(Tl::kAlign) float pack_[Cfg::kMaxWorkers][kPackFloats] = {};
   Core core_{};
-  internal::Qd8BufferFor<Cfg, Arch, Cfg::kTMax> qx_{};  // Compute::kInt8: x, then ctx, quantised
   internal::ExecutorSetting<Cfg::kMaxWorkers> ex_{};
   static_assert(kernels::qd8_pack_floats<Arch>() <= kPackFloats, "integer GEMM panel fits");
 };

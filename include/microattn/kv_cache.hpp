@@ -153,16 +153,19 @@ class KvAttention {
   static constexpr std::size_t kQStride =
       internal::round_up(kPrefillChunk * G * D, Tl::kAlign / sizeof(float));
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
-  struct PrefillWork {
+  // The quantised rows of integer compute (Compute::kInt8) are a base of the working memory:
+  // empty otherwise, and then of no size.
+  using PrefillQd8 = internal::Qd8BufferFor<Cfg, Arch, kPrefillChunk>;
+  using DecodeQd8 = internal::Qd8BufferFor<Cfg, Arch, 1>;
+  struct PrefillWork : PrefillQd8 {
     alignas(Tl::kAlign) float q[kStagedHeads][kQStride];
     alignas(Tl::kAlign) float ctx[Cfg::kHasOutProj ? kPrefillChunk * QD : 1];
     alignas(Tl::kAlign) float pack[Cfg::kMaxWorkers][kPackFloats];
     TileScratch tile[Cfg::kMaxWorkers];
-    internal::Qd8BufferFor<Cfg, Arch, kPrefillChunk> qx;  // Compute::kInt8: x, then ctx, quantised
   };
   /// Decode working memory: the token's Q, K, V, context and one score row per query head of
   /// a group.
-  struct DecodeWork {
+  struct DecodeWork : DecodeQd8 {
     alignas(Tl::kAlign) float q[QD];
     alignas(Tl::kAlign) float k[KD];
     alignas(Tl::kAlign) float v[KD];
@@ -171,7 +174,6 @@ class KvAttention {
     /// Split-K (only when there are more workers than key/value heads): each head's keys in
     /// kSplitK chunks, their partial results, merged in chunk order.
     kernels::DecodePartial<Arch, D, G> part[kSplitK > 1 ? HKV* kSplitK : 1];
-    internal::Qd8BufferFor<Cfg, Arch, 1> qx;  // Compute::kInt8: the token, then ctx, quantised
   };
 
  public:
@@ -537,7 +539,7 @@ class KvAttention {
     CacheStore store{*this};
     internal::layer_prefill<Cfg, Arch, kPrefillChunk, false>(
         ex_, w_, rope_, store, x, T, length_, pw_.q[0], kQStride, pw_.ctx, pw_.pack[0], kPackFloats,
-        pw_.tile, scale(), y, nullptr, pw_.qx);
+        pw_.tile, scale(), y, nullptr, static_cast<PrefillQd8&>(pw_));
   }
 
   // One token: the projections split by output columns, the attention by key/value groups,
@@ -552,20 +554,24 @@ class KvAttention {
     const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0, w_.s_q);
     const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0, w_.s_k);
     const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0, w_.s_v);
-    const auto xin = [&] {  // the token, or the token quantised
-      if constexpr (Cfg::kInt8Compute) {
-        dw.qx.quantize(0, 1, DM, x, DM);
-        return dw.qx.rows(0);
-      } else {
-        return x;
-      }
-    }();
-    auto proj = [&](std::size_t i) {
-      internal::project_vec<Arch>(QD, DM, xin, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q, i, parts);
-      internal::project_vec<Arch>(KD, DM, xin, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k, i, parts);
-      internal::project_vec<Arch>(KD, DM, xin, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v, i, parts);
+    // From the token, or the token quantised (Compute::kInt8).
+    auto project_from = [&](const auto& xin) {
+      auto proj = [&](std::size_t i) {
+        internal::project_vec<Arch>(QD, DM, xin, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q, i,
+                                    parts);
+        internal::project_vec<Arch>(KD, DM, xin, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k, i,
+                                    parts);
+        internal::project_vec<Arch>(KD, DM, xin, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v, i,
+                                    parts);
+      };
+      ex_.run(parts, proj);
     };
-    ex_.run(parts, proj);
+    if constexpr (Cfg::kInt8Compute) {
+      dw.quantize(0, 1, DM, x, DM);
+      project_from(dw.rows(0));
+    } else {
+      project_from(x);
+    }
     rope_.apply(dw.q, QD, D, 1, Cfg::kHeads, L);
     rope_.apply(dw.k, KD, D, 1, HKV, L);
     float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
@@ -605,18 +611,18 @@ class KvAttention {
     }
     if (Cfg::kHasOutProj) {
       const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
-      const auto cin = [&] {  // the heads, or the heads quantised
-        if constexpr (Cfg::kInt8Compute) {
-          dw.qx.quantize(0, 1, QD, dw.ctx, QD);
-          return dw.qx.rows(0);
-        } else {
-          return static_cast<const float*>(dw.ctx);
-        }
-      }();
-      auto out = [&](std::size_t i) {
-        internal::project_vec<Arch>(OD, QD, cin, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i, parts);
+      auto out_from = [&](const auto& cin) {  // the heads, or the heads quantised
+        auto out = [&](std::size_t i) {
+          internal::project_vec<Arch>(OD, QD, cin, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i, parts);
+        };
+        ex_.run(parts, out);
       };
-      ex_.run(parts, out);
+      if constexpr (Cfg::kInt8Compute) {
+        dw.quantize(0, 1, QD, dw.ctx, QD);
+        out_from(dw.rows(0));
+      } else {
+        out_from(static_cast<const float*>(dw.ctx));
+      }
     }
   }
 

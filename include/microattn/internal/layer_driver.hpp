@@ -178,8 +178,8 @@ template <class Cfg, class Arch, std::size_t kRows>
 struct Qd8Buffer {
   static constexpr std::size_t kLd =
       kernels::qd8_row_bytes<Arch>(Cfg::kDModel > Cfg::kQDim ? Cfg::kDModel : Cfg::kQDim);
-  alignas(64) std::int8_t q[kRows * kLd];
-  float scale[kRows];
+  alignas(64) std::int8_t q[kRows * kLd] = {};
+  float scale[kRows] = {};
   kernels::Qd8Rows rows(std::size_t i) const noexcept { return {q + i * kLd, kLd, scale + i}; }
   /// Rows [b, e) of x (row stride ldx, K wide) quantised into rows [b, e).
   void quantize(std::size_t b, std::size_t e, std::size_t K, const float* x,
@@ -206,10 +206,11 @@ struct ProjectedQkv {
   const Weights<Cfg>& w;
   const Rope& rope;
   Store& store;
-  const float* x;
-  const QBuf& qx;  ///< x quantised (Compute::kInt8), else nothing
-  std::size_t L;   ///< position of token 0
-  float* q;        ///< Q buffer of stage 0
+  /// x, or x quantised (Compute::kInt8): one pointer either way (the struct is on the prefill's
+  /// stack on a microcontroller).
+  std::conditional_t<Cfg::kInt8Compute, const QBuf*, const float*> x;
+  std::size_t L;  ///< position of token 0
+  float* q;       ///< Q buffer of stage 0
   std::size_t q_stride;
   float* pack;  ///< GEMM panel of worker 0
   std::size_t pack_stride;
@@ -226,7 +227,7 @@ struct ProjectedQkv {
       const std::size_t pos = L + rb;
       const auto xa = [&] {  // the rows' input: x, or x quantised
         if constexpr (Cfg::kInt8Compute)
-          return qx.rows(rb);
+          return x->rows(rb);
         else
           return x + rb * DM;
       }();
@@ -347,26 +348,31 @@ template <class Cfg, class Arch, class QBuf>
 MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
                                                    const Weights<Cfg>& w, const float* ctx,
                                                    std::size_t T, float* y, float* pack,
-                                                   std::size_t pack_stride, QBuf& qbuf) noexcept {
+                                                   std::size_t pack_stride,
+                                                   [[maybe_unused]] QBuf& qbuf) noexcept {
   constexpr std::size_t QD = Cfg::kQDim, OD = Cfg::kOutDim;
-  // In a frame of its own, like the attention call (docs/compiler-notes.md).
-  auto out = [&](std::size_t i) MICROATTN_NOINLINE {
-    const Range r = token_rows<Arch>(T, i, ex.parts());
-    if (r.begin >= r.end) return;
-    const auto wo = weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o);
-    const float* bo = Cfg::kBiasO ? w.b_o : nullptr;
-    const kernels::StoreRowMajor yr{y + r.begin * OD, OD};
-    if constexpr (Cfg::kInt8Compute) {
+  // In a frame of its own, like the attention call (docs/compiler-notes.md). One lambda per
+  // kind: fp32's captures nothing it does not use (its closure is on the caller's stack).
+  if constexpr (Cfg::kInt8Compute) {
+    auto out = [&](std::size_t i) MICROATTN_NOINLINE {
+      const Range r = token_rows<Arch>(T, i, ex.parts());
+      if (r.begin >= r.end) return;
       qbuf.quantize(r.begin, r.end, QD, ctx, QD);
-      project<Arch>(r.end - r.begin, OD, QD, qbuf.rows(r.begin), QD, wo, bo, yr,
-                    pack + i * pack_stride);
-    } else {
-      (void)qbuf;
-      project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD, wo, bo, yr,
-                    pack + i * pack_stride);
-    }
-  };
-  ex.run(ex.parts(), out);
+      project<Arch>(r.end - r.begin, OD, QD, qbuf.rows(r.begin), QD,
+                    weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o), Cfg::kBiasO ? w.b_o : nullptr,
+                    kernels::StoreRowMajor{y + r.begin * OD, OD}, pack + i * pack_stride);
+    };
+    ex.run(ex.parts(), out);
+  } else {
+    auto out = [&](std::size_t i) MICROATTN_NOINLINE {
+      const Range r = token_rows<Arch>(T, i, ex.parts());
+      if (r.begin >= r.end) return;
+      project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD,
+                    weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o), Cfg::kBiasO ? w.b_o : nullptr,
+                    kernels::StoreRowMajor{y + r.begin * OD, OD}, pack + i * pack_stride);
+    };
+    ex.run(ex.parts(), out);
+  }
 }
 
 /// The whole prefill of a layer: T tokens of x at positions L .., attention into ctx (the
@@ -381,16 +387,21 @@ MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMa
                                                   float* ctx, float* pack, std::size_t pack_stride,
                                                   kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
                                                   float scale, float* y, float* maps,
-                                                  QBuf& qbuf) noexcept {
-  if constexpr (Cfg::kInt8Compute) {
-    auto quantize = [&](std::size_t i) {
-      const Range r = token_rows<Arch>(T, i, ex.parts());
-      qbuf.quantize(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
-    };
-    ex.run(ex.parts(), quantize);
-  }
-  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{w, rope, store,    x,    qbuf,
-                                                           L, q,    q_stride, pack, pack_stride};
+                                                  [[maybe_unused]] QBuf& qbuf) noexcept {
+  const auto xin = [&] {  // x, or x quantised (split by rows over the parts)
+    if constexpr (Cfg::kInt8Compute) {
+      auto quantize = [&](std::size_t i) {
+        const Range r = token_rows<Arch>(T, i, ex.parts());
+        qbuf.quantize(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
+      };
+      ex.run(ex.parts(), quantize);
+      return static_cast<const QBuf*>(&qbuf);
+    } else {
+      return x;
+    }
+  }();
+  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{w, rope,     store, xin,        L,
+                                                           q, q_stride, pack,  pack_stride};
   float* out = Cfg::kHasOutProj ? ctx : y;
   attend_call<Cfg, Arch, kMaps>(ex, T, L, src, store, tiles, out, Cfg::kQDim, scale, maps);
   if constexpr (Cfg::kHasOutProj)
