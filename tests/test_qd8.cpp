@@ -33,16 +33,7 @@ using microattn::kernels::qd8_row_bytes;
 using microattn::kernels::Qd8Rows;
 using microattn_test::for_each_arch;
 using microattn_test::quick_cap;
-
-template <class... A>
-void report(const char* fmt, A... a) {
-#if !defined(MICROATTN_TINY_TEST)
-  std::printf(fmt, a...);
-#else
-  (void)fmt;
-  (void)sizeof...(a);
-#endif
-}
+using microattn_test::report;
 
 /// Value k of a quantised row on arch A (Qd8Rows).
 template <class A>

@@ -39,17 +39,7 @@ using microattn_test::kQuick;
 using microattn_test::long_t;
 using microattn_test::quick_cap;
 using microattn_test::rel_err;
-
-/// Prints a measured quantity on hosted runs (the tiny Cortex-M runner has no stdout to spare).
-template <class... A>
-void report(const char* fmt, A... a) {
-#if !defined(MICROATTN_TINY_TEST)
-  std::printf(fmt, a...);
-#else
-  (void)fmt;
-  (void)sizeof...(a);
-#endif
-}
+using microattn_test::report;
 
 // ---------------------------------------------------------------------------------------------
 // The quantiser

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -14,6 +15,17 @@
 #include "microattn/internal/vec.hpp"
 
 namespace microattn_test {
+
+/// Prints a measured quantity on hosted runs (the tiny Cortex-M runner has no stdout to spare).
+template <class... A>
+void report(const char* fmt, A... a) {
+#if !defined(MICROATTN_TINY_TEST)
+  std::printf(fmt, a...);
+#else
+  (void)fmt;
+  (void)sizeof...(a);
+#endif
+}
 
 /// Unit roundoff of float, 2^-24.
 constexpr double kEps = 5.9604644775390625e-08;
