@@ -93,6 +93,35 @@ TEST(Threads, LayerInt8Weights) {
   }
 }
 
+TEST(Threads, IntegerCompute) {
+  // Compute::kInt8: x quantised by rows over the workers, then every projection from it; W_O's
+  // rows quantised by the worker that projects them. The layer and a KV layer's prefill and
+  // decode, bit-identical for every executor.
+  using MhaQd8 = Config<kT, kDM, 4, 2, 16, Bias::kYes, MaxWorkers{4}, microattn::OutDim{48},
+                        microattn::WeightType::kInt8, microattn::Compute::kInt8>;
+  static microattn_test::QuantWeights<Mha> q;
+  ASSERT_TRUE(q.fill(6));
+  static MultiHeadAttention<MhaQd8> layer;
+  static KvAttention<MhaQd8, microattn::DefaultArch, 40> kv;
+  ASSERT_EQ(layer.set_weights(q.view8<MhaQd8>(1)), Status::kOk);
+  ASSERT_EQ(kv.set_weights(q.view8<MhaQd8>(0)), Status::kOk);
+  microattn_test::Rng(9).fill(g_x, kT * kDM, -1, 1);
+  auto run = [&](float* y) {
+    ASSERT_EQ(layer.forward(g_x, 100, y), Status::kOk);  // (100 + 75) * 48 <= kT * kMaxOut
+    kv.reset();
+    ASSERT_EQ(kv.prefill(g_x, 70, y + 100 * 48), Status::kOk);
+    for (std::size_t t = 70; t < 75; ++t)
+      ASSERT_EQ(kv.decode(g_x + t * kDM, y + (100 + t) * 48), Status::kOk);
+  };
+  run(g_y1);
+  for (const auto& r : kRuns) {
+    ASSERT_EQ(layer.set_executor(executor(r[0], r[1])), Status::kOk);
+    ASSERT_EQ(kv.set_executor(executor(r[0], r[1])), Status::kOk);
+    run(g_yn);
+    EXPECT_EQ(std::memcmp(g_y1, g_yn, (100 + 75) * 48 * sizeof(float)), 0) << "workers " << r[1];
+  }
+}
+
 TEST(Threads, LayerMapsAndCore) {
   static microattn_test::RandomWeights<Mha> w;
   w.fill(6);
