@@ -131,7 +131,7 @@ float g_a[kM * kK];
 std::int8_t g_qa[kM * row_bytes(kK)];
 float g_sa[kM];
 std::int8_t g_w[microattn::weight_floats(WeightLayout::kPanel16, kK, kN)];
-float g_ws[kN], g_bias[kN], g_c[kM * kN];
+float g_ws[kN], g_bias[kN], g_c[kM * kN], g_c2[kM * kN];
 std::int32_t g_ci[kM * kN];
 double g_cref[kM * kN];
 alignas(64) float g_pack[16384];
@@ -189,6 +189,16 @@ TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
         EXPECT_LE(microattn_test::max_diff(g_c, g_cref, M * N), tol)
             << "gemm " << A::name() << " " << M << "x" << N << "x" << K << " layout "
             << static_cast<int>(l);
+        // Rows [m0, M) alone give the bits the whole call gave them: a row's result does not
+        // depend on its place in a micro-tile (the layers split rows over workers).
+        for (std::size_t m0 = 1; m0 < M && m0 < 9; ++m0) {
+          microattn::kernels::qd8_f32_qc8w_gemm<A>(
+              M - m0, N, K, a.from(m0), g_w, ldb, l, g_ws, g_bias,
+              microattn::kernels::StoreRowMajor{g_c2, N}, g_pack);
+          EXPECT_EQ(std::memcmp(g_c2, g_c + m0 * N, (M - m0) * N * sizeof(float)), 0)
+              << "rows from " << m0 << " " << A::name() << " " << M << "x" << N << "x" << K
+              << " layout " << static_cast<int>(l);
+        }
         for (std::size_t m = 0; m < M; ++m) {
           for (std::size_t n = 0; n < N; ++n) g_c[n] = NAN;
           // In two parts: any split of the columns gives the same bits as none.

@@ -121,6 +121,14 @@ inline std::int32_t qd8_round(float v) noexcept {
   return r < -127 ? -127 : (r > 127 ? 127 : r);
 }
 
+/// base + sa * (sb * s), rounded the same wherever it is inlined: GCC contracts the last
+/// multiply-add into an FMA in some unrolled copies and not others (a row's bits depended on its
+/// place in the micro-tile on armv7), so it is the scalar Vec's explicit fma.
+MICROATTN_ALWAYS_INLINE inline float qd8_dequant(float sa, float sb, std::int32_t s,
+                                                 float base) noexcept {
+  return internal::Vec<ScalarArch>::fma(sa, sb * static_cast<float>(s), base);
+}
+
 /// kDsp rows: the first `groups` groups of 4 bytes at q widened in place to 8 bytes each
 /// (Qd8Rows), last group first so that none is overwritten before it is read.
 template <class Arch>
@@ -464,10 +472,11 @@ struct Qd8Epilogue {
     using F = xsimd::batch<float, Arch>;
     constexpr std::size_t NR = Qd8Params<Arch>::kNR;
     const I c = I::load_unaligned(colsum + j0);
-    const F v = F(sa[i]) * (F::load_unaligned(sb + j0) * xsimd::to_float(s - c * I(kOff)));
     const F base = first ? (bias ? F::load_unaligned(bias + j0) : F(0.0f))
                          : F::load_unaligned(t + i * NR + j0);
-    (base + v).store_unaligned(t + i * NR + j0);
+    // An explicit FMA, as qd8_dequant's.
+    xsimd::fma(F(sa[i]), F::load_unaligned(sb + j0) * xsimd::to_float(s - c * I(kOff)), base)
+        .store_unaligned(t + i * NR + j0);
   }
 #endif
   MICROATTN_ALWAYS_INLINE void sums(std::size_t i, std::size_t j0, const std::int32_t* s,
@@ -475,8 +484,8 @@ struct Qd8Epilogue {
     constexpr std::size_t NR = Qd8Params<Arch>::kNR;
     float* ti = t + i * NR;
     for (std::size_t j = j0; j < j0 + n; ++j) {
-      const float v = sa[i] * (sb[j] * static_cast<float>(s[j - j0] - kOff * colsum[j]));
-      ti[j] = (first ? (bias ? bias[j] : 0.0f) : ti[j]) + v;
+      ti[j] = detail::qd8_dequant(sa[i], sb[j], s[j - j0] - kOff * colsum[j],
+                                  first ? (bias ? bias[j] : 0.0f) : ti[j]);
     }
   }
 };
@@ -656,7 +665,7 @@ void qd8_f32_qc8w_gemv(std::size_t N, std::size_t K, const std::int8_t* a, float
       detail::qd8_dot16<Arch>(K, a, w + (n0 / kWeightPanel) * ldw, kWeightPanel, nc, s);
     }
     for (std::size_t c = 0; c < nc; ++c)
-      y[n0 + c] = sa * (b_scale[n0 + c] * static_cast<float>(s[c])) + (bias ? bias[n0 + c] : 0.0f);
+      y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], bias ? bias[n0 + c] : 0.0f);
   }
 }
 
