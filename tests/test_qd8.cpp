@@ -40,6 +40,17 @@ template <class A>
 int value_at(const std::int8_t* row, std::size_t k) {
   return microattn::kernels::qd8_value<A>(row, k);
 }
+/// for_each_arch, and in an AVX-512 build also AVX2's arch: its integer kernel (vpsignb /
+/// vpmaddubsw) is otherwise only run by the x86-avx2 preset and on AVX2 hosts.
+template <class F>
+void for_each_qd8_arch(F&& f) {
+  for_each_arch(f);
+#if MICROATTN_HAS_XSIMD && defined(__AVX512F__) && defined(__FMA__) && \
+    !defined(MICROATTN_FORCE_SCALAR)
+  f(xsimd::fma3<xsimd::avx2>{});
+#endif
+}
+
 /// Bytes of the largest quantised row of K values on any arch (8 per group of 4).
 constexpr std::size_t row_bytes(std::size_t K) { return (K + 3) / 4 * 8; }
 
@@ -57,6 +68,9 @@ TEST(Qd8Kernels, ExpectedIntegerPath) {
 #endif
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && !defined(MICROATTN_FORCE_SCALAR)
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kVnni);
+#endif
+#if defined(__AVX2__) && !defined(__AVX512F__) && !defined(MICROATTN_FORCE_SCALAR)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kAvx2);
 #endif
   EXPECT_FALSE(microattn::kernels::Qd8Params<microattn::ScalarArch>::kVnni);
 }
@@ -93,7 +107,7 @@ void check_row(std::size_t K, const char* what) {
 }
 
 TEST(Qd8Quantize, RowContract) {
-  for_each_arch([&](auto arch) {
+  for_each_qd8_arch([&](auto arch) {
     using A = decltype(arch);
     microattn_test::Rng rng(3);
     for (std::size_t K : {std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{17},
@@ -151,7 +165,7 @@ TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
   // for the row, column and group tails.
   const std::size_t shapes[][3] = {{1, 1, 1},   {3, 17, 5},   {7, 53, 70}, {13, 32, 64},
                                    {2, 48, 33}, {kM, kN, kK}, {1, 70, kK}};
-  for_each_arch([&](auto arch) {
+  for_each_qd8_arch([&](auto arch) {
     using A = decltype(arch);
     std::uint64_t seed = 41;
     for (const auto& sh : shapes) {

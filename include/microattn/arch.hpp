@@ -377,6 +377,165 @@ MICROATTN_NOINLINE inline void qd8_tile_vnni(std::size_t groups,
     for (std::size_t v = 0; v < NV; ++v) _mm512_storeu_si512(sums[i] + v * 16, acc[i][v]);
 }
 #endif
+#if defined(MICROATTN_INTRIN_AVX2)
+/// absmax_f32 on AVX2: max |x[i]| over n floats, or NaN when one of them is not finite (on the
+/// exponent bits, as the AVX-512 one). The tail goes through a zeroed copy.
+inline float absmax_f32x8(const float* x, std::size_t n) noexcept {
+  const __m256i abs = _mm256_set1_epi32(0x7fffffff);
+  __m256i m = _mm256_setzero_si256();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    m = _mm256_max_epu32(
+        m, _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), abs));
+  if (i < n) {
+    alignas(32) float t[8] = {};
+    __builtin_memcpy(t, x + i, (n - i) * sizeof(float));
+    m = _mm256_max_epu32(m,
+                         _mm256_and_si256(_mm256_load_si256(reinterpret_cast<__m256i*>(t)), abs));
+  }
+  __m128i h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4e));
+  h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xb1));
+  const auto bits = static_cast<std::uint32_t>(_mm_cvtsi128_si32(h));
+  if (bits >= 0x7f800000u) return __builtin_nanf("");
+  float r;
+  __builtin_memcpy(&r, &bits, sizeof r);
+  return r;
+}
+/// quantize_f32_i8 on AVX2: q[i] = (x[i] * inv rounded to nearest, ties to even, clamped to
+/// -127 .. 127) xor flip, for n floats.
+inline void quantize_f32x8_i8(const float* x, std::size_t n, float inv, signed char* q,
+                              unsigned char flip) noexcept {
+  const __m256 s = _mm256_set1_ps(inv);
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  auto eight = [&](const float* p) {
+    const __m256 r = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(p), s),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i v = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvttps_epi32(r), lo), hi);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    return _mm_xor_si128(_mm_packs_epi16(w, w), f);  // the 8 bytes in the low half
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), eight(x + i));
+  if (i < n) {
+    alignas(32) float t[8] = {};
+    alignas(16) signed char b[16];
+    __builtin_memcpy(t, x + i, (n - i) * sizeof(float));
+    _mm_store_si128(reinterpret_cast<__m128i*>(b), eight(t));
+    __builtin_memcpy(q + i, b, n - i);
+  }
+}
+#endif
+#if defined(MICROATTN_INTRIN_AVX2)
+/// 4 rows of 16 bytes (row r at p + r ld) as the 16 columns' groups of 4: byte 4c + r of
+/// o[c / 4] is row r, column c (two rounds of byte and word interleaves).
+inline void rows4_to_k4_i8x16(const signed char* p, std::size_t ld, __m128i (&o)[4]) noexcept {
+  auto row = [&](std::size_t r) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + r * ld));
+  };
+  const __m128i r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3);
+  const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+  const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+  o[0] = _mm_unpacklo_epi16(t0, t2);
+  o[1] = _mm_unpackhi_epi16(t0, t2);
+  o[2] = _mm_unpacklo_epi16(t1, t3);
+  o[3] = _mm_unpackhi_epi16(t1, t3);
+}
+/// acc (8 int32 lanes) plus, per lane, the 4 products of the signed bytes of a and b in it:
+/// |b| unsigned times a with b's sign (a in -127 .. 127), as the AVX2 tile below.
+inline __m256i dot4_i8x32(__m256i acc, __m256i a, __m256i b) noexcept {
+  const __m256i sa = _mm256_sign_epi8(a, b);
+#if defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, _mm256_abs_epi8(b), sa);
+#else
+  return _mm256_add_epi32(
+      acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(b), sa), _mm256_set1_epi16(1)));
+#endif
+}
+/// The sum of the 8 int32 lanes of v.
+inline std::int32_t hsum_i32x8(__m256i v) noexcept {
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+  return _mm_cvtsi128_si32(h);
+}
+/// sum over k < 32 n of a[k] w[k] (signed bytes, a in -127 .. 127).
+inline std::int32_t dot_i8(std::size_t n, const signed char* a, const signed char* w) noexcept {
+  __m256i acc = _mm256_setzero_si256();
+  for (std::size_t k = 0; k < 32 * n; k += 32)
+    acc = dot4_i8x32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + k)),
+                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k)));
+  return hsum_i32x8(acc);
+}
+/// s[c] = sum over k < 4 n of a[k] w[k ld + c] for the 16 columns c (signed bytes, a in
+/// -127 .. 127): 4 rows at a time interleaved into the columns' groups of 4.
+inline void dot16_i8(std::size_t n, const signed char* a, const signed char* w, std::size_t ld,
+                     std::int32_t* s) noexcept {
+  __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+  for (std::size_t k = 0; k < 4 * n; k += 4) {
+    __m128i t[4];
+    rows4_to_k4_i8x16(w + k * ld, ld, t);
+    std::int32_t x;
+    __builtin_memcpy(&x, a + k, sizeof x);
+    const __m256i av = _mm256_set1_epi32(x);
+    lo = dot4_i8x32(lo, av, _mm256_set_m128i(t[1], t[0]));
+    hi = dot4_i8x32(hi, av, _mm256_set_m128i(t[3], t[2]));
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(s), lo);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(s + 8), hi);
+}
+/// The int32 sums of an MR x (8 NV) micro-tile of the integer GEMM on AVX2 into sums[i][8 v ..]:
+/// the sum over `groups` groups g of row i's 4 signed bytes at arow[i] + 4 g times the 32 signed
+/// bytes at pack + (g NV + v) 32 (8 columns' groups of 4). Unsigned x signed products of |b|
+/// and a with b's sign (vpsignb; a in -127 .. 127, so negating it cannot overflow, and b = -128
+/// still works): vpmaddubsw's pair sums, at most 2 x 128 x 127, cannot saturate int16; vpmaddwd
+/// adds the pairs into int32 lanes (with AVX-VNNI one vpdpbusd does both). In a frame of its
+/// own, as the AVX-512 tile.
+template <std::size_t MR, std::size_t NV>
+MICROATTN_NOINLINE inline void qd8_tile_avx2(std::size_t groups,
+                                             const signed char* const (&arow)[MR],
+                                             const signed char* pack,
+                                             std::int32_t (&sums)[MR][NV * 8]) noexcept {
+  __m256i acc[MR][NV];
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_si256();
+#if !defined(__AVXVNNI__)
+  const __m256i ones = _mm256_set1_epi16(1);
+#endif
+  for (std::size_t g = 0; g < groups; ++g, pack += NV * 32) {
+    __m256i b[NV], ub[NV];
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v) {
+      b[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pack + v * 32));
+      ub[v] = _mm256_abs_epi8(b[v]);
+    }
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      std::int32_t w;
+      __builtin_memcpy(&w, arow[i] + 4 * g, sizeof w);
+      const __m256i a = _mm256_set1_epi32(w);
+#pragma GCC unroll 64
+      for (std::size_t v = 0; v < NV; ++v) {
+        const __m256i sa = _mm256_sign_epi8(a, b[v]);
+#if defined(__AVXVNNI__)
+        acc[i][v] = _mm256_dpbusd_avx_epi32(acc[i][v], ub[v], sa);
+#else
+        acc[i][v] =
+            _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(_mm256_maddubs_epi16(ub[v], sa), ones));
+#endif
+      }
+    }
+  }
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i)
+#pragma GCC unroll 64
+    for (std::size_t v = 0; v < NV; ++v)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[i] + v * 8), acc[i][v]);
+}
+#endif
 #if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
 /// The int32 sums of an MR x (4 NV) micro-tile of the integer GEMM on AArch64 into
 /// sums[i][4 v ..]: the sum over `groups` groups g of row i's 4 signed bytes at arow[i] + 4 g

@@ -497,6 +497,8 @@ struct KernelParams<Arch, std::enable_if_t<kIsX86x8<Arch>>> : KernelParamsDefaul
   static constexpr std::size_t kInPlaceInOutRows = 72;  // short prompts don't repay a copy
   static constexpr bool kGemvPanelPairs = true;         // two streams: more misses in flight
   static constexpr bool kOwnFrameAttn = MICROATTN_PIN_X86 != 0;  // GCC 12's register allocation
+  // AVX2 integer tile: 4 x 2 int32 sums + 2 B + 2 |B| + the broadcast row + ones = 15 registers.
+  static constexpr std::size_t kQd8MR = 4;
 };
 
 // AVX-512 (32 registers): 12 x 2 accumulators. kMC 264: a 256-token prefill packs each weight

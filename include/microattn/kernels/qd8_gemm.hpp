@@ -47,6 +47,13 @@ struct Qd8Params {
 #else
   static constexpr bool kDsp = false;
 #endif
+#if defined(MICROATTN_INTRIN_AVX2)
+  /// x86 with 8-float vectors and AVX2: vpmaddubsw / vpmaddwd (vpdpbusd with AVX-VNNI) on |b|
+  /// and a with b's sign, no offset.
+  static constexpr bool kAvx2 = internal::kIsX86x8<Arch>;
+#else
+  static constexpr bool kAvx2 = false;
+#endif
 #if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
   /// AArch64 NEON: SDOT where the build has FEAT_DotProd, SMULL/SADALP without.
   static constexpr bool kNeon64 = std::is_base_of<xsimd::neon64, Arch>::value;
@@ -65,9 +72,9 @@ struct Qd8Params {
   static constexpr std::size_t kGroupBytes = kDsp ? 2 * kQd8Group : kQd8Group;
   static constexpr std::size_t kKC =
       kQd8Group * internal::Tiles<Arch>::kKC * kQd8Group / kGroupBytes;
-  static_assert(kNR % (kVnni ? 16 : (kDsp ? 2 : (kNeon64 ? 4 : 1))) == 0,
-                "VNNI panels are whole 16-column vectors, NEON ones 4-column vectors, DSP ones "
-                "column pairs");
+  static_assert(kNR % (kVnni || kAvx2 ? 16 : (kDsp ? 2 : (kNeon64 ? 4 : 1))) == 0,
+                "VNNI and AVX2 panels are whole 16-column vectors or pairs of 8, NEON ones "
+                "4-column vectors, DSP ones column pairs");
 };
 
 /// Bytes a quantised row of K values takes on Arch (see Qd8Rows): whole groups (zero values
@@ -121,6 +128,38 @@ inline std::int32_t qd8_round(float v) noexcept {
   return r < -127 ? -127 : (r > 127 ? 127 : r);
 }
 
+/// max |x[k]| over K floats, or NaN when one of them is not finite.
+template <class Arch>
+inline float qd8_absmax(std::size_t K, const float* x) noexcept {
+#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
+  if constexpr (internal::kIsAvx512<Arch>) return intrin::absmax_f32(x, K);
+#endif
+#if defined(MICROATTN_INTRIN_AVX2)
+  if constexpr (Qd8Params<Arch>::kAvx2) return intrin::absmax_f32x8(x, K);
+#endif
+  float amax = 0.0f;
+  for (std::size_t k = 0; k < K; ++k) {
+    if (!internal::finite_bits(x[k])) return __builtin_nanf("");
+    const float a = x[k] < 0.0f ? -x[k] : x[k];
+    amax = a > amax ? a : amax;
+  }
+  return amax;
+}
+
+/// q[k] = (qd8_round(x[k] * inv)) xor kFlip for K floats.
+template <class Arch>
+inline void qd8_quantize_values(std::size_t K, const float* x, float inv, std::int8_t* q) noexcept {
+  constexpr unsigned char kFlip = Qd8Params<Arch>::kFlip;
+#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
+  if constexpr (internal::kIsAvx512<Arch>) return intrin::quantize_f32_i8(x, K, inv, q, kFlip);
+#endif
+#if defined(MICROATTN_INTRIN_AVX2)
+  if constexpr (Qd8Params<Arch>::kAvx2) return intrin::quantize_f32x8_i8(x, K, inv, q, kFlip);
+#endif
+  for (std::size_t k = 0; k < K; ++k)
+    q[k] = static_cast<std::int8_t>(static_cast<unsigned char>(qd8_round(x[k] * inv)) ^ kFlip);
+}
+
 /// base + sa * (sb * s), rounded the same wherever it is inlined: GCC contracts the last
 /// multiply-add into an FMA in some unrolled copies and not others (a row's bits depended on its
 /// place in the micro-tile on armv7), so it is the scalar Vec's explicit fma.
@@ -155,22 +194,7 @@ template <class Arch>
 inline float qd8_quantize_row(std::size_t K, const float* x, std::int8_t* q) noexcept {
   constexpr unsigned char kFlip = Qd8Params<Arch>::kFlip;
   const std::size_t kp4 = (K + kQd8Group - 1) / kQd8Group * kQd8Group;  // bytes before widening
-  float amax = 0.0f;
-#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
-  if constexpr (internal::kIsAvx512<Arch>) {
-    amax = intrin::absmax_f32(x, K);
-  } else
-#endif
-  {
-    for (std::size_t k = 0; k < K; ++k) {
-      if (!internal::finite_bits(x[k])) {
-        amax = __builtin_nanf("");
-        break;
-      }
-      const float a = x[k] < 0.0f ? -x[k] : x[k];
-      amax = a > amax ? a : amax;
-    }
-  }
+  const float amax = detail::qd8_absmax<Arch>(K, x);
   if (!(amax > 0.0f)) {  // all zero, or not finite (NaN)
     for (std::size_t k = 0; k < qd8_row_bytes<Arch>(K); ++k) q[k] = static_cast<std::int8_t>(kFlip);
     return amax == 0.0f ? 0.0f : __builtin_nanf("");
@@ -181,16 +205,7 @@ inline float qd8_quantize_row(std::size_t K, const float* x, std::int8_t* q) noe
     for (std::size_t k = 0; k < K; ++k)
       q[k] = static_cast<std::int8_t>(static_cast<unsigned char>(quantize_value(x[k], s)) ^ kFlip);
   } else {
-#if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
-    if constexpr (internal::kIsAvx512<Arch>) {
-      intrin::quantize_f32_i8(x, K, inv, q, kFlip);
-    } else
-#endif
-    {
-      for (std::size_t k = 0; k < K; ++k)
-        q[k] = static_cast<std::int8_t>(static_cast<unsigned char>(detail::qd8_round(x[k] * inv)) ^
-                                        kFlip);
-    }
+    detail::qd8_quantize_values<Arch>(K, x, inv, q);
   }
   for (std::size_t k = K; k < kp4; ++k) q[k] = static_cast<std::int8_t>(kFlip);
   if constexpr (Qd8Params<Arch>::kDsp) detail::qd8_widen_groups<Arch>(q, kp4 / kQd8Group);
@@ -247,6 +262,36 @@ inline std::size_t qd8_pack_panel_vnni(const std::int8_t* b, std::size_t ldb, We
 }
 #endif
 
+#if defined(MICROATTN_INTRIN_AVX2)
+/// qd8_pack_panel's AVX2 part for a whole panel (nr == kNR): the first kc / 4 groups, by byte
+/// interleaves of 4 rows of 16 columns (the row-major layouts) or a word per column and group
+/// ([out][in]); returns how many groups it packed. (No column sums: AVX2 has no offset.)
+template <class Arch>
+inline std::size_t qd8_pack_panel_avx2(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
+                                       std::size_t pc, std::size_t kc, std::size_t jc,
+                                       std::int8_t* pack) noexcept {
+  constexpr std::size_t NR = Qd8Params<Arch>::kNR, G = kQd8Group;
+  const std::size_t groups = kc / G;
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::int8_t* d = pack + g * NR * G;
+    const std::size_t k = pc + g * G;
+    for (std::size_t n = jc; n < jc + NR; n += 16, d += 16 * G) {
+      if (layout == WeightLayout::kOutIn) {
+        for (std::size_t c = 0; c < 16; ++c) std::memcpy(d + c * G, b + (n + c) * ldb + k, G);
+        continue;
+      }
+      __m128i t[4];
+      if (layout == WeightLayout::kInOut)
+        intrin::rows4_to_k4_i8x16(b + k * ldb + n, ldb, t);
+      else
+        intrin::rows4_to_k4_i8x16(b + (n / kWeightPanel) * ldb + k * kWeightPanel, kWeightPanel, t);
+      std::memcpy(d, t, sizeof t);
+    }
+  }
+  return groups;
+}
+#endif
+
 /// Packs B's kc x nr panel (depth pc, columns jc) as the micro-kernels read it:
 /// pack[(g * kNR + j) * 4 + r] = B(pc + 4 g + r, jc + j), zero past kc and nr (kDsp: each
 /// group widened, see Qd8Params); colsum[j] = the sum of column j over the panel, for the VNNI
@@ -264,7 +309,12 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
     if (nr == NR) g0 = qd8_pack_panel_vnni<Arch>(b, ldb, layout, pc, kc, jc, pack, colsum);
   }
 #endif
-  if (g0 == 0)
+#if defined(MICROATTN_INTRIN_AVX2)
+  if constexpr (P::kAvx2) {
+    if (nr == NR) g0 = qd8_pack_panel_avx2<Arch>(b, ldb, layout, pc, kc, jc, pack);
+  }
+#endif
+  if (!P::kVnni || g0 == 0)  // (the VNNI packing wrote them)
     for (std::size_t j = 0; j < NR; ++j) colsum[j] = 0;
   // Column n's values B(pc + k, n) at src + k * sk for the layout.
   const std::size_t sk = layout == WeightLayout::kInOut   ? ldb
@@ -394,6 +444,16 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
     return;
   }
 #endif
+#if defined(MICROATTN_INTRIN_AVX2)
+  if constexpr (P::kAvx2) {
+    constexpr std::size_t NV = NR / 8;
+    alignas(32) std::int32_t sums[MR][NR];
+    intrin::qd8_tile_avx2<MR, NV>(groups, arow, pack, sums);
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
+    return;
+  }
+#endif
 #if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
   if constexpr (P::kNeon64) {
     constexpr std::size_t NV = NR / 4;
@@ -456,7 +516,9 @@ inline void qd8_blocks(std::size_t M, std::size_t N, std::size_t K, const std::i
 }
 
 /// A micro-tile's float epilogue: t(i, j) = (first ? bias[j] : t(i, j)) + sa[i] * (sb[j] *
-/// (sum - off * colsum[j])) into the float tile t (row stride kNR).
+/// (sum - off * colsum[j])) into the float tile t (row stride kNR). bias is the panel's bias
+/// row, zeros without a bias: never null, so no compiler turns the choice into masked loads
+/// from a null pointer (microcode assists; docs/compiler-notes.md).
 template <class Arch>
 struct Qd8Epilogue {
   float* t;
@@ -472,8 +534,7 @@ struct Qd8Epilogue {
     using F = xsimd::batch<float, Arch>;
     constexpr std::size_t NR = Qd8Params<Arch>::kNR;
     const I c = I::load_unaligned(colsum + j0);
-    const F base = first ? (bias ? F::load_unaligned(bias + j0) : F(0.0f))
-                         : F::load_unaligned(t + i * NR + j0);
+    const F base = F::load_unaligned((first ? bias : t + i * NR) + j0);
     // An explicit FMA, as qd8_dequant's.
     xsimd::fma(F(sa[i]), F::load_unaligned(sb + j0) * xsimd::to_float(s - c * I(kOff)), base)
         .store_unaligned(t + i * NR + j0);
@@ -483,10 +544,9 @@ struct Qd8Epilogue {
                                     std::size_t n = Qd8Params<Arch>::kNR) const noexcept {
     constexpr std::size_t NR = Qd8Params<Arch>::kNR;
     float* ti = t + i * NR;
-    for (std::size_t j = j0; j < j0 + n; ++j) {
-      ti[j] = detail::qd8_dequant(sa[i], sb[j], s[j - j0] - kOff * colsum[j],
-                                  first ? (bias ? bias[j] : 0.0f) : ti[j]);
-    }
+    const float* base = first ? bias : ti;
+    for (std::size_t j = j0; j < j0 + n; ++j)
+      ti[j] = detail::qd8_dequant(sa[i], sb[j], s[j - j0] - kOff * colsum[j], base[j]);
   }
 };
 /// The int32 sums' epilogue of qd8_qc8w_gemm_i32: c(i, j) = (first ? 0 : c(i, j)) + sum -
@@ -537,14 +597,13 @@ void qd8_f32_qc8w_gemm(std::size_t M, std::size_t N, std::size_t K, const Qd8Row
   auto run = [&](std::size_t ir, std::size_t mr, std::size_t jc, std::size_t nr, bool first,
                  const std::int32_t* colsum, auto&& sums) {
     if (jc != last_jc) {  // the panel's scales and bias, zero past N
-      for (std::size_t j = 0; j < NR; ++j) {
-        sb[j] = j < nr ? b_scale[jc + j] : 0.0f;
-        bb[j] = (bias && j < nr) ? bias[jc + j] : 0.0f;
-      }
+      for (std::size_t j = 0; j < NR; ++j) sb[j] = j < nr ? b_scale[jc + j] : 0.0f;
+      if (bias)  // (bb stays zero without a bias: no loads from a null pointer)
+        for (std::size_t j = 0; j < NR; ++j) bb[j] = j < nr ? bias[jc + j] : 0.0f;
       last_jc = jc;
     }
     if (!first) detail::gemm_tile_copy<Arch>(true, store, ir, mr, jc, nr, tile);
-    detail::Qd8Epilogue<Arch> out{tile, a.scale + ir, sb, bias ? bb : nullptr, colsum, first};
+    detail::Qd8Epilogue<Arch> out{tile, a.scale + ir, sb, bb, colsum, first};
     sums(out);
     detail::gemm_tile_copy<Arch>(false, store, ir, mr, jc, nr, tile);
   };
@@ -592,6 +651,12 @@ inline std::int32_t qd8_dot(std::size_t K, const std::int8_t* a, const std::int8
     return acc;
   }
 #endif
+#if defined(MICROATTN_INTRIN_AVX2)
+  if constexpr (Qd8Params<Arch>::kAvx2) {
+    acc = intrin::dot_i8(K / 32, a, w);
+    k = K / 32 * 32;
+  }
+#endif
 #if defined(MICROATTN_INTRIN_DSP)
   if constexpr (Qd8Params<Arch>::kDsp) {
     for (; k + 4 <= K; k += 4) {  // the row's pairs ready, the weights' widened here
@@ -636,6 +701,14 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
   }
 #endif
   for (std::size_t c = 0; c < nc; ++c) s[c] = 0;
+#if defined(MICROATTN_INTRIN_AVX2)
+  if constexpr (Qd8Params<Arch>::kAvx2) {
+    if (nc == 16) {
+      intrin::dot16_i8(K / 4, a, w, ld, s);
+      k = K / 4 * 4;
+    }
+  }
+#endif
   for (; k < K; ++k) {
     const std::int32_t x = qd8_value<Arch>(a, k);
     const std::int8_t* wk = w + k * ld;
@@ -664,8 +737,14 @@ void qd8_f32_qc8w_gemv(std::size_t N, std::size_t K, const std::int8_t* a, float
     } else {
       detail::qd8_dot16<Arch>(K, a, w + (n0 / kWeightPanel) * ldw, kWeightPanel, nc, s);
     }
-    for (std::size_t c = 0; c < nc; ++c)
-      y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], bias ? bias[n0 + c] : 0.0f);
+    // Two loops, not bias ? bias[n] : 0 (masked loads from a null pointer; see Qd8Epilogue).
+    if (bias) {
+      for (std::size_t c = 0; c < nc; ++c)
+        y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], bias[n0 + c]);
+    } else {
+      for (std::size_t c = 0; c < nc; ++c)
+        y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], 0.0f);
+    }
   }
 }
 
