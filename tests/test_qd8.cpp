@@ -72,6 +72,9 @@ TEST(Qd8Kernels, ExpectedIntegerPath) {
 #if defined(__AVX2__) && !defined(__AVX512F__) && !defined(MICROATTN_FORCE_SCALAR)
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kAvx2);
 #endif
+#if MICROATTN_HAS_MVE
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::MveArch>::kHelium);
+#endif
   EXPECT_FALSE(microattn::kernels::Qd8Params<microattn::ScalarArch>::kVnni);
 }
 

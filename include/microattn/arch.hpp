@@ -651,6 +651,129 @@ inline float hmax_f32x4(float32x4_t v) noexcept {
 #endif
 }
 #endif
+#if MICROATTN_HAS_MVE
+/// The int32 sums of an MR x NR micro-tile of the integer GEMM on Helium into sums[i][j]: row
+/// i's bytes at arow[i] (4 groups, 16 bytes, at a time) times column j's run of the packed
+/// panel (runs of up to 16 bytes per column: qd8_pack_panel), one VMLADAVA (16 multiply-adds
+/// into a core register) per row and column; the last run (fewer than 4 groups) by predicated
+/// loads. Two columns at a time: MR x 2 sums, the row and run pointers fit the core registers
+/// (all NR columns at once, GCC 12 spilled a sum and copied the others every step).
+template <std::size_t MR, std::size_t NR>
+MICROATTN_NOINLINE inline void qd8_tile_mve(std::size_t groups,
+                                            const signed char* const (&arow)[MR],
+                                            const signed char* pack,
+                                            std::int32_t (&sums)[MR][NR]) noexcept {
+  static_assert(NR % 2 == 0, "column pairs");
+  const std::size_t full = groups / 4, rest = 4 * (groups % 4);  // runs of 16 B; tail bytes
+  for (std::size_t j0 = 0; j0 < NR; j0 += 2) {
+    std::int32_t acc[MR][2] = {};
+    const signed char* ap[MR];
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) ap[i] = arow[i];
+    const signed char* bp = pack + 16 * j0;
+    for (std::size_t n = full; n > 0; --n, bp += NR * 16) {
+      int8x16_t a[MR];
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) {
+        a[i] = vldrbq_s8(ap[i]);
+        ap[i] += 16;
+      }
+#pragma GCC unroll 2
+      for (std::size_t j = 0; j < 2; ++j) {
+        const int8x16_t b = vldrbq_s8(bp + 16 * j);
+#pragma GCC unroll 64
+        for (std::size_t i = 0; i < MR; ++i) acc[i][j] = vmladavaq_s8(acc[i][j], a[i], b);
+      }
+    }
+    if (rest != 0) {
+      const mve_pred16_t p = vctp8q(static_cast<std::uint32_t>(rest));
+      const signed char* tail = pack + full * NR * 16 + rest * j0;
+      int8x16_t a[MR];
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) a[i] = vldrbq_z_s8(ap[i], p);
+#pragma GCC unroll 2
+      for (std::size_t j = 0; j < 2; ++j) {
+        const int8x16_t b = vldrbq_z_s8(tail + rest * j, p);
+#pragma GCC unroll 64
+        for (std::size_t i = 0; i < MR; ++i) acc[i][j] = vmladavaq_s8(acc[i][j], a[i], b);
+      }
+    }
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) {
+      sums[i][j0] = acc[i][0];
+      sums[i][j0 + 1] = acc[i][1];
+    }
+  }
+}
+/// absmax_f32 on Helium: max |x[i]| over n floats, or NaN when one of them is not finite (on
+/// the bits, as the x86 ones), 4 at a time, the tail predicated.
+inline float absmax_f32_mve(const float* x, std::size_t n) noexcept {
+  const uint32x4_t abs = vdupq_n_u32(0x7fffffffu);
+  uint32x4_t m = vdupq_n_u32(0);
+  for (std::size_t i = 0; i < n; i += 4) {
+    const mve_pred16_t p = vctp32q(static_cast<std::uint32_t>(n - i));
+    const uint32x4_t v = vldrwq_z_u32(reinterpret_cast<const std::uint32_t*>(x + i), p);
+    m = vmaxq_u32(m, vandq_u32(v, abs));
+  }
+  const std::uint32_t bits = vmaxvq_u32(0, m);
+  if (bits >= 0x7f800000u) return __builtin_nanf("");
+  float r;
+  __builtin_memcpy(&r, &bits, sizeof r);
+  return r;
+}
+/// quantize_f32_i8 on Helium: q[i] = (x[i] * inv rounded to nearest, ties to even (VCVTN),
+/// clamped to -127 .. 127) xor flip, 4 at a time (a narrowing byte store), the tail predicated.
+inline void quantize_f32_i8_mve(const float* x, std::size_t n, float inv, signed char* q,
+                                unsigned char flip) noexcept {
+  const int32x4_t f = vdupq_n_s32(static_cast<signed char>(flip));
+  for (std::size_t i = 0; i < n; i += 4) {
+    const mve_pred16_t p = vctp32q(static_cast<std::uint32_t>(n - i));
+    const float32x4_t v = vmulq_n_f32(vldrwq_z_f32(x + i, p), inv);
+    const int32x4_t r =
+        vminq_s32(vmaxq_s32(vcvtnq_s32_f32(v), vdupq_n_s32(-127)), vdupq_n_s32(127));
+    vstrbq_p_s32(q + i, veorq_s32(r, f), p);
+  }
+}
+/// t[j] = fma(sa, sb[j] * float(s[j]), base[j]) for 4 columns (qd8_dequant's rounding).
+inline void dequant4_mve(float sa, const float* sb, const std::int32_t* s, const float* base,
+                         float* t) noexcept {
+  const float32x4_t v = vmulq_f32(vld1q_f32(sb), vcvtq_f32_s32(vld1q_s32(s)));
+  vst1q_f32(t, vfmaq_n_f32(vld1q_f32(base), v, sa));
+}
+/// 16 bytes at p, p + 16, ..., p + 240 (a kPanel16 column's 16 inputs) in one gather.
+inline int8x16_t panel16_column_i8_mve(const signed char* p) noexcept {
+  const uint8x16_t off = vmulq_n_u8(vidupq_n_u8(0, 1), 16);
+  return vldrbq_gather_offset_s8(p, off);
+}
+/// s[c] = sum over k < n of a[k] w[k ld + c] for the 16 columns c: per k four widening loads
+/// (VLDRB.S32) and four VMLAs by the row's value from a core register.
+inline void dot16_i8_mve(std::size_t n, const signed char* a, const signed char* w, std::size_t ld,
+                         std::int32_t* s) noexcept {
+  int32x4_t acc0 = vdupq_n_s32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  for (std::size_t k = 0; k < n; ++k, w += ld) {
+    const std::int32_t x = a[k];
+    acc0 = vmlaq_n_s32(acc0, vldrbq_s32(w), x);
+    acc1 = vmlaq_n_s32(acc1, vldrbq_s32(w + 4), x);
+    acc2 = vmlaq_n_s32(acc2, vldrbq_s32(w + 8), x);
+    acc3 = vmlaq_n_s32(acc3, vldrbq_s32(w + 12), x);
+  }
+  vst1q_s32(s, acc0);
+  vst1q_s32(s + 4, acc1);
+  vst1q_s32(s + 8, acc2);
+  vst1q_s32(s + 12, acc3);
+}
+/// sum over k < n of a[k] w[k] (signed bytes), 16 at a time (VMLADAVA), the tail predicated.
+inline std::int32_t dot_i8_mve(std::size_t n, const signed char* a, const signed char* w) noexcept {
+  std::int32_t acc = 0;
+  std::size_t k = 0;
+  for (; k + 16 <= n; k += 16) acc = vmladavaq_s8(acc, vldrbq_s8(a + k), vldrbq_s8(w + k));
+  if (k < n) {
+    const mve_pred16_t p = vctp8q(static_cast<std::uint32_t>(n - k));
+    acc = vmladavaq_s8(acc, vldrbq_z_s8(a + k, p), vldrbq_z_s8(w + k, p));
+  }
+  return acc;
+}
+#endif
 #if defined(MICROATTN_INTRIN_DSP)
 /// The two signed bytes 0 and 2 of w as two int16 halves (SXTB16).
 inline std::uint32_t sxtb16_02(std::uint32_t w) noexcept { return __sxtb16(w); }

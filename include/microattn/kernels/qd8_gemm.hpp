@@ -30,7 +30,9 @@ constexpr std::size_t kQd8Group = 4;
 ///   kVnni  the AVX-512 VNNI kernels (vpdpbusd takes unsigned bytes for A: a quantised row
 ///          holds its values xor kFlip = 0x80, i.e. q + 128, and the sums subtract 128 times
 ///          the weight column sums);
-///   kDsp   the ARM DSP kernels (the scalar and Helium arches with the DSP extension): a group
+///   kHelium  the Helium kernels (MveArch): VMLADAV over 16 bytes of a row and a column, so the
+///          packed panel holds each column's runs of 4 groups together (qd8_pack_panel);
+///   kDsp   the ARM DSP kernels (the scalar arch with the DSP extension): a group
 ///          of a quantised row, and of a packed weight column, is its 4 values already widened
 ///          to two int16 pairs (values 0, 2 and 1, 3: SMLAD's operands), 8 bytes, so the
 ///          micro-kernel loads them ready;
@@ -42,8 +44,13 @@ struct Qd8Params {
 #else
   static constexpr bool kVnni = false;
 #endif
+#if MICROATTN_HAS_MVE
+  static constexpr bool kHelium = std::is_same<Arch, MveArch>::value;
+#else
+  static constexpr bool kHelium = false;
+#endif
 #if defined(MICROATTN_INTRIN_DSP)
-  static constexpr bool kDsp = !kVnni;
+  static constexpr bool kDsp = !kVnni && !kHelium;
 #else
   static constexpr bool kDsp = false;
 #endif
@@ -137,6 +144,9 @@ inline float qd8_absmax(std::size_t K, const float* x) noexcept {
 #if defined(MICROATTN_INTRIN_AVX2)
   if constexpr (Qd8Params<Arch>::kAvx2) return intrin::absmax_f32x8(x, K);
 #endif
+#if MICROATTN_HAS_MVE
+  if constexpr (Qd8Params<Arch>::kHelium) return intrin::absmax_f32_mve(x, K);
+#endif
   float amax = 0.0f;
   for (std::size_t k = 0; k < K; ++k) {
     if (!internal::finite_bits(x[k])) return __builtin_nanf("");
@@ -155,6 +165,9 @@ inline void qd8_quantize_values(std::size_t K, const float* x, float inv, std::i
 #endif
 #if defined(MICROATTN_INTRIN_AVX2)
   if constexpr (Qd8Params<Arch>::kAvx2) return intrin::quantize_f32x8_i8(x, K, inv, q, kFlip);
+#endif
+#if MICROATTN_HAS_MVE
+  if constexpr (Qd8Params<Arch>::kHelium) return intrin::quantize_f32_i8_mve(x, K, inv, q, kFlip);
 #endif
   for (std::size_t k = 0; k < K; ++k)
     q[k] = static_cast<std::int8_t>(static_cast<unsigned char>(qd8_round(x[k] * inv)) ^ kFlip);
@@ -292,10 +305,48 @@ inline std::size_t qd8_pack_panel_avx2(const std::int8_t* b, std::size_t ldb, We
 }
 #endif
 
-/// Packs B's kc x nr panel (depth pc, columns jc) as the micro-kernels read it:
-/// pack[(g * kNR + j) * 4 + r] = B(pc + 4 g + r, jc + j), zero past kc and nr (kDsp: each
-/// group widened, see Qd8Params); colsum[j] = the sum of column j over the panel, for the VNNI
-/// kernels' offset correction (zero elsewhere).
+#if MICROATTN_HAS_MVE
+/// qd8_pack_panel's Helium part for a whole panel (nr == kNR) of [out][in] or kPanel16 weights:
+/// each column's whole runs of 16 inputs by one load (a gather for kPanel16); returns how many
+/// groups it packed (0 for [in][out]).
+template <class Arch>
+inline std::size_t qd8_pack_panel_mve(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
+                                      std::size_t pc, std::size_t kc, std::size_t jc,
+                                      std::int8_t* pack) noexcept {
+  constexpr std::size_t NR = Qd8Params<Arch>::kNR;
+  if (layout == WeightLayout::kInOut) return 0;
+  const std::size_t runs = kc / 16;
+  for (std::size_t r = 0; r < runs; ++r)
+    for (std::size_t j = 0; j < NR; ++j) {
+      const std::size_t n = jc + j, k = pc + 16 * r;
+      const int8x16_t v = layout == WeightLayout::kOutIn
+                              ? vldrbq_s8(b + n * ldb + k)
+                              : intrin::panel16_column_i8_mve(b + (n / kWeightPanel) * ldb +
+                                                              k * kWeightPanel + n % kWeightPanel);
+      vstrbq_s8(pack + (r * NR + j) * 16, v);
+    }
+  return 4 * runs;
+}
+#endif
+
+/// Byte offset of column j's group g in a packed panel of `groups` groups: (g kNR + j) groups
+/// in, or with kHelium runs of 4 groups per column (16 bytes; the last run, of w < 4 groups,
+/// 4 w bytes per column).
+template <class Arch>
+constexpr std::size_t qd8_pack_at(std::size_t g, std::size_t j, std::size_t groups) noexcept {
+  using P = Qd8Params<Arch>;
+  if constexpr (P::kHelium) {
+    const std::size_t s = g / 4, w = internal::min_size(4, groups - 4 * s);
+    return (4 * s * P::kNR + j * w + g % 4) * kQd8Group;
+  } else {
+    return (g * P::kNR + j) * P::kGroupBytes;
+  }
+}
+
+/// Packs B's kc x nr panel (depth pc, columns jc) as the micro-kernels read it: group g of
+/// column j (B(pc + 4 g + r, jc + j), r < 4) at pack + qd8_pack_at(g, j, groups), zero past kc
+/// and nr (kDsp: each group widened, see Qd8Params); colsum[j] = the sum of column j over the
+/// panel, for the VNNI kernels' offset correction (zero elsewhere).
 template <class Arch>
 inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
                            std::size_t pc, std::size_t kc, std::size_t jc, std::size_t nr,
@@ -312,6 +363,11 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
 #if defined(MICROATTN_INTRIN_AVX2)
   if constexpr (P::kAvx2) {
     if (nr == NR) g0 = qd8_pack_panel_avx2<Arch>(b, ldb, layout, pc, kc, jc, pack);
+  }
+#endif
+#if MICROATTN_HAS_MVE
+  if constexpr (P::kHelium) {
+    if (nr == NR) g0 = qd8_pack_panel_mve<Arch>(b, ldb, layout, pc, kc, jc, pack);
   }
 #endif
   if (!P::kVnni || g0 == 0)  // (the VNNI packing wrote them)
@@ -336,7 +392,7 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
           if constexpr (P::kFlip != 0) colsum[j] += src[r * sk];  // only VNNI corrects by it
         }
       }
-      std::int8_t* d = pack + (g * NR + j) * P::kGroupBytes;
+      std::int8_t* d = pack + qd8_pack_at<Arch>(g, j, groups);
 #if defined(MICROATTN_INTRIN_DSP)
       if constexpr (P::kDsp) {
         const std::uint32_t pairs[2] = {intrin::sxtb16_02(w), intrin::sxtb16_13(w)};
@@ -454,6 +510,15 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
     return;
   }
 #endif
+#if MICROATTN_HAS_MVE
+  if constexpr (P::kHelium) {
+    std::int32_t sums[MR][NR];
+    intrin::qd8_tile_mve<MR, NR>(groups, arow, pack, sums);
+#pragma GCC unroll 64
+    for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
+    return;
+  }
+#endif
 #if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
   if constexpr (P::kNeon64) {
     constexpr std::size_t NV = NR / 4;
@@ -545,7 +610,13 @@ struct Qd8Epilogue {
     constexpr std::size_t NR = Qd8Params<Arch>::kNR;
     float* ti = t + i * NR;
     const float* base = first ? bias : ti;
-    for (std::size_t j = j0; j < j0 + n; ++j)
+    std::size_t j = j0;
+#if MICROATTN_HAS_MVE
+    if constexpr (Qd8Params<Arch>::kHelium)  // (no offset: kOff is 0)
+      for (; j + 4 <= j0 + n; j += 4)
+        intrin::dequant4_mve(sa[i], sb + j, s + (j - j0), base + j, ti + j);
+#endif
+    for (; j < j0 + n; ++j)
       ti[j] = detail::qd8_dequant(sa[i], sb[j], s[j - j0] - kOff * colsum[j], base[j]);
   }
 };
@@ -657,6 +728,9 @@ inline std::int32_t qd8_dot(std::size_t K, const std::int8_t* a, const std::int8
     k = K / 32 * 32;
   }
 #endif
+#if MICROATTN_HAS_MVE
+  if constexpr (Qd8Params<Arch>::kHelium) return intrin::dot_i8_mve(K, a, w);
+#endif
 #if defined(MICROATTN_INTRIN_DSP)
   if constexpr (Qd8Params<Arch>::kDsp) {
     for (; k + 4 <= K; k += 4) {  // the row's pairs ready, the weights' widened here
@@ -707,6 +781,11 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
       intrin::dot16_i8(K / 4, a, w, ld, s);
       k = K / 4 * 4;
     }
+  }
+#endif
+#if MICROATTN_HAS_MVE
+  if constexpr (Qd8Params<Arch>::kHelium) {
+    if (nc == 16) return intrin::dot16_i8_mve(K, a, w, ld, s);
   }
 #endif
   for (; k < K; ++k) {
