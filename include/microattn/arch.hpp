@@ -192,6 +192,14 @@ MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
 namespace microattn {
 namespace intrin {
+/// The float whose bits are `bits` (an absolute value's: sign clear), or NaN when they are an
+/// infinity's or a NaN's: the end of the absmax helpers, which compare |x| as integers.
+inline float abs_bits_to_f32(std::uint32_t bits) noexcept {
+  if (bits >= 0x7f800000u) return __builtin_nanf("");
+  float r;
+  __builtin_memcpy(&r, &bits, sizeof r);
+  return r;
+}
 #if defined(MICROATTN_INTRIN_AVX512)
 /// 16 int8 at p as 16 floats.
 inline __m512 i8x16_to_f32(const signed char* p) noexcept {
@@ -279,11 +287,7 @@ inline float absmax_f32(const float* x, std::size_t n) noexcept {
     const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
     m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_maskz_loadu_epi32(k, x + i), abs));
   }
-  const std::uint32_t bits = _mm512_reduce_max_epu32(m);
-  if (bits >= 0x7f800000u) return __builtin_nanf("");
-  float r;
-  __builtin_memcpy(&r, &bits, sizeof r);
-  return r;
+  return abs_bits_to_f32(_mm512_reduce_max_epu32(m));
 }
 /// q[i] = (x[i] * inv rounded to nearest, ties to even, saturated to int8) xor flip, for n
 /// floats (|x[i] * inv| <= 127.5 gives -127 .. 127).
@@ -396,11 +400,7 @@ inline float absmax_f32x8(const float* x, std::size_t n) noexcept {
   __m128i h = _mm_max_epu32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
   h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0x4e));
   h = _mm_max_epu32(h, _mm_shuffle_epi32(h, 0xb1));
-  const auto bits = static_cast<std::uint32_t>(_mm_cvtsi128_si32(h));
-  if (bits >= 0x7f800000u) return __builtin_nanf("");
-  float r;
-  __builtin_memcpy(&r, &bits, sizeof r);
-  return r;
+  return abs_bits_to_f32(static_cast<std::uint32_t>(_mm_cvtsi128_si32(h)));
 }
 /// quantize_f32_i8 on AVX2: q[i] = (x[i] * inv rounded to nearest, ties to even, clamped to
 /// -127 .. 127) xor flip, for n floats.
@@ -715,11 +715,7 @@ inline float absmax_f32_mve(const float* x, std::size_t n) noexcept {
     const uint32x4_t v = vldrwq_z_u32(reinterpret_cast<const std::uint32_t*>(x + i), p);
     m = vmaxq_u32(m, vandq_u32(v, abs));
   }
-  const std::uint32_t bits = vmaxvq_u32(0, m);
-  if (bits >= 0x7f800000u) return __builtin_nanf("");
-  float r;
-  __builtin_memcpy(&r, &bits, sizeof r);
-  return r;
+  return abs_bits_to_f32(vmaxvq_u32(0, m));
 }
 /// quantize_f32_i8 on Helium: q[i] = (x[i] * inv rounded to nearest, ties to even (VCVTN),
 /// clamped to -127 .. 127) xor flip, 4 at a time (a narrowing byte store), the tail predicated.

@@ -473,6 +473,16 @@ MICROATTN_ALWAYS_INLINE inline void qd8_sums_c(std::size_t groups,
   for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, acc[i]);
 }
 
+/// The sums of an MR x kNR micro-tile from an intrinsics tile function (tile(sums) writes
+/// them into an array aligned to kAlign bytes), handed to out.sums row by row.
+template <class Arch, std::size_t MR, std::size_t kAlign, class Out, class Tile>
+MICROATTN_ALWAYS_INLINE inline void qd8_sums_of_tile(Out& out, Tile&& tile) noexcept {
+  alignas(kAlign) std::int32_t sums[MR][Qd8Params<Arch>::kNR];
+  tile(sums);
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
+}
+
 /// The int32 sums of an mr x NR micro-tile (mr <= kMR): acc(i, j) = sum over `groups` groups
 /// of a's row i (row stride lda, bytes as Qd8Rows) times the packed panel's column j, handed to
 /// out.sums(i, j0, s[, n]) for runs of columns j0 .. j0 + n (n: a vector, a pair, or kNR).
@@ -502,31 +512,20 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
 #endif
 #if defined(MICROATTN_INTRIN_AVX2)
   if constexpr (P::kAvx2) {
-    constexpr std::size_t NV = NR / 8;
-    alignas(32) std::int32_t sums[MR][NR];
-    intrin::qd8_tile_avx2<MR, NV>(groups, arow, pack, sums);
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
-    return;
+    return qd8_sums_of_tile<Arch, MR, 32>(
+        out, [&](auto& sums) { intrin::qd8_tile_avx2<MR, NR / 8>(groups, arow, pack, sums); });
   }
 #endif
 #if MICROATTN_HAS_MVE
   if constexpr (P::kHelium) {
-    std::int32_t sums[MR][NR];
-    intrin::qd8_tile_mve<MR, NR>(groups, arow, pack, sums);
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
-    return;
+    return qd8_sums_of_tile<Arch, MR, alignof(std::int32_t)>(
+        out, [&](auto& sums) { intrin::qd8_tile_mve<MR, NR>(groups, arow, pack, sums); });
   }
 #endif
 #if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
   if constexpr (P::kNeon64) {
-    constexpr std::size_t NV = NR / 4;
-    alignas(16) std::int32_t sums[MR][NR];
-    intrin::qd8_tile_neon<MR, NV>(groups, arow, pack, sums);
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
-    return;
+    return qd8_sums_of_tile<Arch, MR, 16>(
+        out, [&](auto& sums) { intrin::qd8_tile_neon<MR, NR / 4>(groups, arow, pack, sums); });
   }
 #endif
 #if defined(MICROATTN_INTRIN_DSP)
