@@ -730,11 +730,14 @@ inline void quantize_f32_i8_mve(const float* x, std::size_t n, float inv, signed
     vstrbq_p_s32(q + i, veorq_s32(r, f), p);
   }
 }
-/// t[j] = fma(sa, sb[j] * float(s[j]), base[j]) for 4 columns (qd8_dequant's rounding).
+/// t[j] = fma(sa, sb[j] * float(s[j]), base[j]) for 4 columns (qd8_dequant's rounding). The
+/// floats through a may_alias vector type, as Vec<MveArch>::Mem (GCC 12 writes vld1q_f32 /
+/// vst1q_f32 as int accesses that strict aliasing may move past float ones).
 inline void dequant4_mve(float sa, const float* sb, const std::int32_t* s, const float* base,
                          float* t) noexcept {
-  const float32x4_t v = vmulq_f32(vld1q_f32(sb), vcvtq_f32_s32(vld1q_s32(s)));
-  vst1q_f32(t, vfmaq_n_f32(vld1q_f32(base), v, sa));
+  using Mem = float __attribute__((vector_size(16), aligned(4), may_alias));
+  const float32x4_t v = vmulq_f32(*reinterpret_cast<const Mem*>(sb), vcvtq_f32_s32(vld1q_s32(s)));
+  *reinterpret_cast<Mem*>(t) = vfmaq_n_f32(*reinterpret_cast<const Mem*>(base), v, sa);
 }
 /// 16 bytes at p, p + 16, ..., p + 240 (a kPanel16 column's 16 inputs) in one gather.
 inline int8x16_t panel16_column_i8_mve(const signed char* p) noexcept {
