@@ -66,6 +66,9 @@ TEST(Qd8Kernels, ExpectedIntegerPath) {
 #if defined(__ARM_FEATURE_DSP) && defined(__arm__)
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::ScalarArch>::kDsp);
 #endif
+#if defined(__ARM_NEON) && MICROATTN_HAS_XSIMD && !defined(MICROATTN_FORCE_SCALAR)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kNeon);  // armv7 too
+#endif
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && !defined(MICROATTN_FORCE_SCALAR)
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kVnni);
 #endif
@@ -148,8 +151,9 @@ float g_a[kM * kK];
 std::int8_t g_qa[kM * row_bytes(kK)];
 float g_sa[kM];
 std::int8_t g_w[microattn::weight_floats(WeightLayout::kPanel16, kK, kN)];
-float g_ws[kN], g_bias[kN], g_c[kM * kN], g_c2[kM * kN];
+float g_ws[kN], g_bias[kN], g_c[kM * kN], g_c2[kM * kN], g_ones[kN];
 std::int32_t g_ci[kM * kN];
+std::int64_t g_r[kM * kN];
 double g_cref[kM * kN];
 alignas(64) float g_pack[16384];
 
@@ -168,6 +172,7 @@ TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
   // for the row, column and group tails.
   const std::size_t shapes[][3] = {{1, 1, 1},   {3, 17, 5},   {7, 53, 70}, {13, 32, 64},
                                    {2, 48, 33}, {kM, kN, kK}, {1, 70, kK}};
+  for (float& v : g_ones) v = 1.0f;
   for_each_qd8_arch([&](auto arch) {
     using A = decltype(arch);
     std::uint64_t seed = 41;
@@ -194,6 +199,7 @@ TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
             for (std::size_t k = 0; k < K; ++k)
               r += std::int64_t{value_at<A>(g_qa + m * ld, k)} * w_at(l, K, N, k, n);
             wrong += r != g_ci[m * N + n];
+            g_r[m * N + n] = r;
             g_cref[m * N + n] = double(g_sa[m]) * g_ws[n] * double(r) + g_bias[n];
           }
         EXPECT_EQ(wrong, 0u) << A::name() << " " << M << "x" << N << "x" << K << " layout "
@@ -224,6 +230,19 @@ TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
                                                      g_ws, g_bias, g_c, p, 2);
           EXPECT_LE(microattn_test::max_diff(g_c, g_cref + m * N, N), tol)
               << "gemv " << A::name() << " " << N << "x" << K << " layout " << static_cast<int>(l);
+        }
+        // The GEMV's integer sums bit for bit: with unit scales and no bias y is the sum itself,
+        // exact in float while |sum| <= 127 * 127 * K < 2^24 (K <= 1040).
+        if (K <= 1040) {
+          std::size_t wrong_gemv = 0;
+          for (std::size_t m = 0; m < M; ++m) {
+            microattn::kernels::qd8_f32_qc8w_gemv<A>(N, K, g_qa + m * ld, 1.0f, g_w, ldb, l, g_ones,
+                                                     nullptr, g_c);
+            for (std::size_t n = 0; n < N; ++n)
+              wrong_gemv += g_c[n] != static_cast<float>(g_r[m * N + n]);
+          }
+          EXPECT_EQ(wrong_gemv, 0u) << "gemv sums " << A::name() << " " << M << "x" << N << "x" << K
+                                    << " layout " << static_cast<int>(l);
         }
       }
     }

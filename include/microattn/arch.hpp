@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #if !defined(MICROATTN_FORCE_SCALAR) &&                                                      \
     (defined(__SSE2__) || defined(_M_X64) || defined(__ARM_NEON) || defined(__ARM_NEON__) || \
@@ -536,16 +537,26 @@ MICROATTN_NOINLINE inline void qd8_tile_avx2(std::size_t groups,
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[i] + v * 8), acc[i][v]);
 }
 #endif
-#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
-/// The int32 sums of an MR x (4 NV) micro-tile of the integer GEMM on AArch64 into
+#if defined(MICROATTN_INTRIN_NEON)
+/// The int32 sums of an MR x (4 NV) micro-tile of the integer GEMM on NEON into
 /// sums[i][4 v ..]: the sum over `groups` groups g of row i's 4 signed bytes at arow[i] + 4 g
 /// times the 16 signed bytes at pack + (g NV + v) 16 (4 columns' groups of 4). With FEAT_DotProd
 /// one SDOT per vector and row (4 groups of a row from one load, by lane); without it (Cortex-A72,
-/// A53) SMULL into int16 products and SADALP into pairwise int32 sums, two per column, added at
-/// the end. In a frame of its own, as the x86 tile (GCC 12 keeps inlined accumulators in memory).
-#if defined(__ARM_FEATURE_DOTPROD)
+/// A53, armv7) SMULL into int16 products and SADALP into pairwise int32 sums, two per column,
+/// added at the end. In a frame of its own, as the x86 tile (GCC 12 keeps inlined accumulators in
+/// memory).
+#if defined(__ARM_FEATURE_DOTPROD) && defined(__aarch64__)
 #define MICROATTN_INTRIN_SDOT 1
 #endif
+/// (a0 + a1, a2 + a3, b0 + b1, b2 + b3): ADDP on AArch64, two VPADDs on armv7.
+inline int32x4_t pairwise_sums(int32x4_t a, int32x4_t b) noexcept {
+#if defined(__aarch64__)
+  return vpaddq_s32(a, b);
+#else
+  return vcombine_s32(vpadd_s32(vget_low_s32(a), vget_high_s32(a)),
+                      vpadd_s32(vget_low_s32(b), vget_high_s32(b)));
+#endif
+}
 template <std::size_t MR, std::size_t NV>
 MICROATTN_NOINLINE inline void qd8_tile_neon(std::size_t groups,
                                              const signed char* const (&arow)[MR],
@@ -562,31 +573,20 @@ MICROATTN_NOINLINE inline void qd8_tile_neon(std::size_t groups,
     int8x16_t a[MR];
 #pragma GCC unroll 64
     for (std::size_t i = 0; i < MR; ++i) a[i] = vld1q_s8(arow[i] + 4 * g);
-#pragma GCC unroll 4
-    for (int l = 0; l < 4; ++l) {
+    auto step = [&](auto lane) {  // the groups g + L, by lane L of the rows (an immediate)
+      constexpr int L = decltype(lane)::value;
       int8x16_t b[NV];
 #pragma GCC unroll 64
-      for (std::size_t v = 0; v < NV; ++v) b[v] = vld1q_s8(pack + ((g + l) * NV + v) * 16);
+      for (std::size_t v = 0; v < NV; ++v) b[v] = vld1q_s8(pack + ((g + L) * NV + v) * 16);
 #pragma GCC unroll 64
       for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 64
-        for (std::size_t v = 0; v < NV; ++v) {
-          switch (l) {  // the lane is an immediate
-            case 0:
-              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 0);
-              break;
-            case 1:
-              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 1);
-              break;
-            case 2:
-              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 2);
-              break;
-            default:
-              acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], 3);
-              break;
-          }
-        }
-    }
+        for (std::size_t v = 0; v < NV; ++v) acc[i][v] = vdotq_laneq_s32(acc[i][v], b[v], a[i], L);
+    };
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
   }
   for (; g < groups; ++g) {
 #pragma GCC unroll 64
@@ -628,8 +628,35 @@ MICROATTN_NOINLINE inline void qd8_tile_neon(std::size_t groups,
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 64
-    for (std::size_t v = 0; v < NV; ++v) vst1q_s32(sums[i] + 4 * v, vpaddq_s32(lo[i][v], hi[i][v]));
+    for (std::size_t v = 0; v < NV; ++v)
+      vst1q_s32(sums[i] + 4 * v, pairwise_sums(lo[i][v], hi[i][v]));
 #endif
+}
+/// s[c] = the sum over k < 4 n of a[k] w[k ld + c] for 16 columns c of row-major signed bytes
+/// (a's values in -127 .. 127): each row widened to int16 and multiplied by its value as a
+/// lane (SMLAL by element) into int32 sums.
+inline void dot16_i8(std::size_t n, const signed char* a, const signed char* w, std::size_t ld,
+                     std::int32_t* s) noexcept {
+  int32x4_t acc[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+  auto row = [&](auto lane, int16x4_t x, const signed char* p) {
+    constexpr int L = decltype(lane)::value;
+    const int8x16_t r = vld1q_s8(p);
+    const int16x8_t lo = vmovl_s8(vget_low_s8(r)), hi = vmovl_s8(vget_high_s8(r));
+    acc[0] = vmlal_lane_s16(acc[0], vget_low_s16(lo), x, L);
+    acc[1] = vmlal_lane_s16(acc[1], vget_high_s16(lo), x, L);
+    acc[2] = vmlal_lane_s16(acc[2], vget_low_s16(hi), x, L);
+    acc[3] = vmlal_lane_s16(acc[3], vget_high_s16(hi), x, L);
+  };
+  for (std::size_t k = 0; k < 4 * n; k += 4, w += 4 * ld) {
+    std::int32_t v;
+    __builtin_memcpy(&v, a + k, sizeof v);
+    const int16x4_t x = vget_low_s16(vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(v))));
+    row(std::integral_constant<int, 0>{}, x, w);
+    row(std::integral_constant<int, 1>{}, x, w + ld);
+    row(std::integral_constant<int, 2>{}, x, w + 2 * ld);
+    row(std::integral_constant<int, 3>{}, x, w + 3 * ld);
+  }
+  for (std::size_t v = 0; v < 4; ++v) vst1q_s32(s + 4 * v, acc[v]);
 }
 #endif
 #if defined(MICROATTN_INTRIN_NEON)
@@ -776,11 +803,33 @@ inline std::int32_t dot_i8_mve(std::size_t n, const signed char* a, const signed
 #if defined(MICROATTN_INTRIN_DSP)
 /// The two signed bytes 0 and 2 of w as two int16 halves (SXTB16).
 inline std::uint32_t sxtb16_02(std::uint32_t w) noexcept { return __sxtb16(w); }
-/// The two signed bytes 1 and 3 of w as two int16 halves (SXTB16 of w rotated by 8).
-inline std::uint32_t sxtb16_13(std::uint32_t w) noexcept { return __sxtb16((w >> 8) | (w << 24)); }
+/// The two signed bytes 1 and 3 of w as two int16 halves (SXTB16 of w rotated by 8: one
+/// instruction; GCC 12 does not fold the rotation of __sxtb16's operand into it).
+inline std::uint32_t sxtb16_13(std::uint32_t w) noexcept {
+  std::uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(w));
+  return r;
+}
 /// acc + a.lo * b.lo + a.hi * b.hi of int16 halves (SMLAD; exact while the sum fits int32).
 inline std::int32_t smlad(std::uint32_t a, std::uint32_t b, std::int32_t acc) noexcept {
   return __smlad(a, b, acc);
+}
+/// The low int16 halves of a and b as one word (a's low, b's in the high half): PKHBT.
+inline std::uint32_t pack_lo(std::uint32_t a, std::uint32_t b) noexcept {
+  return (a & 0xffffu) | (b << 16);
+}
+/// The high int16 halves of a and b as one word (a's in the low half): PKHTB.
+inline std::uint32_t pack_hi(std::uint32_t a, std::uint32_t b) noexcept {
+  return (a >> 16) | (b & 0xffff0000u);
+}
+/// acc + a's int16 half HA times b's half HB (0 low, 1 high): SMLABB, SMLABT, SMLATB, SMLATT.
+template <int HA, int HB>
+inline std::int32_t smla_half(std::uint32_t a, std::uint32_t b, std::int32_t acc) noexcept {
+  const auto x = static_cast<std::int32_t>(a), y = static_cast<std::int32_t>(b);
+  if constexpr (HA == 0 && HB == 0) return __smlabb(x, y, acc);
+  if constexpr (HA == 0 && HB == 1) return __smlabt(x, y, acc);
+  if constexpr (HA == 1 && HB == 0) return __smlatb(x, y, acc);
+  if constexpr (HA == 1 && HB == 1) return __smlatt(x, y, acc);
 }
 #endif
 }  // namespace intrin

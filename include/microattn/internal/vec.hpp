@@ -519,7 +519,12 @@ struct KernelParams<Arch, std::enable_if_t<kIsAvx512<Arch>>> : KernelParamsDefau
   static constexpr std::size_t kSplitTileStride = 4096 / sizeof(float);
   static constexpr bool kGemvPanelPairs = true;                  // more misses in flight
   static constexpr bool kOwnFrameAttn = MICROATTN_PIN_X86 != 0;  // GCC 12's register allocation
+#if defined(MICROATTN_INTRIN_AVX512VNNI)
   static constexpr std::size_t kQd8MR = 12;  // VNNI: 12 x 2 int32 accumulators, as the fp32 tile
+#else
+  // Without VNNI the plain C++ tile: 12 x 32 sums, unrolled, take GCC 12 minutes per file.
+  static constexpr std::size_t kQd8MR = 4;
+#endif
 };
 
 // AArch64 NEON (32 registers), chosen with tools/mca_report.py (llvm-mca's models):

@@ -49,8 +49,14 @@ struct Qd8Params {
 #else
   static constexpr bool kHelium = false;
 #endif
+#if defined(MICROATTN_INTRIN_NEON)
+  /// NEON: SDOT where the build has FEAT_DotProd (AArch64), SMULL/SADALP without (and armv7).
+  static constexpr bool kNeon = std::is_base_of<xsimd::neon, Arch>::value;
+#else
+  static constexpr bool kNeon = false;
+#endif
 #if defined(MICROATTN_INTRIN_DSP)
-  static constexpr bool kDsp = !kVnni && !kHelium;
+  static constexpr bool kDsp = !kVnni && !kHelium && !kNeon;
 #else
   static constexpr bool kDsp = false;
 #endif
@@ -61,16 +67,15 @@ struct Qd8Params {
 #else
   static constexpr bool kAvx2 = false;
 #endif
-#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
-  /// AArch64 NEON: SDOT where the build has FEAT_DotProd, SMULL/SADALP without.
-  static constexpr bool kNeon64 = std::is_base_of<xsimd::neon64, Arch>::value;
-#else
-  static constexpr bool kNeon64 = false;
-#endif
+  /// No intrinsics kernel: the plain C++ loops (only then instantiated: unrolled, they cost
+  /// GCC 12 most of a minute per file with AVX-512).
+  static constexpr bool kPlainC = !kVnni && !kHelium && !kDsp && !kAvx2 && !kNeon;
   static constexpr unsigned char kFlip = kVnni ? 0x80 : 0;
-#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__) && !defined(MICROATTN_INTRIN_SDOT)
-  // SMULL/SADALP: two sums per column and row (2 x 4 x 2 accumulators + 4 B + 2 A registers).
-  static constexpr std::size_t kMR = kNeon64 ? 2 : internal::Tiles<Arch>::kQd8MR;
+#if defined(MICROATTN_INTRIN_NEON) && !defined(MICROATTN_INTRIN_SDOT)
+  // SMULL/SADALP: two sums per column and row: 2 x 4 x 2 accumulators + 4 B + 2 A registers of
+  // AArch64's 32; armv7's 16 q registers hold one row's (8 + 4 + 1).
+  static constexpr std::size_t kMR =
+      kNeon ? (std::is_base_of<xsimd::neon64, Arch>::value ? 2 : 1) : internal::Tiles<Arch>::kQd8MR;
 #else
   static constexpr std::size_t kMR = internal::Tiles<Arch>::kQd8MR;
 #endif
@@ -79,7 +84,7 @@ struct Qd8Params {
   static constexpr std::size_t kGroupBytes = kDsp ? 2 * kQd8Group : kQd8Group;
   static constexpr std::size_t kKC =
       kQd8Group * internal::Tiles<Arch>::kKC * kQd8Group / kGroupBytes;
-  static_assert(kNR % (kVnni || kAvx2 ? 16 : (kDsp ? 2 : (kNeon64 ? 4 : 1))) == 0,
+  static_assert(kNR % (kVnni || kAvx2 ? 16 : (kDsp ? 2 : (kNeon ? 4 : 1))) == 0,
                 "VNNI and AVX2 panels are whole 16-column vectors or pairs of 8, NEON ones "
                 "4-column vectors, DSP ones column pairs");
 };
@@ -329,6 +334,60 @@ inline std::size_t qd8_pack_panel_mve(const std::int8_t* b, std::size_t ldb, Wei
 }
 #endif
 
+#if defined(MICROATTN_INTRIN_DSP)
+/// qd8_pack_panel's whole groups of a full DSP panel: each group of 4 rows of 4 columns loaded
+/// as 4 words, sign-extended (columns 0, 2 and 1, 3 of a row) and paired across rows 0, 2 and
+/// 1, 3 into each column's two SMLAD words; [out][in] columns a word per group. Returns the
+/// groups packed (the rest, a partial group, is the generic loop's).
+template <class Arch>
+inline std::size_t qd8_pack_panel_dsp(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
+                                      std::size_t pc, std::size_t kc, std::size_t jc,
+                                      std::int8_t* pack) noexcept {
+  using P = Qd8Params<Arch>;
+  constexpr std::size_t NR = P::kNR, GB = P::kGroupBytes;
+  static_assert(NR % 4 == 0 && kWeightPanel % NR == 0, "whole column quads, in one panel");
+  const std::size_t groups = kc / kQd8Group;
+  auto store = [](std::int8_t* d, std::uint32_t lo, std::uint32_t hi) {
+    std::memcpy(d, &lo, sizeof lo);
+    std::memcpy(d + 4, &hi, sizeof hi);
+  };
+  if (layout == WeightLayout::kOutIn) {
+    for (std::size_t j = 0; j < NR; ++j) {
+      const std::int8_t* src = b + (jc + j) * ldb + pc;
+      for (std::size_t g = 0; g < groups; ++g) {
+        std::uint32_t w;
+        std::memcpy(&w, src + 4 * g, sizeof w);
+        store(pack + (g * NR + j) * GB, intrin::sxtb16_02(w), intrin::sxtb16_13(w));
+      }
+    }
+    return groups;
+  }
+  // Row k's columns jc .. jc + NR at src + k * sk (a kPanel16 panel holds all NR of them).
+  const bool inout = layout == WeightLayout::kInOut;
+  const std::size_t sk = inout ? ldb : kWeightPanel;
+  const std::int8_t* src =
+      inout ? b + pc * ldb + jc
+            : b + (jc / kWeightPanel) * ldb + pc * kWeightPanel + jc % kWeightPanel;
+  for (std::size_t g = 0; g < groups; ++g, src += 4 * sk) {
+    for (std::size_t q = 0; q < NR; q += 4) {
+      std::uint32_t y[4], e[4], o[4];
+      for (std::size_t r = 0; r < 4; ++r) {
+        std::memcpy(&y[r], src + r * sk + q, sizeof y[r]);
+        e[r] = intrin::sxtb16_02(y[r]);  // (column 0, column 2) of row r
+        o[r] = intrin::sxtb16_13(y[r]);  // (column 1, column 3)
+      }
+      std::int8_t* d = pack + (g * NR + q) * GB;
+      // Column c's words: (row 0, row 2) and (row 1, row 3) of it.
+      store(d, intrin::pack_lo(e[0], e[2]), intrin::pack_lo(e[1], e[3]));
+      store(d + GB, intrin::pack_lo(o[0], o[2]), intrin::pack_lo(o[1], o[3]));
+      store(d + 2 * GB, intrin::pack_hi(e[0], e[2]), intrin::pack_hi(e[1], e[3]));
+      store(d + 3 * GB, intrin::pack_hi(o[0], o[2]), intrin::pack_hi(o[1], o[3]));
+    }
+  }
+  return groups;
+}
+#endif
+
 /// Byte offset of column j's group g in a packed panel of `groups` groups: (g kNR + j) groups
 /// in, or with kHelium runs of 4 groups per column (16 bytes; the last run, of w < 4 groups,
 /// 4 w bytes per column).
@@ -370,6 +429,11 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
     if (nr == NR) g0 = qd8_pack_panel_mve<Arch>(b, ldb, layout, pc, kc, jc, pack);
   }
 #endif
+#if defined(MICROATTN_INTRIN_DSP)
+  if constexpr (P::kDsp) {
+    if (nr == NR) g0 = qd8_pack_panel_dsp<Arch>(b, ldb, layout, pc, kc, jc, pack);
+  }
+#endif
   if (!P::kVnni || g0 == 0)  // (the VNNI packing wrote them)
     for (std::size_t j = 0; j < NR; ++j) colsum[j] = 0;
   // Column n's values B(pc + k, n) at src + k * sk for the layout.
@@ -406,8 +470,49 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
 }
 
 #if defined(MICROATTN_INTRIN_DSP)
-/// qd8_ukernel's DSP loop: two columns at a time, MR x 2 sums, the rows' and the columns' int16
-/// pairs loaded ready (13 core registers: 2 x 2 sums, 4 row pairs, 2 column pairs, 3 pointers).
+/// The DSP loop over one column pair (packed 8-byte groups, a group of both columns every
+/// `step` bytes): acc(i, j) = the MR x 2 int32 sums, loaded ready as int16 pairs. In a frame of
+/// its own: inlined into the column loop, GCC 12 keeps that loop's values in registers and
+/// spills the sums on the Cortex-M4 (2 x 2 sums, 2 row and 2 column operands and 4 pointers
+/// fill the 13 core registers here).
+template <std::size_t MR, std::size_t GB, std::size_t Step>
+[[gnu::noinline]] inline void qd8_pair_sums_dsp(std::size_t groups,
+                                                const std::int8_t* const (&arow)[MR],
+                                                const std::int8_t* pg,
+                                                std::int32_t (&out)[MR][2]) noexcept {
+  std::int32_t acc[MR][2];
+  const std::int8_t* a[MR];
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = 0, a[i] = arow[i];
+  // One group: its pairs of values 0, 2, then of 1, 3 (MR + 2 operands live at a time).
+  auto group = [&](std::size_t ga, const std::int8_t* gb) {
+#pragma GCC unroll 2
+    for (std::size_t h = 0; h < 8; h += 4) {
+      std::uint32_t av[MR], bv[2];
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) std::memcpy(&av[i], a[i] + ga + h, 4);
+      std::memcpy(&bv[0], gb + h, 4);
+      std::memcpy(&bv[1], gb + GB + h, 4);
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) {
+        acc[i][0] = intrin::smlad(av[i], bv[0], acc[i][0]);
+        acc[i][1] = intrin::smlad(av[i], bv[1], acc[i][1]);
+      }
+    }
+  };
+  // Two groups per step: the loop's own instructions and its taken branch (1 + 2 cycles on
+  // the Cortex-M4) over 32 MACs, not 16.
+  std::size_t g = 0;
+  for (; g + 2 <= groups; g += 2, pg += 2 * Step) {
+    group(g * GB, pg);
+    group((g + 1) * GB, pg + Step);
+  }
+  if (g < groups) group(g * GB, pg);
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < MR; ++i) out[i][0] = acc[i][0], out[i][1] = acc[i][1];
+}
+
+/// qd8_ukernel's DSP loop: two columns at a time (qd8_pair_sums_dsp), MR x 2 sums each.
 template <class Arch, std::size_t MR, class Out>
 MICROATTN_ALWAYS_INLINE inline void qd8_sums_dsp(std::size_t groups,
                                                  const std::int8_t* const (&arow)[MR],
@@ -416,32 +521,9 @@ MICROATTN_ALWAYS_INLINE inline void qd8_sums_dsp(std::size_t groups,
   constexpr std::size_t NR = P::kNR, GB = P::kGroupBytes;
   for (std::size_t j0 = 0; j0 < NR; j0 += 2) {
     std::int32_t acc[MR][2];
+    qd8_pair_sums_dsp<MR, GB, NR * GB>(groups, arow, pack + j0 * GB, acc);
 #pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = 0;
-    const std::int8_t* pg = pack + j0 * GB;
-    for (std::size_t g = 0; g < groups; ++g, pg += NR * GB) {
-      std::uint32_t a02[MR], a13[MR];
-#pragma GCC unroll 64
-      for (std::size_t i = 0; i < MR; ++i) {
-        std::memcpy(&a02[i], arow[i] + g * GB, sizeof a02[i]);
-        std::memcpy(&a13[i], arow[i] + g * GB + 4, sizeof a13[i]);
-      }
-#pragma GCC unroll 64
-      for (std::size_t j = 0; j < 2; ++j) {
-        std::uint32_t b02, b13;
-        std::memcpy(&b02, pg + j * GB, sizeof b02);
-        std::memcpy(&b13, pg + j * GB + 4, sizeof b13);
-#pragma GCC unroll 64
-        for (std::size_t i = 0; i < MR; ++i)
-          acc[i][j] = intrin::smlad(a13[i], b13, intrin::smlad(a02[i], b02, acc[i][j]));
-      }
-    }
-    // (Copied out: an accumulator whose address reaches out.sums stays in memory in the loop.)
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i) {
-      const std::int32_t row[2] = {acc[i][0], acc[i][1]};
-      out.sums(i, j0, row, 2);
-    }
+    for (std::size_t i = 0; i < MR; ++i) out.sums(i, j0, acc[i], 2);
   }
 }
 #endif
@@ -461,7 +543,6 @@ MICROATTN_ALWAYS_INLINE inline void qd8_sums_c(std::size_t groups,
 #pragma GCC unroll 64
     for (std::size_t i = 0; i < MR; ++i) {
       const std::int8_t* ai = arow[i] + g * G;
-#pragma GCC unroll 64
       for (std::size_t j = 0; j < NR; ++j) {
         const std::int8_t* bj = pack + j * G;
         acc[i][j] += std::int32_t{ai[0]} * bj[0] + std::int32_t{ai[1]} * bj[1] +
@@ -522,8 +603,8 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
         out, [&](auto& sums) { intrin::qd8_tile_mve<MR, NR>(groups, arow, pack, sums); });
   }
 #endif
-#if defined(MICROATTN_INTRIN_NEON) && defined(__aarch64__)
-  if constexpr (P::kNeon64) {
+#if defined(MICROATTN_INTRIN_NEON)
+  if constexpr (P::kNeon) {
     return qd8_sums_of_tile<Arch, MR, 16>(
         out, [&](auto& sums) { intrin::qd8_tile_neon<MR, NR / 4>(groups, arow, pack, sums); });
   }
@@ -531,7 +612,7 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
 #if defined(MICROATTN_INTRIN_DSP)
   if constexpr (P::kDsp) return qd8_sums_dsp<Arch, MR>(groups, arow, pack, out);
 #endif
-  qd8_sums_c<Arch, MR>(groups, arow, pack, out);
+  if constexpr (P::kPlainC) qd8_sums_c<Arch, MR>(groups, arow, pack, out);
 }
 
 /// qd8_ukernel for any mr in 1 .. kMR rows.
@@ -745,6 +826,60 @@ inline std::int32_t qd8_dot(std::size_t K, const std::int8_t* a, const std::int8
   return acc;
 }
 
+#if defined(MICROATTN_INTRIN_DSP)
+/// The DSP's sums of two [out][in] weight columns w0, w1 over `groups` groups of 4 (a's bytes
+/// as Qd8Rows with kDsp): each column word sign-extended into SMLAD's pairs (values 0, 2 and
+/// 1, 3), the row's pairs loaded once for both columns.
+inline void qd8_dot2_dsp(std::size_t groups, const std::int8_t* a, const std::int8_t* w0,
+                         const std::int8_t* w1, std::int32_t (&s)[2]) noexcept {
+  std::int32_t acc0 = 0, acc1 = 0;
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::uint32_t a02, a13, y0, y1;
+    std::memcpy(&a02, a + 8 * g, sizeof a02);
+    std::memcpy(&a13, a + 8 * g + 4, sizeof a13);
+    std::memcpy(&y0, w0 + 4 * g, sizeof y0);
+    std::memcpy(&y1, w1 + 4 * g, sizeof y1);
+    acc0 =
+        intrin::smlad(a13, intrin::sxtb16_13(y0), intrin::smlad(a02, intrin::sxtb16_02(y0), acc0));
+    acc1 =
+        intrin::smlad(a13, intrin::sxtb16_13(y1), intrin::smlad(a02, intrin::sxtb16_02(y1), acc1));
+  }
+  s[0] = acc0;
+  s[1] = acc1;
+}
+
+/// The DSP's sums of 4 row-major weight columns (column c of row k at w[k * ld + c]) over
+/// `groups` groups of 4 rows: each row's word of 4 columns sign-extended in two (columns 0, 2
+/// and 1, 3) and multiplied by the row's value with the halfword multiply-accumulates (the
+/// value is the low or the high half of one of the row's SMLAD pairs: no repacking).
+inline void qd8_dot4_rows_dsp(std::size_t groups, const std::int8_t* a, const std::int8_t* w,
+                              std::size_t ld, std::int32_t* s) noexcept {
+  std::int32_t acc[4] = {0, 0, 0, 0};
+  auto row = [&](auto half, std::uint32_t x, const std::int8_t* p) {
+    constexpr int H = decltype(half)::value;
+    std::uint32_t y;
+    std::memcpy(&y, p, sizeof y);
+    const std::uint32_t e = intrin::sxtb16_02(y), o = intrin::sxtb16_13(y);
+    acc[0] = intrin::smla_half<H, 0>(x, e, acc[0]);
+    acc[2] = intrin::smla_half<H, 1>(x, e, acc[2]);
+    acc[1] = intrin::smla_half<H, 0>(x, o, acc[1]);
+    acc[3] = intrin::smla_half<H, 1>(x, o, acc[3]);
+  };
+  using Lo = std::integral_constant<int, 0>;
+  using Hi = std::integral_constant<int, 1>;
+  for (std::size_t g = 0; g < groups; ++g, w += 4 * ld) {
+    std::uint32_t a02, a13;  // (v0, v2), (v1, v3)
+    std::memcpy(&a02, a + 8 * g, sizeof a02);
+    std::memcpy(&a13, a + 8 * g + 4, sizeof a13);
+    row(Lo{}, a02, w);
+    row(Lo{}, a13, w + ld);
+    row(Hi{}, a02, w + 2 * ld);
+    row(Hi{}, a13, w + 3 * ld);
+  }
+  for (std::size_t c = 0; c < 4; ++c) s[c] = acc[c];
+}
+#endif
+
 /// The sums of 16 consecutive output columns n0 .. n0 + 16 (nc of them valid) of a row-major
 /// weight layout, column c of row k at w[k * ld + c] (kInOut: ld = ldw; a kPanel16 panel:
 /// ld = 16), into s[0 .. nc): exact.
@@ -774,8 +909,8 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
   }
 #endif
   for (std::size_t c = 0; c < nc; ++c) s[c] = 0;
-#if defined(MICROATTN_INTRIN_AVX2)
-  if constexpr (Qd8Params<Arch>::kAvx2) {
+#if defined(MICROATTN_INTRIN_AVX2) || defined(MICROATTN_INTRIN_NEON)
+  if constexpr (Qd8Params<Arch>::kAvx2 || Qd8Params<Arch>::kNeon) {  // (their intrin::dot16_i8)
     if (nc == 16) {
       intrin::dot16_i8(K / 4, a, w, ld, s);
       k = K / 4 * 4;
@@ -787,11 +922,40 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
     if (nc == 16) return intrin::dot16_i8_mve(K, a, w, ld, s);
   }
 #endif
+#if defined(MICROATTN_INTRIN_DSP)
+  if constexpr (Qd8Params<Arch>::kDsp) {
+    if (nc == 16) {
+      for (std::size_t c = 0; c < 16; c += 4) qd8_dot4_rows_dsp(K / 4, a, w + c, ld, s + c);
+      k = K / 4 * 4;
+    }
+  }
+#endif
   for (; k < K; ++k) {
     const std::int32_t x = qd8_value<Arch>(a, k);
     const std::int8_t* wk = w + k * ld;
     for (std::size_t c = 0; c < nc; ++c) s[c] += x * wk[c];
   }
+}
+
+/// The sums s[0 .. nc) of nc [out][in] weight columns (column c at w + c * ldw): exact.
+template <class Arch>
+inline void qd8_dots(std::size_t K, const std::int8_t* a, const std::int8_t* w, std::size_t ldw,
+                     std::size_t nc, std::int32_t* s) noexcept {
+  std::size_t c = 0;
+#if defined(MICROATTN_INTRIN_DSP)
+  if constexpr (Qd8Params<Arch>::kDsp) {
+    const std::size_t k4 = K / 4 * 4;
+    for (; c + 2 <= nc; c += 2) {
+      std::int32_t two[2];
+      qd8_dot2_dsp(K / 4, a, w + c * ldw, w + (c + 1) * ldw, two);
+      for (std::size_t j = 0; j < 2; ++j) {
+        for (std::size_t k = k4; k < K; ++k) two[j] += qd8_value<Arch>(a, k) * w[(c + j) * ldw + k];
+        s[c + j] = two[j];
+      }
+    }
+  }
+#endif
+  for (; c < nc; ++c) s[c] = qd8_dot<Arch>(K, a, w + c * ldw);
 }
 }  // namespace detail
 
@@ -809,7 +973,7 @@ void qd8_f32_qc8w_gemv(std::size_t N, std::size_t K, const std::int8_t* a, float
   for (std::size_t n0 = r.begin; n0 < r.end; n0 += kWeightPanel) {
     const std::size_t nc = internal::min_size(kWeightPanel, r.end - n0);
     if (layout == WeightLayout::kOutIn) {
-      for (std::size_t c = 0; c < nc; ++c) s[c] = detail::qd8_dot<Arch>(K, a, w + (n0 + c) * ldw);
+      detail::qd8_dots<Arch>(K, a, w + n0 * ldw, ldw, nc, s);
     } else if (layout == WeightLayout::kInOut) {
       detail::qd8_dot16<Arch>(K, a, w + n0, ldw, nc, s);
     } else {
