@@ -5,7 +5,9 @@ hand, from LLVM's machine-code analyzer (llvm-mca): a MODEL ESTIMATE, not a meas
 is no ARM board here, timings under QEMU mean nothing, and the Zen 3 / Zen 4 boxes are not
 always the machine at hand).
 
-For each target (aarch64, armv7, Cortex-M7, Cortex-M55, x86-avx2, x86-avx512) the tool compiles
+For each target (aarch64, armv7, Cortex-M4, Cortex-M7, Cortex-M55, x86-avx2, x86-avx512; and
+for the integer loops aarch64+dotprod and x86-avx512+vnni, the same toolchains with SDOT's
+-march=armv8.2-a+dotprod or -mavx512vnni) the tool compiles
 tools/mca/probes.cpp with the project's cross compiler (the host's g++ for x86) and the flags of its toolchain file (read from toolchains/*.cmake
 with `cmake -P`, so they cannot drift apart) plus the Release flags (-O3 -DNDEBUG; --opt O2
 or Os for a user's RelWithDebInfo or MinSizeRel build), to assembly. Each probe is one
@@ -32,6 +34,9 @@ Models (what LLVM has; the core a row names is not always the model it uses):
               without it the A76 rows are left out.
   Cortex-A72  LLVM's Cortex-A57 model (LLVM has no A72 model of its own), AArch64 and AArch32.
   Cortex-A55  LLVM's Cortex-A55 model (AArch64 only: the 32-bit backend has none).
+  Cortex-M4   LLVM's Cortex-M4 model, which issues a VFMA every cycle; and the "TRM cycle
+              table" rows: the Cortex-M4 Technical Reference Manual's cycle counts summed over
+              the loop body (m4_trm_cycles; VFMA 3 cycles, SMLAD 1).
   Cortex-M7   LLVM's Cortex-M7 model.
   Cortex-M55  LLVM's Cortex-M55 model (Helium: MveArch's kernels; LLVM 16 and newer).
   Zen 3       LLVM's znver3 model (x86-avx2: -march=x86-64-v3, kernels fma3+avx2).
@@ -43,7 +48,7 @@ Usage:
   python3 tools/mca_report.py                 # the table (text)
   python3 tools/mca_report.py --markdown      # the table as Markdown (docs/targets.md)
   python3 tools/mca_report.py --sweep         # also: candidate GEMM register tiles
-  python3 tools/mca_report.py --check         # assert the NEON GEMM targets (the ctest)
+  python3 tools/mca_report.py --check         # assert the GEMM targets (the ctest)
   python3 tools/mca_report.py --show gemm_ukernel --target aarch64   # print the loop body
 
 --check: the NEON GEMM micro-kernel reaches >= 85 % of the modelled FMA bound on Cortex-A76
@@ -54,7 +59,11 @@ loop is found (exp inlined) with no stack access on all of them (armv7 once had 
 vector at -O2 and 11 stack accesses per vector at -O3, from xsimd's compare and fnma); and no
 multiply-add loop of the whole f32_attn_rows stores a vector to the stack (aarch64, M55, x86;
 armv7's known q-register spill there is reported, not failed): inlined there, the x86
-micro-kernel once stored its B vectors to the stack on every k step.
+micro-kernel once stored its B vectors to the stack on every k step. The integer GEMM
+micro-tile (qd8_gemm; its table gives MACs per cycle against the fp32 micro-kernel's on the
+same core) has no spill (armv7's DSP loop reported) and meets INT_CHECKS: SDOT >= 3x the fp32
+MACs per cycle on Cortex-A76 and A55, SMULL/SADALP >= 1.3x on the A72, <= 1.5 cycles per MAC
+on the Cortex-M7 model and the Cortex-M4 TRM table.
 Exit status: 0 ok, 1 a target missed, 2 usage or tool error, 77 skipped (llvm-mca, cmake or
 a cross compiler missing, or no llvm-mca with an N1 model).
 Only the Python 3 standard library is needed.
@@ -96,37 +105,59 @@ LOOPS = [
     ("mca_gemv_dot", "gemv_dot", "decode GEMV, kOutIn weights: two vectors of four rows"),
     ("mca_exp", "exp", "f32_exp: one vector"),
 ]
+# Integer compute (Compute::kInt8): their multiply-accumulates are integer ones (int_lanes).
+QD8_LOOPS = [
+    ("mca_qd8_gemm", "qd8_gemm", "integer GEMM micro-tile (qd8_ukernel), one step of its loop"),
+    ("mca_qd8_gemv_dot", "qd8_gemv_dot", "integer decode GEMV, [out][in] weights: one step of "
+     "an output's dot product"),
+    ("mca_qd8_gemv_panel16", "qd8_gemv_panel16", "integer decode GEMV, a kPanel16 panel: one "
+     "step over its 16 outputs"),
+]
+QD8_NAMES = [l[1] for l in QD8_LOOPS]
 
 
 class Target:
-    def __init__(self, name, toolchain, cmake_defs, cores, fma_forms):
+    def __init__(self, name, toolchain, cmake_defs, cores, fma_forms, extra_flags=(),
+                 loops="all", fp32_of=None):
         self.name = name
         self.toolchain = toolchain  # toolchains/<file>
         self.cmake_defs = cmake_defs
         self.cores = cores  # [(label, llvm cpu, model description)]
         self.fma_forms = fma_forms  # [(asm template with {i}, lanes)]
+        # Flags after the toolchain's: an ISA extension the integer kernels use (SDOT, VNNI).
+        self.extra_flags = list(extra_flags)
+        # "all", "int": only the integer loops (QD8_LOOPS), "fp32": none of them
+        self.loops = loops
+        self.fp32_of = fp32_of or name  # the target whose fp32 GEMM the integer rows compare to
         self.cxx = None
         self.flags = []
         self.triple = None
         self.arch = ("x86" if name.startswith("x86") else
-                     "aarch64" if name == "aarch64" else "arm32")
+                     "aarch64" if name.startswith("aarch64") else "arm32")
 
 
 def make_targets(n1_model):
     a76 = [("Cortex-A76", "neoverse-n1", "Neoverse N1 model")] if n1_model else []
+    a64_fma = [("fmla v{i}.4s, v28.4s, v29.4s", 4), ("fmla v{i}.2s, v28.2s, v29.2s", 2),
+               ("fmadd s{i}, s28, s29, s{i}", 1)]
+    m_fma = [("vfma.f32 s{i}, s28, s29", 1), ("vmla.f32 s{i}, s28, s29", 1)]
     return [
         Target("aarch64", "aarch64-linux-gnu.cmake", [],
                a76 + [("Cortex-A72", "cortex-a72", "Cortex-A57 model"),
-                      ("Cortex-A55", "cortex-a55", "Cortex-A55 model")],
-               [("fmla v{i}.4s, v28.4s, v29.4s", 4), ("fmla v{i}.2s, v28.2s, v29.2s", 2),
-                ("fmadd s{i}, s28, s29, s{i}", 1)]),
+                      ("Cortex-A55", "cortex-a55", "Cortex-A55 model")], a64_fma),
+        # The integer kernels of a build for cores with FEAT_DotProd (A55, A76; not the A72).
+        Target("aarch64+dotprod", "aarch64-linux-gnu.cmake", [],
+               a76 + [("Cortex-A55", "cortex-a55", "Cortex-A55 model")], a64_fma,
+               extra_flags=["-march=armv8.2-a+dotprod"], loops="int", fp32_of="aarch64"),
         Target("armv7", "arm-linux-gnueabihf.cmake", [],
                [("Cortex-A72 (AArch32)", "cortex-a72", "Cortex-A57 model")],
                [("vfma.f32 q{i}, q14, q15", 4), ("vmla.f32 q{i}, q14, d0[0]", 4),
                 ("vfma.f32 d{i}, d28, d29", 2), ("vfma.f32 s{i}, s28, s29", 1)]),
+        # The Cortex-M4: LLVM's model, and the TRM's cycle table (M4_TRM, m4_trm_cycles).
+        Target("cortex-m4", "arm-none-eabi.cmake", ["-DMICROATTN_CPU=cortex-m4"],
+               [("Cortex-M4", "cortex-m4", "Cortex-M4 model"), M4_TRM], m_fma),
         Target("cortex-m7", "arm-none-eabi.cmake", ["-DMICROATTN_CPU=cortex-m7"],
-               [("Cortex-M7", "cortex-m7", "Cortex-M7 model")],
-               [("vfma.f32 s{i}, s28, s29", 1), ("vmla.f32 s{i}, s28, s29", 1)]),
+               [("Cortex-M7", "cortex-m7", "Cortex-M7 model")], m_fma),
         # Helium: eight Q registers, so the peak block has six accumulators (q0-q5).
         Target("cortex-m55", "arm-none-eabi.cmake", ["-DMICROATTN_CPU=cortex-m55"],
                [("Cortex-M55", "cortex-m55", "Cortex-M55 model")],
@@ -141,7 +172,14 @@ def make_targets(n1_model):
         Target("x86-avx512", "x86_64-avx512.cmake", [],
                [("Zen 4", "znver4", "Zen 4 model"),
                 ("Sapphire Rapids", "sapphirerapids", "Sapphire Rapids model")],
-               [("vfmadd231ps %zmm30, %zmm31, %zmm{i}", 16)]),
+               [("vfmadd231ps %zmm30, %zmm31, %zmm{i}", 16)], loops="fp32"),
+        # The integer kernels with AVX-512 VNNI (Zen 4/5, Intel since Ice Lake; x86-64-v4
+        # alone does not include it, and its integer path is the plain C++ one).
+        Target("x86-avx512+vnni", "x86_64-avx512.cmake", [],
+               [("Zen 4", "znver4", "Zen 4 model"),
+                ("Sapphire Rapids", "sapphirerapids", "Sapphire Rapids model")],
+               [("vfmadd231ps %zmm30, %zmm31, %zmm{i}", 16)],
+               extra_flags=["-mavx512vnni"], loops="int", fp32_of="x86-avx512"),
     ]
 
 
@@ -213,7 +251,7 @@ def xsimd_dir(tmp, explicit):
 
 def compile_probes(t, tmp, xs, include, defs=(), tag="", opt="-O3"):
     out = os.path.join(tmp, "%s%s.s" % (t.name, tag))
-    cmd = ([t.cxx] + t.flags + ["-std=c++17", opt, "-DNDEBUG", "-I", include,
+    cmd = ([t.cxx] + t.flags + t.extra_flags + ["-std=c++17", opt, "-DNDEBUG", "-I", include,
                                 "-isystem", xs] + list(defs) + ["-S", "-o", out, PROBES])
     run(cmd)
     with open(out) as f:
@@ -318,6 +356,136 @@ def fma_lanes(insn, arch):
     return {"q": 4, "d": 2, "s": 1}.get(first[:1], 0)
 
 
+# Integer multiply-accumulates: lanes (8-bit or 16-bit products) per instruction. vpmaddwd is
+# left out: the AVX2 kernel uses it to add vpmaddubsw's int16 pairs (a multiply by ones).
+X86_INT_MAC = {"vpdpbusd": 4, "vpdpbusds": 4, "vpmaddubsw": 2}
+A64_INT_MAC = {"sdot": 4, "udot": 4, "smmla": 8, "smull": 1, "smull2": 1, "smlal": 1,
+               "smlal2": 1}
+A32_DSP_MAC = {"smlad": 2, "smladx": 2, "smlsd": 2, "smuad": 2, "smuadx": 2, "smlabb": 1,
+               "smlabt": 1, "smlatb": 1, "smlatt": 1}
+
+
+def int_lanes(insn, arch):
+    """Integer multiply-accumulate lanes of one instruction (0: none)."""
+    op, _, rest = insn.partition(" ")
+    rest = rest.strip()
+    if arch == "x86":
+        if op not in X86_INT_MAC:
+            return 0
+        dest = rest.split(",")[-1].strip()  # 32-bit lanes of the destination, x MACs each
+        return {"%z": 16, "%y": 8, "%x": 4}.get(dest[:2], 0) * X86_INT_MAC[op]
+    if arch == "aarch64":
+        if op not in A64_INT_MAC:
+            return 0
+        m = re.search(r"\.(\d+)([bhs])$", rest.split(",")[0].strip())  # destination lanes
+        return int(m.group(1)) * A64_INT_MAC[op] if m else 0
+    base, _, dt = op.partition(".")
+    if base in A32_DSP_MAC:
+        return A32_DSP_MAC[base]
+    # Helium's VMLADAV(A)(X) (a vector's products summed into a core register), NEON's
+    # VMULL/VMLAL (widening), VMLA.I<n> (Helium and NEON): the element size sets the lanes.
+    m = re.match(r"([su]|i)(8|16|32)$", dt.split(".")[0])
+    if not m:
+        return 0
+    width = {"q": 128, "d": 64}.get(rest[:1], 128 if base.startswith("vmladav") else 0)
+    if base in ("vmladav", "vmladava", "vmladavx", "vmladavax", "vmull", "vmlal", "vmla"):
+        elem = int(m.group(2))
+        # vmull/vmlal name the destination (double width): their source has twice the lanes
+        return width // elem if base not in ("vmull", "vmlal") else width // (2 * elem)
+    return 0
+
+
+def reglist_words(operands):
+    """Words a register list {r4, r5}, {r4-r7}, {s16-s19}, {d8-d9} moves (0: no list)."""
+    if "{" not in operands:
+        return 0
+    n = 0
+    for item in operands[operands.index("{") + 1:operands.index("}")].split(","):
+        m = re.match(r"\s*([rsd])(\d+)(?:\s*-\s*[rsd](\d+))?\s*$", item)
+        if not m:
+            n += 1  # lr, pc, ip, fp
+            continue
+        count = int(m.group(3)) - int(m.group(2)) + 1 if m.group(3) else 1
+        n += count * (2 if m.group(1) == "d" else 1)
+    return n
+
+
+M4_CONDS = ("eq", "ne", "cs", "hs", "cc", "lo", "mi", "pl", "vs", "vc", "hi", "ls", "ge", "lt",
+            "gt", "le")
+M4_LOADS = re.compile(r"v?ldr(b|h|sb|sh|ex)?$")
+M4_STORES = re.compile(r"v?str(b|h|ex)?$")
+M4_MULTI = re.compile(r"(v?ldm\w*|v?stm\w*|pop|push|vpop|vpush)$")
+
+
+def m4_op(insn):
+    """The instruction's operation without its width (.w, .n), data type (.f32, .s32) or an
+    IT block's condition (ldrhi -> ldr)."""
+    op = insn.split(" ", 1)[0].split(".")[0]
+    if op[-2:] in M4_CONDS and len(op) > 3:
+        bare = op[:-2]
+        if (M4_LOADS.match(bare) or M4_STORES.match(bare) or bare in (
+                "mov", "add", "adds", "sub", "subs", "ldrd", "strd", "mvn", "orr", "and", "eor",
+                "vmov", "b", "bx", "cmp", "vstr", "vldr", "neg", "rsb")):
+            return bare
+    return op
+
+
+def m4_is_jump(op):
+    """A (conditional) branch to a label: B, B<cond>, CBZ, CBNZ, TBB, TBH."""
+    return op in ("b", "cbz", "cbnz", "tbb", "tbh") or (op[:1] == "b" and op[1:] in M4_CONDS)
+
+
+def m4_trm_insn_cycles(insn, after_ls, last, taken):
+    """(cycles, is a load or store) of one instruction on the Cortex-M4 from its Technical
+    Reference Manual's cycle tables (ARM DDI 0439B: Table 3-1, processor; Table 7-1, FPU),
+    zero wait states, a single-issue pipeline where every instruction takes its table count:
+    loads 2 cycles, 1 when they follow a load or store (pipelined); LDRD 3, LDM/VLDM/POP
+    1 + N words; stores 1 (STRD 2, STM/VSTM/PUSH 1 + N); VFMA/VMLA and their negated forms 3;
+    VDIV and VSQRT 14; SDIV/UDIV 12 (at most); a branch (the block's last instruction, `last`)
+    1, plus P = 2 of the TRM's 1 to 3 when taken, as is a write to the PC (POP {.., pc}, BX,
+    BL); everything else (ALU, IT, MUL/MLA, SMLAD, SXTB16, VADD, VMUL, VCVT, VMOV) 1. Not
+    modelled: the extra cycle of an address computed by the instruction just before, wait
+    states (firmware runs hot loops from a cache or TCM)."""
+    op = m4_op(insn)
+    rest = insn.partition(" ")[2]
+    refill = 2 if ((taken and last and m4_is_jump(op)) or
+                   (M4_MULTI.match(op) and re.search(r"\bpc\b", rest))) else 0
+    if M4_LOADS.match(op):
+        return (1 if after_ls else 2) + (2 if re.match(r"pc\b", rest) else 0), True
+    if op == "ldrd":
+        return 3, True
+    if M4_MULTI.match(op):
+        return 1 + reglist_words(rest) + refill, True
+    if M4_STORES.match(op):
+        return 1, True
+    if op == "strd":
+        return 2, True
+    if op in ("vfma", "vfms", "vfnma", "vfnms", "vmla", "vmls", "vnmla", "vnmls"):
+        return 3, False
+    if op in ("vdiv", "vsqrt"):
+        return 14, False
+    if op in ("sdiv", "udiv"):
+        return 12, False
+    if op in ("bl", "blx", "bx"):
+        return 3, False
+    return 1 + refill, False
+
+
+def m4_trm_cycles(body, last_taken=True):
+    """m4_trm_insn_cycles summed over a loop body or a block (its last instruction a branch,
+    taken if last_taken: a loop's closing branch)."""
+    cyc, after_ls = 0, False
+    for i, l in enumerate(body):
+        c, after_ls = m4_trm_insn_cycles(l, after_ls, i == len(body) - 1, last_taken)
+        cyc += c
+    return float(cyc)
+
+
+# The Cortex-M4 TRM "core": cores entry whose cycles come from m4_trm_cycles, not llvm-mca.
+M4_TRM = ("Cortex-M4", "m4-trm", "TRM cycle table")
+M4_TRM_FMA_LANES = 1.0 / 3  # VFMA.F32: 3 cycles
+
+
 def loops(lines):
     """(start, end) line ranges of the loops: a label and a later branch back to it."""
     pos = {}
@@ -333,8 +501,9 @@ def loops(lines):
     return res
 
 
-def fma_loops(asm, func, arch):
-    """[(function, body)] of every innermost loop with multiply-adds reachable from func."""
+def fma_loops(asm, func, arch, lanes=fma_lanes):
+    """[(function, body)] of every innermost loop with multiply-adds (lanes > 0: fma_lanes,
+    int_lanes) reachable from func."""
     funcs = functions(asm, arch)
     if func not in funcs:
         raise Error("%s not found in the assembly" % func)
@@ -346,24 +515,24 @@ def fma_loops(asm, func, arch):
             if any((s2, e2) != (s, e) and s <= s2 and e2 <= e for (s2, e2) in ls):
                 continue  # not innermost
             body = [l for l in lines[s:e + 1] if is_insn(l)]
-            if any(fma_lanes(l, arch) for l in body):
+            if any(lanes(l, arch) for l in body):
                 out.append((f, body))
     return out
 
 
-def hot_loop(asm, func, arch):
+def hot_loop(asm, func, arch, lanes=fma_lanes):
     """Body (instructions) of the innermost loop with the most FMA lanes reachable from func
     (the first of them on a tie; fewer instructions first among equal lanes). For the whole
     f32_attn_rows (mca_attn_rows), among the loops that are at least a third multiply-adds:
     its micro-kernel, not the softmax's exponentials (four weights per step on the Cortex-M7,
     28 multiply-adds in 103 instructions; the Helium ones on the M55)."""
-    candidates = fma_loops(asm, func, arch)
+    candidates = fma_loops(asm, func, arch, lanes)
     if not candidates:
         raise Error("no loop with multiply-adds in %s" % func)
     if func == "mca_attn_rows":
         candidates = [fb for fb in candidates
                       if 3 * sum(1 for l in fb[1] if fma_lanes(l, arch)) >= len(fb[1])] or candidates
-    return max(candidates, key=lambda fb: (sum(fma_lanes(l, arch) for l in fb[1]), -len(fb[1])))
+    return max(candidates, key=lambda fb: (sum(lanes(l, arch) for l in fb[1]), -len(fb[1])))
 
 
 POST_STORE_A64 = re.compile(r"^(st[a-z0-9]*) (.*), \[(\w+)\], #?(-?\d+)$")
@@ -451,6 +620,8 @@ def mca(mca_bin, triple, cpu, body, tmp, tag, iterations=ITERATIONS):
 def peak_lanes(mca_bin, t, cpu, tmp):
     """Peak multiply-add lanes per cycle of cpu in the model: the best of independent-FMA
     blocks of each form (resource bound: Block RThroughput)."""
+    if cpu == M4_TRM[1]:
+        return M4_TRM_FMA_LANES
     best = 0.0
     for k, (form, lanes) in enumerate(t.fma_forms):
         n = 12
@@ -462,7 +633,7 @@ def peak_lanes(mca_bin, t, cpu, tmp):
 
 def triple_of(t, asm):
     thumb = re.search(r"^\s*\.thumb\b|^\s*\.code\s+16", asm, re.M) is not None
-    if t.name == "aarch64":
+    if t.arch == "aarch64":
         return "aarch64-linux-gnu"
     if t.name == "armv7":
         return ("thumbv7a" if thumb else "armv7a") + "-linux-gnueabihf"
@@ -479,19 +650,25 @@ def analyse(t, asm, mca_bin, tmp, peaks, loops_wanted, tag=""):
     rows = []
     arch = t.arch
     for func, name, _ in loops_wanted:
+        count = int_lanes if name in QD8_NAMES else fma_lanes
         try:
-            fn, body = hot_loop(asm, func, arch)
+            fn, body = hot_loop(asm, func, arch, count)
         except Error as e:
             rows.append({"loop": name, "target": t.name, "error": str(e)})
             continue
-        lanes = sum(fma_lanes(l, arch) for l in body)
-        fmas = sum(1 for l in body if fma_lanes(l, arch))
+        lanes = sum(count(l, arch) for l in body)
+        fmas = sum(1 for l in body if count(l, arch))
         for (label, cpu, model) in t.cores:
-            stem = "%s%s.%s" % (t.name, tag, name)
+            stem = ("%s%s.%s" % (t.name, tag, name)).replace("+", "_")
             try:
-                cyc, rth, skipped = mca(mca_bin, t.triple, cpu, body, tmp, stem)
-                split = split_store_writeback(body, arch)
-                cyc_wb = mca(mca_bin, t.triple, cpu, split, tmp, stem + ".wb")[0] if split else None
+                if cpu == M4_TRM[1]:
+                    cyc = rth = m4_trm_cycles(body)
+                    skipped, cyc_wb = [], None
+                else:
+                    cyc, rth, skipped = mca(mca_bin, t.triple, cpu, body, tmp, stem)
+                    split = split_store_writeback(body, arch)
+                    cyc_wb = (mca(mca_bin, t.triple, cpu, split, tmp, stem + ".wb")[0] if split
+                              else None)
             except Error as e:
                 rows.append({"loop": name, "target": t.name,
                              "error": "%s: %s" % (label, str(e).splitlines()[-1])})
@@ -507,6 +684,20 @@ def analyse(t, asm, mca_bin, tmp, peaks, loops_wanted, tag=""):
     return rows
 
 
+def row_notes(r):
+    """The notes column of a row: what the model could not see or count as is."""
+    notes = []
+    if r["cycles_wb"] is not None and r["cycles_wb"] < 0.9 * r["cycles"]:
+        notes.append("%.2f with the store's pointer update split off" % r["cycles_wb"])
+    if r["branches"]:
+        notes.append("%d branch(es) inside: every path counted" % r["branches"])
+    if r["calls"]:
+        notes.append("%d call(s): callee not modelled" % r["calls"])
+    if r["skipped"]:
+        notes.append("not in the model, left out: %s" % ", ".join(r["skipped"]))
+    return "; ".join(notes)
+
+
 def fmt_table(rows, markdown):
     head = ["loop", "target", "core (LLVM model)", "insns", "FMA insns (lanes)", "cycles/iter",
             "RThru", "FMA bound", "% of bound", "stack", "notes"]
@@ -516,19 +707,37 @@ def fmt_table(rows, markdown):
             lines.append([r["loop"], r["target"], "-", "-", "-", "error: " + r["error"], "", "", "",
                           "", ""])
             continue
-        notes = []
-        if r["cycles_wb"] is not None and r["cycles_wb"] < 0.9 * r["cycles"]:
-            notes.append("%.2f with the store's pointer update split off" % r["cycles_wb"])
-        if r["branches"]:
-            notes.append("%d branch(es) inside: every path counted" % r["branches"])
-        if r["calls"]:
-            notes.append("%d call(s): callee not modelled" % r["calls"])
-        if r["skipped"]:
-            notes.append("not in the model, left out: %s" % ", ".join(r["skipped"]))
         lines.append([r["loop"], r["target"], "%s (%s)" % (r["core"], r["model"]),
                       str(r["insns"]), "%d (%d)" % (r["fmas"], r["lanes"]),
                       "%.2f" % r["cycles"], "%.2f" % r["rthru"], "%.2f" % r["bound"],
-                      "%.0f %%" % r["pct"], str(r["stack"]), "; ".join(notes)])
+                      "%.0f %%" % r["pct"], str(r["stack"]), row_notes(r)])
+    return table_text(head, lines, markdown)
+
+
+def fmt_int_table(int_rows, rows, fp32_of, markdown):
+    """The integer loops' table: MACs per cycle and the ratio to the fp32 GEMM micro-kernel's
+    on the same core (a row of `rows`, target fp32_of[target])."""
+    fp32 = {(r["target"], r["core"], r["cpu"]): r for r in rows
+            if r["loop"] == "gemm_ukernel" and "error" not in r}
+    head = ["loop", "target", "core (model)", "insns", "MAC insns (lanes)", "cycles/iter",
+            "MACs/cycle", "cycles/MAC", "fp32 MACs/cycle", "int / fp32", "stack", "notes"]
+    lines = []
+    for r in int_rows:
+        if "error" in r:
+            lines.append([r["loop"], r["target"], "-", "-", "-", "error: " + r["error"]] +
+                         [""] * 6)
+            continue
+        rate = r["lanes"] / r["cycles"]
+        f = fp32.get((fp32_of[r["target"]], r["core"], r["cpu"]))
+        frate = f["lanes"] / f["cycles"] if f else None
+        lines.append([r["loop"], r["target"], "%s (%s)" % (r["core"], r["model"]),
+                      str(r["insns"]), "%d (%d)" % (r["fmas"], r["lanes"]), "%.2f" % r["cycles"],
+                      "%.2f" % rate, "%.3f" % (1 / rate), "%.2f" % frate if f else "-",
+                      "%.2fx" % (rate / frate) if f else "-", str(r["stack"]), row_notes(r)])
+    return table_text(head, lines, markdown)
+
+
+def table_text(head, lines, markdown):
     if markdown:
         out = ["| " + " | ".join(head) + " |",
                "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 4) + ["---"]) + "|"]
@@ -540,6 +749,54 @@ def fmt_table(rows, markdown):
     for l in lines:
         out.append("  ".join(c.ljust(w[i]) for i, c in enumerate(l)))
     return "\n".join(out)
+
+
+# The integer GEMM's targets (issue #33): (target, llvm cpu, "ratio" of its MACs per cycle to
+# the fp32 micro-kernel's on the same core, or "cycles" per MAC, and the bound).
+INT_CHECKS = [("aarch64+dotprod", "neoverse-n1", "ratio", 3.0),
+              ("aarch64+dotprod", "cortex-a55", "ratio", 3.0),
+              ("aarch64", "cortex-a72", "ratio", 1.3),
+              ("cortex-m7", "cortex-m7", "cycles", 1.5),
+              ("cortex-m4", M4_TRM[1], "cycles", 1.5)]
+
+
+def check_int_rows(int_rows, rows, fp32_of, notes, checked):
+    """--check of the integer GEMM micro-tile: no spills (armv7's DSP loop reported, not
+    failed), and INT_CHECKS' bounds. Returns the failures."""
+    failed = []
+    fp32 = {(r["target"], r["cpu"]): r for r in rows
+            if r["loop"] == "gemm_ukernel" and "error" not in r}
+    for r in int_rows:
+        if "error" in r:
+            failed.append("%s %s: %s" % (r["loop"], r["target"], r["error"]))
+            continue
+        n_stack = (vector_stack_stores(r["body"], "x86") if r["target"].startswith("x86")
+                   else r["stack"])
+        if n_stack and r["target"] == "armv7":
+            notes.append("qd8_gemm armv7 (the DSP loop): %d stack accesses (known, not failed)"
+                         % n_stack)
+        elif n_stack:
+            failed.append("qd8_gemm %s %s: %d stack accesses in the loop (spills)" % (
+                r["target"], r["core"], n_stack))
+        for (target, cpu, kind, bound) in INT_CHECKS:
+            if (r["target"], r["cpu"]) != (target, cpu):
+                continue
+            rate = r["lanes"] / r["cycles"]
+            if kind == "cycles":
+                ok, what = 1 / rate <= bound, "%.3f cycles per MAC (target <= %.1f)" % (
+                    1 / rate, bound)
+            else:
+                f = fp32.get((fp32_of[target], cpu))
+                if f is None:
+                    failed.append("qd8_gemm %s %s: no fp32 row to compare" % (target, r["core"]))
+                    continue
+                ratio = rate / (f["lanes"] / f["cycles"])
+                ok, what = ratio >= bound, "%.2fx the fp32 MACs per cycle (target >= %.1fx)" % (
+                    ratio, bound)
+            checked.append("qd8_gemm %s %s %s" % (target, r["core"], what))
+            if not ok:
+                failed.append("qd8_gemm %s %s: %s" % (target, r["core"], what))
+    return failed
 
 
 # Register tiles (kMR, kNRVec) --sweep compiles the micro-kernel with.
@@ -594,8 +851,9 @@ def report(args, mca_bin, tmp):
     version = llvm_version(mca_bin)
     n1 = has_n1_model(mca_bin, tmp)
     targets = make_targets(n1)
-    want = args.target or (["aarch64", "armv7", "cortex-m7", "cortex-m55", "x86-avx2",
-                            "x86-avx512"] if args.check else [t.name for t in targets])
+    want = args.target or (["aarch64", "aarch64+dotprod", "armv7", "cortex-m4", "cortex-m7",
+                            "cortex-m55", "x86-avx2", "x86-avx512", "x86-avx512+vnni"]
+                           if args.check else [t.name for t in targets])
     # The Cortex-M55 model is LLVM 16's, and its loops end in `le`, which the model has no data
     # for: llvm-mca 18's -skip-unsupported-instructions leaves it out. Older: no M55 rows.
     major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0
@@ -604,9 +862,12 @@ def report(args, mca_bin, tmp):
               "no Cortex-M55 rows" % version)
         want = [w for w in want if w != "cortex-m55"]
     targets = [t for t in targets if t.name in want]
-    loops_wanted = [l for l in LOOPS if not args.loop or l[1] in args.loop]
+    loops_wanted = [l for l in LOOPS + QD8_LOOPS if not args.loop or l[1] in args.loop]
     if args.check:
-        loops_wanted = [l for l in LOOPS if l[1] in ("gemm_ukernel", "exp", "attn_rows")]
+        loops_wanted = [l for l in LOOPS + QD8_LOOPS
+                        if l[1] in ("gemm_ukernel", "exp", "attn_rows", "qd8_gemm")]
+    elif any(l[1] in QD8_NAMES for l in loops_wanted) and LOOPS[0] not in loops_wanted:
+        loops_wanted.insert(0, LOOPS[0])  # the fp32 GEMM the integer rows compare with
     missing = []
     for t in targets:
         t.cxx, t.flags = toolchain_flags(t, tmp)
@@ -634,32 +895,43 @@ def report(args, mca_bin, tmp):
     for t in targets:
         t.triple = triple_of(t, asms[t.name])
         print("%-9s %s %s -std=c++17 -%s -DNDEBUG  ->  llvm-mca -mtriple=%s -mcpu=%s"
-              % (t.name, t.cxx, " ".join(t.flags), args.opt, t.triple,
+              % (t.name, t.cxx, " ".join(t.flags + t.extra_flags), args.opt, t.triple,
                  "/".join(c[1] for c in t.cores)))
     peaks = {}
     for t in targets:
         for (label, cpu, model) in t.cores:
             peaks[(t.name, cpu)] = peak_lanes(mca_bin, t, cpu, tmp)
     print("peak multiply-add lanes per cycle (model): " + ", ".join(
-        "%s %s %.0f" % (t.name, label, peaks[(t.name, cpu)]) for t in targets
+        "%s %s%s %.3g" % (t.name, label, " (TRM)" if cpu == M4_TRM[1] else "",
+                          peaks[(t.name, cpu)]) for t in targets
         for (label, cpu, _) in t.cores))
 
     if args.show:
         for t in targets:
-            arch = t.arch
-            func = [l[0] for l in LOOPS if l[1] == args.show]
+            func = [l[0] for l in LOOPS + QD8_LOOPS if l[1] == args.show]
             if not func:
                 raise Error("no loop %s" % args.show)
-            fn, body = hot_loop(asms[t.name], func[0], arch)
+            if t.loops == "int" and args.show not in QD8_NAMES:
+                continue
+            count = int_lanes if args.show in QD8_NAMES else fma_lanes
+            fn, body = hot_loop(asms[t.name], func[0], t.arch, count)
             print("\n== %s, %s (in %s): %d instructions" % (args.show, t.name, fn, len(body)))
             print("\n".join("  " + l for l in body))
         return 0
 
     rows = []
     for t in targets:
-        rows += analyse(t, asms[t.name], mca_bin, tmp, peaks, loops_wanted)
+        rows += analyse(t, asms[t.name], mca_bin, tmp, peaks,
+                        [l for l in loops_wanted
+                         if t.loops == "all" or (t.loops == "int") == (l[1] in QD8_NAMES)])
+    int_rows = [r for r in rows if r["loop"] in QD8_NAMES]
+    rows = [r for r in rows if r["loop"] not in QD8_NAMES]
     print()
     print(fmt_table(rows, args.markdown))
+    if int_rows:
+        print("\nInteger loops (Compute::kInt8): multiply-accumulates per cycle against the fp32 "
+              "GEMM micro-kernel's (gemm_ukernel) on the same core and model:\n")
+        print(fmt_int_table(int_rows, rows, {t.name: t.fp32_of for t in targets}, args.markdown))
     if not args.markdown:
         print("\nper iteration of:")
         for (_, name, what) in loops_wanted:
@@ -753,6 +1025,9 @@ def report(args, mca_bin, tmp):
                 t.name, len(reps), reps[0]))
         else:
             checked_spills.append("%s gemm without rep movs" % t.name)
+    int_checked = []
+    failed += check_int_rows(int_rows, rows, {t.name: t.fp32_of for t in targets}, notes,
+                             int_checked)
     print()
     for n in notes:
         print("note: " + n)
@@ -765,6 +1040,7 @@ def report(args, mca_bin, tmp):
     print("PASS: GEMM micro-kernel >= %.0f %% of the modelled FMA bound on %s; it and "
           "exp without spills; f32_attn_rows' loops without vector spills on %s"
           % (CHECK_PCT, ", ".join(checked), ", ".join(checked_spills)))
+    print("PASS: integer GEMM micro-tile without spills; " + "; ".join(int_checked))
     if not n1:
         print("SKIP: Cortex-A76 not checked: llvm-mca %s has no Neoverse N1 model" % version)
         return SKIP

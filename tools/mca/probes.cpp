@@ -11,6 +11,7 @@
 #include "microattn/kernels/f32_exp.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
 #include "microattn/kernels/f32_gemv.hpp"
+#include "microattn/kernels/qd8_gemm.hpp"
 
 namespace {
 using Arch = microattn::DefaultArch;
@@ -89,4 +90,21 @@ MCA_PROBE void mca_gemv_dot(std::size_t N, std::size_t K, const float* x, const 
 MCA_PROBE void mca_exp(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i + V::kWidth <= n; i += V::kWidth)
     V::storeu(y + i, k::f32_exp<Arch>(V::loadu(x + i)));
+}
+
+// Integer compute (Compute::kInt8): the qd8 GEMM as the projections run it (packing, then the
+// kQd8MR x kNR micro-tiles' int32 sums: its hottest loop), and decode's integer GEMV for
+// [out][in] weights (one dot product per output) and for a kPanel16 panel (16 outputs at once).
+MCA_PROBE void mca_qd8_gemm(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* qa,
+                            const std::int8_t* b, std::int32_t* c, float* pack) {
+  const k::Qd8Rows a{qa, microattn::kernels::qd8_row_bytes<Arch>(K), nullptr};
+  k::qd8_qc8w_gemm_i32<Arch>(M, N, K, a, b, N, microattn::WeightLayout::kInOut, c, N, pack);
+}
+MCA_PROBE void mca_qd8_gemv_dot(std::size_t K, const std::int8_t* a, const std::int8_t* w,
+                                std::size_t ldw, std::int32_t* s) {
+  k::detail::qd8_dots<Arch>(K, a, w, ldw, microattn::kWeightPanel, s);
+}
+MCA_PROBE void mca_qd8_gemv_panel16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
+                                    std::int32_t* s) {
+  k::detail::qd8_dot16<Arch>(K, a, w, microattn::kWeightPanel, microattn::kWeightPanel, s);
 }
