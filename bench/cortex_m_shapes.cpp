@@ -11,6 +11,7 @@
 //   M1_q8, MD1_q8  int8 weights (WeightType::kInt8, kPanel16, quantised as on the board),
 //                  fp32 cache; MD1_q8_kv8 also with the int8 cache (CacheType::kInt8)
 //   M1_qd8, MD1_qd8  M1_q8, MD1_q8 with integer compute (Compute::kInt8)
+//   MD1_qd8_kv8  MD1_qd8 with the int8 cache (integer scores against it)
 // Weights and inputs come from ports/cortex-m/example_weights.hpp (xorshift streams, weights
 // U(+-0.125), x U(+-1)), as on the board. fp32 x, batch 1, one thread, this build's kernels
 // (the board runs the scalar ones). gflops counts the causal half, as for the other cases.
@@ -34,6 +35,8 @@ using CfgQ8Kv8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
 using CfgQd8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::Compute::kInt8>;
+using CfgQd8Kv8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8,
+                                    microattn::Compute::kInt8, microattn::CacheType::kInt8>;
 constexpr std::size_t kT = Cfg::kTMax, kDM = Cfg::kDModel, kQD = Cfg::kQDim, kKD = Cfg::kKvDim;
 
 /// The board's weights (same seeds and scale as bench.cpp), in every form its cases use.
@@ -195,6 +198,8 @@ void register_cortex_m_shape_benchmarks() {
   benchmark::RegisterBenchmark("MD1_q8_kv8", bm_m_decode<CfgQ8Kv8>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("M1_qd8", bm_m_layer<CfgQd8, 64>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MD1_qd8", bm_m_decode<CfgQd8>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MD1_qd8_kv8", bm_m_decode<CfgQd8Kv8>)
+      ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace microattn_bench

@@ -13,6 +13,8 @@
 //   D1_qd8_kv8  D1_q8_kv8 with integer compute (Compute::kInt8)
 //   KP3  a 1024-token prompt prefilled into an empty cache in one call, P3's shape (d_model=512
 //        H=8 d_head=64, [in][out] weights): the KV layer's prefill next to the layer's P3
+//   KP3_q8_kv8, KP3_qd8_kv8  KP3 with int8 weights and the int8 cache, and with integer compute
+//        as well (the scores against the cache integer too)
 //   D1_eigen, D2_eigen  optional peer: the same step as an Eigen composition (GEMVs, K_g Q_g,
 //             softmax, V_g^T P), when Eigen is installed
 //   D1_openblas, D2_openblas  optional peer: the same with cblas_sgemv / cblas_sgemm (1 thread)
@@ -366,6 +368,16 @@ void register_decode_benchmarks() {
     bm_decode_at<DW1Cfg, 1>(st, kStreamLen - 1);
   })->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("KP3", bm_kv_prefill<microattn::Config<kCtx, 512, 8, 8, 64>>)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "KP3_q8_kv8",
+      bm_kv_prefill<microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
+                                      microattn::CacheType::kInt8>>)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(
+      "KP3_qd8_kv8",
+      bm_kv_prefill<microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
+                                      microattn::Compute::kInt8, microattn::CacheType::kInt8>>)
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("D1_256", [](benchmark::State& st) {
     bm_decode_at<D256Cfg, D256Cfg::kTMax>(st, kRingW - 1);

@@ -62,6 +62,7 @@ ICOUNT_CASES = (
     ("MD1_q8_kv8", "the same, int8 weights (`kPanel16`), int8 cache"),
     ("M1_qd8", "layer forward, T=64, int8 weights (`kPanel16`), integer compute"),
     ("MD1_qd8", "one decode step, int8 weights (`kPanel16`), integer compute, fp32 cache"),
+    ("MD1_qd8_kv8", "the same, int8 cache (integer scores)"),
 )
 # The bench's entry points (bench.cpp's noinline entry_* wrappers; stack_usage.py globs, as
 # microattn_cm_bench_entries in ports/cortex-m/CMakeLists.txt) and what they stand for.
@@ -76,11 +77,13 @@ STACK_ENTRIES = (
     ("int main(*", "`KvAttention<Cfg>::prefill` (from `main`)"),
     ("*entry_layer_forward_qd8(*", "`MultiHeadAttention<Cfg>::forward`, integer compute"),
     ("*entry_decode_step_qd8(*", "`KvAttention<Cfg>::decode`, integer compute"),
+    ("*entry_decode_step_qd8_kv8(*", "`KvAttention<Cfg>::decode`, integer compute, int8 cache"),
 )
 # The integer-compute cases' own bench image (ports/cortex-m/CMakeLists.txt says why) and the
 # entries found in it.
 BENCH_QD8 = "microattn_cm_bench_qd8"
-QD8_ENTRIES = ("*entry_layer_forward_qd8(*", "*entry_decode_step_qd8(*")
+QD8_ENTRIES = ("*entry_layer_forward_qd8(*", "*entry_decode_step_qd8(*",
+               "*entry_decode_step_qd8_kv8(*")
 # Benchmark case selections sized for docs/porting.md (built on BENCH_SIZES_PRESET); "all" is
 # the preset's own microattn_cm_bench.
 BENCH_SELECTIONS = ("M1", "M2", "M3", "MD1", "M1_panel16", "MD1_panel16", "M1_q8", "MD1_q8",

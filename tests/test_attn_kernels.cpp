@@ -92,6 +92,23 @@ void quantise_rows(float* x, std::size_t n, std::size_t D, std::int8_t* q, float
   }
 }
 
+/// Integer scores: the kernels quantise each query row after scaling it by scale * log2 e
+/// (kernels::qd8_quantize_row); the n rows of D at g_q become what those int8 rows stand for,
+/// so the reference runs on the queries the integer dot products see.
+template <class A>
+void quantise_queries(std::size_t n, std::size_t D, float scale) {
+  const float qscale = scale * microattn::kernels::kLog2e;
+  float x[kMaxD];
+  std::int8_t q[(kMaxD + 3) / 4 * 8];
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t d = 0; d < D; ++d) x[d] = g_q[r * D + d] * qscale;
+    const float s = microattn::kernels::qd8_quantize_row<A>(D, x, q);
+    for (std::size_t d = 0; d < D; ++d)
+      g_q[r * D + d] =
+          static_cast<float>(double(s) * microattn::kernels::qd8_value<A>(q, d) / double(qscale));
+  }
+}
+
 struct TileCase {
   std::size_t T, n_keys, pos0, key_pos0, window;
   bool causal;
@@ -100,11 +117,12 @@ struct TileCase {
 
 /// f32_attn_rows<A, D> with G query heads per key head (CE: float or int8_t) on one case: one
 /// part and the split into 2 and 3 parts (bit-identical), maps on and off (the same output
-/// bits), against the reference.
-template <class A, std::size_t D, std::size_t G, class CE>
+/// bits), against the reference. kIS: integer scores (int8 CE), the reference on the quantised
+/// queries.
+template <class A, std::size_t D, std::size_t G, class CE, bool kIS = false>
 void check_tile(const TileCase& c, std::uint64_t seed) {
   using Tl = microattn::internal::Tiles<A>;
-  using Scratch = microattn::kernels::AttnScratch<A, D>;
+  using Scratch = microattn::kernels::AttnScratch<A, D, kIS>;
   constexpr std::size_t BK = Tl::kBK, DPad = Scratch::kDPad;
   constexpr bool kQ = !std::is_same<CE, float>::value;
   static Scratch sc;
@@ -131,6 +149,7 @@ void check_tile(const TileCase& c, std::uint64_t seed) {
     kt = g_kt, vr = g_vr;
   }
   const float scale = 0.37f;
+  if (kIS) quantise_queries<A>(c.T * G, D, scale);
   g_sinks = c.sinks;
   reference(c.T, G, D, c.n_keys, c.pos0, c.key_pos0, c.causal, c.window, scale, g_k, g_v);
   g_sinks = 0;
@@ -164,7 +183,7 @@ void check_tile(const TileCase& c, std::uint64_t seed) {
       << A::name() << " maps, T " << c.T;
 }
 
-template <std::size_t D, std::size_t G, class CE>
+template <std::size_t D, std::size_t G, class CE, bool kIS = false>
 void sweep_tile(std::uint64_t seed) {
   // Around the tile sizes (BQ 16/40/48 rows, BK 16/64/128 keys): the layer's shape (keys are the
   // call's tokens), cached keys before the queries (a KV cache's prefill), a ring's offset, and
@@ -181,7 +200,7 @@ void sweep_tile(std::uint64_t seed) {
   std::size_t n = 0;
   for (const TileCase& c : cases) {
     if (kQuick && c.T > 50) continue;
-    for_each_arch([&](auto arch) { check_tile<decltype(arch), D, G, CE>(c, seed + n); });
+    for_each_arch([&](auto arch) { check_tile<decltype(arch), D, G, CE, kIS>(c, seed + n); });
     ++n;
   }
 }
@@ -189,15 +208,18 @@ void sweep_tile(std::uint64_t seed) {
 TEST(AttnTile, AgainstReferenceD5Gqa) { sweep_tile<5, 2, float>(1); }
 TEST(AttnTile, AgainstReferenceD16) { sweep_tile<16, 1, float>(2); }
 TEST(AttnTile, Int8CacheAgainstReferenceOnDequantisedKeys) { sweep_tile<16, 2, std::int8_t>(3); }
+TEST(AttnTile, Int8CacheIntegerScoresAgainstReferenceOnQuantisedQueries) {
+  sweep_tile<16, 2, std::int8_t, true>(4);
+}
 
 // f32_attn_decode: the kRows heads of a group at the newest position over keys key0 .. key0 +
 // n_keys - 1 (all visible), fp32 and int8, whole and split into key chunks (DecodePartial,
 // merged in order).
-template <class A, std::size_t D, std::size_t R, class CE>
+template <class A, std::size_t D, std::size_t R, class CE, bool kIS = false>
 void check_decode(std::size_t n_keys, std::size_t key0, std::uint64_t seed) {
   constexpr std::size_t kKeys = 256;  // whole key tiles of every arch
   using Tl = microattn::internal::Tiles<A>;
-  using Scratch = microattn::kernels::DecodeScratch<A, D, R, kKeys>;
+  using Scratch = microattn::kernels::DecodeScratch<A, D, R, kKeys, kIS>;
   constexpr std::size_t BK = Tl::kBK, DPad = Scratch::kDPad;
   constexpr bool kQ = !std::is_same<CE, float>::value;
   static Scratch sc;
@@ -226,6 +248,7 @@ void check_decode(std::size_t n_keys, std::size_t key0, std::uint64_t seed) {
     kt = g_kt, vr = g_vr;
   }
   const float scale = 0.41f;
+  if (kIS) quantise_queries<A>(R, D, scale);
   // The reference over keys key0 .. total - 1: one query "at" the last position, no mask.
   reference(1, R, D, n_keys, 0, 0, false, 0, scale, g_k + key0 * D, g_v + key0 * D);
   const float* ks = kQ ? g_ks : nullptr;
@@ -234,7 +257,8 @@ void check_decode(std::size_t n_keys, std::size_t key0, std::uint64_t seed) {
                                                       ks, vs, key0);
   const double tol = microattn_test::tolerance(D + n_keys + 8.0, 2.0 * 2.0 * D * scale);
   EXPECT_LE(microattn_test::max_diff(g_out, g_ref, R * D), tol)
-      << A::name() << " decode D " << D << " rows " << R << " keys " << key0 << " + " << n_keys;
+      << A::name() << " decode D " << D << " rows " << R << " keys " << key0 << " + " << n_keys
+      << (kIS ? " integer scores" : "");
   // Split-K: three chunks of whole key tiles, merged.
   for (std::size_t c = 0; c < 3; ++c) {
     const microattn::internal::Range r = microattn::internal::split(n_keys, BK, c, 3);
@@ -257,6 +281,8 @@ TEST(AttnDecode, AgainstReference) {
       check_decode<A, 16, 2, float>(c[0], c[1], ++seed);
       check_decode<A, 5, 1, float>(c[0], c[1], ++seed);
       check_decode<A, 16, 4, std::int8_t>(c[0], c[1], ++seed);
+      check_decode<A, 16, 4, std::int8_t, true>(c[0], c[1], ++seed);
+      check_decode<A, 13, 2, std::int8_t, true>(c[0], c[1], ++seed);
     });
 }
 

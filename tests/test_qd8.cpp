@@ -375,4 +375,57 @@ TEST(Int8Compute, KvPrefillDecodeChunksEqualReference) {
   });
 }
 
+// Integer compute with the int8 cache (CacheType::kInt8): the scores against the cache are
+// integer too (qd8_f32_qs8_scores; the kernel tests check them fp32-tight on the quantised
+// queries). Here the layer's error from them, against the same layer with the fp32 cache, and
+// prefill in chunks against decode token by token.
+using QdKv8Cfg = Config<kT, kDM, 4, 2, 16, Bias::kYes, WeightType::kInt8, Compute::kInt8,
+                        microattn::CacheType::kInt8, microattn::OutDim{kOD}, microattn::Rope::kYes>;
+float g_yd[kT * kOD];
+
+TEST(Int8Compute, Int8CacheIntegerScoresErrorMeasured) {
+  ASSERT_TRUE(g_qw.fill(11));
+  for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    constexpr std::size_t kChunk = microattn_test::kQuick ? 8 : kT;
+    static KvAttention<QdKv8Cfg, A, kChunk> kv8;
+    static KvAttention<QdCfg, A, kChunk> kv;
+    static_assert(KvAttention<QdKv8Cfg, A, kChunk>::kIntScores, "integer scores configured");
+    const auto rc = microattn_test::rope_cfg(true, microattn::RopePairing::kHalfSplit, 0);
+    const std::size_t T = kT;
+    microattn_test::Rng rng(78);
+    rng.fill(g_x, T * kDM, -1.0f, 1.0f);
+    for (int l = 0; l < 3; ++l) {
+      kv8.reset();
+      kv.reset();
+      ASSERT_EQ(kv8.set_weights(g_qw.view8<QdKv8Cfg>(l)), Status::kOk);
+      ASSERT_EQ(kv.set_weights(g_qw.view8<QdCfg>(l)), Status::kOk);
+      ASSERT_EQ(kv8.set_rope(rc), Status::kOk);
+      ASSERT_EQ(kv.set_rope(rc), Status::kOk);
+      for (std::size_t b = 0; b < T; b += kChunk) {
+        const std::size_t n = T - b < kChunk ? T - b : kChunk;
+        ASSERT_EQ(kv8.prefill(g_x + b * kDM, n, g_y + b * kOD), Status::kOk);
+        ASSERT_EQ(kv.prefill(g_x + b * kDM, n, g_y8 + b * kOD), Status::kOk);
+      }
+      // int8 keys and values (half a step of 1/127 of each row's largest value) and queries
+      // quantised the same way move the output by about 1 %: bounded at 3 %.
+      const double rel = microattn_test::rel_err(g_y, g_y8, T * kOD);
+      EXPECT_LE(rel, 0.03) << A::name() << " layout " << l;
+      kv8.reset();
+      ASSERT_EQ(kv8.set_rope(rc), Status::kOk);
+      for (std::size_t t = 0; t < T; ++t)
+        ASSERT_EQ(kv8.decode(g_x + t * kDM, g_yd + t * kOD), Status::kOk);
+      // The same integer sums both ways; only fp32 roundings differ (a projection's last bit can
+      // move a query's int8 value by one step: 1/254 of its row's largest, relative).
+      const double rel_dp = microattn_test::rel_err(g_yd, g_y, T * kOD);
+      EXPECT_LE(rel_dp, 1e-3) << A::name() << " decode vs prefill, layout " << l;
+      if (l == 0)
+        report(
+            "[ qd8 ] int8 cache, integer scores: output vs the fp32 cache %.4f, decode vs "
+            "prefill %.2g (%s)\n",
+            rel, rel_dp, A::name());
+    }
+  });
+}
+
 }  // namespace

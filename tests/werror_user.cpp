@@ -18,6 +18,10 @@ using Qd8 = microattn::Config<32, 64, 4, 2, 16, microattn::WeightType::kInt8,
                               microattn::Compute::kInt8, microattn::Bias::kYes>;
 static microattn::MultiHeadAttention<Qd8> g_qd8;
 static microattn::KvAttention<Qd8, microattn::ScalarArch, 8> g_qd8_kv;
+// ... with the int8 cache: integer scores (d_head 64: whole groups, the score kernel's tails).
+using Qd8Kv8 = microattn::Config<64, 128, 2, 2, 64, microattn::WeightType::kInt8,
+                                 microattn::Compute::kInt8, microattn::CacheType::kInt8>;
+static microattn::KvAttention<Qd8Kv8> g_qd8_kv8;
 
 int user_run(const float* w, const float* x, float* y, float* k, float* v) {
   const microattn::Weights<Cfg> wt(microattn::WeightLayout::kPanel16, w, w, w, w, w, w, w);
@@ -36,13 +40,18 @@ int user_run(const float* w, const float* x, float* y, float* k, float* v) {
   if (g_kv.prefill(x, 40, y) != microattn::Status::kOk) return 1;
   if (g_kv.decode(x, y) != microattn::Status::kOk) return 1;
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
-  const microattn::Weights<Qd8> wq(microattn::WeightLayout::kOutIn, q, w, q, w, q, w, q, w, w, w, w, w);
+  const microattn::Weights<Qd8> wq(microattn::WeightLayout::kOutIn, q, w, q, w, q, w, q, w, w, w, w,
+                                   w);
   if (g_qd8.set_weights(wq) != microattn::Status::kOk ||
       g_qd8_kv.set_weights(wq) != microattn::Status::kOk)
     return 1;
   if (g_qd8.forward(x, 20, y) != microattn::Status::kOk) return 1;
   if (g_qd8_kv.prefill(x, 9, y) != microattn::Status::kOk) return 1;
   if (g_qd8_kv.decode(x, y) != microattn::Status::kOk) return 1;
+  const microattn::Weights<Qd8Kv8> wk8(microattn::WeightLayout::kInOut, q, w, q, w, q, w, q, w);
+  if (g_qd8_kv8.set_weights(wk8) != microattn::Status::kOk) return 1;
+  if (g_qd8_kv8.prefill(x, 9, y) != microattn::Status::kOk) return 1;
+  if (g_qd8_kv8.decode(x, y) != microattn::Status::kOk) return 1;
   microattn::CacheSlice s;
   if (g_kv.export_cache(0, 4, k, v, &s) != microattn::Status::kOk) return 1;
   return microattn_status_string(MICROATTN_OK)[0] == 'o' ? 0 : 1;

@@ -179,7 +179,7 @@ def main():
     lines = []
     for case, (calls, n, cyc, ic, funcs) in rows.items():
         # An int8 case against the fp32 case with the same weight layout (kPanel16).
-        base = re.sub(r"_(q8|q8_kv8|qd8)$", "_panel16", case)
+        base = re.sub(r"_(q8|q8_kv8|qd8|qd8_kv8)$", "_panel16", case)
         ratio = ("%.2fx %s" % (cyc / rows[base][2], base)
                  if base != case and base in rows else "")
         lines.append([case, "{:,.0f}".format(n), "{:,.0f}".format(float(ic)) if ic else "-",

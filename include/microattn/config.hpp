@@ -51,7 +51,10 @@ enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
 ///                   heads) is quantised to int8 at run time with its own scale (max |x| / 127,
 ///                   "qd8" in kernel names), multiplied by the int8 weights with exact int32
 ///                   sums, and the two scales and the bias applied in fp32. Needs
-///                   WeightType::kInt8. Attention (scores, softmax, P·V) stays fp32.
+///                   WeightType::kInt8. Attention stays fp32, except that with
+///                   CacheType::kInt8 (KvAttention) each query row is quantised the same way
+///                   and its scores against the int8 keys are integer dot products too;
+///                   softmax and P·V stay fp32 (docs/quantization.md says why).
 enum class Compute : unsigned char { kF32 = 0, kInt8 = 1 };
 
 /// Element type of KvAttention's key/value cache.

@@ -101,7 +101,13 @@ class KvAttention {
   static constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, DM = Cfg::kDModel,
                                OD = Cfg::kOutDim;
   static constexpr std::size_t HKV = Cfg::kKvHeads, QD = Cfg::kQDim, KD = Cfg::kKvDim;
-  using TileScratch = kernels::AttnScratch<Arch, D>;
+
+ public:
+  /// Integer compute with the int8 cache: the scores against the cache are integer too.
+  static constexpr bool kIntScores = Cfg::kInt8Compute && Cfg::kInt8Cache;
+
+ private:
+  using TileScratch = kernels::AttnScratch<Arch, D, kIntScores>;
 
  public:
   /// Ring-buffer mode (Cfg has SlidingWindow{W}): positions grow without bound and the cache
@@ -120,7 +126,7 @@ class KvAttention {
   static constexpr std::size_t kStagedHeads = internal::staged_heads<Cfg>();
 
  private:
-  using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad>;
+  using DecScratch = kernels::DecodeScratch<Arch, D, G, kTPad, kIntScores>;
   /// Key chunks of one decode step's attention per key/value head: 1, unless the configuration
   /// has more workers than key/value heads (MQA/GQA on many cores): then enough chunks for every
   /// worker (flash-decoding's split-K), fixed by the configuration, so the result does not

@@ -16,6 +16,7 @@
 //   M1_qd8, MD1_qd8  M1_q8 and MD1_q8 with integer compute (Compute::kInt8: activations
 //       quantised per row, int32 sums; SMLAD on cores with the DSP extension); only when
 //       selected by name (the image microattn_cm_bench_qd8), not in "all"
+//   MD1_qd8_kv8    MD1_qd8 with the int8 KV cache: the scores against it integer too (idem)
 //
 // Cases are chosen at build time (CMake MICROATTN_CM_BENCH_CASES="M1;MD1_q8", which defines
 // MICROATTN_CM_BENCH_CASES_SELECTED and MICROATTN_CM_BENCH_<case>=1 for each): only their
@@ -91,13 +92,18 @@
 #ifndef MICROATTN_CM_BENCH_MD1_qd8
 #define MICROATTN_CM_BENCH_MD1_qd8 0
 #endif
+#ifndef MICROATTN_CM_BENCH_MD1_qd8_kv8
+#define MICROATTN_CM_BENCH_MD1_qd8_kv8 0
+#endif
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1
 #undef MICROATTN_CM_BENCH_MD1_panel16
 #undef MICROATTN_CM_BENCH_MD1_q8
 #undef MICROATTN_CM_BENCH_MD1_q8_kv8
 #undef MICROATTN_CM_BENCH_MD1_qd8
+#undef MICROATTN_CM_BENCH_MD1_qd8_kv8
 #define MICROATTN_CM_BENCH_MD1_qd8 0
+#define MICROATTN_CM_BENCH_MD1_qd8_kv8 0
 #define MICROATTN_CM_BENCH_MD1 0
 #define MICROATTN_CM_BENCH_MD1_panel16 0
 #define MICROATTN_CM_BENCH_MD1_q8 0
@@ -108,7 +114,7 @@
 #define NEED_W_PANEL (MICROATTN_CM_BENCH_M1_panel16 || MICROATTN_CM_BENCH_MD1_panel16)
 #define NEED_W_Q8                                                                            \
   (MICROATTN_CM_BENCH_M1_q8 || MICROATTN_CM_BENCH_MD1_q8 || MICROATTN_CM_BENCH_MD1_q8_kv8 || \
-   MICROATTN_CM_BENCH_M1_qd8 || MICROATTN_CM_BENCH_MD1_qd8)
+   MICROATTN_CM_BENCH_M1_qd8 || MICROATTN_CM_BENCH_MD1_qd8 || MICROATTN_CM_BENCH_MD1_qd8_kv8)
 #define NEED_LAYER (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_M1_panel16)
 #define NEED_KV (MICROATTN_CM_BENCH_MD1 || MICROATTN_CM_BENCH_MD1_panel16)
 
@@ -121,6 +127,8 @@ using CfgQ8Kv8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
 using CfgQd8 =
     microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8, microattn::Compute::kInt8>;
+using CfgQd8Kv8 = microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8,
+                                    microattn::Compute::kInt8, microattn::CacheType::kInt8>;
 using Layer = microattn::MultiHeadAttention<Cfg>;
 using LayerQ8 = microattn::MultiHeadAttention<CfgQ8>;
 using LayerQd8 = microattn::MultiHeadAttention<CfgQd8>;
@@ -134,6 +142,7 @@ using Kv = microattn::KvAttention<Cfg>;
 using KvQ8 = microattn::KvAttention<CfgQ8>;
 using KvQ8Kv8 = microattn::KvAttention<CfgQ8Kv8>;
 using KvQd8 = microattn::KvAttention<CfgQd8>;
+using KvQd8Kv8 = microattn::KvAttention<CfgQd8Kv8>;
 #endif
 
 #if NEED_W_INOUT
@@ -179,7 +188,8 @@ using Arena =
 #if MICROATTN_CM_BENCH_KV
              ,
              If<NEED_KV, Kv>, If<MICROATTN_CM_BENCH_MD1_q8, KvQ8>,
-             If<MICROATTN_CM_BENCH_MD1_q8_kv8, KvQ8Kv8>, If<MICROATTN_CM_BENCH_MD1_qd8, KvQd8>
+             If<MICROATTN_CM_BENCH_MD1_q8_kv8, KvQ8Kv8>, If<MICROATTN_CM_BENCH_MD1_qd8, KvQd8>,
+             If<MICROATTN_CM_BENCH_MD1_qd8_kv8, KvQd8Kv8>
 #endif
              >;
 alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
@@ -236,6 +246,11 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
 }
 [[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step_qd8(KvQd8& kv, const float* x,
                                                                         float* y) {
+  return kv.decode(x, y);
+}
+[[gnu::noinline, maybe_unused]] microattn::Status entry_decode_step_qd8_kv8(KvQd8Kv8& kv,
+                                                                            const float* x,
+                                                                            float* y) {
   return kv.decode(x, y);
 }
 #endif
@@ -498,6 +513,9 @@ int main(int argc, char** argv) {
 #endif
 #if MICROATTN_CM_BENCH_MD1_qd8
   run_decode_step<KvQd8, entry_decode_step_qd8>("MD1_qd8", weights_q8<CfgQd8>());
+#endif
+#if MICROATTN_CM_BENCH_MD1_qd8_kv8
+  run_decode_step<KvQd8Kv8, entry_decode_step_qd8_kv8>("MD1_qd8_kv8", weights_q8<CfgQd8Kv8>());
 #endif
   write("\n  ]\n}\n");
   return 0;

@@ -318,13 +318,12 @@ MICROATTN_ALWAYS_INLINE inline void run_heads(const ExecutorSetting<kMaxWorkers>
 /// The attention of a prefill call: T query rows at positions L .. of every key/value group,
 /// prepared by `src` into `store`, attended with the store's mask into ctx (row stride ldc,
 /// group g at columns g * G * d_head), each worker in its tile scratch tiles[w]; with kMaps
-/// also the maps (H * T * T floats).
-template <class Cfg, class Arch, bool kMaps, class Source, class Store>
+/// also the maps (H * T * T floats). (Scratch: kernels::AttnScratch<Arch, d_head, kIntScores>.)
+template <class Cfg, class Arch, bool kMaps, class Source, class Store, class Scratch>
 MICROATTN_ALWAYS_INLINE inline void attend_call(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
                                                 std::size_t T, std::size_t L, Source& src,
-                                                Store& store,
-                                                kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
-                                                float* ctx, std::size_t ldc, float scale,
+                                                Store& store, Scratch* tiles, float* ctx,
+                                                std::size_t ldc, float scale,
                                                 float* maps) noexcept {
   constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup;
   const kernels::KeyMask mask = store.mask(L, T);
@@ -379,15 +378,12 @@ MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kM
 /// concatenated heads; y itself without W_O), then W_O into y.
 /// (Compute::kInt8: x is first quantised into qbuf, split by rows over the parts.)
 template <class Cfg, class Arch, std::size_t kMaxRows, bool kMaps, class Rope, class Store,
-          class QBuf>
-MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
-                                                  const Weights<Cfg>& w, const Rope& rope,
-                                                  Store& store, const float* x, std::size_t T,
-                                                  std::size_t L, float* q, std::size_t q_stride,
-                                                  float* ctx, float* pack, std::size_t pack_stride,
-                                                  kernels::AttnScratch<Arch, Cfg::kDHead>* tiles,
-                                                  float scale, float* y, float* maps,
-                                                  [[maybe_unused]] QBuf& qbuf) noexcept {
+          class QBuf, class Scratch>
+MICROATTN_ALWAYS_INLINE inline void layer_prefill(
+    const ExecutorSetting<Cfg::kMaxWorkers>& ex, const Weights<Cfg>& w, const Rope& rope,
+    Store& store, const float* x, std::size_t T, std::size_t L, float* q, std::size_t q_stride,
+    float* ctx, float* pack, std::size_t pack_stride, Scratch* tiles, float scale, float* y,
+    float* maps, [[maybe_unused]] QBuf& qbuf) noexcept {
   const auto xin = [&] {  // x, or x quantised (split by rows over the parts)
     if constexpr (Cfg::kInt8Compute) {
       auto quantize = [&](std::size_t i) {

@@ -20,14 +20,17 @@
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_exp.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/qd8_gemm.hpp"
 
 namespace microattn {
 namespace kernels {
 
 /// Scratch of f32_attn_decode for kRows query heads over up to kKeys keys (a multiple of the
-/// key tile): scaled queries, one score row per head, and the output accumulators.
-template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys>
-struct DecodeScratch {
+/// key tile): scaled queries, one score row per head, and the output accumulators; with
+/// kIntScores also the scaled queries quantised (integer scores against an int8 cache).
+template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys,
+          bool kIntScores = false>
+struct DecodeScratch : Qd8QueryRows<Arch, kDHead, kRows, kIntScores> {
   using Tl = internal::Tiles<Arch>;
   static_assert(kKeys % Tl::kBK == 0, "DecodeScratch: kKeys must be whole key tiles");
   static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
@@ -75,6 +78,38 @@ inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, con
                                                          ldc, nullptr, accumulate);
 }
 
+/// Pass 1 of f32_attn_decode: S = (scale Q) K^T over the keys key0 .. k_end - 1, one key tile
+/// after the other (each tile read once); integer scores: the rows quantised first, then each
+/// head alone against the tile's int8 keys.
+template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys, class CE,
+          bool kIntScores>
+inline void decode_scores(std::size_t key0, std::size_t k_end, const CE* kt,
+                          DecodeScratch<Arch, kDHead, kRows, kKeys, kIntScores>& sc,
+                          const float* k_scale) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = internal::Vec<Arch>::kWidth, BK = Tl::kBK;
+  constexpr std::size_t R = kRows < Tl::kMR ? kRows : Tl::kMR;
+  constexpr std::size_t CS = decode_cols(Tl::kMR * Tl::kNRVec, R, BK / W);  // score columns
+  if constexpr (kIntScores) {
+    for (std::size_t e = 0; e < kRows; ++e)
+      sc.qs[e] = qd8_quantize_row<Arch>(kDHead, sc.q + e * kDHead, sc.qq + e * sc.kQBytes);
+  }
+  for (std::size_t j0 = key0 / BK * BK; j0 < k_end; j0 += BK) {
+    const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
+    const std::size_t kvalid = internal::min_size(BK, k_end - j0);
+    if constexpr (kIntScores) {
+      const std::size_t a = key0 > j0 ? key0 - j0 : 0;
+      for (std::size_t e = 0; e < kRows; ++e)
+        qd8_f32_qs8_scores<Arch>(kDHead, sc.qq + e * sc.kQBytes, sc.qs[e], ktile, BK, a, kvalid,
+                                 k_scale + j0, sc.s + e * kKeys + j0);
+    } else {
+      for (std::size_t c0 = 0; c0 < kvalid; c0 += CS * W)
+        gemm_row_blocks<Arch, kRows, R, CS>(kDHead, sc.q, kDHead, ktile + c0, BK, sc.s + j0 + c0,
+                                            kKeys);
+    }
+  }
+}
+
 }  // namespace detail
 
 /// out_e = softmax(scale * q_e K^T) V for the kRows query heads e of one key/value group, all
@@ -93,14 +128,22 @@ inline void gemm_row_blocks(std::size_t kc, const float* a, std::size_t lda, con
 /// v_scale[j] * v(j); int8 rows are widened in registers, each score scaled once after its dot
 /// product and each probability once after the row sum (see f32_attn_rows), so the step reads a
 /// quarter of the fp32 cache bytes and computes fp32 attention over the dequantised cache.
-template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys, class CE = float>
+/// Integer scores (the scratch's kIntScores, qs8 form only): each scaled query row is quantised
+/// (qd8_quantize_row) and its scores are integer dot products with the int8 keys
+/// (qd8_f32_qs8_scores); softmax and P·V stay fp32.
+template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys, class CE = float,
+          bool kIntScores = false>
 void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
                      std::size_t o_head_stride, std::size_t n_keys, const CE* kt, const CE* v,
-                     float scale, DecodeScratch<Arch, kDHead, kRows, kKeys>& sc,
+                     float scale, DecodeScratch<Arch, kDHead, kRows, kKeys, kIntScores>& sc,
                      const float* k_scale = nullptr, const float* v_scale = nullptr,
                      std::size_t key0 = 0,
                      DecodePartial<Arch, kDHead, kRows>* partial = nullptr) noexcept {
   constexpr bool kQ = internal::Elem<CE>::kScaled;
+  static_assert(!kIntScores || std::is_same<CE, std::int8_t>::value,
+                "f32_attn_decode: integer scores need int8 keys");
+  static_assert(!kIntScores || internal::Tiles<Arch>::kBK % kQs8Keys == 0,
+                "f32_attn_decode: integer scores go by whole runs of kQs8Keys keys");
   using V = internal::Vec<Arch>;
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = V::kWidth, BK = Tl::kBK;
@@ -109,7 +152,6 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
   // loaded once) by as many vector columns as the micro-kernel's accumulator budget allows.
   constexpr std::size_t kBudget = Tl::kMR * Tl::kNRVec;
   constexpr std::size_t R = kRows < Tl::kMR ? kRows : Tl::kMR;
-  constexpr std::size_t CS = detail::decode_cols(kBudget, R, BK / W);    // score columns
   constexpr std::size_t CP = detail::decode_cols(kBudget, R, DPad / W);  // output columns
   MICROATTN_ASSERT(n_keys >= 1 && key0 + n_keys <= kKeys);
   const std::size_t k_end = key0 + n_keys;
@@ -120,20 +162,13 @@ void f32_attn_decode(const float* q, std::size_t q_head_stride, float* out,
     for (std::size_t d = 0; d < kDHead; ++d)
       sc.q[e * kDHead + d] = q[e * q_head_stride + d] * qscale;
 
-  // Pass 1: S = (scale Q) K^T, one key tile after the other (each tile read once).
-  for (std::size_t j0 = key0 / BK * BK; j0 < k_end; j0 += BK) {
-    const CE* ktile = kt + (j0 / BK) * (kDHead * BK);
-    const std::size_t kvalid = internal::min_size(BK, k_end - j0);
-    for (std::size_t c0 = 0; c0 < kvalid; c0 += CS * W)
-      detail::gemm_row_blocks<Arch, kRows, R, CS>(kDHead, sc.q, kDHead, ktile + c0, BK,
-                                                  sc.s + j0 + c0, kKeys);
-  }
+  detail::decode_scores(key0, k_end, kt, sc, k_scale);
 
   // Exact softmax of each row (unnormalised: P = 2^(S - max), l = sum P; S is in base 2).
   float l[kRows], m[kRows];
   for (std::size_t e = 0; e < kRows; ++e) {
     float* s = sc.s + e * kKeys + key0;
-    if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, k_scale + key0);
+    if constexpr (kQ && !kIntScores) detail::scale_row<Arch>(s, n_keys, k_scale + key0);
     m[e] = detail::row_max<Arch>(s, n_keys);
     l[e] = detail::exp2_row<Arch>(s, n_keys, m[e]);
     if constexpr (kQ) detail::scale_row<Arch>(s, n_keys, v_scale + key0);

@@ -12,6 +12,7 @@
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_exp.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/qd8_gemm.hpp"
 
 MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
@@ -19,9 +20,10 @@ namespace microattn {
 namespace kernels {
 
 /// Per-call scratch of the attention tile kernel: O(kBQ x (d_head + kBK)) floats, independent
-/// of the number of tokens.
-template <class Arch, std::size_t kDHead>
-struct AttnScratch {
+/// of the number of tokens; with kIntScores also the query rows quantised (integer scores
+/// against an int8 cache).
+template <class Arch, std::size_t kDHead, bool kIntScores = false>
+struct AttnScratch : Qd8QueryRows<Arch, kDHead, internal::Tiles<Arch>::kBQ, kIntScores> {
   using Tl = internal::Tiles<Arch>;
   /// Row stride of V and of the output accumulator: d_head rounded up to whole GEMM panels.
   static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
@@ -372,12 +374,17 @@ struct QueryTileSplit {
 
 /// One query tile of f32_attn_rows: rows r0 .. r0 + bq - 1 of `rows`, with the scratch and the
 /// constants every tile shares.
-template <class Arch, std::size_t kDHead, class CE>
+template <class Arch, std::size_t kDHead, class CE, bool kIntScores>
 struct QueryTile {
   using Tl = internal::Tiles<Arch>;
   using V = internal::Vec<Arch>;
   using T = typename V::type;
+  using Scratch = AttnScratch<Arch, kDHead, kIntScores>;
   static constexpr bool kQ = internal::Elem<CE>::kScaled;
+  static_assert(!kIntScores || std::is_same<CE, std::int8_t>::value,
+                "f32_attn_rows: integer scores need int8 keys");
+  static_assert(!kIntScores || Tl::kBK % kQs8Keys == 0,
+                "f32_attn_rows: integer scores go by whole runs of kQs8Keys keys");
   static constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK,
                                LW = V::kWidth;
   static constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
@@ -393,7 +400,7 @@ struct QueryTile {
   const KeyMask& mask;
   const CE* kt;
   const CE* v;
-  AttnScratch<Arch, kDHead>& sc;
+  Scratch& sc;
   const float* k_scale;
   const float* v_scale;
   const MapRows* maps;
@@ -421,6 +428,8 @@ struct QueryTile {
       std::size_t d = 0;
       for (; d + LW <= kDHead; d += LW) V::storeu(qd + d, V::loadu(src + d) * vqscale);
       for (; d < kDHead; ++d) qd[d] = src[d] * qscale;
+      if constexpr (kIntScores)
+        sc.qs[i] = qd8_quantize_row<Arch>(kDHead, qd, sc.qq + i * Scratch::kQBytes);
       for (std::size_t e = 0; e < DPad; e += LW) V::store(sc.o + i * DPad + e, V::zero());
       sc.started[i] = 0;
     }
@@ -452,8 +461,15 @@ struct QueryTile {
   /// (the first row's first key to the last row's last): a tile crossing a mask edge skips the
   /// work outside it. Scores a row does not see are never read. (SIMD arches: a group starting
   /// inside a panel starts at its first vector with only the panel's remaining vectors: a
-  /// window's lower edge.)
-  MICROATTN_ALWAYS_INLINE void scores(const CE* ktile) noexcept {
+  /// window's lower edge.) Integer scores: each row alone over its own keys.
+  MICROATTN_ALWAYS_INLINE void scores(const CE* ktile, std::size_t j0) noexcept {
+    if constexpr (kIntScores) {
+      for (std::size_t i = 0; i < bq; ++i)
+        if (sc.ka[i] < sc.kb[i])
+          qd8_f32_qs8_scores<Arch>(kDHead, sc.qq + i * Scratch::kQBytes, sc.qs[i], ktile, BK,
+                                   sc.ka[i], sc.kb[i], k_scale + j0, sc.s + i * BK);
+      return;
+    }
     for (std::size_t i = 0; i < bq; i += MR) {
       const std::size_t mr = internal::min_size(MR, bq - i);
       std::size_t a = std::size_t{sc.ka[i]} / NR * NR;
@@ -481,7 +497,7 @@ struct QueryTile {
       const std::size_t a = sc.ka[i], b = sc.kb[i];
       if (a >= b) continue;
       float* s0 = sc.s + i * BK;
-      if constexpr (kQ) scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
+      if constexpr (kQ && !kIntScores) scale_row<Arch>(s0 + a, b - a, k_scale + j0 + a);
       if (maps) {
         const std::size_t r = r0 + i;
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld + j0 + a;
@@ -592,7 +608,7 @@ struct QueryTile {
       for (std::size_t j0 = k_begin; j0 < k_end; j0 += BK) {
         const std::size_t kvalid = internal::min_size(BK, mask.n_keys - j0);
         row_ranges(j0, kvalid);
-        scores(kt + (j0 / BK) * (kDHead * BK));
+        scores(kt + (j0 / BK) * (kDHead * BK), j0);
         softmax_step(j0);
         values(j0, kvalid);
       }
@@ -617,7 +633,10 @@ struct QueryTile {
 /// k_scale[j] * kt(j) and its V row v_scale[j] * v(j) (k_scale, v_scale: n_keys floats). The
 /// int8 tiles are widened in the micro-kernel's registers; a score is scaled once
 /// (s_j = k_scale[j] * q·kt(j)) and a probability once (p_j v_scale[j], after the row sum), so
-/// the result is fp32 attention over the dequantised cache.
+/// the result is fp32 attention over the dequantised cache. Integer scores (the scratch's
+/// kIntScores, qs8 form only): each scaled query row is quantised (qd8_quantize_row) and its
+/// scores are integer dot products with the int8 keys (qd8_f32_qs8_scores); softmax and P·V
+/// stay fp32.
 ///
 /// part / parts: only the query tiles of part `part` of a fixed split into `parts` (for
 /// several workers sharing the rows; detail::QueryTileSplit; results are bit-identical for any
@@ -629,12 +648,13 @@ struct QueryTile {
 /// as the output row. One function for both, so an output is the same bits with and without
 /// maps on every compiler (two instantiations may be optimised differently); without maps the
 /// extra work is a not-taken branch per row and tile.
-template <class Arch, std::size_t kDHead, class CE = float>
+template <class Arch, std::size_t kDHead, class CE = float, bool kIntScores = false>
 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
     const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v, float scale,
-    AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr, const float* v_scale = nullptr,
-    const MapRows* maps = nullptr, std::size_t part = 0, std::size_t parts = 1) noexcept {
-  using Tile = detail::QueryTile<Arch, kDHead, CE>;
+    AttnScratch<Arch, kDHead, kIntScores>& sc, const float* k_scale = nullptr,
+    const float* v_scale = nullptr, const MapRows* maps = nullptr, std::size_t part = 0,
+    std::size_t parts = 1) noexcept {
+  using Tile = detail::QueryTile<Arch, kDHead, CE, kIntScores>;
   using V = internal::Vec<Arch>;
   static_assert(Tile::BK <= 0xFFFF,
                 "f32_attn_rows: a key tile's column numbers are kept in 16 bits");
@@ -655,10 +675,10 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
 }
 
 /// Causal attention over keys 0 .. n_keys - 1 (the row at position p sees keys 0 .. p).
-template <class Arch, std::size_t kDHead, class CE = float>
+template <class Arch, std::size_t kDHead, class CE = float, bool kIntScores = false>
 void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
-                   float scale, AttnScratch<Arch, kDHead>& sc, const float* k_scale = nullptr,
-                   const float* v_scale = nullptr) noexcept {
+                   float scale, AttnScratch<Arch, kDHead, kIntScores>& sc,
+                   const float* k_scale = nullptr, const float* v_scale = nullptr) noexcept {
   f32_attn_rows<Arch, kDHead>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
 }
 

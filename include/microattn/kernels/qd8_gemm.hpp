@@ -901,9 +901,10 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
         cs = I(intrin::dpbusd_i32x16(cs, ones, t));
       }
       (acc - cs * I(128)).store_unaligned(s);
-      for (; k < K; ++k)
+      // The last K % 4 rows, counted from 0 (docs/compiler-notes.md: a -Werror warning).
+      for (std::size_t r = 0; r < K % 4; ++r)
         for (std::size_t c = 0; c < 16; ++c)
-          s[c] += std::int32_t{static_cast<std::int8_t>(a[k] ^ 0x80)} * w[k * ld + c];
+          s[c] += std::int32_t{static_cast<std::int8_t>(a[k + r] ^ 0x80)} * w[(k + r) * ld + c];
       return;
     }
   }
@@ -987,6 +988,39 @@ void qd8_f32_qc8w_gemv(std::size_t N, std::size_t K, const std::int8_t* a, float
       for (std::size_t c = 0; c < nc; ++c)
         y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], 0.0f);
     }
+  }
+}
+
+/// Keys formed together by qd8_f32_qs8_scores (a key tile's width must be a multiple).
+constexpr std::size_t kQs8Keys = 16;
+
+/// The attention kernels' quantised query rows for integer scores (kOn): kRows rows of
+/// qd8_row_bytes<Arch>(kDHead) bytes and their scales; no bytes at all otherwise (an empty base).
+template <class Arch, std::size_t kDHead, std::size_t kRows, bool kOn>
+struct Qd8QueryRows {
+  static constexpr std::size_t kQBytes = qd8_row_bytes<Arch>(kDHead);  ///< a quantised row
+  alignas(4) std::int8_t qq[kRows * kQBytes];                          ///< quantised query rows
+  float qs[kRows];                                                     ///< their scales
+};
+template <class Arch, std::size_t kDHead, std::size_t kRows>
+struct Qd8QueryRows<Arch, kDHead, kRows, false> {};
+
+/// Integer scores of one quantised query row (qa: K values as Qd8Rows, scale sa) against int8
+/// keys in the int8 cache's K^T layout (value d of key j at kt[d * ld + j], the key's scale
+/// k_scale[j]): s[j] = sa * (k_scale[j] * sum_d v(d) kt(d, j)) for a <= j < b, the sums exact in
+/// int32. Keys go kQs8Keys at a time from a rounded down (ld: a multiple of kQs8Keys, at least
+/// b rounded up); the sums of keys outside [a, b) are formed from whatever the tile holds there
+/// and dropped: only s[a .. b) and k_scale[a .. b) are touched.
+template <class Arch>
+void qd8_f32_qs8_scores(std::size_t K, const std::int8_t* qa, float sa, const std::int8_t* kt,
+                        std::size_t ld, std::size_t a, std::size_t b, const float* k_scale,
+                        float* s) noexcept {
+  std::int32_t sum[kQs8Keys];
+  for (std::size_t j0 = a / kQs8Keys * kQs8Keys; j0 < b; j0 += kQs8Keys) {
+    detail::qd8_dot16<Arch>(K, qa, kt + j0, ld, kQs8Keys, sum);
+    const std::size_t hi = internal::min_size(j0 + kQs8Keys, b);
+    for (std::size_t j = j0 > a ? j0 : a; j < hi; ++j)
+      s[j] = detail::qd8_dequant(sa, k_scale[j], sum[j - j0], 0.0f);
   }
 }
 
