@@ -183,6 +183,58 @@ TEST(Quantize, ScaleCoversTheColumnAndStaysFinite) {
   }
 }
 
+// The int8 cache's row quantiser (internal::Elem<std::int8_t>::encode): scale max |x| / 127, each
+// value x * (127 / max |x|) rounded to nearest with ties to even (integer compute's rule), never
+// -128, written at the given stride; a zero row: scale 0, values 0; a row with a NaN or an
+// infinity: scale NaN, values 0; a row too small for 127 / max |x|: each value divided by the
+// scale. Against the rule computed here with nearbyint (the C library's ties-to-even).
+TEST(Int8Cache, RowQuantiserRule) {
+  using E = microattn::internal::Elem<std::int8_t>;
+  constexpr std::size_t kN = 67, kStride = 3;
+  static float x[kN];
+  static std::int8_t q[kN * kStride];
+  microattn_test::Rng rng(5);
+  std::size_t wrong = 0, ties = 0;
+  for (int row = 0; row < 200; ++row) {
+    rng.fill(x, kN, -3.0f, 3.0f);
+    x[row % kN] = row % 2 ? 3.5f : -3.5f;  // max |x|: 127 / 3.5 is not exact, the ties below are
+    const float inv = 127.0f / 3.5f;
+    for (std::size_t i = 0; i < 8; ++i) {  // values that land on .5 after the multiply
+      const float t = (static_cast<float>(row % 120) + 0.5f + static_cast<float>(i)) / inv;
+      if (std::fabs(t * inv - std::nearbyint(t * inv)) == 0.5f) x[(row + 7 * i + 1) % kN] = t;
+    }
+    const float s = E::encode(x, kN, q, kStride);
+    EXPECT_EQ(s, 3.5f / 127.0f);
+    for (std::size_t i = 0; i < kN; ++i) {
+      const float v = x[i] * inv;
+      ties += std::fabs(v - std::trunc(v)) == 0.5f;
+      const float r = std::fmin(127.0f, std::fmax(-127.0f, std::nearbyint(v)));
+      wrong += q[i * kStride] != static_cast<std::int8_t>(r);
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_GT(ties, 100u) << "the rows must hold ties";
+  // Exact products (max 127: the multiplier is 1): ties to even, the ends, zero, NaN, infinity,
+  // and a row too small for 127 / max |x| (each value divided by the scale; 0 where denormals
+  // are flushed, as under -Ofast).
+  const float edge[6] = {127.0f, -127.0f, 0.5f, 31.75f, 2.5f, -3.5f};
+  EXPECT_EQ(E::encode(edge, 6, q, 1), 1.0f);
+  const std::int8_t want[6] = {127, -127, 0, 32, 2, -4};
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(q[i], want[i]) << edge[i];
+  const float zero[3] = {0.0f, -0.0f, 0.0f};
+  std::memset(q, 0x55, sizeof q);
+  EXPECT_EQ(E::encode(zero, 3, q, 1), 0.0f);
+  EXPECT_TRUE(q[0] == 0 && q[1] == 0 && q[2] == 0);
+  const float bad[3] = {1.0f, NAN, 2.0f}, inf[2] = {INFINITY, 1.0f};
+  EXPECT_TRUE(microattn_test::is_nan(E::encode(bad, 3, q, 1)));
+  EXPECT_TRUE(q[0] == 0 && q[1] == 0 && q[2] == 0);
+  EXPECT_TRUE(microattn_test::is_nan(E::encode(inf, 2, q, 1)));
+  const float tiny[2] = {1e-40f, -5e-41f};
+  const float st = E::encode(tiny, 2, q, 1);
+  EXPECT_EQ(q[0], microattn::quantize_value(tiny[0], st));
+  EXPECT_EQ(q[1], microattn::quantize_value(tiny[1], st));
+}
+
 TEST(Quantize, BadInputWritesNothing) {
   static float src[4 * 3] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   static std::int8_t dst[16 * 4];

@@ -62,24 +62,54 @@ struct Elem<float> {
   static float decode(float e, float) noexcept { return e; }
 };
 
+/// v (|v| <= 127 and a rounding) rounded to nearest, ties to even, clamped to -127 .. 127, without
+/// branches (a cache row's values fall on either side of .5 at random).
+inline std::int8_t round_to_int8(float v) noexcept {
+  std::int32_t r = static_cast<std::int32_t>(v);
+  const float d = v - static_cast<float>(r);  // exact
+  const std::int32_t odd = r & 1;
+  r += static_cast<std::int32_t>(d > 0.5f) - static_cast<std::int32_t>(d < -0.5f) +
+       (static_cast<std::int32_t>(d == 0.5f) & odd) - (static_cast<std::int32_t>(d == -0.5f) & odd);
+  r = r > 127 ? 127 : r;
+  return static_cast<std::int8_t>(r < -127 ? -127 : r);
+}
+
 /// Symmetric int8 (never -128) with one scale per group: max |x| / 127, NaN when the group holds
-/// a NaN or an infinity (its scores or outputs then become NaN, as with fp32 values).
+/// a NaN or an infinity (its scores or outputs then become NaN, as with fp32 values). A value is
+/// x · (127 / max |x|) rounded to nearest, ties to even (the run-time quantiser of integer
+/// compute's rule, kernels::qd8_quantize_row): one division per group, not per value.
 template <>
 struct Elem<std::int8_t> {
   static constexpr bool kScaled = true;
-  static float scale_of(const float* x, std::size_t n) noexcept {
+  /// max |x| over n values, NaN when one is not finite.
+  static float absmax(const float* x, std::size_t n) noexcept {
     float amax = 0.0f;
     for (std::size_t i = 0; i < n; ++i) {
       if (!finite_bits(x[i])) return __builtin_nanf("");
       const float a = x[i] < 0.0f ? -x[i] : x[i];
       amax = a > amax ? a : amax;
     }
-    return amax / opaque_divisor(127.0f);
+    return amax;
+  }
+  static float scale_of(const float* x, std::size_t n) noexcept {
+    return absmax(x, n) / opaque_divisor(127.0f);
   }
   static float encode(const float* x, std::size_t n, std::int8_t* dst,
                       std::size_t stride) noexcept {
-    const float s = scale_of(x, n);
-    for (std::size_t i = 0; i < n; ++i) dst[i * stride] = quantize_value(x[i], s);
+    const float amax = absmax(x, n);
+    const float s = amax / opaque_divisor(127.0f);
+    // All zero, or not finite (tested on the bits: -ffinite-math-only drops a NaN test): zeros,
+    // and the scale 0 or NaN.
+    if (!finite_bits(amax) || !(amax > 0.0f)) {
+      for (std::size_t i = 0; i < n; ++i) dst[i * stride] = 0;
+      return s;
+    }
+    const float inv = 127.0f / opaque_divisor(amax);
+    if (!finite_bits(inv)) {  // max |x| so small that 127 / max overflows: divide each value
+      for (std::size_t i = 0; i < n; ++i) dst[i * stride] = quantize_value(x[i], s);
+      return s;
+    }
+    for (std::size_t i = 0; i < n; ++i) dst[i * stride] = round_to_int8(x[i] * inv);
     return s;
   }
   static float decode(std::int8_t e, float scale) noexcept { return scale * static_cast<float>(e); }
