@@ -63,13 +63,13 @@ struct Elem<float> {
 };
 
 /// v (|v| <= 127 and a rounding) rounded to nearest, ties to even, clamped to -127 .. 127, without
-/// branches (a cache row's values fall on either side of .5 at random).
+/// branches: adding 1.5 * 2^23 rounds v to an integer in the FPU's default mode. Opaque values, so
+/// that -ffast-math can neither fold the sum and the difference away nor fuse v's product into
+/// the sum (which would round the unrounded product).
 inline std::int8_t round_to_int8(float v) noexcept {
-  std::int32_t r = static_cast<std::int32_t>(v);
-  const float d = v - static_cast<float>(r);  // exact
-  const std::int32_t odd = r & 1;
-  r += static_cast<std::int32_t>(d > 0.5f) - static_cast<std::int32_t>(d < -0.5f) +
-       (static_cast<std::int32_t>(d == 0.5f) & odd) - (static_cast<std::int32_t>(d == -0.5f) & odd);
+  using V = Vec<ScalarArch>;
+  constexpr float kMagic = 12582912.0f;
+  std::int32_t r = static_cast<std::int32_t>(V::opaque(V::opaque(v) + kMagic) - kMagic);
   r = r > 127 ? 127 : r;
   return static_cast<std::int8_t>(r < -127 ? -127 : r);
 }

@@ -129,17 +129,6 @@ inline int qd8_value(const std::int8_t* row, std::size_t k) noexcept {
 }
 
 namespace detail {
-/// v (|v| <= 127.5) rounded to nearest, ties to even (as the SIMD conversions), in -127 .. 127.
-inline std::int32_t qd8_round(float v) noexcept {
-  std::int32_t r = static_cast<std::int32_t>(v);
-  const float d = v - static_cast<float>(r);  // exact
-  if (d > 0.5f || (d == 0.5f && (r & 1) != 0))
-    ++r;
-  else if (d < -0.5f || (d == -0.5f && (r & 1) != 0))
-    --r;
-  return r < -127 ? -127 : (r > 127 ? 127 : r);
-}
-
 /// max |x[k]| over K floats, or NaN when one of them is not finite.
 template <class Arch>
 inline float qd8_absmax(std::size_t K, const float* x) noexcept {
@@ -161,7 +150,7 @@ inline float qd8_absmax(std::size_t K, const float* x) noexcept {
   return amax;
 }
 
-/// q[k] = (qd8_round(x[k] * inv)) xor kFlip for K floats.
+/// q[k] = (internal::round_to_int8(x[k] * inv)) xor kFlip for K floats.
 template <class Arch>
 inline void qd8_quantize_values(std::size_t K, const float* x, float inv, std::int8_t* q) noexcept {
   constexpr unsigned char kFlip = Qd8Params<Arch>::kFlip;
@@ -175,7 +164,8 @@ inline void qd8_quantize_values(std::size_t K, const float* x, float inv, std::i
   if constexpr (Qd8Params<Arch>::kHelium) return intrin::quantize_f32_i8_mve(x, K, inv, q, kFlip);
 #endif
   for (std::size_t k = 0; k < K; ++k)
-    q[k] = static_cast<std::int8_t>(static_cast<unsigned char>(qd8_round(x[k] * inv)) ^ kFlip);
+    q[k] = static_cast<std::int8_t>(
+        static_cast<unsigned char>(internal::round_to_int8(x[k] * inv)) ^ kFlip);
 }
 
 /// base + sa * (sb * s), rounded the same wherever it is inlined: GCC contracts the last
