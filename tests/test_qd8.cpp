@@ -40,14 +40,19 @@ template <class A>
 int value_at(const std::int8_t* row, std::size_t k) {
   return microattn::kernels::qd8_value<A>(row, k);
 }
-/// for_each_arch, and in an AVX-512 build also AVX2's arch: its integer kernel (vpsignb /
-/// vpmaddubsw) is otherwise only run by the x86-avx2 preset and on AVX2 hosts.
+/// for_each_arch, and in an AVX-512 build also AVX2's arch, in an AVX build SSE 4.2's: their
+/// integer kernels (pmaddubsw on 32- and 16-byte vectors) otherwise run only in the x86-avx2
+/// preset, on AVX2 hosts and in the SSE test binary (tests/CMakeLists.txt).
 template <class F>
 void for_each_qd8_arch(F&& f) {
   for_each_arch(f);
 #if MICROATTN_HAS_XSIMD && defined(__AVX512F__) && defined(__FMA__) && \
     !defined(MICROATTN_FORCE_SCALAR)
   f(xsimd::fma3<xsimd::avx2>{});
+#endif
+#if MICROATTN_HAS_XSIMD && defined(__AVX__) && defined(__SSE4_2__) && \
+    !defined(MICROATTN_FORCE_SCALAR)
+  f(xsimd::sse4_2{});
 #endif
 }
 
@@ -74,6 +79,15 @@ TEST(Qd8Kernels, ExpectedIntegerPath) {
 #endif
 #if defined(__AVX2__) && !defined(__AVX512F__) && !defined(MICROATTN_FORCE_SCALAR)
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kAvx2);
+#endif
+#if defined(__AVX512BW__) && !defined(__AVX512VNNI__) && !defined(MICROATTN_FORCE_SCALAR)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kAvx2);  // 32-byte pmaddubsw
+#endif
+#if defined(__SSSE3__) && !defined(__AVX__) && !defined(MICROATTN_FORCE_SCALAR)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kSsse3);
+#endif
+#if defined(MICROATTN_EXPECT_X86_ARCH)  // the x86 test binaries' own -march (tests/CMakeLists.txt)
+  EXPECT_STREQ(microattn::arch_name<>(), MICROATTN_EXPECT_X86_ARCH);
 #endif
 #if MICROATTN_HAS_MVE
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::MveArch>::kHelium);

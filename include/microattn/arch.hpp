@@ -165,6 +165,12 @@
 #if MICROATTN_HAS_XSIMD && defined(__AVX2__)
 #define MICROATTN_INTRIN_AVX2 1
 #endif
+#if MICROATTN_HAS_XSIMD && defined(__SSSE3__)
+#define MICROATTN_INTRIN_SSSE3 1
+#endif
+#if MICROATTN_HAS_XSIMD && defined(__SSE4_1__)
+#define MICROATTN_INTRIN_SSE41 1
+#endif
 #if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
 #define MICROATTN_INTRIN_NEON 1
 #endif
@@ -243,6 +249,19 @@ inline void transpose_f32x16(__m512 (&r)[16]) noexcept {
   }
 }
 #endif
+#if defined(MICROATTN_INTRIN_SSE41)
+/// 4 int8 at p as 4 floats.
+inline __m128 i8x4_to_f32(const signed char* p) noexcept {
+  std::int32_t w;
+  __builtin_memcpy(&w, p, sizeof w);
+  return _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128(w)));
+}
+/// Largest of the 4 lanes of v (a NaN lane may or may not win).
+inline float hmax_f32x4(__m128 v) noexcept {
+  const __m128 m = _mm_max_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+#endif
 #if defined(MICROATTN_INTRIN_AVX2)
 /// r[i] = column i of the 8 x 8 matrix whose row j was r[j] (24 shuffles).
 inline void transpose_f32x8(__m256 (&r)[8]) noexcept {
@@ -269,9 +288,7 @@ inline __m256 i8x8_to_f32(const signed char* p) noexcept {
 }
 /// Largest of the 8 lanes of v (a NaN lane may or may not win).
 inline float hmax_f32x8(__m256 v) noexcept {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+  return hmax_f32x4(_mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 #endif
 #if defined(MICROATTN_INTRIN_AVX512) && defined(__AVX512BW__)
@@ -428,7 +445,7 @@ inline void quantize_f32x8_i8(const float* x, std::size_t n, float inv, signed c
   }
 }
 #endif
-#if defined(MICROATTN_INTRIN_AVX2)
+#if defined(MICROATTN_INTRIN_SSSE3)
 /// 4 rows of 16 bytes (row r at p + r ld) as the 16 columns' groups of 4: byte 4c + r of
 /// o[c / 4] is row r, column c (two rounds of byte and word interleaves).
 inline void rows4_to_k4_i8x16(const signed char* p, std::size_t ld, __m128i (&o)[4]) noexcept {
@@ -443,98 +460,129 @@ inline void rows4_to_k4_i8x16(const signed char* p, std::size_t ld, __m128i (&o)
   o[2] = _mm_unpacklo_epi16(t1, t3);
   o[3] = _mm_unpackhi_epi16(t1, t3);
 }
-/// acc (8 int32 lanes) plus, per lane, the 4 products of the signed bytes of a and b in it:
-/// |b| unsigned times a with b's sign (a in -127 .. 127), as the AVX2 tile below.
-inline __m256i dot4_i8x32(__m256i acc, __m256i a, __m256i b) noexcept {
-  const __m256i sa = _mm256_sign_epi8(a, b);
-#if defined(__AVXVNNI__)
-  return _mm256_dpbusd_avx_epi32(acc, _mm256_abs_epi8(b), sa);
-#else
-  return _mm256_add_epi32(
-      acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(b), sa), _mm256_set1_epi16(1)));
+/// The x86 integer vectors of the vpmaddubsw kernels below, by width in bytes: 16 (SSSE3) or
+/// 32 (AVX2). dot4(acc, ub, sa): acc (int32 lanes) plus, per lane, the 4 products of the
+/// unsigned bytes ub = |b| and the signed bytes sa = a with b's sign (pmaddubsw's pair sums,
+/// at most 2 x 128 x 127, cannot saturate int16; pmaddwd adds the pairs into int32 lanes; with
+/// AVX-VNNI one vpdpbusd does both). a in -127 .. 127, so negating it cannot overflow, and
+/// b = -128 still works.
+template <std::size_t kBytes>
+struct X86I8;
+template <>
+struct X86I8<16> {
+  using V = __m128i;
+  static V load(const void* p) noexcept { return _mm_loadu_si128(static_cast<const V*>(p)); }
+  static void store(void* p, V v) noexcept { _mm_storeu_si128(static_cast<V*>(p), v); }
+  static V zero() noexcept { return _mm_setzero_si128(); }
+  static V bcast(std::int32_t x) noexcept { return _mm_set1_epi32(x); }
+  static V abs(V b) noexcept { return _mm_abs_epi8(b); }
+  static V sign(V a, V b) noexcept { return _mm_sign_epi8(a, b); }
+  static V dot4(V acc, V ub, V sa) noexcept {
+    return _mm_add_epi32(acc, _mm_madd_epi16(_mm_maddubs_epi16(ub, sa), _mm_set1_epi16(1)));
+  }
+  /// Vector v of 16 columns' groups (rows4_to_k4_i8x16's o): o[v].
+  static V quads(const __m128i (&o)[4], std::size_t v) noexcept { return o[v]; }
+  static std::int32_t hsum(V v) noexcept {
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, 0xb1)));
+  }
+};
 #endif
-}
-/// The sum of the 8 int32 lanes of v.
-inline std::int32_t hsum_i32x8(__m256i v) noexcept {
-  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-  return _mm_cvtsi128_si32(h);
-}
-/// sum over k < 32 n of a[k] w[k] (signed bytes, a in -127 .. 127).
+#if defined(MICROATTN_INTRIN_AVX2)
+template <>
+struct X86I8<32> {
+  using V = __m256i;
+  static V load(const void* p) noexcept { return _mm256_loadu_si256(static_cast<const V*>(p)); }
+  static void store(void* p, V v) noexcept { _mm256_storeu_si256(static_cast<V*>(p), v); }
+  static V zero() noexcept { return _mm256_setzero_si256(); }
+  static V bcast(std::int32_t x) noexcept { return _mm256_set1_epi32(x); }
+  static V abs(V b) noexcept { return _mm256_abs_epi8(b); }
+  static V sign(V a, V b) noexcept { return _mm256_sign_epi8(a, b); }
+  static V dot4(V acc, V ub, V sa) noexcept {
+#if defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, ub, sa);
+#else
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(ub, sa), _mm256_set1_epi16(1)));
+#endif
+  }
+  static V quads(const __m128i (&o)[4], std::size_t v) noexcept {
+    return _mm256_set_m128i(o[2 * v + 1], o[2 * v]);
+  }
+  static std::int32_t hsum(V v) noexcept {
+    return X86I8<16>::hsum(
+        _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+  }
+};
+#endif
+#if defined(MICROATTN_INTRIN_SSSE3)
+/// sum over k < W n of a[k] w[k] (signed bytes, a in -127 .. 127), W = X::V's bytes.
+template <class X>
 inline std::int32_t dot_i8(std::size_t n, const signed char* a, const signed char* w) noexcept {
-  __m256i acc = _mm256_setzero_si256();
-  for (std::size_t k = 0; k < 32 * n; k += 32)
-    acc = dot4_i8x32(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + k)),
-                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k)));
-  return hsum_i32x8(acc);
+  constexpr std::size_t W = sizeof(typename X::V);
+  typename X::V acc = X::zero();
+  for (std::size_t k = 0; k < W * n; k += W) {
+    const typename X::V b = X::load(w + k);
+    acc = X::dot4(acc, X::abs(b), X::sign(X::load(a + k), b));
+  }
+  return X::hsum(acc);
 }
 /// s[c] = sum over k < 4 n of a[k] w[k ld + c] for the 16 columns c (signed bytes, a in
 /// -127 .. 127): 4 rows at a time interleaved into the columns' groups of 4.
+template <class X>
 inline void dot16_i8(std::size_t n, const signed char* a, const signed char* w, std::size_t ld,
                      std::int32_t* s) noexcept {
-  __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+  constexpr std::size_t NV = 64 / sizeof(typename X::V);
+  typename X::V acc[NV];
+  for (std::size_t v = 0; v < NV; ++v) acc[v] = X::zero();
   for (std::size_t k = 0; k < 4 * n; k += 4) {
     __m128i t[4];
     rows4_to_k4_i8x16(w + k * ld, ld, t);
     std::int32_t x;
     __builtin_memcpy(&x, a + k, sizeof x);
-    const __m256i av = _mm256_set1_epi32(x);
-    lo = dot4_i8x32(lo, av, _mm256_set_m128i(t[1], t[0]));
-    hi = dot4_i8x32(hi, av, _mm256_set_m128i(t[3], t[2]));
+    const typename X::V av = X::bcast(x);
+    for (std::size_t v = 0; v < NV; ++v) {
+      const typename X::V b = X::quads(t, v);
+      acc[v] = X::dot4(acc[v], X::abs(b), X::sign(av, b));
+    }
   }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(s), lo);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(s + 8), hi);
+  for (std::size_t v = 0; v < NV; ++v) X::store(s + v * sizeof(typename X::V) / 4, acc[v]);
 }
-/// The int32 sums of an MR x (8 NV) micro-tile of the integer GEMM on AVX2 into sums[i][8 v ..]:
-/// the sum over `groups` groups g of row i's 4 signed bytes at arow[i] + 4 g times the 32 signed
-/// bytes at pack + (g NV + v) 32 (8 columns' groups of 4). Unsigned x signed products of |b|
-/// and a with b's sign (vpsignb; a in -127 .. 127, so negating it cannot overflow, and b = -128
-/// still works): vpmaddubsw's pair sums, at most 2 x 128 x 127, cannot saturate int16; vpmaddwd
-/// adds the pairs into int32 lanes (with AVX-VNNI one vpdpbusd does both). In a frame of its
-/// own, as the AVX-512 tile.
-template <std::size_t MR, std::size_t NV>
-MICROATTN_NOINLINE inline void qd8_tile_avx2(std::size_t groups,
-                                             const signed char* const (&arow)[MR],
-                                             const signed char* pack,
-                                             std::int32_t (&sums)[MR][NV * 8]) noexcept {
-  __m256i acc[MR][NV];
+/// The int32 sums of an MR x (C NV) micro-tile of the integer GEMM (C = X::V's bytes / 4
+/// columns per vector) into sums[i][C v ..]: the sum over `groups` groups g of row i's 4
+/// signed bytes at arow[i] + 4 g times the bytes at pack + (g NV + v) 4 C (C columns' groups
+/// of 4), by X::dot4. In a frame of its own, as the AVX-512 tile.
+template <class X, std::size_t MR, std::size_t NV>
+MICROATTN_NOINLINE inline void qd8_tile_x86(
+    std::size_t groups, const signed char* const (&arow)[MR], const signed char* pack,
+    std::int32_t (&sums)[MR][NV * sizeof(typename X::V) / 4]) noexcept {
+  using V = typename X::V;
+  constexpr std::size_t W = sizeof(V);
+  V acc[MR][NV];
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 64
-    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_si256();
-#if !defined(__AVXVNNI__)
-  const __m256i ones = _mm256_set1_epi16(1);
-#endif
-  for (std::size_t g = 0; g < groups; ++g, pack += NV * 32) {
-    __m256i b[NV], ub[NV];
+    for (std::size_t v = 0; v < NV; ++v) acc[i][v] = X::zero();
+  for (std::size_t g = 0; g < groups; ++g, pack += NV * W) {
+    V b[NV], ub[NV];
 #pragma GCC unroll 64
     for (std::size_t v = 0; v < NV; ++v) {
-      b[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pack + v * 32));
-      ub[v] = _mm256_abs_epi8(b[v]);
+      b[v] = X::load(pack + v * W);
+      ub[v] = X::abs(b[v]);
     }
 #pragma GCC unroll 64
     for (std::size_t i = 0; i < MR; ++i) {
       std::int32_t w;
       __builtin_memcpy(&w, arow[i] + 4 * g, sizeof w);
-      const __m256i a = _mm256_set1_epi32(w);
+      const V a = X::bcast(w);
 #pragma GCC unroll 64
-      for (std::size_t v = 0; v < NV; ++v) {
-        const __m256i sa = _mm256_sign_epi8(a, b[v]);
-#if defined(__AVXVNNI__)
-        acc[i][v] = _mm256_dpbusd_avx_epi32(acc[i][v], ub[v], sa);
-#else
-        acc[i][v] =
-            _mm256_add_epi32(acc[i][v], _mm256_madd_epi16(_mm256_maddubs_epi16(ub[v], sa), ones));
-#endif
-      }
+      for (std::size_t v = 0; v < NV; ++v) acc[i][v] = X::dot4(acc[i][v], ub[v], X::sign(a, b[v]));
     }
   }
 #pragma GCC unroll 64
   for (std::size_t i = 0; i < MR; ++i)
 #pragma GCC unroll 64
-    for (std::size_t v = 0; v < NV; ++v)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[i] + v * 8), acc[i][v]);
+    for (std::size_t v = 0; v < NV; ++v) X::store(sums[i] + v * W / 4, acc[i][v]);
 }
 #endif
 #if defined(MICROATTN_INTRIN_NEON)

@@ -201,6 +201,11 @@ struct Vec {
       return type(intrin::i8x4_to_f32(b));
     } else
 #endif
+#if defined(MICROATTN_INTRIN_SSE41)
+        if constexpr (std::is_base_of<xsimd::sse4_1, Arch>::value && kWidth == 4) {
+      return type(intrin::i8x4_to_f32(b));
+    } else
+#endif
     {
       alignas(Arch::alignment()) float lanes[kWidth];
       for (std::size_t i = 0; i < kWidth; ++i) lanes[i] = static_cast<float>(b[i]);
@@ -330,6 +335,10 @@ struct Vec {
 #endif
 #if defined(MICROATTN_INTRIN_NEON)
     if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4)
+      return intrin::hmax_f32x4(v.data);
+#endif
+#if defined(MICROATTN_INTRIN_SSE41)
+    if constexpr (std::is_base_of<xsimd::sse4_1, Arch>::value && kWidth == 4)
       return intrin::hmax_f32x4(v.data);
 #endif
     alignas(Arch::alignment()) float lanes[kWidth];
@@ -522,7 +531,8 @@ struct KernelParams<Arch, std::enable_if_t<kIsAvx512<Arch>>> : KernelParamsDefau
 #if defined(MICROATTN_INTRIN_AVX512VNNI)
   static constexpr std::size_t kQd8MR = 12;  // VNNI: 12 x 2 int32 accumulators, as the fp32 tile
 #else
-  // Without VNNI the plain C++ tile: 12 x 32 sums, unrolled, take GCC 12 minutes per file.
+  // Without VNNI the AVX2 tile (pmaddubsw, 32-byte vectors): 4 x 4 int32 sums + 4 B + 4 |B| of
+  // AVX-512VL's 32 ymm registers.
   static constexpr std::size_t kQd8MR = 4;
 #endif
 };

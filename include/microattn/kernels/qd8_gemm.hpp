@@ -3,7 +3,8 @@
 // quantised to int8 at run time with one scale per row (qd8), int8 weights with one scale per
 // output column (qc8w), exact int32 sums of int8 products, and the two scales and the bias
 // applied in a float epilogue (f32 output). The sums are formed 4 bytes at a time (kQd8Group):
-// AVX-512 VNNI's vpdpbusd, two of ARM DSP's SMLAD, or plain C++ elsewhere.
+// AVX-512 VNNI's vpdpbusd, x86's pmaddubsw, NEON's SDOT or SMULL, Helium's VMLADAV, two of ARM
+// DSP's SMLAD, or plain C++ elsewhere.
 #pragma once
 
 #include <cstddef>
@@ -60,16 +61,26 @@ struct Qd8Params {
 #else
   static constexpr bool kDsp = false;
 #endif
+#if defined(MICROATTN_INTRIN_SSSE3)
+  /// x86 without VNNI: pmaddubsw / pmaddwd (vpdpbusd with AVX-VNNI) on |b| and a with b's sign,
+  /// no offset (intrin::X86I8): 32-byte vectors where the build has AVX2 (8-float archs, and
+  /// AVX-512 without VNNI), 16-byte ones on the 4-float SSE archs.
 #if defined(MICROATTN_INTRIN_AVX2)
-  /// x86 with 8-float vectors and AVX2: vpmaddubsw / vpmaddwd (vpdpbusd with AVX-VNNI) on |b|
-  /// and a with b's sign, no offset.
-  static constexpr bool kAvx2 = internal::kIsX86x8<Arch>;
+  static constexpr bool kAvx2 = internal::kIsX86x8<Arch> || (internal::kIsAvx512<Arch> && !kVnni);
 #else
   static constexpr bool kAvx2 = false;
 #endif
+  static constexpr bool kSsse3 = internal::kIsX86x4<Arch>;
+  using X86I8 = intrin::X86I8<kAvx2 ? 32 : 16>;
+#else
+  static constexpr bool kAvx2 = false;
+  static constexpr bool kSsse3 = false;
+#endif
+  /// Either x86 pmaddubsw family (kAvx2 or kSsse3).
+  static constexpr bool kMaddubs = kAvx2 || kSsse3;
   /// No intrinsics kernel: the plain C++ loops (only then instantiated: unrolled, they cost
   /// GCC 12 most of a minute per file with AVX-512).
-  static constexpr bool kPlainC = !kVnni && !kHelium && !kDsp && !kAvx2 && !kNeon;
+  static constexpr bool kPlainC = !kVnni && !kHelium && !kDsp && !kMaddubs && !kNeon;
   static constexpr unsigned char kFlip = kVnni ? 0x80 : 0;
 #if defined(MICROATTN_INTRIN_NEON) && !defined(MICROATTN_INTRIN_SDOT)
   // SMULL/SADALP: two sums per column and row: 2 x 4 x 2 accumulators + 4 B + 2 A registers of
@@ -84,9 +95,9 @@ struct Qd8Params {
   static constexpr std::size_t kGroupBytes = kDsp ? 2 * kQd8Group : kQd8Group;
   static constexpr std::size_t kKC =
       kQd8Group * internal::Tiles<Arch>::kKC * kQd8Group / kGroupBytes;
-  static_assert(kNR % (kVnni || kAvx2 ? 16 : (kDsp ? 2 : (kNeon ? 4 : 1))) == 0,
-                "VNNI and AVX2 panels are whole 16-column vectors or pairs of 8, NEON ones "
-                "4-column vectors, DSP ones column pairs");
+  static_assert(kNR % (kVnni || kAvx2 ? 16 : (kDsp ? 2 : (kNeon || kSsse3 ? 4 : 1))) == 0,
+                "VNNI and AVX2 panels are whole 16-column vectors or pairs of 8, NEON and SSE "
+                "ones 4-column vectors, DSP ones column pairs");
 };
 
 /// Bytes a quantised row of K values takes on Arch (see Qd8Rows): whole groups (zero values
@@ -581,10 +592,13 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
     return;
   }
 #endif
-#if defined(MICROATTN_INTRIN_AVX2)
-  if constexpr (P::kAvx2) {
-    return qd8_sums_of_tile<Arch, MR, 32>(
-        out, [&](auto& sums) { intrin::qd8_tile_avx2<MR, NR / 8>(groups, arow, pack, sums); });
+#if defined(MICROATTN_INTRIN_SSSE3)
+  if constexpr (P::kMaddubs) {
+    using X = typename P::X86I8;
+    constexpr std::size_t W = sizeof(typename X::V);
+    return qd8_sums_of_tile<Arch, MR, W>(out, [&](auto& sums) {
+      intrin::qd8_tile_x86<X, MR, NR * 4 / W>(groups, arow, pack, sums);
+    });
   }
 #endif
 #if MICROATTN_HAS_MVE
@@ -792,10 +806,12 @@ inline std::int32_t qd8_dot(std::size_t K, const std::int8_t* a, const std::int8
     return acc;
   }
 #endif
-#if defined(MICROATTN_INTRIN_AVX2)
-  if constexpr (Qd8Params<Arch>::kAvx2) {
-    acc = intrin::dot_i8(K / 32, a, w);
-    k = K / 32 * 32;
+#if defined(MICROATTN_INTRIN_SSSE3)
+  if constexpr (Qd8Params<Arch>::kMaddubs) {
+    using X = typename Qd8Params<Arch>::X86I8;
+    constexpr std::size_t W = sizeof(typename X::V);
+    acc = intrin::dot_i8<X>(K / W, a, w);
+    k = K / W * W;
   }
 #endif
 #if MICROATTN_HAS_MVE
@@ -900,8 +916,16 @@ inline void qd8_dot16(std::size_t K, const std::int8_t* a, const std::int8_t* w,
   }
 #endif
   for (std::size_t c = 0; c < nc; ++c) s[c] = 0;
-#if defined(MICROATTN_INTRIN_AVX2) || defined(MICROATTN_INTRIN_NEON)
-  if constexpr (Qd8Params<Arch>::kAvx2 || Qd8Params<Arch>::kNeon) {  // (their intrin::dot16_i8)
+#if defined(MICROATTN_INTRIN_SSSE3)
+  if constexpr (Qd8Params<Arch>::kMaddubs) {
+    if (nc == 16) {
+      intrin::dot16_i8<typename Qd8Params<Arch>::X86I8>(K / 4, a, w, ld, s);
+      k = K / 4 * 4;
+    }
+  }
+#endif
+#if defined(MICROATTN_INTRIN_NEON)
+  if constexpr (Qd8Params<Arch>::kNeon) {
     if (nc == 16) {
       intrin::dot16_i8(K / 4, a, w, ld, s);
       k = K / 4 * 4;
