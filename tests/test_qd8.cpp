@@ -68,6 +68,12 @@ TEST(Qd8Kernels, ExpectedIntegerPath) {
 #if defined(MICROATTN_EXPECT_SDOT) && !defined(MICROATTN_INTRIN_SDOT)
   ADD_FAILURE() << "built for FEAT_DotProd, but the SDOT kernels are not compiled";
 #endif
+#if defined(MICROATTN_EXPECT_I8MM) && !defined(MICROATTN_INTRIN_I8MM)
+  ADD_FAILURE() << "built for FEAT_I8MM, but the SMMLA kernels are not compiled";
+#endif
+#if defined(MICROATTN_EXPECT_I8MM) && MICROATTN_HAS_XSIMD && !defined(MICROATTN_FORCE_SCALAR)
+  EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::DefaultArch>::kI8mm);
+#endif
 #if defined(__ARM_FEATURE_DSP) && defined(__arm__)
   EXPECT_TRUE(microattn::kernels::Qd8Params<microattn::ScalarArch>::kDsp);
 #endif

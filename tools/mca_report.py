@@ -6,8 +6,9 @@ is no ARM board here, timings under QEMU mean nothing, and the Zen 3 / Zen 4 box
 always the machine at hand).
 
 For each target (aarch64, armv7, Cortex-M4, Cortex-M7, Cortex-M55, x86-avx2, x86-avx512; and
-for the integer loops aarch64+dotprod and x86-avx512+vnni, the same toolchains with SDOT's
--march=armv8.2-a+dotprod or -mavx512vnni) the tool compiles
+for the integer loops aarch64+dotprod, aarch64+i8mm and x86-avx512+vnni, the same toolchains
+with SDOT's -march=armv8.2-a+dotprod, SMMLA's -march=armv8.2-a+dotprod+i8mm or -mavx512vnni)
+the tool compiles
 tools/mca/probes.cpp with the project's cross compiler (the host's g++ for x86) and the flags of its toolchain file (read from toolchains/*.cmake
 with `cmake -P`, so they cannot drift apart) plus the Release flags (-O3 -DNDEBUG; --opt O2
 or Os for a user's RelWithDebInfo or MinSizeRel build), to assembly. Each probe is one
@@ -32,6 +33,9 @@ Models (what LLVM has; the core a row names is not always the model it uses):
               core pipelines: two 128-bit FP/ASIMD pipes, two load pipes); LLVM 19 has an N1
               model (LLVM 14 does not), used here (-mcpu=neoverse-n1). With an llvm-mca
               without it the A76 rows are left out.
+  Neoverse N2  LLVM's Neoverse N2 model (LLVM 19 also models the Cortex-A710 with it): the
+              FEAT_I8MM core of the integer rows (aarch64+i8mm), with the fp32 and SDOT loops
+              on the same model beside it. Without it (older llvm-mca) no N2 rows.
   Cortex-A72  LLVM's Cortex-A57 model (LLVM has no A72 model of its own), AArch64 and AArch32.
   Cortex-A55  LLVM's Cortex-A55 model (AArch64 only: the 32-bit backend has none).
   Cortex-M4   LLVM's Cortex-M4 model, which issues a VFMA every cycle; and the "TRM cycle
@@ -62,8 +66,8 @@ armv7's known q-register spill there is reported, not failed): inlined there, th
 micro-kernel once stored its B vectors to the stack on every k step. The integer GEMM
 micro-tile (qd8_gemm; its table gives MACs per cycle against the fp32 micro-kernel's on the
 same core) has no spill (armv7's DSP loop reported) and meets INT_CHECKS: SDOT >= 3x the fp32
-MACs per cycle on Cortex-A76 and A55, SMULL/SADALP >= 1.3x on the A72, <= 1.5 cycles per MAC
-on the Cortex-M7 model and the Cortex-M4 TRM table.
+MACs per cycle on Cortex-A76 and A55, SMMLA >= 6x on the Neoverse N2, SMULL/SADALP >= 1.3x on
+the A72, <= 1.5 cycles per MAC on the Cortex-M7 model and the Cortex-M4 TRM table.
 Exit status: 0 ok, 1 a target missed, 2 usage or tool error, 77 skipped (llvm-mca, cmake or
 a cross compiler missing, or no llvm-mca with an N1 model).
 Only the Python 3 standard library is needed.
@@ -136,19 +140,27 @@ class Target:
                      "aarch64" if name.startswith("aarch64") else "arm32")
 
 
-def make_targets(n1_model):
+def make_targets(n1_model, n2_model=False):
     a76 = [("Cortex-A76", "neoverse-n1", "Neoverse N1 model")] if n1_model else []
+    # FEAT_I8MM's cores: LLVM 19 models the Cortex-A710 with its Neoverse N2 model (the N2 is
+    # the A710's server derivative), so one row stands for both.
+    n2 = [("Neoverse N2", "neoverse-n2", "Neoverse N2 model")] if n2_model else []
     a64_fma = [("fmla v{i}.4s, v28.4s, v29.4s", 4), ("fmla v{i}.2s, v28.2s, v29.2s", 2),
                ("fmadd s{i}, s28, s29, s{i}", 1)]
     m_fma = [("vfma.f32 s{i}, s28, s29", 1), ("vmla.f32 s{i}, s28, s29", 1)]
+    # The integer kernels of a build for cores with FEAT_I8MM (SMMLA): A710, N2 and later.
+    i8mm = [Target("aarch64+i8mm", "aarch64-linux-gnu.cmake", [], n2, a64_fma,
+                   extra_flags=["-march=armv8.2-a+dotprod+i8mm"], loops="int",
+                   fp32_of="aarch64")] if n2_model else []
     return [
         Target("aarch64", "aarch64-linux-gnu.cmake", [],
-               a76 + [("Cortex-A72", "cortex-a72", "Cortex-A57 model"),
-                      ("Cortex-A55", "cortex-a55", "Cortex-A55 model")], a64_fma),
+               a76 + n2 + [("Cortex-A72", "cortex-a72", "Cortex-A57 model"),
+                           ("Cortex-A55", "cortex-a55", "Cortex-A55 model")], a64_fma),
         # The integer kernels of a build for cores with FEAT_DotProd (A55, A76; not the A72).
         Target("aarch64+dotprod", "aarch64-linux-gnu.cmake", [],
-               a76 + [("Cortex-A55", "cortex-a55", "Cortex-A55 model")], a64_fma,
+               a76 + n2 + [("Cortex-A55", "cortex-a55", "Cortex-A55 model")], a64_fma,
                extra_flags=["-march=armv8.2-a+dotprod"], loops="int", fp32_of="aarch64"),
+        *i8mm,
         Target("armv7", "arm-linux-gnueabihf.cmake", [],
                [("Cortex-A72 (AArch32)", "cortex-a72", "Cortex-A57 model")],
                [("vfma.f32 q{i}, q14, q15", 4), ("vmla.f32 q{i}, q14, d0[0]", 4),
@@ -211,12 +223,13 @@ def llvm_version(mca):
     return m.group(1) if m else "?"
 
 
-def has_n1_model(mca, tmp):
-    path = os.path.join(tmp, "n1.s")
+def has_model(mca, tmp, cpu, unit):
+    """Whether llvm-mca has a model of its own for cpu (its resources are named unit...)."""
+    path = os.path.join(tmp, "model.s")
     with open(path, "w") as f:
         f.write("fmla v0.4s, v1.4s, v2.4s\n")
-    out = run([mca, "-mtriple=aarch64", "-mcpu=neoverse-n1", "-iterations=1", path])
-    return "N1Unit" in out
+    out = run([mca, "-mtriple=aarch64", "-mcpu=" + cpu, "-iterations=1", path])
+    return unit in out
 
 
 def toolchain_flags(t, tmp):
@@ -755,6 +768,7 @@ def table_text(head, lines, markdown):
 # the fp32 micro-kernel's on the same core, or "cycles" per MAC, and the bound).
 INT_CHECKS = [("aarch64+dotprod", "neoverse-n1", "ratio", 3.0),
               ("aarch64+dotprod", "cortex-a55", "ratio", 3.0),
+              ("aarch64+i8mm", "neoverse-n2", "ratio", 6.0),
               ("aarch64", "cortex-a72", "ratio", 1.3),
               ("cortex-m7", "cortex-m7", "cycles", 1.5),
               ("cortex-m4", M4_TRM[1], "cycles", 1.5)]
@@ -814,8 +828,9 @@ def main():
     ap.add_argument("--check", action="store_true", help="assert the NEON GEMM targets")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--sweep", action="store_true", help="also compare GEMM register tiles")
-    ap.add_argument("--target", action="append", help="aarch64, armv7, cortex-m7, cortex-m55, x86-avx2, "
-                    "x86-avx512 (default: all)")
+    ap.add_argument("--target", action="append",
+                    help="aarch64, aarch64+dotprod, aarch64+i8mm, armv7, cortex-m4, cortex-m7, "
+                    "cortex-m55, x86-avx2, x86-avx512, x86-avx512+vnni (default: all)")
     ap.add_argument("--loop", action="append", help="loops to analyse (default: all)")
     ap.add_argument("--show", metavar="LOOP", help="print this loop's body for each target")
     ap.add_argument("--llvm-mca", help="llvm-mca to use (default: the newest llvm-mca-N)")
@@ -849,10 +864,10 @@ def main():
 
 def report(args, mca_bin, tmp):
     version = llvm_version(mca_bin)
-    n1 = has_n1_model(mca_bin, tmp)
-    targets = make_targets(n1)
-    want = args.target or (["aarch64", "aarch64+dotprod", "armv7", "cortex-m4", "cortex-m7",
-                            "cortex-m55", "x86-avx2", "x86-avx512", "x86-avx512+vnni"]
+    n1 = has_model(mca_bin, tmp, "neoverse-n1", "N1Unit")
+    targets = make_targets(n1, has_model(mca_bin, tmp, "neoverse-n2", "N2Unit"))
+    want = args.target or (["aarch64", "aarch64+dotprod", "aarch64+i8mm", "armv7", "cortex-m4",
+                            "cortex-m7", "cortex-m55", "x86-avx2", "x86-avx512", "x86-avx512+vnni"]
                            if args.check else [t.name for t in targets])
     # The Cortex-M55 model is LLVM 16's, and its loops end in `le`, which the model has no data
     # for: llvm-mca 18's -skip-unsupported-instructions leaves it out. Older: no M55 rows.

@@ -596,6 +596,11 @@ MICROATTN_NOINLINE inline void qd8_tile_x86(
 #if defined(__ARM_FEATURE_DOTPROD) && defined(__aarch64__)
 #define MICROATTN_INTRIN_SDOT 1
 #endif
+/// FEAT_I8MM (Armv8.6-A; Cortex-A510, A710, X2, Neoverse N2, V1 and later): SMMLA, a 2 x 8 by
+/// 8 x 2 int8 block product into 2 x 2 int32 sums (qd8_tile_i8mm).
+#if defined(__ARM_FEATURE_MATMUL_INT8) && defined(__aarch64__)
+#define MICROATTN_INTRIN_I8MM 1
+#endif
 /// (a0 + a1, a2 + a3, b0 + b1, b2 + b3): ADDP on AArch64, two VPADDs on armv7.
 inline int32x4_t pairwise_sums(int32x4_t a, int32x4_t b) noexcept {
 #if defined(__aarch64__)
@@ -680,6 +685,68 @@ MICROATTN_NOINLINE inline void qd8_tile_neon(std::size_t groups,
       vst1q_s32(sums[i] + 4 * v, pairwise_sums(lo[i][v], hi[i][v]));
 #endif
 }
+#if defined(MICROATTN_INTRIN_I8MM)
+/// The int32 sums of an MR x (2 NP) micro-tile of the integer GEMM with FEAT_I8MM into
+/// sums[i][j]: one SMMLA per row pair and column pair and pair of groups (8 bytes of depth),
+/// the rows' 8 bytes at arow[i] + 8 s (no repacking; an odd MR pairs its last row with itself)
+/// against the 16 bytes at pack + (s NP + c) 16, column 2c's 8 bytes then column 2c + 1's
+/// (qd8_pack_at). An odd last group: a row holds whole groups only, so each row's last 4 bytes
+/// and 4 zeros, against the panel's zero pad group. NP even; in a frame of its own, as the others.
+template <std::size_t MR, std::size_t NP>
+MICROATTN_NOINLINE inline void qd8_tile_i8mm(std::size_t groups,
+                                             const signed char* const (&arow)[MR],
+                                             const signed char* pack,
+                                             std::int32_t (&sums)[MR][NP * 2]) noexcept {
+  static_assert(NP % 2 == 0, "whole 4-column vectors of sums");
+  constexpr std::size_t RP = (MR + 1) / 2;
+  const signed char* r[2 * RP];
+#pragma GCC unroll 64
+  for (std::size_t i = 0; i < 2 * RP; ++i) r[i] = arow[i < MR ? i : MR - 1];
+  int32x4_t acc[RP][NP];  // (row 2p, row 2p + 1) x (column 2c, column 2c + 1), row-major
+#pragma GCC unroll 64
+  for (std::size_t p = 0; p < RP; ++p)
+#pragma GCC unroll 64
+    for (std::size_t c = 0; c < NP; ++c) acc[p][c] = vdupq_n_s32(0);
+  auto step = [&](const int8x16_t(&a)[RP], const signed char* pb) {
+#pragma GCC unroll 64
+    for (std::size_t c = 0; c < NP; ++c) {
+      const int8x16_t b = vld1q_s8(pb + 16 * c);
+#pragma GCC unroll 64
+      for (std::size_t p = 0; p < RP; ++p) acc[p][c] = vmmlaq_s32(acc[p][c], a[p], b);
+    }
+  };
+  std::size_t s = 0;
+  for (; 2 * s + 2 <= groups; ++s) {
+    int8x16_t a[RP];
+#pragma GCC unroll 64
+    for (std::size_t p = 0; p < RP; ++p)
+      a[p] = vcombine_s8(vld1_s8(r[2 * p] + 8 * s), vld1_s8(r[2 * p + 1] + 8 * s));
+    step(a, pack + s * NP * 16);
+  }
+  if (2 * s < groups) {
+    int8x16_t a[RP];
+#pragma GCC unroll 64
+    for (std::size_t p = 0; p < RP; ++p) {
+      std::uint32_t w0, w1;
+      __builtin_memcpy(&w0, r[2 * p] + 8 * s, sizeof w0);
+      __builtin_memcpy(&w1, r[2 * p + 1] + 8 * s, sizeof w1);
+      a[p] =
+          vcombine_s8(vreinterpret_s8_u64(vcreate_u64(w0)), vreinterpret_s8_u64(vcreate_u64(w1)));
+    }
+    step(a, pack + s * NP * 16);
+  }
+#pragma GCC unroll 64
+  for (std::size_t p = 0; p < RP; ++p)
+#pragma GCC unroll 64
+    for (std::size_t c = 0; c < NP; c += 2) {  // rows 2p, 2p + 1 of columns 2c .. 2c + 3
+      const int64x2_t x = vreinterpretq_s64_s32(acc[p][c]),
+                      y = vreinterpretq_s64_s32(acc[p][c + 1]);
+      vst1q_s32(sums[2 * p] + 2 * c, vreinterpretq_s32_s64(vzip1q_s64(x, y)));
+      if (2 * p + 1 < MR)
+        vst1q_s32(sums[2 * p + 1] + 2 * c, vreinterpretq_s32_s64(vzip2q_s64(x, y)));
+    }
+}
+#endif
 /// s[c] = the sum over k < 4 n of a[k] w[k ld + c] for 16 columns c of row-major signed bytes
 /// (a's values in -127 .. 127): each row widened to int16 and multiplied by its value as a
 /// lane (SMLAL by element) into int32 sums.

@@ -33,6 +33,8 @@ constexpr std::size_t kQd8Group = 4;
 ///          the weight column sums);
 ///   kHelium  the Helium kernels (MveArch): VMLADAV over 16 bytes of a row and a column, so the
 ///          packed panel holds each column's runs of 4 groups together (qd8_pack_panel);
+///   kI8mm  the AArch64 FEAT_I8MM kernels: SMMLA over 8 bytes of two rows and two columns, so
+///          the packed panel holds each column's pairs of groups together (runs of 2, kRun);
 ///   kDsp   the ARM DSP kernels (the scalar arch with the DSP extension): a group
 ///          of a quantised row, and of a packed weight column, is its 4 values already widened
 ///          to two int16 pairs (values 0, 2 and 1, 3: SMLAD's operands), 8 bytes, so the
@@ -51,10 +53,16 @@ struct Qd8Params {
   static constexpr bool kHelium = false;
 #endif
 #if defined(MICROATTN_INTRIN_NEON)
-  /// NEON: SDOT where the build has FEAT_DotProd (AArch64), SMULL/SADALP without (and armv7).
+  /// NEON: SMMLA where the build has FEAT_I8MM (kI8mm), else SDOT where it has FEAT_DotProd
+  /// (AArch64), SMULL/SADALP without (and armv7).
   static constexpr bool kNeon = std::is_base_of<xsimd::neon, Arch>::value;
 #else
   static constexpr bool kNeon = false;
+#endif
+#if defined(MICROATTN_INTRIN_I8MM)
+  static constexpr bool kI8mm = kNeon;
+#else
+  static constexpr bool kI8mm = false;
 #endif
 #if defined(MICROATTN_INTRIN_DSP)
   static constexpr bool kDsp = !kVnni && !kHelium && !kNeon;
@@ -82,7 +90,8 @@ struct Qd8Params {
   /// GCC 12 most of a minute per file with AVX-512).
   static constexpr bool kPlainC = !kVnni && !kHelium && !kDsp && !kMaddubs && !kNeon;
   static constexpr unsigned char kFlip = kVnni ? 0x80 : 0;
-#if defined(MICROATTN_INTRIN_NEON) && !defined(MICROATTN_INTRIN_SDOT)
+#if defined(MICROATTN_INTRIN_NEON) && !defined(MICROATTN_INTRIN_SDOT) && \
+    !defined(MICROATTN_INTRIN_I8MM)
   // SMULL/SADALP: two sums per column and row: 2 x 4 x 2 accumulators + 4 B + 2 A registers of
   // AArch64's 32; armv7's 16 q registers hold one row's (8 + 4 + 1).
   static constexpr std::size_t kMR =
@@ -95,6 +104,9 @@ struct Qd8Params {
   static constexpr std::size_t kGroupBytes = kDsp ? 2 * kQd8Group : kQd8Group;
   static constexpr std::size_t kKC =
       kQd8Group * internal::Tiles<Arch>::kKC * kQd8Group / kGroupBytes;
+  /// Groups a packed column holds together (qd8_pack_at).
+  static constexpr std::size_t kRun = kHelium ? 4 : (kI8mm ? 2 : 1);
+  static_assert(kKC / kQd8Group % kRun == 0, "whole runs in a full panel (I8MM pads the last)");
   static_assert(kNR % (kVnni || kAvx2 ? 16 : (kDsp ? 2 : (kNeon || kSsse3 ? 4 : 1))) == 0,
                 "VNNI and AVX2 panels are whole 16-column vectors or pairs of 8, NEON and SSE "
                 "ones 4-column vectors, DSP ones column pairs");
@@ -390,14 +402,16 @@ inline std::size_t qd8_pack_panel_dsp(const std::int8_t* b, std::size_t ldb, Wei
 #endif
 
 /// Byte offset of column j's group g in a packed panel of `groups` groups: (g kNR + j) groups
-/// in, or with kHelium runs of 4 groups per column (16 bytes; the last run, of w < 4 groups,
-/// 4 w bytes per column).
+/// in, or runs of kRun groups per column: kHelium's of 4 (16 bytes; the last run, of w < 4
+/// groups, 4 w bytes per column), kI8mm's of 2 (8 bytes, SMMLA's operand; an odd last group is
+/// completed by a zero group, qd8_pack_panel).
 template <class Arch>
 constexpr std::size_t qd8_pack_at(std::size_t g, std::size_t j, std::size_t groups) noexcept {
   using P = Qd8Params<Arch>;
-  if constexpr (P::kHelium) {
-    const std::size_t s = g / 4, w = internal::min_size(4, groups - 4 * s);
-    return (4 * s * P::kNR + j * w + g % 4) * kQd8Group;
+  if constexpr (P::kRun > 1) {
+    constexpr std::size_t R = P::kRun;
+    const std::size_t s = g / R, w = P::kI8mm ? R : internal::min_size(R, groups - R * s);
+    return (R * s * P::kNR + j * w + g % R) * kQd8Group;
   } else {
     return (g * P::kNR + j) * P::kGroupBytes;
   }
@@ -405,8 +419,9 @@ constexpr std::size_t qd8_pack_at(std::size_t g, std::size_t j, std::size_t grou
 
 /// Packs B's kc x nr panel (depth pc, columns jc) as the micro-kernels read it: group g of
 /// column j (B(pc + 4 g + r, jc + j), r < 4) at pack + qd8_pack_at(g, j, groups), zero past kc
-/// and nr (kDsp: each group widened, see Qd8Params); colsum[j] = the sum of column j over the
-/// panel, for the VNNI kernels' offset correction (zero elsewhere).
+/// and nr (kDsp: each group widened, see Qd8Params; kI8mm: a zero group after an odd last
+/// one); colsum[j] = the sum of column j over the panel, for the VNNI kernels' offset
+/// correction (zero elsewhere).
 template <class Arch>
 inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
                            std::size_t pc, std::size_t kc, std::size_t jc, std::size_t nr,
@@ -467,6 +482,11 @@ inline void qd8_pack_panel(const std::int8_t* b, std::size_t ldb, WeightLayout l
 #endif
       std::memcpy(d, &w, sizeof w);  // little-endian: byte r is k = k0 + r
     }
+  }
+  if constexpr (P::kI8mm) {  // the last run's second group (the pack buffer has room: kRun)
+    if (groups % 2 != 0)
+      for (std::size_t j = 0; j < NR; ++j)
+        std::memset(pack + qd8_pack_at<Arch>(groups, j, groups), 0, G);
   }
 }
 
@@ -605,6 +625,12 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
   if constexpr (P::kHelium) {
     return qd8_sums_of_tile<Arch, MR, alignof(std::int32_t)>(
         out, [&](auto& sums) { intrin::qd8_tile_mve<MR, NR>(groups, arow, pack, sums); });
+  }
+#endif
+#if defined(MICROATTN_INTRIN_I8MM)
+  if constexpr (P::kI8mm) {
+    return qd8_sums_of_tile<Arch, MR, 16>(
+        out, [&](auto& sums) { intrin::qd8_tile_i8mm<MR, NR / 2>(groups, arow, pack, sums); });
   }
 #endif
 #if defined(MICROATTN_INTRIN_NEON)
