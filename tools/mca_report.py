@@ -184,9 +184,9 @@ def make_targets(n1_model, n2_model=False):
         Target("x86-avx512", "x86_64-avx512.cmake", [],
                [("Zen 4", "znver4", "Zen 4 model"),
                 ("Sapphire Rapids", "sapphirerapids", "Sapphire Rapids model")],
-               [("vfmadd231ps %zmm30, %zmm31, %zmm{i}", 16)], loops="fp32"),
+               [("vfmadd231ps %zmm30, %zmm31, %zmm{i}", 16)]),
         # The integer kernels with AVX-512 VNNI (Zen 4/5, Intel since Ice Lake; x86-64-v4
-        # alone does not include it, and its integer path is the plain C++ one).
+        # alone does not include it: its integer path is the AVX2 tile on 32-byte vectors).
         Target("x86-avx512+vnni", "x86_64-avx512.cmake", [],
                [("Zen 4", "znver4", "Zen 4 model"),
                 ("Sapphire Rapids", "sapphirerapids", "Sapphire Rapids model")],
