@@ -611,6 +611,11 @@ def results_table(data, where):
     if qd8:
         rows.append(f"| {' / '.join(c for c, _ in qd8)} with integer compute (`Compute::kInt8`, int8 "
                     f"weights) | {' / '.join(f'{x:.2f}x' for _, x in qd8)} the fp32 time (same run) | | | |")
+    dq, d8, d1 = case("D1_qd8_kv8"), case("D1_q8_kv8"), case("D1")
+    if dq and d8 and d1:
+        rows.append(f"| D1 with integer compute and the int8 cache (`D1_qd8_kv8`) | {fmt_time(dq['time'])}: "
+                    f"{dq['time'] / d8['time']:.2f}x `D1_q8_kv8` (int8 weights and cache), "
+                    f"{dq['time'] / d1['time']:.2f}x fp32 D1 (same run) | | | |")
     machine = ctx.get("machine") or f"{ctx.get('host_name', '?')} ({ctx.get('num_cpus', '?')} CPUs)"
     when = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)", str(ctx.get("date", "")))
     when = f"{when.group(1)} {when.group(2)}{' UTC' if str(ctx.get('date')).endswith(('+00:00', 'Z')) else ''}" if when else "?"
