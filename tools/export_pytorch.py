@@ -87,7 +87,11 @@ and V). The arrays are bit for bit what microattn::quantize_int8() makes of the 
 biases stay fp32. Use the header with a Config that says microattn::WeightType::kInt8 (its
 first lines name it; an fp32 Config is a compile error, and an int8 Config with an fp32
 header too). The quantisation error of each matrix (max |w - s*q|, rms, ||W - Wq||_F / ||W||_F)
-goes to stderr and into the header's comment. The default, --quant none, writes fp32 arrays.
+goes to stderr and into the header's comment, and so does the layer's: its output on 32
+random tokens with the int8 weights, and with integer compute (microattn::Compute::kInt8: x and
+the attended heads quantised per row at run time), against the fp32 layer. --compute int8 (with
+--quant int8) names Compute::kInt8 in the header's Config line; the arrays are the same. The
+default, --quant none, writes fp32 arrays.
 
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
 export_module(module, name=..., mask=...) and export_state_dict(sd, heads=..., name=...,
@@ -285,6 +289,50 @@ def quantize_int8(w):
     q[zero, :] = 0
     assert r.dtype == a.dtype == f.dtype == np.float32
     return q, scale
+
+
+def layer_output_error(L, mask, deq, tokens=32, seed=0):
+    """The layer's output error from int8 weights alone and with integer compute
+    (microattn::Compute::kInt8: x's rows and the attended heads' rows quantised to int8 per row
+    at run time, max |row| / 127, to nearest with ties to even), each against the fp32 layer,
+    on `tokens` random N(0, 1) input rows (seeded), in float64, without RoPE; deq: role ->
+    dequantised [out][in] matrix. Returns ((rel_w8, max_w8), (rel_int, max_int)):
+    ||y - y_fp32||_F / ||y_fp32||_F and max |y - y_fp32| / max |y_fp32|. A check of what
+    these weights lose, not of a trained model's real activations (outliers cost more)."""
+    import numpy as np
+    x = np.random.default_rng(seed).standard_normal((tokens, L.d_model))
+    H, K, dh = L.heads, L.kv_heads, L.d_head
+    scale = L.scale if L.scale is not None else 1.0 / math.sqrt(dh)
+    i, j = np.arange(tokens)[:, None], np.arange(tokens)[None, :]
+    sees = {"none": np.ones((tokens, tokens), bool), "causal": j <= i}.get(
+        mask.kind, (j <= i) & (j > i - mask.window))
+
+    def rows8(a):
+        s = np.abs(a).max(axis=1, keepdims=True) / 127.0
+        return np.rint(a / np.where(s > 0, s, 1.0)) * s
+
+    def forward(w, quant_rows):
+        def lin(a, r):
+            b = L.t.get("b" + r[1])
+            return (rows8(a) if quant_rows else a) @ w[r].astype(np.float64).T + (
+                0.0 if b is None else b.astype(np.float64))
+        q, k, v = lin(x, "wq"), lin(x, "wk"), lin(x, "wv")
+        heads = []
+        for h in range(H):
+            g = h // (H // K)
+            sc = q[:, h * dh:(h + 1) * dh] @ k[:, g * dh:(g + 1) * dh].T * scale
+            sc = np.where(sees, sc, -np.inf)
+            p = np.exp(sc - sc.max(axis=1, keepdims=True))
+            heads.append((p / p.sum(axis=1, keepdims=True)) @ v[:, g * dh:(g + 1) * dh])
+        return lin(np.concatenate(heads, axis=1), "wo")
+
+    y = forward(L.t, False)
+    ny, my = float(np.linalg.norm(y)), float(np.abs(y).max())
+
+    def err(z):
+        return (float(np.linalg.norm(z - y)) / ny if ny > 0 else 0.0,
+                float(np.abs(z - y).max()) / my if my > 0 else 0.0)
+    return err(forward(deq, False)), err(forward(deq, True))
 
 
 def quant_error(w, q, scale):
@@ -870,11 +918,13 @@ def window_words(mask):
     return f"microattn::SlidingWindow{{{mask.window}}}" if mask.window else "no SlidingWindow"
 
 
-def render(L, name, layout="outin", quant="none", report=None, mask=None):
+def render(L, name, layout="outin", quant="none", report=None, mask=None, compute="f32"):
     """The header text. mask: "causal", "none", "window:W" or a Mask (required: the weights do
     not say how the module is called). quant "int8": the four matrices quantised per output
     column (quantize_int8), with their scales; report (a list) receives the notes on the mask
-    (mask_hints) and one line per matrix with the quantisation error, for stderr."""
+    (mask_hints), one line per matrix with the quantisation error and one with the layer's
+    output error (layer_output_error), for stderr. compute "int8" (needs quant "int8"): the
+    Config line names microattn::Compute::kInt8 (the arrays are the same)."""
     import numpy as np
     import torch
     mask = Mask.parse(mask)
@@ -882,6 +932,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None):
     check_shapes(L, layout)
     if quant not in QUANTS:
         raise Refusal(f"--quant {quant!r}: not one of {', '.join(QUANTS)}")
+    check_compute(compute, quant)
     hints = mask_hints(L, mask)
     lay, lay_num = LAYOUTS[layout]
     wtype, wtype_num = QUANTS[quant]
@@ -897,12 +948,18 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None):
             q, s = quantize_int8(L.t[r])
             qerr[r] = quant_error(L.t[r], q, s)
             arrays[r], arrays["s" + r[1]] = q, s
+        deq = {r: arrays["s" + r[1]].astype(np.float64)[:, None] * arrays[r] for r in MATRIX_ROLES}
+        (w8_rel, w8_max), (int_rel, int_max) = layer_output_error(L, mask, deq)
+        out_err = (f"layer output on 32 random N(0, 1) tokens, against fp32 (||e||/||y||, "
+                   f"max |e| / max |y|): int8 weights {w8_rel:.2e}, {w8_max:.2e}; with integer "
+                   f"compute (Compute::kInt8) {int_rel:.2e}, {int_max:.2e}")
     if layout == "panel16":
         arrays = {r: (to_panel16(a).numpy() if r.startswith("w") else a)
                   for r, a in arrays.items()}
     cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, {bias_expr(L.biases)}, "
            "microattn::OutProj::kYes" + (f", microattn::OutDim{{{OD}}}" if OD != D else "")
-           + (", microattn::WeightType::kInt8" if int8 else "") + mask.cfg_option + ">")
+           + (", microattn::WeightType::kInt8" if int8 else "")
+           + (", microattn::Compute::kInt8" if compute == "int8" else "") + mask.cfg_option + ">")
     od = "d_model" if OD == D else "out_dim"
     shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", f"[{od}][H*d_head]"),
               "panel16": ("[H*d_head/16][d_model][16]", "[H_kv*d_head/16][d_model][16]",
@@ -935,11 +992,14 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None):
             "W(i, o) = s[o] * q(i, o)"
             + (";\n//   " + ", ".join(f"{name}_{r} {bshape[r]}" for r in L.biases)
                + " (fp32)." if L.biases else "."),
-            "// Integer compute: the same arrays with microattn::Compute::kInt8 added to the Config",
+            ("// Integer compute (--compute int8): microattn::Compute::kInt8 in the Config above"
+             if compute == "int8" else
+             "// Integer compute: the same arrays with microattn::Compute::kInt8 added to the Config"),
             "//   (activations quantised per row at run time, int32 sums: docs/quantization.md).",
             "// int8 quantisation error (max |w - s*q|, rms, ||W - Wq||_F / ||W||_F):"]
         for r in MATRIX_ROLES:
             lines.append(f"//   {MATRIX_NAMES[r]} " + ", ".join(f"{v:.3e}" for v in qerr[r]))
+        lines.append(f"// The {out_err} (no RoPE).")
     else:
         lines.append(
             f"//   {name}_wq {shapes[0]}, {name}_wk and {name}_wv {shapes[1]}, {name}_wo "
@@ -1075,26 +1135,41 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None):
             rows, cols = L.t[r].shape
             report.append(f"int8 {MATRIX_NAMES[r]} (out {rows}, in {cols}): max |w - s*q| {m:.3e}, "
                           f"rms {rms:.3e}, ||W - Wq||_F/||W||_F {rel:.3e}")
+        if int8:
+            report.append(f"int8 {out_err}")
     return "\n".join(lines)
 
 
 def export_module(module, name="attn", layout="outin", path=None, heads=None, kv_heads=None,
-                  origin="the module", quant="none", report=None, mask=None):
+                  origin="the module", quant="none", report=None, mask=None, compute="f32"):
     """The header text for an nn.Module (see the module docstring); raises Refusal. mask:
     "causal", "none" or "window:W", required (as --mask); quant: "none" (fp32) or "int8";
-    report: an optional list that receives the notes and the int8 error lines (stderr's)."""
+    report: an optional list that receives the notes and the int8 error lines (stderr's);
+    compute: "f32" or "int8" (as --compute)."""
     mask = Mask.parse(mask)  # before the work, like the command line
+    check_compute(compute, quant)
     return render(layer_from_module(module, path, heads, kv_heads, origin), name, layout, quant,
-                  report, mask)
+                  report, mask, compute)
 
 
 def export_state_dict(sd, heads, kv_heads=None, prefix="", name="attn", layout="outin",
-                      origin="the state dict", quant="none", report=None, mask=None):
+                      origin="the state dict", quant="none", report=None, mask=None,
+                      compute="f32"):
     """The header text for a state dict with --heads (see the module docstring); raises
-    Refusal. mask, quant, report: as export_module."""
+    Refusal. mask, quant, report, compute: as export_module."""
     mask = Mask.parse(mask)
+    check_compute(compute, quant)
     return render(layer_from_state_dict(sd, heads, kv_heads, prefix, origin), name, layout,
-                  quant, report, mask)
+                  quant, report, mask, compute)
+
+
+def check_compute(compute, quant):
+    """--compute: "f32", or "int8" with --quant int8 (integer compute needs int8 weights)."""
+    if compute not in ("f32", "int8"):
+        raise Refusal(f"--compute {compute!r}: not one of f32, int8")
+    if compute == "int8" and quant != "int8":
+        raise Refusal("--compute int8 needs --quant int8 (integer compute multiplies int8 "
+                      "weights)")
 
 
 # --- test fixtures ----------------------------------------------------------------------------
@@ -1215,9 +1290,13 @@ def run(argv):
     ap.add_argument("--quant", metavar="{none,int8}", default="none",
                     help="none: fp32 weights (default); int8: int8 matrices with one fp32 scale "
                     "per output column (microattn::WeightType::kInt8), the error on stderr")
+    ap.add_argument("--compute", metavar="{f32,int8}", default="f32",
+                    help="f32: float arithmetic (default); int8: with --quant int8, the Config "
+                    "line names microattn::Compute::kInt8 (integer projections)")
     a = ap.parse_args(argv)
     if a.quant not in QUANTS:  # checked here, not by argparse: one line and exit 2, like the rest
         raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(QUANTS)}")
+    check_compute(a.compute, a.quant)
     # Everything that needs no file is checked before torch loads one (it may be large).
     if a.fixtures and a.mask is not None:
         raise Refusal("--mask goes with --module or --state-dict; --fixtures writes layers "
@@ -1241,7 +1320,7 @@ def run(argv):
             need_torch()
             root = load(a.module, weights_only=False)
             text = export_module(root, a.name, a.layout, a.path, a.heads, a.kv_heads, a.module,
-                                 a.quant, report, mask)
+                                 a.quant, report, mask, a.compute)
         elif a.state_dict:
             if a.path:
                 raise Refusal("--path goes with --module; with --state-dict use --prefix")
@@ -1251,7 +1330,7 @@ def run(argv):
             need_torch()
             sd = load(a.state_dict, weights_only=True)
             text = export_state_dict(sd, a.heads, a.kv_heads, a.prefix, a.name, a.layout,
-                                     a.state_dict, a.quant, report, mask)
+                                     a.state_dict, a.quant, report, mask, a.compute)
         else:
             raise Refusal("give --module FILE or --state-dict FILE --heads H (each with --mask "
                           "causal|none|window:W), or --fixtures HEADER")

@@ -822,6 +822,11 @@ def header_cfg(text):
     return m.group(1)
 
 
+# The exporter's layer output error line (--quant int8): int8 weights, then integer compute,
+# each ||e|| / ||y|| and max |e| / max |y|.
+LAYER_ERROR = (r"export_pytorch\.py: int8 layer output on 32 random N\(0, 1\) tokens, against "
+               r"fp32 \(\|\|e\|\|/\|\|y\|\|, max \|e\| / max \|y\|\): int8 weights (\S+), (\S+); "
+               r"with integer compute \(Compute::kInt8\) (\S+), (\S+)")
 BIASES = "the exported weights' biases differ from the Config's Bias flags"
 OUT_DIM = "the exported weights' W_O width differs from the Config's OutDim"
 WEIGHT_TYPE = ("the exported weights' WeightType (fp32 / int8) differs from the Config's "
@@ -1491,7 +1496,8 @@ class Int8(unittest.TestCase):
             report = {m[0]: m[1:] for m in re.findall(
                 r"^export_pytorch\.py: int8 (W_[QKVO]) \(out \d+, in \d+\): max \|w - s\*q\| "
                 r"(\S+), rms (\S+), \|\|W - Wq\|\|_F/\|\|W\|\|_F (\S+)$", c.err, re.M)}
-            self.assertEqual(len(c.err.splitlines()), 4, c.err)
+            self.assertEqual(len(c.err.splitlines()), 5, c.err)  # 4 matrices, the layer
+            self.assertRegex(c.err.splitlines()[4], LAYER_ERROR)
             for r, nm in names.items():
                 row = next(x for x in rows if x[:2] == [c.name, r])
                 with self.subTest(case=c.name, matrix=nm):
@@ -1526,7 +1532,54 @@ class Int8(unittest.TestCase):
         report = []
         text = ex.export_module(m, name="a", quant="int8", report=report, mask="causal")
         self.assertIn("static const int8_t a_wq[1024]", text)
-        self.assertEqual([ln.split(" ")[1] for ln in report], ["W_Q", "W_K", "W_V", "W_O"])
+        self.assertEqual([ln.split(" ")[1] for ln in report],
+                         ["W_Q", "W_K", "W_V", "W_O", "layer"])
+
+    def test_layer_output_error_and_compute_option(self):
+        """--quant int8 reports the layer's output error with int8 weights and with integer
+        compute (stderr and the header comment, the same numbers); it is zero for unquantised
+        weights and grows with the rows' quantisation. --compute int8 names Compute::kInt8 in
+        the Config line, which compiles with the header; without --quant int8 it is refused."""
+        torch.manual_seed(7)
+        m = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+        report = []
+        text = ex.export_module(m, name="lc", quant="int8", report=report, mask="causal",
+                                compute="int8")
+        got = re.fullmatch(LAYER_ERROR, "export_pytorch.py: " + report[4])
+        self.assertIsNotNone(got, report[4])
+        w8_rel, w8_max, int_rel, int_max = (float(v) for v in got.groups())
+        self.assertIn(f"int8 weights {got.group(1)}, {got.group(2)}; with integer compute "
+                      f"(Compute::kInt8) {got.group(3)}, {got.group(4)} (no RoPE).", text)
+        # Per-column int8 weights of U(+-1/sqrt(64)) lose about 0.4 % per matrix; quantising
+        # the rows too adds about as much again (Int8Compute.* in the C++ tests: 0.4 %).
+        self.assertTrue(1e-3 < w8_rel < 0.02 and w8_rel < int_rel < 0.03, report[4])
+        self.assertTrue(w8_max < 0.03 and int_max < 0.03, report[4])
+        L = ex.layer_from_module(m, None, None, None, "m")
+        ex.check_shapes(L, "outin")
+        (e0, e1), (i0, i1) = ex.layer_output_error(L, ex.Mask.parse("causal"), dict(L.t))
+        self.assertEqual((e0, e1), (0.0, 0.0))  # the fp32 weights themselves
+        self.assertGreater(i0, 1e-3)            # only the rows' rounding
+        cfg = header_cfg(text).replace("T_max", "8")
+        self.assertIn("microattn::WeightType::kInt8, microattn::Compute::kInt8", cfg)
+        src = write("compute_int8.cpp", "".join([
+            f'#include "compute_int8.h"\n#include "microattn/microattn.hpp"\n',
+            f"using Cfg = {cfg};\n",
+            "static_assert(Cfg::kInt8Compute, \"the Config line asks for integer compute\");\n",
+            "int main() {\n  static microattn::MultiHeadAttention<Cfg> a;\n",
+            "  return a.set_weights(lc_weights<Cfg>()) == microattn::Status::kOk ? 0 : 1;\n}\n"]))
+        write("compute_int8.h", text)
+        rc, out = sh([OPT.cxx, *cxx_base(), "-O1", src, "-o", "compute_int8"])
+        self.assertEqual(rc, 0, out)
+        rc, out = sh(["./compute_int8"])
+        self.assertEqual(rc, 0, out)
+        with self.assertRaisesRegex(ex.Refusal, "--compute int8 needs --quant int8"):
+            ex.export_module(m, name="lc", mask="causal", compute="int8")
+        path = os.path.join(WORK, "compute_mha.pt")
+        torch.save(m, path)
+        rc, out, err = run_exporter(["--module", path, "--mask", "causal", "--compute", "int8"])
+        self.assertEqual((rc, out), (2, ""))
+        self.assertEqual(err, "export_pytorch.py: error: --compute int8 needs --quant int8 "
+                              "(integer compute multiplies int8 weights)\n")
 
 
 class Fixtures(unittest.TestCase):
@@ -1841,8 +1894,8 @@ class CommandLine(unittest.TestCase):
         rc, out, err = self.cli(*c.argv, "--name", c.name)
         self.assertEqual(rc, 0, err)
         self.assertEqual(out, c.text)
-        self.assertEqual(err, c.err)  # the error report, one line per matrix
-        self.assertEqual(len(err.splitlines()), 4)
+        self.assertEqual(err, c.err)  # the error report, one line per matrix and the layer's
+        self.assertEqual(len(err.splitlines()), 5)
         bad = list(c.argv)
         bad[bad.index("--quant") + 1] = "int4"
         rc, out, err = self.cli(*bad, "--name", c.name)
