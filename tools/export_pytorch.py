@@ -993,8 +993,8 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
             + (";\n//   " + ", ".join(f"{name}_{r} {bshape[r]}" for r in L.biases)
                + " (fp32)." if L.biases else "."),
             ("// Integer compute (--compute int8): microattn::Compute::kInt8 in the Config above"
-             if compute == "int8" else
-             "// Integer compute: the same arrays with microattn::Compute::kInt8 added to the Config"),
+             if compute == "int8" else "// Integer compute: the same arrays with "
+             "microattn::Compute::kInt8 added to the Config"),
             "//   (activations quantised per row at run time, int32 sums: docs/quantization.md).",
             "// int8 quantisation error (max |w - s*q|, rms, ||W - Wq||_F / ||W||_F):"]
         for r in MATRIX_ROLES:
