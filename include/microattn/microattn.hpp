@@ -6,6 +6,7 @@
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
 #include "microattn/kv_cache.hpp"
+#include "microattn/latent_attention.hpp"
 #include "microattn/layout.hpp"
 #include "microattn/rope_config.hpp"
 #include "microattn/status.hpp"

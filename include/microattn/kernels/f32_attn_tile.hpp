@@ -21,12 +21,13 @@ namespace kernels {
 
 /// Per-call scratch of the attention tile kernel: O(kBQ x (d_head + kBK)) floats, independent
 /// of the number of tokens; with kIntScores also the query rows quantised (integer scores
-/// against an int8 cache).
-template <class Arch, std::size_t kDHead, bool kIntScores = false>
+/// against an int8 cache). kDHead is the query/key width, kDV the value width (the same except
+/// in multi-head latent attention's unabsorbed form).
+template <class Arch, std::size_t kDHead, bool kIntScores = false, std::size_t kDV = kDHead>
 struct AttnScratch : Qd8QueryRows<Arch, kDHead, internal::Tiles<Arch>::kBQ, kIntScores> {
   using Tl = internal::Tiles<Arch>;
-  /// Row stride of V and of the output accumulator: d_head rounded up to whole GEMM panels.
-  static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
+  /// Row stride of V and of the output accumulator: d_v rounded up to whole GEMM panels.
+  static constexpr std::size_t kDPad = internal::round_up(kDV, Tl::kNR);
   alignas(Tl::kAlign) float q[Tl::kBQ * kDHead];   ///< scaled query rows
   alignas(Tl::kAlign) float s[Tl::kBQ * Tl::kBK];  ///< scores, then probabilities, of one tile
   alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows
@@ -295,13 +296,13 @@ MICROATTN_ALWAYS_INLINE MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline void score_
 
 /// The P V micro-kernel calls of a group of mr > 1 rows of f32_attn_rows over n keys: o (row
 /// stride kDPad) += p (row stride kBK) v (row stride kDPad), over the vectors of each row that
-/// hold d_head's columns.
-template <class Arch, std::size_t kDHead, class CE>
+/// hold d_v's columns.
+template <class Arch, std::size_t kDV, class CE>
 MICROATTN_ALWAYS_INLINE MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE inline void pv_rows(
     std::size_t mr, std::size_t n, const float* p, const CE* v, float* o) noexcept {
   using Tl = internal::Tiles<Arch>;
-  constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad, W = internal::Vec<Arch>::kWidth;
-  constexpr std::size_t kRowVecs = W > 1 ? (kDHead + W - 1) / W : DPad / W;
+  constexpr std::size_t DPad = AttnScratch<Arch, kDV>::kDPad, W = internal::Vec<Arch>::kWidth;
+  constexpr std::size_t kRowVecs = W > 1 ? (kDV + W - 1) / W : DPad / W;
   for (std::size_t dn = 0; dn < DPad; dn += Tl::kNR) {
     const std::size_t nv = internal::min_size(Tl::kNRVec, kRowVecs - dn / W);
     f32_gemm_ukernel_rows_nv<Arch>(nv, mr, n, p, Tl::kBK, v + dn, DPad, o + dn, DPad, nullptr,
@@ -319,10 +320,10 @@ MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void score_panels_
     float* s) noexcept {
   score_panels<Arch, kDHead>(mr, av, a, b, q, ktile, s);
 }
-template <class Arch, std::size_t kDHead, class CE>
+template <class Arch, std::size_t kDV, class CE>
 MICROATTN_OWN_FRAME_X86 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void pv_rows_framed(
     std::size_t mr, std::size_t n, const float* p, const CE* v, float* o) noexcept {
-  pv_rows<Arch, kDHead>(mr, n, p, v, o);
+  pv_rows<Arch, kDV>(mr, n, p, v, o);
 }
 
 }  // namespace detail
@@ -374,12 +375,12 @@ struct QueryTileSplit {
 
 /// One query tile of f32_attn_rows: rows r0 .. r0 + bq - 1 of `rows`, with the scratch and the
 /// constants every tile shares.
-template <class Arch, std::size_t kDHead, class CE, bool kIntScores>
+template <class Arch, std::size_t kDHead, class CE, bool kIntScores, std::size_t kDV>
 struct QueryTile {
   using Tl = internal::Tiles<Arch>;
   using V = internal::Vec<Arch>;
   using T = typename V::type;
-  using Scratch = AttnScratch<Arch, kDHead, kIntScores>;
+  using Scratch = AttnScratch<Arch, kDHead, kIntScores, kDV>;
   static constexpr bool kQ = internal::Elem<CE>::kScaled;
   static_assert(!kIntScores || std::is_same<CE, std::int8_t>::value,
                 "f32_attn_rows: integer scores need int8 keys");
@@ -387,14 +388,14 @@ struct QueryTile {
                 "f32_attn_rows: integer scores go by whole runs of kQs8Keys keys");
   static constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, BQ = Tl::kBQ, BK = Tl::kBK,
                                LW = V::kWidth;
-  static constexpr std::size_t DPad = AttnScratch<Arch, kDHead>::kDPad;
+  static constexpr std::size_t DPad = Scratch::kDPad;
   // The row groups' micro-kernel calls in frames of their own (score_panels_framed), for heads
   // of at least a vector: a tiny head pays for the calls.
   static constexpr bool kFramed = Tl::kOwnFrameAttn && kDHead >= LW;
   // One row's whole output in one P V call where it fits the registers (SIMD arches: d_head 64
   // is 4 or 8 vectors), and only the vectors that hold d_head's columns (o's padding past them
   // stays 0; scalar path: every panel whole, see gemm_weights).
-  static constexpr std::size_t kRowVecs = LW > 1 ? (kDHead + LW - 1) / LW : DPad / LW;
+  static constexpr std::size_t kRowVecs = LW > 1 ? (kDV + LW - 1) / LW : DPad / LW;
 
   const QueryRows& rows;
   const KeyMask& mask;
@@ -544,9 +545,9 @@ struct QueryTile {
       }
     }
     if constexpr (kFramed)
-      pv_rows_framed<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad, sc.o + i * DPad);
+      pv_rows_framed<Arch, kDV>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad, sc.o + i * DPad);
     else
-      pv_rows<Arch, kDHead>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad, sc.o + i * DPad);
+      pv_rows<Arch, kDV>(mr, b - a, sc.s + i * BK + a, vtile + a * DPad, sc.o + i * DPad);
   }
   /// O += P V for the tile: each group over the keys all its rows see, then each row alone over
   /// the few more it sees on either side. A group never multiplies a row's P by a V row that row
@@ -582,7 +583,7 @@ struct QueryTile {
       const std::size_t r = r0 + i;
       float* dst = rows.out + (r / G) * rows.ldo + (r % G) * rows.o_head_stride;
       const float inv = 1.0f / V::hsum(V::load(sc.l + i * LW));
-      for (std::size_t d = 0; d < kDHead; ++d) dst[d] = sc.o[i * DPad + d] * inv;
+      for (std::size_t d = 0; d < kDV; ++d) dst[d] = sc.o[i * DPad + d] * inv;
       if (maps) {
         float* mrow = maps->p + (r % G) * maps->head_stride + (r / G) * maps->ld;
         const std::size_t pos = pos_of(r);
@@ -622,7 +623,8 @@ struct QueryTile {
 /// Attention of `rows` over keys 0 .. mask.n_keys - 1 under `mask` (see KeyMask).
 ///   kt: keys as tiles of K^T, tile t = [kDHead][kBK] floats at kt + t * kDHead * kBK, covering
 ///       at least round_up(n_keys, kBK) keys (columns no row sees may hold anything).
-///   v:  values [n_keys][kDPad] row-major (columns past kDHead are read into padding only).
+///   v:  values [n_keys][kDPad] row-major, kDV wide (columns past kDV are read into padding
+///       only); kDV (default kDHead) may differ from the query/key width kDHead.
 ///   scale: multiplies Q once per row before the scores (1/sqrt(d_head) by default), together
 ///          with log2 e: the running max and the exponentials are in base 2.
 /// Key tiles outside every row's range are skipped; in a tile crossing a mask edge, a row's
@@ -648,13 +650,14 @@ struct QueryTile {
 /// as the output row. One function for both, so an output is the same bits with and without
 /// maps on every compiler (two instantiations may be optimised differently); without maps the
 /// extra work is a not-taken branch per row and tile.
-template <class Arch, std::size_t kDHead, class CE = float, bool kIntScores = false>
+template <class Arch, std::size_t kDHead, class CE = float, bool kIntScores = false,
+          std::size_t kDV = kDHead>
 MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
     const QueryRows& rows, const KeyMask& mask, const CE* kt, const CE* v, float scale,
-    AttnScratch<Arch, kDHead, kIntScores>& sc, const float* k_scale = nullptr,
+    AttnScratch<Arch, kDHead, kIntScores, kDV>& sc, const float* k_scale = nullptr,
     const float* v_scale = nullptr, const MapRows* maps = nullptr, std::size_t part = 0,
     std::size_t parts = 1) noexcept {
-  using Tile = detail::QueryTile<Arch, kDHead, CE, kIntScores>;
+  using Tile = detail::QueryTile<Arch, kDHead, CE, kIntScores, kDV>;
   using V = internal::Vec<Arch>;
   static_assert(Tile::BK <= 0xFFFF,
                 "f32_attn_rows: a key tile's column numbers are kept in 16 bits");
@@ -675,9 +678,10 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_attn_rows(
 }
 
 /// Causal attention over keys 0 .. n_keys - 1 (the row at position p sees keys 0 .. p).
-template <class Arch, std::size_t kDHead, class CE = float, bool kIntScores = false>
+template <class Arch, std::size_t kDHead, class CE = float, bool kIntScores = false,
+          std::size_t kDV = kDHead>
 void f32_attn_rows(const QueryRows& rows, std::size_t n_keys, const CE* kt, const CE* v,
-                   float scale, AttnScratch<Arch, kDHead, kIntScores>& sc,
+                   float scale, AttnScratch<Arch, kDHead, kIntScores, kDV>& sc,
                    const float* k_scale = nullptr, const float* v_scale = nullptr) noexcept {
   f32_attn_rows<Arch, kDHead>(rows, KeyMask{n_keys}, kt, v, scale, sc, k_scale, v_scale);
 }

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Multi-head latent attention (include/microattn/latent_attention.hpp, issue 34).
+//
+//   ML1   one absorbed decode step after 1023 cached tokens at D1's width: d_model 512, 8 heads,
+//         d_c 128, d_R 32, d_nope 64, d_v 64 (a cached token is 160 floats; D1's is 1024)
+//   ML2   the same at DeepSeek-V2-Lite's attention shape: d_model 2048, 16 heads, d_c 512,
+//         d_R 64, d_nope 128, d_v 128
+//   MLP1  ML1's layer prefilling a 1024-token prompt into an empty cache (unabsorbed)
+// Weights [out][in] (PyTorch), U(+-1/sqrt(fan_in)); RoPE on (adjacent pairs, base 10000).
+// Counters as D1's: gbps / pct_bw over the bytes a step must read (every weight + the latent
+// cache of 1024 tokens), gflops / pct_peak; label: cache bytes per token.
+#include "microattn/latent_attention.hpp"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "bench_util.hpp"
+
+namespace microattn_bench {
+namespace {
+
+constexpr std::size_t kCtx = 1024;
+using ML1Cfg = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64>;
+using ML2Cfg = microattn::LatentConfig<kCtx, 2048, 16, 512, 64, 128, 128>;
+
+template <class LCfg>
+struct LatentData {
+  static constexpr std::size_t DM = LCfg::kDModel, QD = LCfg::kQDim, DCR = LCfg::kDCache,
+                               DC = LCfg::kDLatent, UD = LCfg::kUkvDim, VD = LCfg::kVDim;
+  static constexpr std::size_t kWeightFloats = DM * QD + DM * DCR + DC + DC * UD + VD * DM;
+  static float bound(std::size_t fan_in) { return 1.0f / std::sqrt(static_cast<float>(fan_in)); }
+  AlignedFloats wq = uniform_floats(DM * QD, -bound(DM), bound(DM), 11);
+  AlignedFloats wdkv = uniform_floats(DM * DCR, -bound(DM), bound(DM), 12);
+  AlignedFloats gkv = uniform_floats(DC, 0.5f, 1.5f, 13);
+  AlignedFloats wukv = uniform_floats(DC * UD, -bound(DC), bound(DC), 14);
+  AlignedFloats wo = uniform_floats(VD * DM, -bound(VD), bound(VD), 15);
+  AlignedFloats x = uniform_floats(kCtx * DM, -1.0f, 1.0f, 16);
+  AlignedFloats y = uniform_floats(kCtx * DM, 0.0f, 0.0f, 17);
+  microattn::LatentWeights<LCfg> weights() const {
+    microattn::LatentWeights<LCfg> w;
+    w.layout = microattn::WeightLayout::kOutIn;
+    w.w_q = wq.data(), w.w_dkv = wdkv.data(), w.g_kv = gkv.data(), w.w_ukv = wukv.data();
+    w.w_o = wo.data();
+    return w;
+  }
+};
+
+template <class LCfg>
+constexpr std::size_t step_bytes() {
+  return LatentData<LCfg>::kWeightFloats * sizeof(float) + kCtx * LCfg::kDCache * sizeof(float);
+}
+template <class LCfg>
+constexpr double step_flops() {
+  constexpr double H = LCfg::kHeads, DM = LCfg::kDModel, DC = LCfg::kDLatent;
+  return 2.0 * DM * (LCfg::kQDim + LCfg::kDCache) + 2.0 * H * LCfg::kDNope * DC +
+         2.0 * H * kCtx * (LCfg::kDCache + DC) + 2.0 * H * DC * LCfg::kDV + 2.0 * LCfg::kVDim * DM;
+}
+template <class LCfg>
+constexpr double prefill_flops(double T) {
+  constexpr double H = LCfg::kHeads, DM = LCfg::kDModel, DC = LCfg::kDLatent;
+  return 2.0 * T * DM * (LCfg::kQDim + LCfg::kDCache) +
+         2.0 * H * T * DC * (LCfg::kDNope + LCfg::kDV) +
+         2.0 * H * (T * (T + 1) / 2) * (LCfg::kDQk + LCfg::kDV) + 2.0 * T * LCfg::kVDim * DM;
+}
+
+template <class LCfg>
+std::unique_ptr<microattn::LatentAttention<LCfg>> make_layer(const LatentData<LCfg>& d,
+                                                             benchmark::State& state) {
+  auto layer = std::make_unique<microattn::LatentAttention<LCfg>>();
+  microattn::RopeConfig rope;
+  rope.enabled = true, rope.pairing = microattn::RopePairing::kAdjacent;
+  if (layer->set_weights(d.weights()) != microattn::Status::kOk ||
+      layer->set_rope(rope) != microattn::Status::kOk) {
+    state.SkipWithError("set_weights or set_rope failed");
+    return nullptr;
+  }
+  return layer;
+}
+
+std::string cache_label(std::size_t bytes_per_token) {
+  return "cache " + std::to_string(bytes_per_token) + " B/token";
+}
+
+template <class LCfg>
+void bm_latent_decode(benchmark::State& state) {
+  using Layer = microattn::LatentAttention<LCfg>;
+  LatentData<LCfg> d;
+  auto layer = make_layer(d, state);
+  if (!layer) return;
+  const float* x_token = d.x.data() + (kCtx - 1) * LCfg::kDModel;
+  float* y_token = d.y.data() + (kCtx - 1) * LCfg::kDModel;
+  if (layer->prefill(d.x.data(), kCtx - 1, d.y.data()) != microattn::Status::kOk) {
+    state.SkipWithError("prefill failed");
+    return;
+  }
+  for (auto _ : state) {
+    if (layer->decode(x_token, y_token) != microattn::Status::kOk ||
+        layer->truncate(kCtx - 1) != microattn::Status::kOk) {
+      state.SkipWithError("decode failed");
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, step_flops<LCfg>());
+  set_byte_counters(state, static_cast<double>(step_bytes<LCfg>()), step_bytes<LCfg>());
+  state.SetLabel(arch_label<microattn::DefaultArch>() + ", absorbed, " +
+                 cache_label(Layer::kCacheBytesPerToken));
+}
+
+template <class LCfg>
+void bm_latent_prefill(benchmark::State& state) {
+  using Layer = microattn::LatentAttention<LCfg>;
+  LatentData<LCfg> d;
+  auto layer = make_layer(d, state);
+  if (!layer) return;
+  for (auto _ : state) {
+    layer->reset();
+    if (layer->prefill(d.x.data(), kCtx, d.y.data()) != microattn::Status::kOk) {
+      state.SkipWithError("prefill failed");
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, prefill_flops<LCfg>(kCtx));
+  state.SetLabel(arch_label<microattn::DefaultArch>() + ", unabsorbed, " +
+                 cache_label(Layer::kCacheBytesPerToken));
+}
+
+}  // namespace
+
+void register_latent_benchmarks() {
+  register_read_bw(step_bytes<ML1Cfg>());
+  register_read_bw(step_bytes<ML2Cfg>());
+  benchmark::RegisterBenchmark("ML1", bm_latent_decode<ML1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("ML2", bm_latent_decode<ML2Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("MLP1", bm_latent_prefill<ML1Cfg>)->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace microattn_bench

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn kernel family: the absorbed decode step of multi-head latent attention (DeepSeek's
+// MLA): one token's H query heads over a cache of latent rows [c_KV | k_R], an MQA whose keys
+// are the whole rows and whose values are the rows' first d_c columns (read in place: the cache
+// holds each token once).
+//
+// The cache is token-major (row j = token j), so the scores are S^T = C · Q^T: the cached rows
+// are the GEMM's A (one broadcast per element) and the queries, transposed once per step, its
+// B with the heads side by side in vector lanes. The softmax then runs down the keys with a
+// vector of heads per key (no horizontal operation), and P·V is P · C[:, :d_c] with the rows
+// as B, like f32_attn_decode's. Every cached row is read twice per step (scores, values),
+// front to back.
+#pragma once
+
+#include <cstddef>
+
+#include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_attn_decode.hpp"
+#include "microattn/kernels/f32_exp.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+
+namespace microattn {
+namespace kernels {
+
+/// Scratch of f32_attn_latent_decode for kRows query heads of kDK floats over up to kKeys
+/// cached rows, values kDV wide.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys>
+struct LatentDecodeScratch {
+  using Tl = internal::Tiles<Arch>;
+  static constexpr std::size_t kW = internal::Vec<Arch>::kWidth;
+  /// The heads side by side in vector lanes: kRows rounded up to whole vectors.
+  static constexpr std::size_t kRPad = internal::round_up(kRows, kW);
+  /// Row stride of the output accumulators: d_v rounded up to whole vectors.
+  static constexpr std::size_t kDVPad = internal::round_up(kDV, kW);
+  alignas(Tl::kAlign) float qt[kDK * kRPad];    ///< scaled queries transposed: qt[d][e]
+  alignas(Tl::kAlign) float st[kKeys * kRPad];  ///< scores, then weights, key by key: st[j][e]
+  alignas(Tl::kAlign) float p[kRows * kKeys];   ///< weights head by head: p[e][j]
+  alignas(Tl::kAlign) float o[kRows * kDVPad];  ///< unnormalised P·V rows
+};
+
+/// Floats a latent cache must hold past its last row for f32_attn_latent_decode (its value
+/// blocks read whole vectors: up to W - 1 floats past the d_v-th column of the last row).
+template <class Arch>
+constexpr std::size_t latent_cache_slack() noexcept {
+  return internal::Vec<Arch>::kWidth;
+}
+
+namespace detail {
+
+/// S^T[j][e] = c_j · q_e for keys [0, n) (qt: the scaled queries transposed), by blocks of the
+/// micro-kernel's rows of keys and its panels of heads.
+template <class Arch, std::size_t kDK, std::size_t kRPad>
+inline void latent_scores(const float* c, std::size_t ldc, std::size_t n, const float* qt,
+                          float* st) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = internal::Vec<Arch>::kWidth, MR = Tl::kMR;
+  for (std::size_t j = 0; j < n; j += MR) {
+    const std::size_t mr = internal::min_size(MR, n - j);
+    for (std::size_t c0 = 0; c0 < kRPad; c0 += Tl::kNR) {
+      const std::size_t nv = internal::min_size(Tl::kNRVec, (kRPad - c0) / W);
+      f32_gemm_ukernel_rows_nv<Arch>(nv, mr, kDK, c + j * ldc, ldc, qt + c0, kRPad,
+                                     st + j * kRPad + c0, kRPad, nullptr, false);
+    }
+  }
+}
+
+/// The exact softmax of every head down the keys [0, n) of st (heads in lanes): each lane's max,
+/// then st[j] = 2^(st[j] - max) and the lanes' sums into l[0 .. kRows); the weights are copied
+/// head by head into p (row stride kKeys).
+template <class Arch, std::size_t kRows, std::size_t kRPad, std::size_t kKeys>
+inline void latent_softmax(float* st, std::size_t n, float* p, float* l) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  for (std::size_t c0 = 0; c0 < kRPad; c0 += W) {
+    T vmax = V::load(st + c0);
+    for (std::size_t j = 1; j < n; ++j) vmax = V::max(vmax, V::load(st + j * kRPad + c0));
+    T vsum = V::zero();
+    for (std::size_t j = 0; j < n; ++j) {
+      const T w = f32_softmax_exp2<Arch>(V::load(st + j * kRPad + c0) - vmax);
+      V::store(st + j * kRPad + c0, w);
+      vsum = vsum + w;
+    }
+    alignas(internal::Tiles<Arch>::kAlign) float sums[W];
+    V::store(sums, vsum);
+    for (std::size_t e = c0; e < c0 + W && e < kRows; ++e) l[e] = sums[e - c0];
+  }
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t e = 0; e < kRows; ++e) p[e * kKeys + j] = st[j * kRPad + e];
+}
+
+}  // namespace detail
+
+/// out_e = softmax(scale * qa_e C^T) C[:, :kDV] for the kRows query heads e of one token, over the
+/// n_keys cached rows of C (every one visible).
+///   q:   head e at q + e * ldq (kDK floats: [q~_e | q_R_e], the absorbed query)
+///   c:   the cache, row j at c + j * ldc (kDK floats read; its first kDV are the values); the
+///        array holds latent_cache_slack<Arch>() floats past the last row's kDK
+///   out: head e at out + e * ldo (kDV floats written)
+/// 1 <= n_keys <= kKeys, kDV <= kDK <= ldc.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys>
+void f32_attn_latent_decode(const float* q, std::size_t ldq, const float* c, std::size_t ldc,
+                            std::size_t n_keys, float scale,
+                            LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys>& sc, float* out,
+                            std::size_t ldo) noexcept {
+  static_assert(kDV <= kDK, "f32_attn_latent_decode: the values are the keys' first columns");
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys>;
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = Sc::kW, RP = Sc::kRPad, DVP = Sc::kDVPad, BK = Tl::kBK;
+  MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys && kDK <= ldc);
+  // Scores in base 2 (scale and log2 e folded into the queries once): the exponential is exp2.
+  const float qscale = scale * kLog2e;
+  for (std::size_t d = 0; d < kDK; ++d)
+    for (std::size_t e = 0; e < RP; ++e)
+      sc.qt[d * RP + e] = e < kRows ? q[e * ldq + d] * qscale : 0.0f;
+  detail::latent_scores<Arch, kDK, RP>(c, ldc, n_keys, sc.qt, sc.st);
+  float l[kRows];
+  detail::latent_softmax<Arch, kRows, RP, kKeys>(sc.st, n_keys, sc.p, l);
+
+  // O = P · C[:, :kDV] in register blocks of R heads by CP vectors (f32_attn_decode's blocking):
+  // with several blocks per row, by chunks of kBK rows so each block reads a chunk from L1.
+  constexpr std::size_t R = kRows < Tl::kMR ? kRows : Tl::kMR;
+  constexpr std::size_t CP = detail::decode_cols(Tl::kMR * Tl::kNRVec, R, DVP / W);
+  constexpr std::size_t kBlocks = DVP / (CP * W);
+  const std::size_t chunk = kBlocks == 1 ? n_keys : BK;
+  for (std::size_t j0 = 0; j0 < n_keys; j0 += chunk) {
+    const std::size_t kc = internal::min_size(chunk, n_keys - j0);
+    for (std::size_t c0 = 0; c0 < DVP; c0 += CP * W)
+      detail::gemm_row_blocks<Arch, kRows, R, CP>(kc, sc.p + j0, kKeys, c + j0 * ldc + c0, ldc,
+                                                  sc.o + c0, DVP, j0 != 0);
+  }
+  for (std::size_t e = 0; e < kRows; ++e) {
+    const float inv = 1.0f / l[e];
+    for (std::size_t d = 0; d < kDV; ++d) out[e * ldo + d] = sc.o[e * DVP + d] * inv;
+  }
+}
+
+}  // namespace kernels
+}  // namespace microattn

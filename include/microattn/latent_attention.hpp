@@ -1,0 +1,532 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn: multi-head latent attention (DeepSeek-V2's MLA, section 2.1 of its paper) with a
+// KV cache that holds one latent row per token: the compressed c_KV and the shared rotated key
+// k_R, d_c + d_R floats, instead of every head's keys and values.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/arch.hpp"
+#include "microattn/attention.hpp"
+#include "microattn/config.hpp"
+#include "microattn/executor.hpp"
+#include "microattn/internal/layer_driver.hpp"
+#include "microattn/kernels/f32_attn_latent.hpp"
+#include "microattn/kernels/f32_attn_tile.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/f32_gemv.hpp"
+#include "microattn/kernels/f32_norm.hpp"
+#include "microattn/kv_cache.hpp"
+#include "microattn/status.hpp"
+
+namespace microattn {
+
+/// The query path through a latent of width d_cq (DeepSeek-V2's q_lora_rank): c_Q =
+/// RMSNorm(x · W_DQ), q = c_Q · W_UQ. Without it (DeepSeek-V2-Lite) q = x · W_Q.
+enum class QueryLatent : std::size_t {};
+
+namespace internal {
+template <class T>
+constexpr bool is_latent_option() noexcept {
+  return std::is_same<T, QueryLatent>::value || std::is_same<T, MaxWorkers>::value;
+}
+}  // namespace internal
+
+/// Every dimension of a multi-head latent attention layer, fixed at compile time.
+///
+/// @tparam kTMax_     most tokens the cache holds (and one prefill call takes)
+/// @tparam kDModel_   model width d_model (x's and y's rows)
+/// @tparam kHeads_    query heads H
+/// @tparam kDLatent_  d_c: width of the key/value latent c_KV (kv_lora_rank)
+/// @tparam kDRope_    d_R: width of the rotated key k_R shared by all heads and of each head's
+///                    rotated query part (qk_rope_head_dim); even
+/// @tparam kDNope_    d_nope: each head's unrotated query/key width (qk_nope_head_dim)
+/// @tparam kDV_       d_v: each head's value width (v_head_dim)
+/// @tparam kOptions   QueryLatent{d_cq} (none: q = x W_Q), MaxWorkers{n} (1)
+template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kDLatent_,
+          std::size_t kDRope_, std::size_t kDNope_, std::size_t kDV_, auto... kOptions>
+struct LatentConfig {
+  static_assert((internal::is_latent_option<decltype(kOptions)>() && ...),
+                "microattn::LatentConfig: an option is not a QueryLatent or MaxWorkers value");
+  static_assert(internal::option_count<QueryLatent>(kOptions...) <= 1 &&
+                    internal::option_count<MaxWorkers>(kOptions...) <= 1,
+                "microattn::LatentConfig: each option may be given once");
+  static_assert(kTMax_ > 0 && kDModel_ > 0 && kHeads_ > 0 && kDLatent_ > 0 && kDV_ > 0,
+                "microattn::LatentConfig: T_max, d_model, H, d_c and d_v must be at least 1");
+  static_assert(kDRope_ >= 2 && kDRope_ % 2 == 0,
+                "microattn::LatentConfig: d_R (the rotated part) must be even and at least 2");
+  static_assert(kDV_ <= kDLatent_ + kDRope_,
+                "microattn::LatentConfig: d_v must not exceed d_c + d_R (the absorbed decode "
+                "reads its values inside the latent rows)");
+
+  static constexpr std::size_t kTMax = kTMax_;
+  static constexpr std::size_t kDModel = kDModel_;
+  static constexpr std::size_t kHeads = kHeads_;
+  static constexpr std::size_t kDLatent = kDLatent_;
+  static constexpr std::size_t kDRope = kDRope_;
+  static constexpr std::size_t kDNope = kDNope_;
+  static constexpr std::size_t kDV = kDV_;
+  /// d_cq, or 0 without a query latent.
+  static constexpr std::size_t kDQLatent =
+      static_cast<std::size_t>(internal::option_or<QueryLatent>(QueryLatent{0}, kOptions...));
+  static constexpr bool kHasQueryLatent = kDQLatent > 0;
+  static constexpr std::size_t kMaxWorkers =
+      static_cast<std::size_t>(internal::option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
+  static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
+                "microattn::LatentConfig: MaxWorkers{n} needs 1 <= n <= 256");
+
+  /// A head's query/key width before absorption, d_nope + d_R (the softmax scale's d).
+  static constexpr std::size_t kDQk = kDNope_ + kDRope_;
+  /// A cached latent row: [c_KV | k_R], d_c + d_R floats.
+  static constexpr std::size_t kDCache = kDLatent_ + kDRope_;
+  /// Width of q (H heads of [q_nope | q_R]).
+  static constexpr std::size_t kQDim = kHeads_ * kDQk;
+  /// Width of W_UKV's output (H heads of [k_nope | v]).
+  static constexpr std::size_t kUkvDim = kHeads_ * (kDNope_ + kDV_);
+  /// Width of the concatenated heads (W_O's input).
+  static constexpr std::size_t kVDim = kHeads_ * kDV_;
+  static constexpr std::size_t kOutDim = kDModel_;
+  static_assert(kTMax_ <= (std::size_t{1} << 24) && kDModel_ <= (std::size_t{1} << 20) &&
+                    kQDim <= (std::size_t{1} << 20) && kUkvDim <= (std::size_t{1} << 20) &&
+                    kDCache <= (std::size_t{1} << 20),
+                "microattn::LatentConfig: dimensions too large for 32-bit index arithmetic");
+  static_assert(internal::sizes_fit(kTMax_, kDModel_ + kDCache + kDQLatent, kHeads_, 1,
+                                    kDQk + kDV_ + kDLatent_, SIZE_MAX),
+                "microattn::LatentConfig: T_max x widths buffers do not fit this target's size_t");
+
+  // What the shared pieces (RoPE tables, the tile kernel's staging) read: the rotated part.
+  static constexpr std::size_t kDHead = kDRope_;
+  static constexpr bool kHasRope = true;
+};
+
+/// The weights of a LatentAttention layer: views over caller arrays (flash), every matrix in
+/// `layout` (kInOut: [in][out]; kOutIn: PyTorch's nn.Linear.weight, [out][in]). Hugging Face's
+/// DeepseekV2Attention, layout kOutIn:
+///   w_q = q_proj.weight, or w_dq = q_a_proj.weight, g_q = q_a_layernorm.weight,
+///   w_uq = q_b_proj.weight (with QueryLatent);  [H][d_nope | d_R] output columns
+///   w_dkv = kv_a_proj_with_mqa.weight           [d_c | d_R] output columns
+///   g_kv = kv_a_layernorm.weight                d_c
+///   w_ukv = kv_b_proj.weight                    [H][d_nope | d_v] output columns
+///   w_o = o_proj.weight                         H * d_v inputs
+/// No biases (DeepSeek's attention_bias = False).
+template <class LCfg>
+struct LatentWeights {
+  WeightLayout layout = WeightLayout::kInOut;
+  const float* w_q = nullptr;
+  const float* w_dq = nullptr;
+  const float* g_q = nullptr;
+  const float* w_uq = nullptr;
+  const float* w_dkv = nullptr;
+  const float* g_kv = nullptr;
+  const float* w_ukv = nullptr;
+  const float* w_o = nullptr;
+
+  /// kOk; kNullPointer when a matrix or norm weight the configuration needs is null;
+  /// kBadArgument for a layout other than kInOut and kOutIn (kPanel16 is not read transposed,
+  /// which the absorbed decode needs).
+  constexpr Status check() const noexcept {
+    const bool q_ok = LCfg::kHasQueryLatent ? (w_dq && g_q && w_uq) : w_q != nullptr;
+    if (!q_ok || !w_dkv || !g_kv || !w_ukv || !w_o) return Status::kNullPointer;
+    if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn)
+      return Status::kBadArgument;
+    return Status::kOk;
+  }
+  /// True when [p, p + bytes) overlaps a weight array.
+  bool overlaps(const void* p, std::size_t bytes) const noexcept {
+    using internal::overlaps;
+    constexpr std::size_t F = sizeof(float), DM = LCfg::kDModel;
+    if (LCfg::kHasQueryLatent) {
+      if (overlaps(p, bytes, w_dq, DM * LCfg::kDQLatent * F) ||
+          overlaps(p, bytes, g_q, LCfg::kDQLatent * F) ||
+          overlaps(p, bytes, w_uq, LCfg::kDQLatent * LCfg::kQDim * F))
+        return true;
+    } else if (overlaps(p, bytes, w_q, DM * LCfg::kQDim * F)) {
+      return true;
+    }
+    return overlaps(p, bytes, w_dkv, DM * LCfg::kDCache * F) ||
+           overlaps(p, bytes, g_kv, LCfg::kDLatent * F) ||
+           overlaps(p, bytes, w_ukv, LCfg::kDLatent * LCfg::kUkvDim * F) ||
+           overlaps(p, bytes, w_o, LCfg::kVDim * DM * F);
+  }
+};
+
+/// Causal multi-head latent attention with its cache, for generating or streaming a token (or
+/// a chunk) at a time. Per token t: [c_KV | k_R] = x W_DKV, c_KV = RMSNorm(c_KV) (weight g_kv,
+/// epsilon set_rms_eps), k_R rotated at the token's position and shared by all heads; per head
+/// h, k_h = [c_KV W_UK_h | k_R], v_h = c_KV W_UV_h, q_h = [q_nope_h | RoPE(q_R_h)]; o_h =
+/// softmax(q_h k_h^T * scale) v_h over the tokens up to t; y = concat_h(o_h) W_O. The cache holds
+/// only [c_KV | k_R] per token (kCacheBytes: d_c + d_R floats a token).
+///   prefill(x, T, y): the unabsorbed form: each head's keys and values are expanded from the
+///     cached latents (two GEMMs a head over every cached token), then the prefill tile kernel
+///     runs with query/key width d_nope + d_R and value width d_v. Cheaper than the absorbed
+///     form once a call has many tokens: its attention works at d_nope + d_R and d_v instead of
+///     d_c + d_R and d_c (docs/latent-attention.md).
+///   decode(x, y): the absorbed form: q~_h = W_UK_h q_nope_h moves the query into the latent
+///     space, so one MQA over the cached rows gives each head's attention in the latent space
+///     (values: the rows' first d_c columns, read in place), lifted by W_UV_h afterwards. It
+///     reads d_c + d_R floats a cached token, once for every head.
+/// Both compute the same function; the tests bound their difference at fp32 rounding.
+///
+/// Like KvAttention: fixed size, no heap; sizeof == ram_bytes(); a status-returning method
+/// changes nothing unless it returns kOk; the all-zero object is a valid empty layer (RoPE off,
+/// default scale 1/sqrt(d_nope + d_R) and RMSNorm epsilon 1e-6, no weights).
+///
+/// @tparam kPrefillChunk tokens prefill() processes at a time (1 .. T_max).
+template <class LCfg, class Arch = DefaultArch, std::size_t kPrefillChunk = LCfg::kTMax>
+class LatentAttention {
+  static_assert(kPrefillChunk >= 1 && kPrefillChunk <= LCfg::kTMax,
+                "microattn::LatentAttention: kPrefillChunk must be in 1 .. T_max");
+  using Tl = internal::Tiles<Arch>;
+  static constexpr std::size_t H = LCfg::kHeads, DM = LCfg::kDModel, DC = LCfg::kDLatent,
+                               DR = LCfg::kDRope, DN = LCfg::kDNope, DV = LCfg::kDV,
+                               DQK = LCfg::kDQk, DCR = LCfg::kDCache, QD = LCfg::kQDim,
+                               UD = LCfg::kUkvDim, VD = LCfg::kVDim, DCQ = LCfg::kDQLatent;
+  static constexpr std::size_t kTPad = internal::round_up(LCfg::kTMax, Tl::kBK);
+  // The softmax scale's default 1/sqrt(d_nope + d_R).
+  struct ScaleShape {
+    static constexpr std::size_t kDHead = DQK;
+  };
+  using TileScratch = kernels::AttnScratch<Arch, DQK, false, DV>;
+  using DecScratch = kernels::LatentDecodeScratch<Arch, DCR, DC, H, kTPad>;
+  static constexpr std::size_t kStages = LCfg::kMaxWorkers < H ? LCfg::kMaxWorkers : H;
+  static constexpr std::size_t kDPad = TileScratch::kDPad;
+  static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
+  static constexpr std::size_t kBlockRows = internal::row_block<Arch, LCfg::kTMax>(LCfg::kTMax);
+
+  struct Cache {
+    alignas(Tl::kAlign) float c[LCfg::kTMax * DCR + kernels::latent_cache_slack<Arch>()];
+  };
+  /// Prefill: the chunk's queries (and query latents), the concatenated heads, one head's
+  /// expanded keys (K^T tiles) and values per stage, the rows of keys being expanded, a GEMM
+  /// panel and a tile scratch per worker.
+  struct PrefillWork {
+    alignas(Tl::kAlign) float q[kPrefillChunk * QD];
+    alignas(Tl::kAlign) float cq[LCfg::kHasQueryLatent ? kPrefillChunk * DCQ : 1];
+    alignas(Tl::kAlign) float ctx[kPrefillChunk * VD];
+    alignas(Tl::kAlign) float kt[kStages][kTPad * DQK];
+    alignas(Tl::kAlign) float v[kStages][kTPad * kDPad];
+    alignas(Tl::kAlign) float krows[LCfg::kMaxWorkers][kBlockRows * DQK];
+    alignas(Tl::kAlign) float pack[LCfg::kMaxWorkers][kPackFloats];
+    TileScratch tile[LCfg::kMaxWorkers];
+  };
+  /// Decode: the token's queries, absorbed queries [q~_h | q_R_h], latent-space outputs, heads.
+  struct DecodeWork {
+    alignas(Tl::kAlign) float q[QD];
+    alignas(Tl::kAlign) float cq[LCfg::kHasQueryLatent ? DCQ : 1];
+    alignas(Tl::kAlign) float qa[H * DCR];
+    alignas(Tl::kAlign) float oc[H * DC];
+    alignas(Tl::kAlign) float ctx[VD];
+    DecScratch att;
+  };
+
+ public:
+  /// Bytes of the latent cache: T_max rows of d_c + d_R floats (plus a vector of slack).
+  static constexpr std::size_t kCacheBytes = sizeof(Cache);
+  /// Cache bytes per token: 4 (d_c + d_R).
+  static constexpr std::size_t kCacheBytesPerToken = DCR * sizeof(float);
+  /// Bytes of working memory: prefill (a head's expanded K and V for T_max tokens per stage,
+  /// plus the chunk's queries and heads) and decode.
+  static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
+
+  LatentAttention() = default;
+  LatentAttention(const LatentAttention&) = delete;
+  LatentAttention& operator=(const LatentAttention&) = delete;
+
+  /// RAM of the whole object in bytes (weights are views and not included).
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(LatentAttention); }
+
+  /// Points the layer at weights (see LatentWeights). Allowed at any time; cached rows stay.
+  /// @return kOk, or LatentWeights::check()'s status (nothing changed).
+  [[nodiscard]] Status set_weights(const LatentWeights<LCfg>& w) noexcept {
+    const Status s = w.check();
+    if (s != Status::kOk) return s;
+    w_ = w;
+    return Status::kOk;
+  }
+
+  /// RoPE of the rotated parts (k_R, q_R; rotary_dims 0 = d_R). DeepSeek's checkpoints rotate
+  /// adjacent pairs (RopePairing::kAdjacent); Hugging Face's code permutes q_R and k_R to
+  /// half-split before rotating, which gives the same scores: use kAdjacent with its weights.
+  /// Only while the cache is empty. @return as KvAttention::set_rope.
+  [[nodiscard]] Status set_rope(const RopeConfig& r) noexcept {
+    if (length_ != 0) return Status::kBadArgument;
+    return rope_.set(r);
+  }
+  RopeConfig rope() const noexcept { return rope_.get(); }
+
+  /// Softmax scale, default 1/sqrt(d_nope + d_R) (the head width before absorption, not d_c).
+  /// @return kOk, or kBadScale (nothing changed).
+  [[nodiscard]] Status set_scale(float scale) noexcept { return scale_.set(scale); }
+  float scale() const noexcept { return scale_.get<ScaleShape>(); }
+
+  /// Epsilon of both RMSNorms (default 1e-6, DeepSeek's rms_norm_eps). Only while the cache is
+  /// empty (the cached latents were normalised with it).
+  /// @return kOk, or kBadArgument (nothing changed) when eps is not finite and > 0, or the cache
+  ///         is not empty.
+  [[nodiscard]] Status set_rms_eps(float eps) noexcept {
+    if (length_ != 0 || !(eps > 0.0f) || !internal::finite_bits(eps)) return Status::kBadArgument;
+    eps_ = eps;
+    return Status::kOk;
+  }
+  float rms_eps() const noexcept { return eps_ > 0.0f ? eps_ : 1e-6f; }
+
+  /// Splits later calls over the executor's workers (at most MaxWorkers): prefill's projections
+  /// by rows and its heads by worker, decode's projections by output columns (its attention runs
+  /// on the calling thread). @return kOk, or kBadArgument (nothing changed).
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
+
+  /// Appends T tokens and returns their outputs (token at position length() + i sees the cached
+  /// tokens and this call's up to itself).
+  /// @param x  [T][d_model] floats
+  /// @param y  [T][d_model] floats, written only on kOk; must not overlap x or a weight array
+  /// @return kOk; kNullPointer (x, y or a weight null); kBadTokenCount (T == 0 or T > T_max);
+  ///         kCacheFull (length() + T > T_max); kOverlap. Nothing changes on error.
+  [[nodiscard]] Status prefill(const float* x, std::size_t T, float* y) noexcept {
+    if (const Status s = check_call(x, T, y); s != Status::kOk) return s;
+    for (std::size_t t0 = 0; t0 < T; t0 += kPrefillChunk) {
+      const std::size_t n = internal::min_size(kPrefillChunk, T - t0);
+      run_prefill(x + t0 * DM, n, y + t0 * DM);
+      length_ += n;
+    }
+    return Status::kOk;
+  }
+
+  /// Appends one token and returns its output, attending over the whole cache (absorbed form).
+  /// @return as prefill with T = 1.
+  [[nodiscard]] Status decode(const float* x, float* y) noexcept {
+    if (const Status s = check_call(x, 1, y); s != Status::kOk) return s;
+    run_decode(x, y);
+    ++length_;
+    return Status::kOk;
+  }
+
+  /// Copies the cached latent rows of tokens first .. first + n - 1 out ([n][d_c + d_R]:
+  /// c_KV normalised, k_R rotated) and describes them (kv_heads = 1, d_head = d_c + d_R).
+  /// @return kOk; kNullPointer; kBadArgument (n == 0 or past length()).
+  [[nodiscard]] Status export_cache(std::size_t first, std::size_t n, float* rows,
+                                    CacheSlice* info) const noexcept {
+    if (!rows || !info) return Status::kNullPointer;
+    if (n == 0 || first > length_ || n > length_ - first) return Status::kBadArgument;
+    std::memcpy(rows, cache_.c + first * DCR, n * DCR * sizeof(float));
+    info->first = first, info->tokens = n, info->kv_heads = 1, info->d_head = DCR;
+    info->rope = rope();
+    return Status::kOk;
+  }
+  /// Appends rows export_cache() wrote (continuing this cache: info.first == length(), the same
+  /// shape and RoPE). @return kOk; kNullPointer; kBadArgument; kCacheFull. Nothing changes on
+  /// error.
+  [[nodiscard]] Status import_cache(const CacheSlice& info, const float* rows) noexcept {
+    if (!rows) return Status::kNullPointer;
+    if (info.tokens == 0 || info.kv_heads != 1 || info.d_head != DCR || info.first != length_ ||
+        !same_rope(info.rope, rope()))
+      return Status::kBadArgument;
+    if (info.tokens > LCfg::kTMax - length_) return Status::kCacheFull;
+    std::memcpy(cache_.c + length_ * DCR, rows, info.tokens * DCR * sizeof(float));
+    length_ += info.tokens;
+    return Status::kOk;
+  }
+
+  /// Forgets the tokens at positions >= length. @return kOk, or kBadArgument (length > length()).
+  [[nodiscard]] Status truncate(std::size_t length) noexcept {
+    if (length > length_) return Status::kBadArgument;
+    length_ = length;
+    return Status::kOk;
+  }
+  /// Empties the cache (weights and settings stay).
+  void reset() noexcept { length_ = 0; }
+  std::size_t length() const noexcept { return length_; }
+  static constexpr std::size_t capacity() noexcept { return LCfg::kTMax; }
+
+ private:
+  Status check_call(const float* x, std::size_t T, const float* y) const noexcept {
+    if (!x || !y) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
+    if (T == 0 || T > LCfg::kTMax) return Status::kBadTokenCount;
+    if (length_ + T > LCfg::kTMax) return Status::kCacheFull;
+    const std::size_t bytes = T * DM * sizeof(float);
+    if (internal::overlaps(x, bytes, y, bytes) || w_.overlaps(y, bytes)) return Status::kOverlap;
+    return Status::kOk;
+  }
+  static bool same_rope(const RopeConfig& a, const RopeConfig& b) noexcept {
+    if (a.enabled != b.enabled) return false;
+    if (!a.enabled) return true;
+    const std::size_t da = a.rotary_dims ? a.rotary_dims : DR,
+                      db = b.rotary_dims ? b.rotary_dims : DR;
+    return a.base == b.base && a.pairing == b.pairing && da == db &&
+           a.start_position == b.start_position;
+  }
+  internal::WeightSlice<float> slice(const float* w, std::size_t in, std::size_t out,
+                                     std::size_t col0) const noexcept {
+    return internal::weight_slice(w, w_.layout, in, out, col0);
+  }
+  /// W_UK_h read transposed: the [d_nope][d_c] matrix that takes q_nope_h to q~_h.
+  internal::WeightSlice<float> uk_transposed(std::size_t h) const noexcept {
+    const float* b = w_.w_ukv + h * (DN + DV) * (w_.layout == WeightLayout::kOutIn ? DC : 1);
+    return w_.layout == WeightLayout::kOutIn
+               ? internal::WeightSlice<float>{b, DC, WeightLayout::kInOut, nullptr}
+               : internal::WeightSlice<float>{b, UD, WeightLayout::kOutIn, nullptr};
+  }
+
+  /// The latent rows of n tokens (x rows, stride DM) at cache rows pos ..: projected, c_KV
+  /// normalised, k_R rotated.
+  template <class Project>
+  void latents(std::size_t n, std::size_t pos, Project&& project_rows) noexcept {
+    float* rows = cache_.c + pos * DCR;
+    project_rows(rows);
+    kernels::f32_rms_norm_rows(rows, DCR, n, DC, w_.g_kv, rms_eps());
+    rope_.apply(rows + DC, DCR, DR, n, 1, pos);
+  }
+
+  // T <= kPrefillChunk tokens at positions length_ .. (unabsorbed).
+  void run_prefill(const float* x, std::size_t T, float* y) noexcept {
+    const std::size_t L = length_, parts = ex_.parts();
+    rope_.cover(L, T);
+    PrefillWork& pw = pw_;
+    // Latents and queries of the call's tokens, split by rows.
+    auto project = [&](std::size_t i) {
+      const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+      if (r.begin >= r.end) return;
+      const std::size_t n = r.end - r.begin;
+      const float* xr = x + r.begin * DM;
+      float* panel = pw.pack[i];
+      latents(n, L + r.begin, [&](float* rows) {
+        internal::project<Arch>(n, DCR, DM, xr, DM, slice(w_.w_dkv, DM, DCR, 0), nullptr,
+                                kernels::StoreRowMajor{rows, DCR}, panel);
+      });
+      float* q = pw.q + r.begin * QD;
+      if constexpr (LCfg::kHasQueryLatent) {
+        float* cq = pw.cq + r.begin * DCQ;
+        internal::project<Arch>(n, DCQ, DM, xr, DM, slice(w_.w_dq, DM, DCQ, 0), nullptr,
+                                kernels::StoreRowMajor{cq, DCQ}, panel);
+        kernels::f32_rms_norm_rows(cq, DCQ, n, DCQ, w_.g_q, rms_eps());
+        internal::project<Arch>(n, QD, DCQ, cq, DCQ, slice(w_.w_uq, DCQ, QD, 0), nullptr,
+                                kernels::StoreRowMajor{q, QD}, panel);
+      } else {
+        internal::project<Arch>(n, QD, DM, xr, DM, slice(w_.w_q, DM, QD, 0), nullptr,
+                                kernels::StoreRowMajor{q, QD}, panel);
+      }
+      rope_.apply(q + DN, QD, DQK, n, H, L + r.begin);
+    };
+    ex_.run(parts, project);
+    // Each head: its keys and values of every cached token expanded, then the tile kernel.
+    auto prepare = [&](std::size_t h, std::size_t b, std::size_t e, std::size_t s, std::size_t w) {
+      expand_head(h, b, e, s, w);
+    };
+    const kernels::KeyMask mask{L + T};
+    const float sc = scale();
+    auto attend = [&](std::size_t h, std::size_t s, std::size_t w, std::size_t part,
+                      std::size_t n_parts) MICROATTN_NOINLINE {
+      const kernels::QueryRows rows{pw.q + h * DQK, QD, DQK, pw.ctx + h * DV, VD, DV, T, 1, L};
+      kernels::f32_attn_rows<Arch, DQK>(rows, mask, pw.kt[s], pw.v[s], sc, pw.tile[w], nullptr,
+                                        nullptr, nullptr, part, n_parts);
+    };
+    internal::run_heads<Arch, H>(ex_, L + T, prepare, attend);
+    auto out = [&](std::size_t i) {
+      const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+      if (r.begin >= r.end) return;
+      internal::project<Arch>(r.end - r.begin, DM, VD, pw.ctx + r.begin * VD, VD,
+                              slice(w_.w_o, VD, DM, 0), nullptr,
+                              kernels::StoreRowMajor{y + r.begin * DM, DM}, pw.pack[i]);
+    };
+    ex_.run(parts, out);
+  }
+
+  /// Head h's keys [c W_UK_h | k_R] (as K^T tiles) and values c W_UV_h of cached tokens [b, e)
+  /// into stage s, with worker w's rows and GEMM panel.
+  void expand_head(std::size_t h, std::size_t b, std::size_t e, std::size_t s,
+                   std::size_t w) noexcept {
+    PrefillWork& pw = pw_;
+    const auto wk = slice(w_.w_ukv, DC, UD, h * (DN + DV));
+    const auto wv = slice(w_.w_ukv, DC, UD, h * (DN + DV) + DN);
+    for (std::size_t rb = b, n = 0; rb < e; rb += n) {
+      n = internal::min_size(kBlockRows, e - rb);
+      const float* c = cache_.c + rb * DCR;
+      float* k = pw.krows[w];
+      if (DN > 0)
+        internal::project<Arch>(n, DN, DC, c, DCR, wk, nullptr, kernels::StoreRowMajor{k, DQK},
+                                pw.pack[w]);
+      for (std::size_t t = 0; t < n; ++t)
+        std::memcpy(k + t * DQK + DN, c + t * DCR + DC, DR * sizeof(float));
+      kernels::store_key_tiles<Arch, DQK>(k, DQK, n, rb, Tl::kBK, pw.kt[s]);
+      internal::project<Arch>(n, DV, DC, c, DCR, wv, nullptr,
+                              kernels::StoreRowMajor{pw.v[s] + rb * kDPad, kDPad}, pw.pack[w]);
+    }
+  }
+
+  // One token at position length_ (absorbed).
+  void run_decode(const float* x, float* y) noexcept {
+    const std::size_t L = length_, parts = ex_.parts();
+    rope_.cover(L, 1);
+    DecodeWork& dw = dw_;
+    latents(1, L, [&](float* row) {
+      auto proj = [&](std::size_t i) {
+        internal::project_vec<Arch>(DCR, DM, x, slice(w_.w_dkv, DM, DCR, 0), nullptr, row, i,
+                                    parts);
+      };
+      ex_.run(parts, proj);
+    });
+    if constexpr (LCfg::kHasQueryLatent) {
+      auto pa = [&](std::size_t i) {
+        internal::project_vec<Arch>(DCQ, DM, x, slice(w_.w_dq, DM, DCQ, 0), nullptr, dw.cq, i,
+                                    parts);
+      };
+      ex_.run(parts, pa);
+      kernels::f32_rms_norm_rows(dw.cq, DCQ, 1, DCQ, w_.g_q, rms_eps());
+      auto pb = [&](std::size_t i) {
+        internal::project_vec<Arch>(QD, DCQ, dw.cq, slice(w_.w_uq, DCQ, QD, 0), nullptr, dw.q, i,
+                                    parts);
+      };
+      ex_.run(parts, pb);
+    } else {
+      auto pq = [&](std::size_t i) {
+        internal::project_vec<Arch>(QD, DM, x, slice(w_.w_q, DM, QD, 0), nullptr, dw.q, i, parts);
+      };
+      ex_.run(parts, pq);
+    }
+    rope_.apply(dw.q + DN, QD, DQK, 1, H, L);
+    // Absorbed queries [W_UK_h q_nope_h | q_R_h], split by heads.
+    auto absorb = [&](std::size_t i) {
+      const internal::Range r = internal::split(H, 1, i, parts);
+      for (std::size_t h = r.begin; h < r.end; ++h) {
+        float* qa = dw.qa + h * DCR;
+        if (DN > 0)
+          internal::project_vec<Arch>(DC, DN, dw.q + h * DQK, uk_transposed(h), nullptr, qa);
+        else
+          for (std::size_t d = 0; d < DC; ++d) qa[d] = 0.0f;
+        std::memcpy(qa + DC, dw.q + h * DQK + DN, DR * sizeof(float));
+      }
+    };
+    ex_.run(parts, absorb);
+    kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad>(dw.qa, DCR, cache_.c, DCR, L + 1,
+                                                             scale(), dw.att, dw.oc, DC);
+    // Lift each head out of the latent space, then W_O.
+    auto lift = [&](std::size_t i) {
+      const internal::Range r = internal::split(H, 1, i, parts);
+      for (std::size_t h = r.begin; h < r.end; ++h)
+        internal::project_vec<Arch>(DV, DC, dw.oc + h * DC,
+                                    slice(w_.w_ukv, DC, UD, h * (DN + DV) + DN), nullptr,
+                                    dw.ctx + h * DV);
+    };
+    ex_.run(parts, lift);
+    auto out = [&](std::size_t i) {
+      internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.w_o, VD, DM, 0), nullptr, y, i, parts);
+    };
+    ex_.run(parts, out);
+  }
+
+  // Every member's default is zero bytes (the all-zero object is valid).
+  LatentWeights<LCfg> w_{};
+  std::size_t length_ = 0;
+  float eps_ = 0.0f;  // 0: the default 1e-6
+  internal::ScaleSetting scale_{};
+  internal::RopeState<LCfg> rope_{};
+  Cache cache_{};
+  PrefillWork pw_{};
+  DecodeWork dw_{};
+  internal::ExecutorSetting<LCfg::kMaxWorkers> ex_{};
+};
+
+}  // namespace microattn

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: Apache-2.0
+// Multi-head latent attention (latent_attention.hpp) against a double-precision reference
+// written from the DeepSeek-V2 paper (section 2.1) in its unabsorbed form: prefill (unabsorbed
+// kernels) and decode (absorbed) both against it, against each other, chunked and streamed, the
+// cache's content and its export/import, the executor split, and the status rules.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/latent_attention.hpp"
+#include "reference/rope_ref.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/serial_executor.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::LatentAttention;
+using microattn::LatentConfig;
+using microattn::LatentWeights;
+using microattn::QueryLatent;
+using microattn::Status;
+using microattn::WeightLayout;
+
+constexpr float kBase = 10000.0f;
+constexpr float kEpsNorm = 1e-6f;
+
+/// The weights of a test layer as [in][out] arrays (the reference reads them so), and a copy
+/// in the layout under test.
+template <class LCfg>
+struct Params {
+  static constexpr std::size_t DM = LCfg::kDModel, DCQ = LCfg::kDQLatent, QD = LCfg::kQDim,
+                               DCR = LCfg::kDCache, DC = LCfg::kDLatent, UD = LCfg::kUkvDim,
+                               VD = LCfg::kVDim;
+  static constexpr std::size_t kQIn = LCfg::kHasQueryLatent ? DCQ : DM;
+  float wq[LCfg::kHasQueryLatent ? 1 : DM * QD], wdq[DM * (DCQ ? DCQ : 1)], gq[DCQ ? DCQ : 1];
+  float wuq[(DCQ ? DCQ : 1) * QD], wdkv[DM * DCR], gkv[DC], wukv[DC * UD], wo[VD * DM];
+  // The same matrices in the layout under test.
+  float lq[sizeof(wq) / 4], ldq[sizeof(wdq) / 4], luq[sizeof(wuq) / 4], ldkv[sizeof(wdkv) / 4],
+      lukv[sizeof(wukv) / 4], lo[sizeof(wo) / 4];
+
+  static void fill_matrix(microattn_test::Rng& rng, float* w, std::size_t in, std::size_t out) {
+    const float a = 1.0f / std::sqrt(static_cast<float>(in));
+    rng.fill(w, in * out, -a, a);
+  }
+  static void relayout(const float* w, std::size_t in, std::size_t out, WeightLayout l,
+                       float* dst) {
+    for (std::size_t i = 0; i < in; ++i)
+      for (std::size_t o = 0; o < out; ++o)
+        dst[l == WeightLayout::kOutIn ? o * in + i : i * out + o] = w[i * out + o];
+  }
+  void init(std::uint64_t seed) {
+    microattn_test::Rng rng(seed);
+    if constexpr (LCfg::kHasQueryLatent) {
+      fill_matrix(rng, wdq, DM, DCQ);
+      rng.fill(gq, DCQ, 0.5f, 1.5f);
+      fill_matrix(rng, wuq, DCQ, QD);
+    } else {
+      fill_matrix(rng, wq, DM, QD);
+    }
+    fill_matrix(rng, wdkv, DM, DCR);
+    rng.fill(gkv, DC, 0.5f, 1.5f);
+    fill_matrix(rng, wukv, DC, UD);
+    fill_matrix(rng, wo, VD, DM);
+  }
+  LatentWeights<LCfg> weights(WeightLayout l) {
+    LatentWeights<LCfg> w;
+    w.layout = l;
+    if constexpr (LCfg::kHasQueryLatent) {
+      relayout(wdq, DM, DCQ, l, ldq);
+      relayout(wuq, DCQ, QD, l, luq);
+      w.w_dq = ldq, w.g_q = gq, w.w_uq = luq;
+    } else {
+      relayout(wq, DM, QD, l, lq);
+      w.w_q = lq;
+    }
+    relayout(wdkv, DM, DCR, l, ldkv);
+    relayout(wukv, DC, UD, l, lukv);
+    relayout(wo, VD, DM, l, lo);
+    w.w_dkv = ldkv, w.g_kv = gkv, w.w_ukv = lukv, w.w_o = lo;
+    return w;
+  }
+};
+
+/// rows [n][in] (double) times the [in][out] float matrix w.
+inline void mul(const double* x, std::size_t n, std::size_t in, std::size_t out, const float* w,
+                double* y) {
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (std::size_t i = 0; i < in; ++i) acc += x[t * in + i] * w[i * out + o];
+      y[t * out + o] = acc;
+    }
+}
+inline void rms_norm(double* x, std::size_t d, const float* g, double eps) {
+  double ss = 0;
+  for (std::size_t i = 0; i < d; ++i) ss += x[i] * x[i];
+  const double inv = 1.0 / std::sqrt(ss / double(d) + eps);
+  for (std::size_t i = 0; i < d; ++i) x[i] = x[i] * inv * g[i];
+}
+
+/// The reference layer over T tokens at positions 0 .. T - 1 (causal), unabsorbed, as the
+/// paper writes it; also the cache rows it implies ([c_KV | k_R] per token).
+template <class LCfg, std::size_t kT>
+struct Reference {
+  static constexpr std::size_t DM = LCfg::kDModel, H = LCfg::kHeads, DC = LCfg::kDLatent,
+                               DR = LCfg::kDRope, DN = LCfg::kDNope, DV = LCfg::kDV,
+                               DQK = LCfg::kDQk, DCR = LCfg::kDCache, QD = LCfg::kQDim,
+                               UD = LCfg::kUkvDim, VD = LCfg::kVDim, DCQ = LCfg::kDQLatent;
+  double x[kT * DM], lat[kT * DCR], cq[kT * (DCQ ? DCQ : 1)], q[kT * QD], kv[kT * UD];
+  double ctx[kT * VD], y[kT * DM], s[kT];
+
+  void run(const Params<LCfg>& P, const float* xf, std::size_t T, double scale) {
+    for (std::size_t i = 0; i < T * DM; ++i) x[i] = xf[i];
+    mul(x, T, DM, DCR, P.wdkv, lat);
+    for (std::size_t t = 0; t < T; ++t) {
+      rms_norm(lat + t * DCR, DC, P.gkv, kEpsNorm);
+      microattn_ref::rope(lat + t * DCR + DC, DR, double(t), kBase, true);
+    }
+    if constexpr (LCfg::kHasQueryLatent) {
+      mul(x, T, DM, DCQ, P.wdq, cq);
+      for (std::size_t t = 0; t < T; ++t) rms_norm(cq + t * DCQ, DCQ, P.gq, kEpsNorm);
+      mul(cq, T, DCQ, QD, P.wuq, q);
+    } else {
+      mul(x, T, DM, QD, P.wq, q);
+    }
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t h = 0; h < H; ++h)
+        microattn_ref::rope(q + t * QD + h * DQK + DN, DR, double(t), kBase, true);
+    // kv[t] = c_t W_UKV: head h's [k_nope | v] at columns h (DN + DV) ..
+    double c[kT * DC];
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t d = 0; d < DC; ++d) c[t * DC + d] = lat[t * DCR + d];
+    mul(c, T, DC, UD, P.wukv, kv);
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < T; ++i) {
+        const double* qh = q + i * QD + h * DQK;
+        double mx = -INFINITY;
+        for (std::size_t j = 0; j <= i; ++j) {
+          const double* kn = kv + j * UD + h * (DN + DV);
+          double acc = 0;
+          for (std::size_t d = 0; d < DN; ++d) acc += qh[d] * kn[d];
+          for (std::size_t d = 0; d < DR; ++d) acc += qh[DN + d] * lat[j * DCR + DC + d];
+          s[j] = acc * scale;
+          mx = s[j] > mx ? s[j] : mx;
+        }
+        double sum = 0;
+        for (std::size_t j = 0; j <= i; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (std::size_t d = 0; d < DV; ++d) {
+          double acc = 0;
+          for (std::size_t j = 0; j <= i; ++j) acc += s[j] * kv[j * UD + h * (DN + DV) + DN + d];
+          ctx[i * VD + h * DV + d] = acc / sum;
+        }
+      }
+    mul(ctx, T, VD, DM, P.wo, y);
+  }
+};
+
+/// Longest chain of rounded operations of an output (each projection's and dot product's
+/// length along the absorbed and the unabsorbed paths, and the normalisations).
+template <class LCfg>
+constexpr double chain(std::size_t T) {
+  return double(LCfg::kDModel + LCfg::kDQLatent + 2 * LCfg::kDLatent + LCfg::kDNope +
+                LCfg::kDCache + T + LCfg::kVDim + 16);
+}
+
+// Two shapes: value width below and not a multiple of the query/key width, d_c not a multiple
+// of a vector, with and without a query latent.
+constexpr std::size_t kT = 13;
+using CfgA = LatentConfig<kT, 32, 4, 16, 8, 8, 8>;
+using CfgB = LatentConfig<kT, 24, 3, 20, 6, 10, 12, QueryLatent{12}>;
+using CfgAThreads = LatentConfig<kT, 32, 4, 16, 8, 8, 8, microattn::MaxWorkers{3}>;
+
+template <class LCfg, std::size_t kChunk = LCfg::kTMax>
+struct Case {
+  using Layer = LatentAttention<LCfg, microattn::DefaultArch, kChunk>;
+  Params<LCfg> P;
+  Reference<LCfg, kT> ref;
+  Layer layer;
+  float x[kT * LCfg::kDModel], y[kT * LCfg::kDModel];
+
+  void init(std::uint64_t seed, WeightLayout l) {
+    P.init(seed);
+    microattn_test::Rng rng(seed + 100);
+    rng.fill(x, kT * LCfg::kDModel, -1.0f, 1.0f);
+    layer.reset();
+    (void)layer.set_weights(P.weights(l));
+    microattn::RopeConfig r;
+    r.enabled = true, r.base = kBase, r.pairing = microattn::RopePairing::kAdjacent;
+    (void)layer.set_rope(r);
+    ref.run(P, x, kT, 1.0 / std::sqrt(double(LCfg::kDQk)));
+  }
+  double tol() const {
+    return microattn_test::tolerance(chain<LCfg>(kT),
+                                     microattn_test::max_abs(ref.y, kT * LCfg::kDModel));
+  }
+};
+
+template <class LCfg>
+void check_prefill_and_decode(std::uint64_t seed) {
+  static Case<LCfg> c;
+  constexpr std::size_t DM = LCfg::kDModel;
+  for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn}) {
+    c.init(seed, l);
+    ASSERT_EQ(c.layer.prefill(c.x, kT, c.y), Status::kOk);
+    const double tol = c.tol();
+    EXPECT_LE(microattn_test::max_diff(c.y, c.ref.y, kT * DM), tol) << int(l);
+    // The cache: one latent row per token, c_KV normalised, k_R rotated.
+    static float rows[kT * LCfg::kDCache];
+    microattn::CacheSlice info;
+    ASSERT_EQ(c.layer.export_cache(0, kT, rows, &info), Status::kOk);
+    EXPECT_LE(microattn_test::max_diff(rows, c.ref.lat, kT * LCfg::kDCache),
+              microattn_test::tolerance(double(DM + LCfg::kDLatent + 8), 2.0));
+    // Absorbed decode, token by token, against the same reference.
+    static float yd[kT * DM];
+    c.layer.reset();
+    for (std::size_t t = 0; t < kT; ++t)
+      ASSERT_EQ(c.layer.decode(c.x + t * DM, yd + t * DM), Status::kOk);
+    EXPECT_LE(microattn_test::max_diff(yd, c.ref.y, kT * DM), tol) << int(l);
+    // Absorbed equals unabsorbed within fp32 rounding.
+    EXPECT_LE(microattn_test::max_diff(yd, c.y, kT * DM), 2 * tol) << int(l);
+    EXPECT_EQ(c.layer.length(), kT);
+  }
+}
+
+TEST(LatentAttention, PrefillAndAbsorbedDecodeMatchDoubleReference) {
+  check_prefill_and_decode<CfgA>(1);
+  check_prefill_and_decode<CfgB>(2);
+}
+
+// A prompt in chunks (kPrefillChunk 5), in several calls, then decode steps: the outputs of one
+// prefill call of every token, within fp32 rounding.
+TEST(LatentAttention, ChunkedPrefillThenDecodeMatchesOneCall) {
+  static Case<CfgB> whole;
+  static Case<CfgB, 5> chunked;
+  constexpr std::size_t DM = CfgB::kDModel;
+  whole.init(3, WeightLayout::kOutIn);
+  chunked.init(3, WeightLayout::kOutIn);
+  ASSERT_EQ(whole.layer.prefill(whole.x, kT, whole.y), Status::kOk);
+  ASSERT_EQ(chunked.layer.prefill(chunked.x, 7, chunked.y), Status::kOk);
+  ASSERT_EQ(chunked.layer.prefill(chunked.x + 7 * DM, 3, chunked.y + 7 * DM), Status::kOk);
+  for (std::size_t t = 10; t < kT; ++t)
+    ASSERT_EQ(chunked.layer.decode(chunked.x + t * DM, chunked.y + t * DM), Status::kOk);
+  EXPECT_LE(microattn_test::max_diff(chunked.y, whole.ref.y, kT * DM), whole.tol());
+  EXPECT_LE(microattn_test::max_diff(chunked.y, whole.y, kT * DM), 2 * whole.tol());
+}
+
+// MaxWorkers{3} split over an executor (3 parts, run last first): the same bits as 1 part.
+TEST(LatentAttention, ExecutorSplitIsBitIdentical) {
+  static Case<CfgAThreads> one, three;
+  constexpr std::size_t DM = CfgAThreads::kDModel;
+  one.init(4, WeightLayout::kInOut);
+  three.init(4, WeightLayout::kInOut);
+  ASSERT_EQ(three.layer.set_executor(microattn_test::serial_executor(3)), Status::kOk);
+  ASSERT_EQ(one.layer.prefill(one.x, kT - 2, one.y), Status::kOk);
+  ASSERT_EQ(three.layer.prefill(three.x, kT - 2, three.y), Status::kOk);
+  for (std::size_t t = kT - 2; t < kT; ++t) {
+    ASSERT_EQ(one.layer.decode(one.x + t * DM, one.y + t * DM), Status::kOk);
+    ASSERT_EQ(three.layer.decode(three.x + t * DM, three.y + t * DM), Status::kOk);
+  }
+  EXPECT_TRUE(microattn_test::same_bits(one.y, three.y, kT * DM));
+  EXPECT_LE(microattn_test::max_diff(three.y, three.ref.y, kT * DM), three.tol());
+}
+
+// Export, import into a fresh layer, truncate, reset: continuations are bit-identical.
+TEST(LatentAttention, ExportImportTruncateReset) {
+  static Case<CfgA> a, b;
+  constexpr std::size_t DM = CfgA::kDModel, DCR = CfgA::kDCache;
+  a.init(5, WeightLayout::kOutIn);
+  b.init(5, WeightLayout::kOutIn);
+  ASSERT_EQ(a.layer.prefill(a.x, 9, a.y), Status::kOk);
+  static float rows[kT * DCR];
+  microattn::CacheSlice info;
+  ASSERT_EQ(a.layer.export_cache(0, 9, rows, &info), Status::kOk);
+  EXPECT_EQ(info.d_head, DCR);
+  EXPECT_EQ(info.kv_heads, std::size_t{1});
+  ASSERT_EQ(b.layer.import_cache(info, rows), Status::kOk);
+  float ya[DM], yb[DM], yc[DM];
+  ASSERT_EQ(a.layer.decode(a.x + 9 * DM, ya), Status::kOk);
+  ASSERT_EQ(b.layer.decode(a.x + 9 * DM, yb), Status::kOk);
+  EXPECT_TRUE(microattn_test::same_bits(ya, yb, DM));
+  // Roll back one token and decode it again; then a fresh sequence after reset.
+  ASSERT_EQ(a.layer.truncate(9), Status::kOk);
+  ASSERT_EQ(a.layer.decode(a.x + 9 * DM, yc), Status::kOk);
+  EXPECT_TRUE(microattn_test::same_bits(ya, yc, DM));
+  EXPECT_EQ(a.layer.truncate(11), Status::kBadArgument);
+  a.layer.reset();
+  ASSERT_EQ(a.layer.prefill(a.x, 9, a.y + DM), Status::kOk);  // (y of 9 rows, offset)
+  EXPECT_EQ(a.layer.length(), std::size_t{9});
+  // An import that does not continue the cache, or of another RoPE, is refused.
+  EXPECT_EQ(b.layer.import_cache(info, rows), Status::kBadArgument);
+  b.layer.reset();
+  microattn::CacheSlice other = info;
+  other.rope.base = 500000.0f;
+  EXPECT_EQ(b.layer.import_cache(other, rows), Status::kBadArgument);
+  EXPECT_EQ(b.layer.length(), std::size_t{0});
+}
+
+TEST(LatentAttention, StatusRulesLeaveStateUntouched) {
+  static Case<CfgA> c;
+  constexpr std::size_t DM = CfgA::kDModel;
+  c.init(6, WeightLayout::kInOut);
+  microattn_test::fill_sentinel(c.y, kT * DM);
+  EXPECT_EQ(c.layer.prefill(nullptr, 1, c.y), Status::kNullPointer);
+  EXPECT_EQ(c.layer.prefill(c.x, 0, c.y), Status::kBadTokenCount);
+  EXPECT_EQ(c.layer.prefill(c.x, kT + 1, c.y), Status::kBadTokenCount);
+  EXPECT_EQ(c.layer.prefill(c.x, 2, c.x + DM), Status::kOverlap);
+  EXPECT_EQ(c.layer.decode(c.x, const_cast<float*>(c.P.gkv)), Status::kOverlap);
+  EXPECT_TRUE(microattn_test::all_sentinel(c.y, kT * DM));
+  EXPECT_EQ(c.layer.length(), std::size_t{0});
+  ASSERT_EQ(c.layer.prefill(c.x, kT, c.y), Status::kOk);
+  EXPECT_EQ(c.layer.decode(c.x, c.y), Status::kCacheFull);
+  EXPECT_EQ(c.layer.set_rms_eps(1e-5f), Status::kBadArgument);  // cache not empty
+  microattn::RopeConfig r;
+  EXPECT_EQ(c.layer.set_rope(r), Status::kBadArgument);
+  c.layer.reset();
+  EXPECT_EQ(c.layer.set_rms_eps(0.0f), Status::kBadArgument);
+  EXPECT_EQ(c.layer.set_rms_eps(NAN), Status::kBadArgument);
+  EXPECT_EQ(c.layer.set_rms_eps(1e-5f), Status::kOk);
+  EXPECT_EQ(c.layer.rms_eps(), 1e-5f);
+  LatentWeights<CfgA> w = c.P.weights(WeightLayout::kInOut);
+  w.layout = WeightLayout::kPanel16;
+  EXPECT_EQ(c.layer.set_weights(w), Status::kBadArgument);
+  w.layout = WeightLayout::kInOut;
+  w.g_kv = nullptr;
+  EXPECT_EQ(c.layer.set_weights(w), Status::kNullPointer);
+  EXPECT_EQ(c.layer.scale(), 1.0f / std::sqrt(float(CfgA::kDQk)));
+}
+
+// An object that never ran a constructor (zero bytes, as in .bss under a startup without
+// C++ constructors) is an empty layer: no weights (kNullPointer), then correct results.
+TEST(LatentAttention, ZeroBytesObjectIsAnEmptyLayer) {
+  using Layer = LatentAttention<CfgA>;
+  alignas(Layer) static unsigned char storage[sizeof(Layer)];
+  std::memset(storage, 0, sizeof(storage));
+  Layer& layer = *reinterpret_cast<Layer*>(storage);
+  static Case<CfgA> c;
+  c.init(7, WeightLayout::kOutIn);
+  EXPECT_EQ(layer.prefill(c.x, 1, c.y), Status::kNullPointer);
+  EXPECT_EQ(layer.scale(), c.layer.scale());
+  EXPECT_EQ(layer.rms_eps(), 1e-6f);
+  ASSERT_EQ(layer.set_weights(c.P.weights(WeightLayout::kOutIn)), Status::kOk);
+  microattn::RopeConfig r;
+  r.enabled = true, r.base = kBase, r.pairing = microattn::RopePairing::kAdjacent;
+  ASSERT_EQ(layer.set_rope(r), Status::kOk);
+  ASSERT_EQ(layer.prefill(c.x, kT, c.y), Status::kOk);
+  EXPECT_LE(microattn_test::max_diff(c.y, c.ref.y, kT * CfgA::kDModel), c.tol());
+}
+
+static_assert(LatentAttention<CfgA>::kCacheBytesPerToken == (16 + 8) * sizeof(float),
+              "the cache holds d_c + d_R floats a token");
+
+}  // namespace
