@@ -5,8 +5,11 @@
 //         d_c 128, d_R 32, d_nope 64, d_v 64 (a cached token is 160 floats; D1's is 1024)
 //   ML2   the same at DeepSeek-V2-Lite's attention shape: d_model 2048, 16 heads, d_c 512,
 //         d_R 64, d_nope 128, d_v 128
-//   MLP1  ML1's layer prefilling a 1024-token prompt into an empty cache (unabsorbed)
-// Weights [out][in] (PyTorch), U(+-1/sqrt(fan_in)); RoPE on (adjacent pairs, base 10000).
+//   MLP1  ML1's layer prefilling a 1024-token prompt into an empty cache (unabsorbed; weights
+//         [in][out], as P3's and KP3's)
+//   ML1_outin  ML1 with the weights stored [out][in] (PyTorch's layout, the exporter's)
+// Weights in kPanel16 (the decode layout, as D1's), U(+-1/sqrt(fan_in)); RoPE on (adjacent
+// pairs, base 10000).
 // Counters as D1's: gbps / pct_bw over the bytes a step must read (every weight + the latent
 // cache of 1024 tokens), gflops / pct_peak; label: cache bytes per token.
 #include "microattn/latent_attention.hpp"
@@ -37,9 +40,10 @@ struct LatentData {
   AlignedFloats wo = uniform_floats(VD * DM, -bound(VD), bound(VD), 15);
   AlignedFloats x = uniform_floats(kCtx * DM, -1.0f, 1.0f, 16);
   AlignedFloats y = uniform_floats(kCtx * DM, 0.0f, 0.0f, 17);
-  microattn::LatentWeights<LCfg> weights() const {
+  /// The arrays as weights in `layout` (random values: any layout holds the same distribution).
+  microattn::LatentWeights<LCfg> weights(microattn::WeightLayout layout) const {
     microattn::LatentWeights<LCfg> w;
-    w.layout = microattn::WeightLayout::kOutIn;
+    w.layout = layout;
     w.w_q = wq.data(), w.w_dkv = wdkv.data(), w.g_kv = gkv.data(), w.w_ukv = wukv.data();
     w.w_o = wo.data();
     return w;
@@ -66,11 +70,12 @@ constexpr double prefill_flops(double T) {
 
 template <class LCfg>
 std::unique_ptr<microattn::LatentAttention<LCfg>> make_layer(const LatentData<LCfg>& d,
-                                                             benchmark::State& state) {
+                                                             benchmark::State& state,
+                                                             microattn::WeightLayout layout) {
   auto layer = std::make_unique<microattn::LatentAttention<LCfg>>();
   microattn::RopeConfig rope;
   rope.enabled = true, rope.pairing = microattn::RopePairing::kAdjacent;
-  if (layer->set_weights(d.weights()) != microattn::Status::kOk ||
+  if (layer->set_weights(d.weights(layout)) != microattn::Status::kOk ||
       layer->set_rope(rope) != microattn::Status::kOk) {
     state.SkipWithError("set_weights or set_rope failed");
     return nullptr;
@@ -82,11 +87,11 @@ std::string cache_label(std::size_t bytes_per_token) {
   return "cache " + std::to_string(bytes_per_token) + " B/token";
 }
 
-template <class LCfg>
+template <class LCfg, microattn::WeightLayout kLayout = microattn::WeightLayout::kPanel16>
 void bm_latent_decode(benchmark::State& state) {
   using Layer = microattn::LatentAttention<LCfg>;
   LatentData<LCfg> d;
-  auto layer = make_layer(d, state);
+  auto layer = make_layer(d, state, kLayout);
   if (!layer) return;
   const float* x_token = d.x.data() + (kCtx - 1) * LCfg::kDModel;
   float* y_token = d.y.data() + (kCtx - 1) * LCfg::kDModel;
@@ -104,15 +109,16 @@ void bm_latent_decode(benchmark::State& state) {
   }
   set_flop_counters(state, step_flops<LCfg>());
   set_byte_counters(state, static_cast<double>(step_bytes<LCfg>()), step_bytes<LCfg>());
-  state.SetLabel(arch_label<microattn::DefaultArch>() + ", absorbed, " +
-                 cache_label(Layer::kCacheBytesPerToken));
+  state.SetLabel(arch_label<microattn::DefaultArch>() +
+                 (kLayout == microattn::WeightLayout::kPanel16 ? ", kPanel16" : ", kOutIn") +
+                 ", absorbed, " + cache_label(Layer::kCacheBytesPerToken));
 }
 
 template <class LCfg>
 void bm_latent_prefill(benchmark::State& state) {
   using Layer = microattn::LatentAttention<LCfg>;
   LatentData<LCfg> d;
-  auto layer = make_layer(d, state);
+  auto layer = make_layer(d, state, microattn::WeightLayout::kInOut);
   if (!layer) return;
   for (auto _ : state) {
     layer->reset();
@@ -133,6 +139,9 @@ void register_latent_benchmarks() {
   register_read_bw(step_bytes<ML1Cfg>());
   register_read_bw(step_bytes<ML2Cfg>());
   benchmark::RegisterBenchmark("ML1", bm_latent_decode<ML1Cfg>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("ML1_outin",
+                               bm_latent_decode<ML1Cfg, microattn::WeightLayout::kOutIn>)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("ML2", bm_latent_decode<ML2Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MLP1", bm_latent_prefill<ML1Cfg>)->Unit(benchmark::kMillisecond);
 }

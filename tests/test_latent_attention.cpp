@@ -48,8 +48,12 @@ struct Params {
   static void relayout(const float* w, std::size_t in, std::size_t out, WeightLayout l,
                        float* dst) {
     for (std::size_t i = 0; i < in; ++i)
-      for (std::size_t o = 0; o < out; ++o)
-        dst[l == WeightLayout::kOutIn ? o * in + i : i * out + o] = w[i * out + o];
+      for (std::size_t o = 0; o < out; ++o) {
+        const std::size_t at = l == WeightLayout::kOutIn   ? o * in + i
+                               : l == WeightLayout::kInOut ? i * out + o
+                                                           : (o / 16) * in * 16 + i * 16 + o % 16;
+        dst[at] = w[i * out + o];
+      }
   }
   void init(std::uint64_t seed) {
     microattn_test::Rng rng(seed);
@@ -171,6 +175,8 @@ constexpr double chain(std::size_t T) {
 constexpr std::size_t kT = 13;
 using CfgA = LatentConfig<kT, 32, 4, 16, 8, 8, 8>;
 using CfgB = LatentConfig<kT, 24, 3, 20, 6, 10, 12, QueryLatent{12}>;
+// Every width in whole panels of 16 (kPanel16), d_v below d_nope + d_R.
+using CfgP = LatentConfig<kT, 32, 2, 24, 8, 16, 16>;
 using CfgAThreads = LatentConfig<kT, 32, 4, 16, 8, 8, 8, microattn::MaxWorkers{3}>;
 
 template <class LCfg, std::size_t kChunk = LCfg::kTMax>
@@ -202,7 +208,8 @@ template <class LCfg>
 void check_prefill_and_decode(std::uint64_t seed) {
   static Case<LCfg> c;
   constexpr std::size_t DM = LCfg::kDModel;
-  for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn}) {
+  for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16}) {
+    if (l == WeightLayout::kPanel16 && !LatentWeights<LCfg>::panel_fits()) continue;
     c.init(seed, l);
     ASSERT_EQ(c.layer.prefill(c.x, kT, c.y), Status::kOk);
     const double tol = c.tol();
@@ -228,6 +235,7 @@ void check_prefill_and_decode(std::uint64_t seed) {
 TEST(LatentAttention, PrefillAndAbsorbedDecodeMatchDoubleReference) {
   check_prefill_and_decode<CfgA>(1);
   check_prefill_and_decode<CfgB>(2);
+  check_prefill_and_decode<CfgP>(8);
 }
 
 // A prompt in chunks (kPrefillChunk 5), in several calls, then decode steps: the outputs of one
@@ -321,7 +329,7 @@ TEST(LatentAttention, StatusRulesLeaveStateUntouched) {
   EXPECT_EQ(c.layer.set_rms_eps(1e-5f), Status::kOk);
   EXPECT_EQ(c.layer.rms_eps(), 1e-5f);
   LatentWeights<CfgA> w = c.P.weights(WeightLayout::kInOut);
-  w.layout = WeightLayout::kPanel16;
+  w.layout = WeightLayout::kPanel16;  // CfgA's d_nope 8 is not a whole panel
   EXPECT_EQ(c.layer.set_weights(w), Status::kBadArgument);
   w.layout = WeightLayout::kInOut;
   w.g_kv = nullptr;
@@ -349,6 +357,8 @@ TEST(LatentAttention, ZeroBytesObjectIsAnEmptyLayer) {
   EXPECT_LE(microattn_test::max_diff(c.y, c.ref.y, kT * CfgA::kDModel), c.tol());
 }
 
+static_assert(LatentWeights<CfgP>::panel_fits() && !LatentWeights<CfgA>::panel_fits(),
+              "CfgP tests kPanel16");
 static_assert(LatentAttention<CfgA>::kCacheBytesPerToken == (16 + 8) * sizeof(float),
               "the cache holds d_c + d_R floats a token");
 

@@ -22,6 +22,10 @@ static microattn::KvAttention<Qd8, microattn::ScalarArch, 8> g_qd8_kv;
 using Qd8Kv8 = microattn::Config<64, 128, 2, 2, 64, microattn::WeightType::kInt8,
                                  microattn::Compute::kInt8, microattn::CacheType::kInt8>;
 static microattn::KvAttention<Qd8Kv8> g_qd8_kv8;
+// Multi-head latent attention with a query latent, both arches, a prefill chunk.
+using Mla = microattn::LatentConfig<32, 64, 4, 32, 16, 16, 16, microattn::QueryLatent{32}>;
+static microattn::LatentAttention<Mla, microattn::DefaultArch, 8> g_mla;
+static microattn::LatentAttention<Mla, microattn::ScalarArch> g_mla_scalar;
 
 int user_run(const float* w, const float* x, float* y, float* k, float* v) {
   const microattn::Weights<Cfg> wt(microattn::WeightLayout::kPanel16, w, w, w, w, w, w, w);
@@ -54,5 +58,18 @@ int user_run(const float* w, const float* x, float* y, float* k, float* v) {
   if (g_qd8_kv8.decode(x, y) != microattn::Status::kOk) return 1;
   microattn::CacheSlice s;
   if (g_kv.export_cache(0, 4, k, v, &s) != microattn::Status::kOk) return 1;
+  microattn::LatentWeights<Mla> wm;
+  wm.layout = microattn::WeightLayout::kPanel16;
+  wm.w_dq = wm.g_q = wm.w_uq = wm.w_dkv = wm.g_kv = wm.w_ukv = wm.w_o = w;
+  if (g_mla.set_weights(wm) != microattn::Status::kOk ||
+      g_mla.set_rope(r) != microattn::Status::kOk ||
+      g_mla.prefill(x, 12, y) != microattn::Status::kOk ||
+      g_mla.decode(x, y) != microattn::Status::kOk)
+    return 1;
+  if (g_mla_scalar.set_weights(wm) != microattn::Status::kOk ||
+      g_mla_scalar.prefill(x, 3, y) != microattn::Status::kOk ||
+      g_mla_scalar.decode(x, y) != microattn::Status::kOk ||
+      g_mla_scalar.export_cache(0, 2, k, &s) != microattn::Status::kOk)
+    return 1;
   return microattn_status_string(MICROATTN_OK)[0] == 'o' ? 0 : 1;
 }

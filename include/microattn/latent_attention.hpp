@@ -103,7 +103,8 @@ struct LatentConfig {
 };
 
 /// The weights of a LatentAttention layer: views over caller arrays (flash), every matrix in
-/// `layout` (kInOut: [in][out]; kOutIn: PyTorch's nn.Linear.weight, [out][in]). Hugging Face's
+/// `layout` (kInOut: [in][out]; kOutIn: PyTorch's nn.Linear.weight, [out][in]; kPanel16, the
+/// fastest for decode, when panel_fits()). Hugging Face's
 /// DeepseekV2Attention, layout kOutIn:
 ///   w_q = q_proj.weight, or w_dq = q_a_proj.weight, g_q = q_a_layernorm.weight,
 ///   w_uq = q_b_proj.weight (with QueryLatent);  [H][d_nope | d_R] output columns
@@ -124,32 +125,41 @@ struct LatentWeights {
   const float* w_ukv = nullptr;
   const float* w_o = nullptr;
 
+  /// kPanel16 needs every matrix's output width and the per-head column blocks of W_UKV
+  /// (d_nope, d_v) in whole panels of 16.
+  static constexpr bool panel_fits() noexcept {
+    constexpr std::size_t P = kWeightPanel;
+    return LCfg::kQDim % P == 0 && LCfg::kDCache % P == 0 && LCfg::kDModel % P == 0 &&
+           LCfg::kDNope % P == 0 && LCfg::kDV % P == 0 && LCfg::kDQLatent % P == 0;
+  }
   /// kOk; kNullPointer when a matrix or norm weight the configuration needs is null;
-  /// kBadArgument for a layout other than kInOut and kOutIn (kPanel16 is not read transposed,
-  /// which the absorbed decode needs).
+  /// kBadArgument for a layout that is not a WeightLayout value, or kPanel16 without
+  /// panel_fits().
   constexpr Status check() const noexcept {
     const bool q_ok = LCfg::kHasQueryLatent ? (w_dq && g_q && w_uq) : w_q != nullptr;
     if (!q_ok || !w_dkv || !g_kv || !w_ukv || !w_o) return Status::kNullPointer;
-    if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn)
+    if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
+        (layout != WeightLayout::kPanel16 || !panel_fits()))
       return Status::kBadArgument;
     return Status::kOk;
   }
   /// True when [p, p + bytes) overlaps a weight array.
   bool overlaps(const void* p, std::size_t bytes) const noexcept {
-    using internal::overlaps;
     constexpr std::size_t F = sizeof(float), DM = LCfg::kDModel;
+    auto mat = [&](const float* w, std::size_t in, std::size_t out) {
+      return internal::overlaps(p, bytes, w, weight_floats(layout, in, out) * F);
+    };
     if (LCfg::kHasQueryLatent) {
-      if (overlaps(p, bytes, w_dq, DM * LCfg::kDQLatent * F) ||
-          overlaps(p, bytes, g_q, LCfg::kDQLatent * F) ||
-          overlaps(p, bytes, w_uq, LCfg::kDQLatent * LCfg::kQDim * F))
+      if (mat(w_dq, DM, LCfg::kDQLatent) ||
+          internal::overlaps(p, bytes, g_q, LCfg::kDQLatent * F) ||
+          mat(w_uq, LCfg::kDQLatent, LCfg::kQDim))
         return true;
-    } else if (overlaps(p, bytes, w_q, DM * LCfg::kQDim * F)) {
+    } else if (mat(w_q, DM, LCfg::kQDim)) {
       return true;
     }
-    return overlaps(p, bytes, w_dkv, DM * LCfg::kDCache * F) ||
-           overlaps(p, bytes, g_kv, LCfg::kDLatent * F) ||
-           overlaps(p, bytes, w_ukv, LCfg::kDLatent * LCfg::kUkvDim * F) ||
-           overlaps(p, bytes, w_o, LCfg::kVDim * DM * F);
+    return mat(w_dkv, DM, LCfg::kDCache) ||
+           internal::overlaps(p, bytes, g_kv, LCfg::kDLatent * F) ||
+           mat(w_ukv, LCfg::kDLatent, LCfg::kUkvDim) || mat(w_o, LCfg::kVDim, DM);
   }
 };
 
@@ -195,6 +205,8 @@ class LatentAttention {
   static constexpr std::size_t kDPad = TileScratch::kDPad;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   static constexpr std::size_t kBlockRows = internal::row_block<Arch, LCfg::kTMax>(LCfg::kTMax);
+  // At most this much of W_O is prefetched into L2 during the attention (beside the cache rows).
+  static constexpr std::size_t kPrefetchCap = 256 * 1024;
 
   struct Cache {
     alignas(Tl::kAlign) float c[LCfg::kTMax * DCR + kernels::latent_cache_slack<Arch>()];
@@ -362,12 +374,20 @@ class LatentAttention {
                                      std::size_t col0) const noexcept {
     return internal::weight_slice(w, w_.layout, in, out, col0);
   }
-  /// W_UK_h read transposed: the [d_nope][d_c] matrix that takes q_nope_h to q~_h.
-  internal::WeightSlice<float> uk_transposed(std::size_t h) const noexcept {
-    const float* b = w_.w_ukv + h * (DN + DV) * (w_.layout == WeightLayout::kOutIn ? DC : 1);
-    return w_.layout == WeightLayout::kOutIn
-               ? internal::WeightSlice<float>{b, DC, WeightLayout::kInOut, nullptr}
-               : internal::WeightSlice<float>{b, UD, WeightLayout::kOutIn, nullptr};
+  /// q~_h = W_UK_h q_nope_h (d_c floats): W_UK_h read transposed, as the [d_nope][d_c] matrix
+  /// of the other dense layout, or a panel block read row by row.
+  void absorb_query(std::size_t h, const float* q_nope, float* qa) const noexcept {
+    const std::size_t col0 = h * (DN + DV);
+    if (w_.layout == WeightLayout::kPanel16) {
+      kernels::f32_gemv_panel16_t<Arch>(DC, DN, q_nope, w_.w_ukv + col0 * DC, kWeightPanel * DC,
+                                        qa);
+      return;
+    }
+    const bool out_in = w_.layout == WeightLayout::kOutIn;
+    const internal::WeightSlice<float> t{w_.w_ukv + col0 * (out_in ? DC : 1), out_in ? DC : UD,
+                                         out_in ? WeightLayout::kInOut : WeightLayout::kOutIn,
+                                         nullptr};
+    internal::project_vec<Arch>(DC, DN, q_nope, t, nullptr, qa);
   }
 
   /// The latent rows of n tokens (x rows, stride DM) at cache rows pos ..: projected, c_KV
@@ -493,15 +513,18 @@ class LatentAttention {
       for (std::size_t h = r.begin; h < r.end; ++h) {
         float* qa = dw.qa + h * DCR;
         if (DN > 0)
-          internal::project_vec<Arch>(DC, DN, dw.q + h * DQK, uk_transposed(h), nullptr, qa);
+          absorb_query(h, dw.q + h * DQK, qa);
         else
           for (std::size_t d = 0; d < DC; ++d) qa[d] = 0.0f;
         std::memcpy(qa + DC, dw.q + h * DQK + DN, DR * sizeof(float));
       }
     };
     ex_.run(parts, absorb);
+    // W_O, read after the attention, is fetched into L2 while the attention computes.
+    const kernels::PrefetchRange next{
+        w_.w_o, internal::min_size(kPrefetchCap, weight_floats(w_.layout, VD, DM) * sizeof(float))};
     kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad>(dw.qa, DCR, cache_.c, DCR, L + 1,
-                                                             scale(), dw.att, dw.oc, DC);
+                                                             scale(), dw.att, dw.oc, DC, next);
     // Lift each head out of the latent space, then W_O.
     auto lift = [&](std::size_t i) {
       const internal::Range r = internal::split(H, 1, i, parts);

@@ -276,6 +276,29 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
   }
 }
 
+/// y[i] = sum_{k < K} x[k] W(i, k) for i < N: a kPanel16 matrix's block of K columns read
+/// transposed (W has N rows; the block's panel p at w + p * ldp, ldp >= 16 N; K a multiple of
+/// 16). One row of 16 floats per panel and output, summed in a vector and reduced once (the
+/// absorbed query of latent attention: W_UK_h^T q_nope_h).
+template <class Arch>
+void f32_gemv_panel16_t(std::size_t N, std::size_t K, const float* x, const float* w,
+                        std::size_t ldp, float* y) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t P = kWeightPanel, W = V::kWidth;
+  static_assert(P % W == 0, "f32_gemv_panel16_t: the vector width must divide the panel width");
+  MICROATTN_ASSERT(K % P == 0);
+  for (std::size_t i = 0; i < N; ++i) {
+    typename V::type acc = V::zero();
+    for (std::size_t k = 0; k < K; k += P) {
+      const float* row = w + (k / P) * ldp + i * P;
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < P; v += W)
+        acc = V::fma(V::loadu(row + v), V::loadu(x + k + v), acc);
+    }
+    y[i] = V::hsum(acc);
+  }
+}
+
 /// y[N] = x[K] · B + bias with B a weight matrix (K inputs, N outputs) stored in `layout`,
 /// the operand convention of f32_gemm: B(k, n) = w[k * ldw + n] (kInOut), w[n * ldw + k]
 /// (kOutIn) or w[(n / 16) * ldw + k * 16 + n % 16] (kPanel16).
