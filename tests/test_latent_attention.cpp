@@ -220,6 +220,17 @@ void check_prefill_and_decode(std::uint64_t seed) {
     ASSERT_EQ(c.layer.export_cache(0, kT, rows, &info), Status::kOk);
     EXPECT_LE(microattn_test::max_diff(rows, c.ref.lat, kT * LCfg::kDCache),
               microattn_test::tolerance(double(DM + LCfg::kDLatent + 8), 2.0));
+    // Both prefill forms forced (kAuto took the unabsorbed one: an empty cache).
+    static float yf[kT * DM];
+    for (microattn::LatentPrefill f :
+         {microattn::LatentPrefill::kAbsorbed, microattn::LatentPrefill::kUnabsorbed}) {
+      c.layer.reset();
+      ASSERT_EQ(c.layer.set_prefill_form(f), Status::kOk);
+      ASSERT_EQ(c.layer.prefill(c.x, kT, yf), Status::kOk);
+      EXPECT_LE(microattn_test::max_diff(yf, c.ref.y, kT * DM), tol) << int(l) << int(f);
+    }
+    EXPECT_TRUE(microattn_test::same_bits(yf, c.y, kT * DM));  // kUnabsorbed is kAuto's choice
+    ASSERT_EQ(c.layer.set_prefill_form(microattn::LatentPrefill::kAuto), Status::kOk);
     // Absorbed decode, token by token, against the same reference.
     static float yd[kT * DM];
     c.layer.reset();
@@ -239,7 +250,8 @@ TEST(LatentAttention, PrefillAndAbsorbedDecodeMatchDoubleReference) {
 }
 
 // A prompt in chunks (kPrefillChunk 5), in several calls, then decode steps: the outputs of one
-// prefill call of every token, within fp32 rounding.
+// prefill call of every token, within fp32 rounding. (kAuto: the first chunk unabsorbed, the
+// later 5-token chunks absorbed: 18 * 40 < 440 * 5 flops at CfgB's shape.)
 TEST(LatentAttention, ChunkedPrefillThenDecodeMatchesOneCall) {
   static Case<CfgB> whole;
   static Case<CfgB, 5> chunked;
@@ -335,6 +347,9 @@ TEST(LatentAttention, StatusRulesLeaveStateUntouched) {
   w.g_kv = nullptr;
   EXPECT_EQ(c.layer.set_weights(w), Status::kNullPointer);
   EXPECT_EQ(c.layer.scale(), 1.0f / std::sqrt(float(CfgA::kDQk)));
+  EXPECT_EQ(c.layer.set_prefill_form(static_cast<microattn::LatentPrefill>(3)),
+            Status::kBadArgument);
+  EXPECT_EQ(c.layer.prefill_form(), microattn::LatentPrefill::kAuto);
 }
 
 // An object that never ran a constructor (zero bytes, as in .bss under a startup without

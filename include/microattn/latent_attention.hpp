@@ -28,6 +28,18 @@ namespace microattn {
 /// RMSNorm(x · W_DQ), q = c_Q · W_UQ. Without it (DeepSeek-V2-Lite) q = x · W_Q.
 enum class QueryLatent : std::size_t {};
 
+/// How LatentAttention::prefill attends (decode is always absorbed); docs/latent-attention.md.
+enum class LatentPrefill : unsigned char {
+  /// The form with fewer flops for the call: absorbed when
+  /// (2 d_c - d_nope - d_v) * (query-key pairs) < d_c (d_nope + d_v) * (cached tokens before it),
+  /// i.e. short calls after a long cached prefix.
+  kAuto = 0,
+  /// Every token as decode does it: nothing expanded, no staging.
+  kAbsorbed = 1,
+  /// Every head's keys and values of every cached token expanded, then the tile kernel.
+  kUnabsorbed = 2,
+};
+
 namespace internal {
 template <class T>
 constexpr bool is_latent_option() noexcept {
@@ -169,11 +181,12 @@ struct LatentWeights {
 /// h, k_h = [c_KV W_UK_h | k_R], v_h = c_KV W_UV_h, q_h = [q_nope_h | RoPE(q_R_h)]; o_h =
 /// softmax(q_h k_h^T * scale) v_h over the tokens up to t; y = concat_h(o_h) W_O. The cache holds
 /// only [c_KV | k_R] per token (kCacheBytes: d_c + d_R floats a token).
-///   prefill(x, T, y): the unabsorbed form: each head's keys and values are expanded from the
-///     cached latents (two GEMMs a head over every cached token), then the prefill tile kernel
-///     runs with query/key width d_nope + d_R and value width d_v. Cheaper than the absorbed
-///     form once a call has many tokens: its attention works at d_nope + d_R and d_v instead of
-///     d_c + d_R and d_c (docs/latent-attention.md).
+///   prefill(x, T, y): the projections of the call's tokens as GEMMs, then, by default, the
+///     form with fewer flops (set_prefill_form): unabsorbed (each head's keys and values
+///     expanded from the cached latents, two GEMMs a head over every cached token, then the
+///     prefill tile kernel with query/key width d_nope + d_R and value width d_v), cheaper once
+///     a call has many tokens; or absorbed, token by token as decode, for a short call after a
+///     long cached prefix (docs/latent-attention.md).
 ///   decode(x, y): the absorbed form: q~_h = W_UK_h q_nope_h moves the query into the latent
 ///     space, so one MQA over the cached rows gives each head's attention in the latent space
 ///     (values: the rows' first d_c columns, read in place), lifted by W_UV_h afterwards. It
@@ -284,6 +297,17 @@ class LatentAttention {
     return Status::kOk;
   }
   float rms_eps() const noexcept { return eps_ > 0.0f ? eps_ : 1e-6f; }
+
+  /// The form prefill attends in (default LatentPrefill::kAuto). Both give the same outputs
+  /// within fp32 rounding. @return kOk, or kBadArgument (nothing changed) for another value.
+  [[nodiscard]] Status set_prefill_form(LatentPrefill f) noexcept {
+    if (f != LatentPrefill::kAuto && f != LatentPrefill::kAbsorbed &&
+        f != LatentPrefill::kUnabsorbed)
+      return Status::kBadArgument;
+    form_ = f;
+    return Status::kOk;
+  }
+  LatentPrefill prefill_form() const noexcept { return form_; }
 
   /// Splits later calls over the executor's workers (at most MaxWorkers): prefill's projections
   /// by rows and its heads by worker, decode's projections by output columns (its attention runs
@@ -431,7 +455,27 @@ class LatentAttention {
       rope_.apply(q + DN, QD, DQK, n, H, L + r.begin);
     };
     ex_.run(parts, project);
-    // Each head: its keys and values of every cached token expanded, then the tile kernel.
+    if (absorbed_prefill(T, L)) {
+      for (std::size_t t = 0; t < T; ++t)
+        attend_absorbed(pw.q + t * QD, L + t + 1, pw.ctx + t * VD, kernels::PrefetchRange{});
+    } else {
+      attend_unabsorbed(T, L);
+    }
+    auto out = [&](std::size_t i) {
+      const internal::Range r = internal::token_rows<Arch>(T, i, parts);
+      if (r.begin >= r.end) return;
+      internal::project<Arch>(r.end - r.begin, DM, VD, pw.ctx + r.begin * VD, VD,
+                              slice(w_.w_o, VD, DM, 0), nullptr,
+                              kernels::StoreRowMajor{y + r.begin * DM, DM}, pw.pack[i]);
+    };
+    ex_.run(parts, out);
+  }
+
+  /// The chunk's queries (in the prefill buffers) over the cached tokens 0 .. L + T - 1,
+  /// unabsorbed: each head's keys and values of every cached token expanded, then the tile
+  /// kernel with query/key width d_nope + d_R and value width d_v.
+  void attend_unabsorbed(std::size_t T, std::size_t L) noexcept {
+    PrefillWork& pw = pw_;
     auto prepare = [&](std::size_t h, std::size_t b, std::size_t e, std::size_t s, std::size_t w) {
       expand_head(h, b, e, s, w);
     };
@@ -444,14 +488,6 @@ class LatentAttention {
                                         nullptr, nullptr, part, n_parts);
     };
     internal::run_heads<Arch, H>(ex_, L + T, prepare, attend);
-    auto out = [&](std::size_t i) {
-      const internal::Range r = internal::token_rows<Arch>(T, i, parts);
-      if (r.begin >= r.end) return;
-      internal::project<Arch>(r.end - r.begin, DM, VD, pw.ctx + r.begin * VD, VD,
-                              slice(w_.w_o, VD, DM, 0), nullptr,
-                              kernels::StoreRowMajor{y + r.begin * DM, DM}, pw.pack[i]);
-    };
-    ex_.run(parts, out);
   }
 
   /// Head h's keys [c W_UK_h | k_R] (as K^T tiles) and values c W_UV_h of cached tokens [b, e)
@@ -474,6 +510,38 @@ class LatentAttention {
       internal::project<Arch>(n, DV, DC, c, DCR, wv, nullptr,
                               kernels::StoreRowMajor{pw.v[s] + rb * kDPad, kDPad}, pw.pack[w]);
     }
+  }
+
+  /// The absorbed attention of one token's queries q (H heads of [q_nope | q_R], rotated) over
+  /// cached rows 0 .. n_keys - 1, into ctx (H heads of d_v): q~_h = W_UK_h^T q_nope_h, the MQA
+  /// over the rows in the latent space, each head lifted by W_UV_h. Absorb and lift split by
+  /// heads over the executor's parts.
+  void attend_absorbed(const float* q, std::size_t n_keys, float* ctx,
+                       const kernels::PrefetchRange& next) noexcept {
+    DecodeWork& dw = dw_;
+    const std::size_t parts = ex_.parts();
+    auto absorb = [&](std::size_t i) {
+      const internal::Range r = internal::split(H, 1, i, parts);
+      for (std::size_t h = r.begin; h < r.end; ++h) {
+        float* qa = dw.qa + h * DCR;
+        if (DN > 0)
+          absorb_query(h, q + h * DQK, qa);
+        else
+          for (std::size_t d = 0; d < DC; ++d) qa[d] = 0.0f;
+        std::memcpy(qa + DC, q + h * DQK + DN, DR * sizeof(float));
+      }
+    };
+    ex_.run(parts, absorb);
+    kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad>(dw.qa, DCR, cache_.c, DCR, n_keys,
+                                                             scale(), dw.att, dw.oc, DC, next);
+    auto lift = [&](std::size_t i) {
+      const internal::Range r = internal::split(H, 1, i, parts);
+      for (std::size_t h = r.begin; h < r.end; ++h)
+        internal::project_vec<Arch>(DV, DC, dw.oc + h * DC,
+                                    slice(w_.w_ukv, DC, UD, h * (DN + DV) + DN), nullptr,
+                                    ctx + h * DV);
+    };
+    ex_.run(parts, lift);
   }
 
   // One token at position length_ (absorbed).
@@ -507,41 +575,31 @@ class LatentAttention {
       ex_.run(parts, pq);
     }
     rope_.apply(dw.q + DN, QD, DQK, 1, H, L);
-    // Absorbed queries [W_UK_h q_nope_h | q_R_h], split by heads.
-    auto absorb = [&](std::size_t i) {
-      const internal::Range r = internal::split(H, 1, i, parts);
-      for (std::size_t h = r.begin; h < r.end; ++h) {
-        float* qa = dw.qa + h * DCR;
-        if (DN > 0)
-          absorb_query(h, dw.q + h * DQK, qa);
-        else
-          for (std::size_t d = 0; d < DC; ++d) qa[d] = 0.0f;
-        std::memcpy(qa + DC, dw.q + h * DQK + DN, DR * sizeof(float));
-      }
-    };
-    ex_.run(parts, absorb);
     // W_O, read after the attention, is fetched into L2 while the attention computes.
     const kernels::PrefetchRange next{
         w_.w_o, internal::min_size(kPrefetchCap, weight_floats(w_.layout, VD, DM) * sizeof(float))};
-    kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad>(dw.qa, DCR, cache_.c, DCR, L + 1,
-                                                             scale(), dw.att, dw.oc, DC, next);
-    // Lift each head out of the latent space, then W_O.
-    auto lift = [&](std::size_t i) {
-      const internal::Range r = internal::split(H, 1, i, parts);
-      for (std::size_t h = r.begin; h < r.end; ++h)
-        internal::project_vec<Arch>(DV, DC, dw.oc + h * DC,
-                                    slice(w_.w_ukv, DC, UD, h * (DN + DV) + DN), nullptr,
-                                    dw.ctx + h * DV);
-    };
-    ex_.run(parts, lift);
+    attend_absorbed(dw.q, L + 1, dw.ctx, next);
     auto out = [&](std::size_t i) {
       internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.w_o, VD, DM, 0), nullptr, y, i, parts);
     };
     ex_.run(parts, out);
   }
 
+  /// True when a prefill call of T tokens after L cached ones attends absorbed: forced, or
+  /// (kAuto) when that takes fewer flops. Per query-key pair the absorbed attention costs
+  /// 2 H (2 d_c - d_nope - d_v) more; the unabsorbed one expands every cached token (2 H d_c
+  /// (d_nope + d_v) each), the absorbed one absorbs and lifts every query as much: they differ by
+  /// the L cached tokens before the call.
+  bool absorbed_prefill(std::size_t T, std::size_t L) const noexcept {
+    if (form_ != LatentPrefill::kAuto) return form_ == LatentPrefill::kAbsorbed;
+    const double delta = 2.0 * DC - double(DN) - double(DV), expand = double(DC) * (DN + DV);
+    const double pairs = double(T) * double(L) + double(T) * (double(T) + 1.0) / 2.0;
+    return delta * pairs < expand * double(L);
+  }
+
   // Every member's default is zero bytes (the all-zero object is valid).
   LatentWeights<LCfg> w_{};
+  LatentPrefill form_ = LatentPrefill::kAuto;
   std::size_t length_ = 0;
   float eps_ = 0.0f;  // 0: the default 1e-6
   internal::ScaleSetting scale_{};
