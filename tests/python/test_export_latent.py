@@ -15,7 +15,8 @@ latent, d_v != d_nope + d_R, random weights and RMSNorm weights, seed fixed), th
   - a LatentConfig of another shape fails to compile, naming the parameter;
   - the settings matter: PyTorch with half-split pairing of the raw weights, or with the
     scale 1/sqrt(d_c + d_R), is far outside the tolerance;
-and that each thing the exporter cannot represent is refused with exit status 2 and one line.
+and that each thing the exporter cannot represent is refused with exit status 2 and one line
+(in this process and as the exporter's own process), and that --path finds such a module.
 
 Without python3-torch it prints the reason and exits 77 (ctest SKIP_RETURN_CODE).
 
@@ -411,6 +412,24 @@ class LatentAttentionHeader(unittest.TestCase):
                 self.assertIn(text, out)
 
 
+    def test_path_picks_the_module_inside_a_model(self):
+        """A decoder layer holding it as self_attn: --path exports the same header (but for the
+        line naming the source); without --path the refusal names the candidate."""
+        c = RESULTS["cases"][1]
+        layer = torch.nn.ModuleDict({"self_attn": c.module, "mlp": torch.nn.Linear(2, 2)})
+        path = os.path.join(WORK, "layer.pt")
+        torch.save(torch.nn.ModuleDict({"layers": torch.nn.ModuleList([layer])}), path)
+        rc, out, err = run_exporter(["--module", path, "--path", "layers.0.self_attn", "--mask",
+                                     "causal", "--name", c.name])
+        self.assertEqual(rc, 0, err)
+        drop = re.compile(rf"^// {c.name}: .*$", re.M)
+        self.assertEqual(drop.sub("", out), drop.sub("", c.text))
+        self.assertIn("from 'layers.0.self_attn' of", out)
+        rc, out, err = run_exporter(["--module", path, "--mask", "causal"])
+        self.assertEqual(rc, 2, err)
+        self.assertIn("layers.0.self_attn (DeepseekStyleAttention)", err)
+
+
 class LatentAttentionForward(unittest.TestCase):
     def test_matches_pytorch_in_every_mode(self):
         """Prefill + decode, one prefill, chunked prefill and a decode stream, each against the
@@ -547,6 +566,30 @@ class LatentAttentionRefusals(unittest.TestCase):
     def test_state_dict_of_a_latent_module(self):
         self.refused(self.module().state_dict(), "latent attention weights", "--module",
                      args=("--mask", "causal", "--heads", "2"), state_dict=True)
+
+
+class LatentAttentionCommandLine(unittest.TestCase):
+    """The exporter as its own process (torch.load imports deepseek_like from PYTHONPATH)."""
+
+    def cli(self, *argv):
+        env = dict(os.environ, PYTHONPATH=HERE, PYTHONDONTWRITEBYTECODE="1")
+        r = subprocess.run([sys.executable, os.path.join(OPT.source_dir, "tools",
+                                                         "export_pytorch.py"), *argv],
+                           capture_output=True, text=True, env=env, timeout=300)
+        return r.returncode, r.stdout, r.stderr
+
+    def test_export_and_refusal_as_processes(self):
+        c = RESULTS["cases"][0]
+        pt = os.path.join(WORK, f"{c.name}.pt")
+        rc, out, err = self.cli("--module", pt, "--mask", "causal", "--name", c.name)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, c.text)
+        rc, out, err = self.cli("--module", pt, "--mask", "causal", "--quant", "int8")
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("export_pytorch.py: error: --quant int8: latent attention is exported in "
+                      "fp32 only", err)
 
 
 if __name__ == "__main__":
