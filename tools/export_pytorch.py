@@ -93,6 +93,34 @@ the attended heads quantised per row at run time), against the fp32 layer. --com
 --quant int8) names Compute::kInt8 in the header's Config line; the arrays are the same. The
 default, --quant none, writes fp32 arrays.
 
+Multi-head latent attention (DeepSeek-V2's MLA) for microattn::LatentAttention:
+
+  /usr/bin/python3 tools/export_pytorch.py --module mla.pt --mask causal --name mla \\
+      --out mla_weights.h
+
+takes a module shaped like Hugging Face's DeepseekV2Attention (recognised by its
+kv_a_proj_with_mqa / kv_b_proj children): q_proj, or q_a_proj + q_a_layernorm + q_b_proj (a
+query latent, q_lora_rank), kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj and o_proj, with
+num_heads, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim, q_lora_rank,
+q_head_dim, hidden_size (on the module or its .config; where one is missing the nn.Linear
+shapes give it, and they are cross-checked), rope_theta, softmax_scale (default
+q_head_dim**-0.5) and the RMSNorms' variance_epsilon (or eps). The header holds the arrays as
+nn.Linear holds them (kOutIn): NAME_wq or NAME_wdq, NAME_gq, NAME_wuq; NAME_wdkv, NAME_gkv,
+NAME_wukv, NAME_wo; the macros NAME_LATENT (1), NAME_D_MODEL, NAME_HEADS, NAME_D_LATENT (d_c),
+NAME_D_ROPE (d_R), NAME_D_NOPE, NAME_D_V, NAME_D_QLATENT (0 without a query latent),
+NAME_LAYOUT, NAME_WEIGHT_TYPE, NAME_MASK, NAME_SCALE, NAME_ROPE_BASE, NAME_ROPE_PAIRING (0:
+microattn::RopePairing::kAdjacent) and NAME_RMS_EPS; in C++ name_shape, name_weights<LCfg>()
+(microattn::exported_latent_weights: a LatentConfig of another shape is a compile error naming
+the parameter) and name_rope(). Its first lines name the LatentConfig and the four set-up calls
+(set_weights, set_rope, set_rms_eps, set_scale). The RoPE pairing is kAdjacent: Hugging Face's
+code permutes q_pe and k_pe from interleaved pairs to halves before rotate_half, which in every
+score is the adjacent-pair rotation of the weights' own outputs. Refused (one line, exit 2):
+biases, rope_scaling other than None (YaRN), an RMSNorm without a weight (or not an RMSNorm,
+or two different epsilons), an odd qk_rope_head_dim, v_head_dim > kv_lora_rank +
+qk_rope_head_dim, shapes that disagree, --quant int8 / --compute int8 (no int8 latent
+attention yet), --layout panel16, --kv-heads, a mask other than causal, and a state dict of
+such a module (it does not record the head widths: use --module).
+
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
 export_module(module, name=..., mask=...) and export_state_dict(sd, heads=..., name=...,
 mask=...) return the text (mask: "causal", "none" or "window:W", required there too).
@@ -120,8 +148,9 @@ LAYOUTS = {"outin": ("kOutIn", 1), "panel16": ("kPanel16", 2)}
 PANEL = 16  # microattn::kWeightPanel
 ROLES = ("wq", "wk", "wv", "wo", "bq", "bk", "bv", "bo")
 MODULE_KINDS = ("nn.MultiheadAttention, nn.TransformerEncoderLayer/TransformerDecoderLayer "
-                "(their self_attn), or a LLaMA-style module with q_proj/k_proj/v_proj/o_proj "
-                "nn.Linear children")
+                "(their self_attn), a LLaMA-style module with q_proj/k_proj/v_proj/o_proj "
+                "nn.Linear children, or a DeepSeek-V2-style latent attention module "
+                "(kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj)")
 ROPE_NOTE = ("LLaMA-style layers usually apply RoPE to Q and K in their forward, which is not "
              "part of the weights: for that, give the Config microattn::Rope::kYes and call "
              "set_rope() on MultiHeadAttention or KvAttention (docs/inference.md)")
@@ -676,6 +705,8 @@ def module_kind(m):
         return "mha"
     if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
         return "tlayer"
+    if any(isinstance(getattr(m, n, None), nn.Module) for n in LATENT_MARKS):
+        return "latent"  # before "llama": it has q_proj and o_proj too
     if any(isinstance(getattr(m, n, None), nn.Module) for n in ("q_proj", "k_proj", "v_proj",
                                                                "o_proj", "W_query", "W_key",
                                                                "W_value")):
@@ -734,6 +765,8 @@ def layer_from_module(root, path=None, heads=None, kv_heads=None, origin="the mo
             L.evidence.append(("none", f"{quoted(path, origin)} is a TransformerEncoderLayer"))
     elif kind == "mha":
         L = from_mha(m, where, quoted(path, origin), heads, kv_heads)
+    elif kind == "latent":
+        L = from_latent(m, where, quoted(path, origin), heads, kv_heads)
     else:
         L = from_llama(m, where, quoted(path, origin), heads, kv_heads)
     return L
@@ -764,6 +797,10 @@ def layer_from_state_dict(sd, heads, kv_heads=None, prefix="", origin="the state
         if p + k in sd:
             raise Refusal(f"{origin} has '{p}{k}': the module was built with add_bias_kv=True, "
                           "which microattn cannot compute")
+    if p + "kv_a_proj_with_mqa.weight" in sd:
+        raise Refusal(f"{origin} holds latent attention weights ('{p}kv_a_proj_with_mqa.weight'"
+                      "): a state dict does not record their heads and head widths; export the "
+                      "module with --module")
     if p + "in_proj_weight" in sd or p + "q_proj_weight" in sd:
         L = Layer(f"state dict {origin}, nn.MultiheadAttention keys under '{p}', "
                   f"--heads {heads}", "nn.MultiheadAttention")
@@ -1140,6 +1177,344 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
     return "\n".join(lines)
 
 
+# --- multi-head latent attention (DeepSeek-V2's MLA) -------------------------------------------
+
+# Children that only a latent attention module has (Hugging Face's DeepseekV2Attention).
+LATENT_MARKS = ("kv_a_proj_with_mqa", "kv_b_proj")
+# role -> (child, what it is); the query path is q_proj, or q_a_proj + q_a_layernorm + q_b_proj.
+LATENT_LINEARS = {"wq": "q_proj", "wdq": "q_a_proj", "wuq": "q_b_proj",
+                  "wdkv": "kv_a_proj_with_mqa", "wukv": "kv_b_proj", "wo": "o_proj"}
+LATENT_NORMS = {"gq": "q_a_layernorm", "gkv": "kv_a_layernorm"}
+# The header's arrays in LatentWeights' order (w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o).
+LATENT_ROLES = ("wq", "wdq", "gq", "wuq", "wdkv", "gkv", "wukv", "wo")
+
+
+class LatentLayer:
+    """A latent attention layer's weights ([out][in], as nn.Linear holds them) and settings."""
+
+    def __init__(self, source):
+        self.source = source
+        self.t = {}  # role (LATENT_ROLES) -> float32 numpy array
+        self.d_model = self.heads = self.d_c = self.d_r = self.d_nope = self.d_v = None
+        self.d_cq = 0  # q_lora_rank; 0 without a query latent
+        self.scale = self.theta = self.eps = None
+
+
+def stated(m, cfg, name, where, cfg_name=None):
+    """[(source, value)] of an integer attribute on the module and on its .config."""
+    cfg_name = cfg_name or name
+    return [(name, int_attr(m, name, where)),
+            (f"config.{cfg_name}", int_attr(cfg, cfg_name, where + "config."))]
+
+
+def real_attr(m, cfg, name):
+    """A real-valued attribute of the module, else of its .config (None when neither has it)."""
+    for obj in (m, cfg):
+        v = getattr(obj, name, None) if obj is not None else None
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise Refusal(f"{name} is {v!r}, not a number")
+            return float(v)
+    return None
+
+
+def latent_children(m, where, subj):
+    """role -> nn.Linear or norm module; refuses a missing, doubled or biased child."""
+    import torch
+    has = {r: getattr(m, n, None) is not None for r, n in {**LATENT_LINEARS,
+                                                           **LATENT_NORMS}.items()}
+    if has["wq"] and (has["wdq"] or has["wuq"] or has["gq"]):
+        raise Refusal(f"{subj} has both q_proj and q_a_proj/q_a_layernorm/q_b_proj: which one "
+                      "is the query path is unclear")
+    need = ["wdkv", "gkv", "wukv", "wo"] + (["wq"] if has["wq"] else ["wdq", "gq", "wuq"])
+    names = {**LATENT_LINEARS, **LATENT_NORMS}
+    for r in need:
+        if not has[r]:
+            raise Refusal(f"{subj} has no {names[r]} (a latent attention module needs q_proj or "
+                          "q_a_proj + q_a_layernorm + q_b_proj, kv_a_proj_with_mqa, "
+                          "kv_a_layernorm, kv_b_proj and o_proj)")
+    out = {r: getattr(m, names[r]) for r in need}
+    for r, c in out.items():
+        if r in LATENT_NORMS:
+            continue  # rms_norm_eps checks them
+        if not isinstance(c, torch.nn.Linear):
+            raise Refusal(f"{where}{names[r]} is a {type(c).__name__}, not an nn.Linear")
+        if c.bias is not None:
+            raise Refusal(f"{subj} has a bias {where}{names[r]}.bias: LatentAttention has no "
+                          "biases (DeepSeek-V2's attention_bias = False)")
+    return out
+
+
+def rms_norm_eps(norm, label):
+    """The epsilon of an RMSNorm with a learned weight (Hugging Face's DeepseekV2RMSNorm:
+    variance_epsilon; torch's nn.RMSNorm: eps); refuses other norms and a missing weight."""
+    if "rmsnorm" not in type(norm).__name__.lower() and not hasattr(norm, "variance_epsilon"):
+        raise Refusal(f"{label} is a {type(norm).__name__}, not an RMSNorm")
+    if getattr(norm, "weight", None) is None:
+        raise Refusal(f"{label} is an RMSNorm without a weight: LatentAttention's RMSNorms "
+                      "multiply by a learned weight (g_q, g_kv)")
+    if getattr(norm, "bias", None) is not None:
+        raise Refusal(f"{label} has a bias: LatentAttention's RMSNorms have none")
+    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not 0 < eps < math.inf:
+        raise Refusal(f"{label} has epsilon {eps!r}: need a finite number > 0")
+    return float(eps)
+
+
+def from_latent(m, where, subj, heads_arg, kv_arg):
+    """A LatentLayer from a DeepseekV2Attention-style module: every shape from the module's
+    attributes (or its .config's) where it states them, else from the Linear shapes, and
+    cross-checked against them."""
+    if kv_arg is not None:
+        raise Refusal("--kv-heads does not apply to latent attention (every head reads the "
+                      "same latent rows)")
+    kids = latent_children(m, where, subj)
+    names = {**LATENT_LINEARS, **LATENT_NORMS}
+    eps = [(f"{names[r]}", rms_norm_eps(kids[r], where + names[r])) for r in ("gq", "gkv")
+           if r in kids]
+    known = {f"{names[r]}.weight" for r in kids}
+    for n, _ in m.named_parameters():
+        if n not in known:
+            raise Refusal(f"{subj} has a parameter {where}{n} that microattn cannot represent")
+    L = LatentLayer(f"{type(m).__name__} (multi-head latent attention) from {subj}")
+    for r, c in kids.items():
+        L.t[r] = to_float32(f"{where}{names[r]}.weight", c.weight)
+    if len({e for _, e in eps}) > 1:
+        raise Refusal("conflicting RMSNorm epsilons: " + ", ".join(f"{n} {e!r}" for n, e in eps)
+                      + " (LatentAttention has one epsilon for both)")
+    L.eps = eps[0][1]
+    latent_dims(L, m, heads_arg, where, subj)
+    latent_rope(L, m, subj)
+    return L
+
+
+def latent_dims(L, m, heads_arg, where, subj):
+    """H, d_c, d_R, d_nope, d_v, d_cq and d_model from the attributes and the weights."""
+    cfg, t = getattr(m, "config", None), L.t
+    H = pick("number of heads", stated(m, cfg, "num_heads", where, "num_attention_heads")
+             + [("--heads", heads_arg)])
+    if H is None or H < 1:
+        raise Refusal(f"{subj} does not say its number of heads (no num_heads attribute, no "
+                      "config.num_attention_heads); pass --heads")
+    q_rows = (t["wq"] if "wq" in t else t["wuq"]).shape[0]
+    L.heads, L.d_model = H, t["wdkv"].shape[1]
+    L.d_c = pick("kv_lora_rank", stated(m, cfg, "kv_lora_rank", where)
+                 + [("kv_a_layernorm.weight's width", t["gkv"].shape[0])])
+    L.d_r = pick("qk_rope_head_dim", stated(m, cfg, "qk_rope_head_dim", where)
+                 + [("kv_a_proj_with_mqa rows - kv_lora_rank", t["wdkv"].shape[0] - L.d_c)])
+    L.d_nope = pick("qk_nope_head_dim", stated(m, cfg, "qk_nope_head_dim", where)
+                    + [("query rows / heads - qk_rope_head_dim",
+                        q_rows // H - L.d_r if q_rows % H == 0 else None)])
+    L.d_v = pick("v_head_dim", stated(m, cfg, "v_head_dim", where)
+                 + [("o_proj.in_features / heads", t["wo"].shape[1] // H
+                     if t["wo"].shape[1] % H == 0 else None)])
+    if L.d_nope is None or L.d_v is None:
+        raise Refusal(f"the query rows ({q_rows}) or o_proj's inputs ({t['wo'].shape[1]}) are "
+                      f"not a whole number of {H} heads")
+    pick("q_head_dim", stated(m, cfg, "q_head_dim", where)
+         + [("qk_nope_head_dim + qk_rope_head_dim", L.d_nope + L.d_r)])
+    pick("d_model", stated(m, cfg, "hidden_size", where)
+         + [("kv_a_proj_with_mqa.in_features", L.d_model)])
+    q_lora = stated(m, cfg, "q_lora_rank", where)
+    if "wq" in t and any(v is not None for _, v in q_lora):
+        raise Refusal(f"{subj} has q_proj but q_lora_rank "
+                      f"{next(v for _, v in q_lora if v is not None)}: which one is the query "
+                      "path is unclear")
+    if "wdq" in t:
+        L.d_cq = pick("q_lora_rank", q_lora + [("q_a_proj.out_features", t["wdq"].shape[0])])
+    check_latent_shapes(L)
+
+
+def check_latent_shapes(L):
+    """Every array against the dimensions, and what LatentConfig needs of them."""
+    H, D, dc, dr, dn, dv, dcq = (L.heads, L.d_model, L.d_c, L.d_r, L.d_nope, L.d_v, L.d_cq)
+    if dr < 2 or dr % 2:
+        raise Refusal(f"qk_rope_head_dim {dr} is {'odd' if dr % 2 else 'below 2'}: RoPE rotates "
+                      "pairs of dimensions (LatentConfig needs an even d_R >= 2)")
+    if min(dc, dn + 1, dv) < 1:
+        raise Refusal(f"kv_lora_rank {dc}, qk_nope_head_dim {dn}, v_head_dim {dv}: need "
+                      "kv_lora_rank and v_head_dim >= 1, qk_nope_head_dim >= 0")
+    if dv > dc + dr:
+        raise Refusal(f"v_head_dim {dv} exceeds kv_lora_rank + qk_rope_head_dim = {dc + dr}: "
+                      "LatentAttention's absorbed decode reads the values inside the latent rows")
+    want = {"wq": (H * (dn + dr), D), "wdq": (dcq, D), "gq": (dcq,), "wuq": (H * (dn + dr), dcq),
+            "wdkv": (dc + dr, D), "gkv": (dc,), "wukv": (H * (dn + dv), dc), "wo": (D, H * dv)}
+    for r, a in L.t.items():
+        if tuple(a.shape) != want[r]:
+            n = {**LATENT_LINEARS, **LATENT_NORMS}[r]
+            raise Refusal(f"{n}.weight has shape {list(a.shape)} but d_model {D}, heads {H}, "
+                          f"kv_lora_rank {dc}, qk_rope_head_dim {dr}, qk_nope_head_dim {dn}, "
+                          f"v_head_dim {dv}" + (f", q_lora_rank {dcq}" if dcq else "")
+                          + f" need {list(want[r])}")
+    if max(D, H * (dn + dr), H * (dn + dv), dc + dr) > 1 << 20:
+        raise Refusal("a width exceeds microattn's limit 2^20")
+
+
+def latent_rope(L, m, subj):
+    """rope_theta, no rope_scaling (YaRN), and the softmax scale."""
+    cfg = getattr(m, "config", None)
+    for obj in (m, cfg):
+        rs = getattr(obj, "rope_scaling", None) if obj is not None else None
+        if rs is not None:
+            kind = rs.get("type", rs.get("rope_type")) if isinstance(rs, dict) else rs
+            raise Refusal(f"{subj} has rope_scaling {kind!r} (e.g. YaRN): LatentAttention's RoPE "
+                          "has no scaling (rope_scaling must be None)")
+    L.theta = real_attr(m, cfg, "rope_theta")
+    if L.theta is None or not 0 < L.theta < math.inf:
+        raise Refusal(f"{subj} has rope_theta {L.theta!r}: need a finite number > 0 (the "
+                      "module's or its config's rope_theta)")
+    L.scale = real_attr(m, cfg, "softmax_scale")
+    if L.scale is None:
+        L.scale = (L.d_nope + L.d_r) ** -0.5
+    if not 0 < L.scale < math.inf:
+        raise Refusal(f"{subj} has softmax_scale {L.scale!r}: need a finite number > 0")
+
+
+def check_latent_options(layout, quant, mask, compute):
+    """What LatentAttention cannot take yet: refused before any rendering."""
+    if layout != "outin":
+        raise Refusal(f"--layout {layout}: latent attention is exported as outin only "
+                      "(LatentWeights takes kInOut or kOutIn)")
+    if quant != "none" or compute != "f32":
+        flag = f"--quant {quant}" if quant != "none" else f"--compute {compute}"
+        raise Refusal(f"{flag}: latent attention is exported in fp32 only (LatentAttention has "
+                      "no int8 weights or integer compute yet)")
+    if mask.kind != "causal":
+        raise Refusal(f"--mask {mask.arg}: latent attention is causal only (LatentAttention "
+                      "has no other mask); pass --mask causal")
+
+
+def f32_lit(v):
+    import numpy as np
+    return c_literals(np.array([v], dtype=np.float32))[0]
+
+
+def latent_comment(L, name, cfg):
+    """The header's opening comment: what it holds and how to set the layer up."""
+    N = name.upper()
+    q = (f"query latent d_cq {L.d_cq} (q_lora_rank: q_a_proj, q_a_layernorm, q_b_proj)"
+         if L.d_cq else "no query latent (q_proj)")
+    default = abs(L.scale * math.sqrt(L.d_nope + L.d_r) - 1.0) < 1e-6
+    return [
+        f"// {name}: {L.source}.",
+        f"// d_model {L.d_model}, {L.heads} head{'s' * (L.heads > 1)}, d_c {L.d_c} "
+        f"(kv_lora_rank), d_R {L.d_r} (qk_rope_head_dim), d_nope {L.d_nope}, d_v {L.d_v}, {q};",
+        "//   no biases; layout microattn::WeightLayout::kOutIn (nn.Linear's [out][in]); fp32.",
+        "// Mask (--mask causal): token i sees tokens 0 .. i (LatentAttention is causal).",
+        f"// Use with {cfg}",
+        "//   (T_max: the most tokens the cache holds) and microattn::LatentAttention<LCfg>,",
+        "//   set up once while the cache is empty (microattn/latent_export.hpp):",
+        f"//     attn.set_weights({name}_weights<LCfg>());  // another shape: a compile error",
+        f"//     attn.set_rope({name}_rope());  // base {N}_ROPE_BASE = {L.theta!r}, "
+        "RopePairing::kAdjacent",
+        f"//     attn.set_rms_eps({N}_RMS_EPS);  // {L.eps!r}, both RMSNorms",
+        f"//     attn.set_scale({N}_SCALE);  // {L.scale!r}"
+        + (", 1/sqrt(d_nope + d_R), the default" if default else
+           ", the module's softmax_scale, not 1/sqrt(d_nope + d_R)"),
+        "// RoPE pairing: Hugging Face's DeepseekV2Attention permutes q_pe and k_pe from",
+        "//   interleaved pairs to halves and then applies rotate_half, which gives every score",
+        "//   the rotation of adjacent pairs of the weights' own output columns: kAdjacent",
+        "//   (kHalfSplit would be wrong with these arrays).",
+        f"// C: {name}_wdkv [d_c + d_R][d_model], {name}_gkv [d_c], {name}_wukv "
+        "[H*(d_nope + d_v)][d_c],",
+        f"//   {name}_wo [d_model][H*d_v], "
+        + (f"{name}_wdq [d_cq][d_model], {name}_gq [d_cq],\n//   {name}_wuq "
+           "[H*(d_nope + d_R)][d_cq]." if L.d_cq else f"{name}_wq [H*(d_nope + d_R)][d_model].")]
+
+
+def latent_macros(L, name):
+    N = name.upper()
+    return [f"#define {N}_LATENT 1 /* a microattn::LatentAttention header */",
+            f"#define {N}_D_MODEL {L.d_model}", f"#define {N}_HEADS {L.heads}",
+            f"#define {N}_D_LATENT {L.d_c}", f"#define {N}_D_ROPE {L.d_r}",
+            f"#define {N}_D_NOPE {L.d_nope}", f"#define {N}_D_V {L.d_v}",
+            f"#define {N}_D_QLATENT {L.d_cq} /* 0: no query latent */",
+            f"#define {N}_LAYOUT 1 /* microattn::WeightLayout::kOutIn */",
+            f'#define {N}_LAYOUT_NAME "kOutIn"',
+            f"#define {N}_WEIGHT_TYPE 0 /* microattn::WeightType::kF32 */",
+            f"#define {N}_MASK 0 /* microattn::Mask::kCausal */",
+            f"#define {N}_SCALE {f32_lit(L.scale)}",
+            f"#define {N}_ROPE_BASE {f32_lit(L.theta)}",
+            f"#define {N}_ROPE_PAIRING 0 /* microattn::RopePairing::kAdjacent */",
+            f"#define {N}_RMS_EPS {f32_lit(L.eps)}"]
+
+
+def latent_cxx(L, name):
+    """The C++ part: the shape struct, size checks, name_weights<LCfg>() and name_rope()."""
+    N, n = name.upper(), name
+    sizes = {"wq": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_ROPE) * {N}_D_MODEL",
+             "wdq": f"{N}_D_QLATENT * {N}_D_MODEL", "gq": f"{N}_D_QLATENT",
+             "wuq": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_ROPE) * {N}_D_QLATENT",
+             "wdkv": f"({N}_D_LATENT + {N}_D_ROPE) * {N}_D_MODEL", "gkv": f"{N}_D_LATENT",
+             "wukv": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_V) * {N}_D_LATENT",
+             "wo": f"{N}_D_MODEL * {N}_HEADS * {N}_D_V"}
+    checks = [f"static_assert(sizeof({n}_{r}) == sizeof(float) * {sizes[r]},\n"
+              f"              \"{n}_{r}: array size and shape differ\");"
+              for r in LATENT_ROLES if r in L.t]
+    ptrs = [f"{n}_{r}" if r in L.t else "nullptr" for r in LATENT_ROLES]
+    return [
+        "#ifdef __cplusplus",
+        "#include <cstddef>",
+        "",
+        '#include "microattn/latent_export.hpp"',
+        "",
+        f"/// The shape and settings {n}'s arrays were exported with; exported_latent_weights()",
+        "/// compares them with a LatentConfig at compile time.",
+        f"struct {n}_shape {{",
+        *(f"  static constexpr std::size_t {k} = {N}_{v};" for k, v in (
+            ("kDModel", "D_MODEL"), ("kHeads", "HEADS"), ("kDLatent", "D_LATENT"),
+            ("kDRope", "D_ROPE"), ("kDNope", "D_NOPE"), ("kDV", "D_V"),
+            ("kDQLatent", "D_QLATENT"))),
+        "  static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::kOutIn;",
+        "  static constexpr microattn::WeightType kWeightType = microattn::WeightType::kF32;",
+        f"  static constexpr float kScale = {N}_SCALE;",
+        f"  static constexpr float kRopeBase = {N}_ROPE_BASE;",
+        "  static constexpr microattn::RopePairing kRopePairing = "
+        "microattn::RopePairing::kAdjacent;",
+        f"  static constexpr float kRmsEps = {N}_RMS_EPS;",
+        "};",
+        f"static_assert(static_cast<int>({n}_shape::kLayout) == {N}_LAYOUT,",
+        f"              \"{N}_LAYOUT no longer matches microattn::WeightLayout\");",
+        f"static_assert(static_cast<int>({n}_shape::kRopePairing) == {N}_ROPE_PAIRING,",
+        f"              \"{N}_ROPE_PAIRING no longer matches microattn::RopePairing\");",
+        *checks,
+        "",
+        f"/// LatentWeights view of {n}'s arrays for LCfg (a compile error naming the parameter",
+        f"/// when LCfg differs from {n}_shape). static, like the arrays it points at.",
+        "template <class LCfg>",
+        f"static inline microattn::LatentWeights<LCfg> {n}_weights() noexcept {{",
+        f"  return microattn::exported_latent_weights<LCfg, {n}_shape>(",
+        f"      {', '.join(ptrs[:4])},",
+        f"      {', '.join(ptrs[4:])});",
+        "}",
+        f"/// The module's RoPE: base {N}_ROPE_BASE, adjacent pairs, all d_R dimensions.",
+        f"static inline microattn::RopeConfig {n}_rope() noexcept {{",
+        f"  return microattn::exported_latent_rope<{n}_shape>();",
+        "}",
+        "#endif  // __cplusplus"]
+
+
+def render_latent(L, name, layout="outin", quant="none", mask=None, compute="f32"):
+    """The header text of a latent attention layer (see the module docstring)."""
+    import numpy as np
+    import torch
+    mask = Mask.parse(mask)
+    check_name(name)
+    check_latent_options(layout, quant, mask, compute)
+    cfg = (f"microattn::LatentConfig<T_max, {L.d_model}, {L.heads}, {L.d_c}, {L.d_r}, "
+           f"{L.d_nope}, {L.d_v}" + (f", microattn::QueryLatent{{{L.d_cq}}}" if L.d_cq else "")
+           + ">")
+    g = f"MICROATTN_EXPORTED_{name.upper()}_H"
+    lines = [f"// Generated by tools/export_pytorch.py (torch {torch.__version__}) -- do not edit.",
+             *latent_comment(L, name, cfg), "", f"#ifndef {g}", f"#define {g}", "",
+             *latent_macros(L, name), "", ALIGN_MACRO]
+    for r in LATENT_ROLES:
+        if r in L.t:
+            lines.append(c_array(f"{name}_{r}", np.ascontiguousarray(L.t[r]).reshape(-1)))
+    lines += [*latent_cxx(L, name), "", f"#endif  // {g}", ""]
+    return "\n".join(lines)
+
+
 def export_module(module, name="attn", layout="outin", path=None, heads=None, kv_heads=None,
                   origin="the module", quant="none", report=None, mask=None, compute="f32"):
     """The header text for an nn.Module (see the module docstring); raises Refusal. mask:
@@ -1148,8 +1523,10 @@ def export_module(module, name="attn", layout="outin", path=None, heads=None, kv
     compute: "f32" or "int8" (as --compute)."""
     mask = Mask.parse(mask)  # before the work, like the command line
     check_compute(compute, quant)
-    return render(layer_from_module(module, path, heads, kv_heads, origin), name, layout, quant,
-                  report, mask, compute)
+    L = layer_from_module(module, path, heads, kv_heads, origin)
+    if isinstance(L, LatentLayer):
+        return render_latent(L, name, layout, quant, mask, compute)
+    return render(L, name, layout, quant, report, mask, compute)
 
 
 def export_state_dict(sd, heads, kv_heads=None, prefix="", name="attn", layout="outin",
