@@ -7,6 +7,7 @@
 #include "microattn/config.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/latent_attention.hpp"
+#include "microattn/latent_export.hpp"
 #include "microattn/layout.hpp"
 #include "microattn/rope_config.hpp"
 #include "microattn/status.hpp"
