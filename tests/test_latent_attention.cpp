@@ -177,6 +177,8 @@ using CfgA = LatentConfig<kT, 32, 4, 16, 8, 8, 8>;
 using CfgB = LatentConfig<kT, 24, 3, 20, 6, 10, 12, QueryLatent{12}>;
 // Every width in whole panels of 16 (kPanel16), d_v below d_nope + d_R.
 using CfgP = LatentConfig<kT, 32, 2, 24, 8, 16, 16>;
+// More heads than half a vector of any arch (9): the scores without the pair form.
+using CfgH = LatentConfig<kT, 16, 9, 8, 4, 4, 6>;
 using CfgAThreads = LatentConfig<kT, 32, 4, 16, 8, 8, 8, microattn::MaxWorkers{3}>;
 
 template <class LCfg, std::size_t kChunk = LCfg::kTMax>
@@ -247,6 +249,7 @@ TEST(LatentAttention, PrefillAndAbsorbedDecodeMatchDoubleReference) {
   check_prefill_and_decode<CfgA>(1);
   check_prefill_and_decode<CfgB>(2);
   check_prefill_and_decode<CfgP>(8);
+  check_prefill_and_decode<CfgH>(9);
 }
 
 // A prompt in chunks (kPrefillChunk 5), in several calls, then decode steps: the outputs of one

@@ -84,7 +84,8 @@ struct Vec<ScalarArch> {
   using type = float;
   static constexpr std::size_t kWidth = 1;
   static constexpr std::size_t kAlign = alignof(float);
-  static constexpr bool kTranspose = false;  ///< see Vec<Arch>::transpose
+  static constexpr bool kTranspose = false;      ///< see Vec<Arch>::transpose
+  static constexpr bool kPairBroadcast = false;  ///< see Vec<Arch>::broadcast_pair
 
   static type load(const float* p) noexcept { return *p; }
   static type loadu(const float* p) noexcept { return *p; }
@@ -318,6 +319,19 @@ struct Vec {
 #else
   static constexpr bool kTranspose = false;
 #endif
+  /// Whether broadcast_pair() exists (x86 AVX and AVX-512: one 64-bit broadcast).
+  static constexpr bool kPairBroadcast = kTranspose;
+  /// The two floats p[0], p[1] repeated across the vector: lanes 2i = p[0], 2i + 1 = p[1]
+  /// (kPairBroadcast arches only).
+  static type broadcast_pair(const float* p) noexcept {
+    double d;
+    std::memcpy(&d, p, sizeof d);
+#if XSIMD_VERSION_MAJOR >= 9
+    return xsimd::bitwise_cast<float>(xsimd::batch<double, Arch>(d));
+#else
+    return xsimd::bitwise_cast<type>(xsimd::batch<double, Arch>(d));
+#endif
+  }
   static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
   static constexpr std::size_t kExpStep = 1;  ///< see Vec<ScalarArch>::kExpStep
 #if XSIMD_VERSION_MAJOR >= 9
@@ -362,9 +376,10 @@ struct Vec<MveArch> {
   using type = float32x4_t;
   static constexpr std::size_t kWidth = 4;
   static constexpr std::size_t kAlign = 16;
-  static constexpr bool kTranspose = false;   ///< see Vec<Arch>::transpose
-  static constexpr bool kLoadsFirst = false;  ///< see Vec<ScalarArch>::loads_first
-  static constexpr std::size_t kExpStep = 1;  ///< see Vec<ScalarArch>::kExpStep
+  static constexpr bool kTranspose = false;      ///< see Vec<Arch>::transpose
+  static constexpr bool kPairBroadcast = false;  ///< see Vec<Arch>::broadcast_pair
+  static constexpr bool kLoadsFirst = false;     ///< see Vec<ScalarArch>::loads_first
+  static constexpr std::size_t kExpStep = 1;     ///< see Vec<ScalarArch>::kExpStep
   /// Four floats in memory as the compiler must see them: element-aligned, and aliasing
   /// anything. Not arm_mve.h's vld1q_f32 / vst1q_f32, which GCC 12 writes as int-pointer
   /// accesses that strict aliasing may move past a float store (docs/compiler-notes.md). The

@@ -55,6 +55,69 @@ struct PrefetchRange {
 
 namespace detail {
 
+/// Spreads the prefetch of a PrefetchRange over `blocks` steps of a loop: a slice per step().
+struct PrefetchSlices {
+  const PrefetchRange& next;
+  std::size_t slice, done = 0;
+  PrefetchSlices(const PrefetchRange& r, std::size_t blocks) noexcept
+      : next(r), slice(internal::round_up(r.bytes / (blocks ? blocks : 1) + 1, 64)) {}
+  void step() noexcept {
+    if (done >= next.bytes) return;
+    const std::size_t len = internal::min_size(slice, next.bytes - done);
+    internal::prefetch_l2(static_cast<const char*>(next.p) + done, len);
+    done += len;
+  }
+};
+
+/// Whether the scores go two dimensions per vector lane pair (kPairBroadcast arches, a vector
+/// at least twice the heads: AVX-512 with 8 heads): lanes 2e and 2e + 1 of a key's vector sum
+/// head e's products of the even and odd dimensions, so every lane works and each 64-bit
+/// broadcast of the row serves two dimensions. Otherwise the heads' lanes past kRows idle.
+template <class Arch, std::size_t kDK, std::size_t kRows>
+constexpr bool latent_pairs() noexcept {
+  return internal::Vec<Arch>::kPairBroadcast && 2 * kRows <= internal::Vec<Arch>::kWidth &&
+         kDK % 2 == 0;
+}
+
+/// c[i][lane] = sum over the pairs d of a_i[d + lane % 2] qt2[d / 2][lane], for MR rows of a
+/// (row stride lda, kc floats, kc even): the pair form's micro-kernel.
+template <class Arch, std::size_t MR>
+MICROATTN_ALWAYS_INLINE inline void latent_pair_rows(std::size_t kc, const float* a,
+                                                     std::size_t lda, const float* qt2, float* c,
+                                                     std::size_t ldc) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth;
+  typename V::type acc[MR];
+#pragma GCC unroll 32
+  for (std::size_t i = 0; i < MR; ++i) acc[i] = V::zero();
+  for (std::size_t d = 0; d < kc; d += 2) {
+    const typename V::type b = V::load(qt2 + (d / 2) * W);
+#pragma GCC unroll 32
+    for (std::size_t i = 0; i < MR; ++i)
+      acc[i] = V::fma(V::broadcast_pair(a + i * lda + d), b, acc[i]);
+  }
+#pragma GCC unroll 32
+  for (std::size_t i = 0; i < MR; ++i) V::store(c + i * ldc, acc[i]);
+}
+
+/// The pair form of latent_scores: S^T rows of W lanes, then each head's two lanes summed into
+/// lane e (lanes from kRows on zeroed).
+template <class Arch, std::size_t kDK, std::size_t kRows, std::size_t kRPad>
+inline void latent_scores_pairs(const float* c, std::size_t ldc, std::size_t n, const float* qt2,
+                                float* st, const PrefetchRange& next) noexcept {
+  constexpr std::size_t MR = internal::Tiles<Arch>::kMR;
+  PrefetchSlices pf(next, n / MR);
+  std::size_t j = 0;
+  for (; j + MR <= n; j += MR, pf.step())
+    latent_pair_rows<Arch, MR>(kDK, c + j * ldc, ldc, qt2, st + j * kRPad, kRPad);
+  for (; j < n; ++j) latent_pair_rows<Arch, 1>(kDK, c + j * ldc, ldc, qt2, st + j * kRPad, kRPad);
+  for (j = 0; j < n; ++j) {
+    float* row = st + j * kRPad;
+    for (std::size_t e = 0; e < kRows; ++e) row[e] = row[2 * e] + row[2 * e + 1];
+    for (std::size_t e = kRows; e < kRPad; ++e) row[e] = 0.0f;
+  }
+}
+
 /// S^T[j][e] = c_j · q_e for keys [0, n) (qt: the scaled queries transposed), by blocks of the
 /// micro-kernel's rows of keys and its panels of heads; a slice of `next` prefetched per block.
 template <class Arch, std::size_t kDK, std::size_t kRPad>
@@ -62,14 +125,10 @@ inline void latent_scores(const float* c, std::size_t ldc, std::size_t n, const 
                           float* st, const PrefetchRange& next) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = internal::Vec<Arch>::kWidth, MR = Tl::kMR;
-  const std::size_t slice = internal::round_up(next.bytes / ((n + MR - 1) / MR) + 1, 64);
-  for (std::size_t j = 0, done = 0; j < n; j += MR) {
+  PrefetchSlices pf(next, (n + MR - 1) / MR);
+  for (std::size_t j = 0; j < n; j += MR) {
     const std::size_t mr = internal::min_size(MR, n - j);
-    if (done < next.bytes) {
-      const std::size_t len = internal::min_size(slice, next.bytes - done);
-      internal::prefetch_l2(static_cast<const char*>(next.p) + done, len);
-      done += len;
-    }
+    pf.step();
     for (std::size_t c0 = 0; c0 < kRPad; c0 += Tl::kNR) {
       const std::size_t nv = internal::min_size(Tl::kNRVec, (kRPad - c0) / W);
       f32_gemm_ukernel_rows_nv<Arch>(nv, mr, kDK, c + j * ldc, ldc, qt + c0, kRPad,
@@ -125,10 +184,18 @@ void f32_attn_latent_decode(const float* q, std::size_t ldq, const float* c, std
   MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys && kDK <= ldc);
   // Scores in base 2 (scale and log2 e folded into the queries once): the exponential is exp2.
   const float qscale = scale * kLog2e;
-  for (std::size_t d = 0; d < kDK; ++d)
-    for (std::size_t e = 0; e < RP; ++e)
-      sc.qt[d * RP + e] = e < kRows ? q[e * ldq + d] * qscale : 0.0f;
-  detail::latent_scores<Arch, kDK, RP>(c, ldc, n_keys, sc.qt, sc.st, next);
+  if constexpr (detail::latent_pairs<Arch, kDK, kRows>()) {
+    // qt2[d / 2][2e + u] = q_e[d + u] (RP == W here).
+    for (std::size_t d = 0; d < kDK; d += 2)
+      for (std::size_t l = 0; l < RP; ++l)
+        sc.qt[(d / 2) * RP + l] = l / 2 < kRows ? q[(l / 2) * ldq + d + l % 2] * qscale : 0.0f;
+    detail::latent_scores_pairs<Arch, kDK, kRows, RP>(c, ldc, n_keys, sc.qt, sc.st, next);
+  } else {
+    for (std::size_t d = 0; d < kDK; ++d)
+      for (std::size_t e = 0; e < RP; ++e)
+        sc.qt[d * RP + e] = e < kRows ? q[e * ldq + d] * qscale : 0.0f;
+    detail::latent_scores<Arch, kDK, RP>(c, ldc, n_keys, sc.qt, sc.st, next);
+  }
   float l[kRows];
   detail::latent_softmax<Arch, kRows, RP, kKeys>(sc.st, n_keys, sc.p, l);
 
