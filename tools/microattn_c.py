@@ -144,6 +144,11 @@ class Refused(Exception):
     pass
 
 
+# Config's option names as a user writes them inside `using namespace microattn;`.
+OPTION_NAMES = (r"Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|WeightType\s*::|Compute\s*::|"
+                r"CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|MaxWorkers\s*\{")
+
+
 def normalize_config(text, kind="layer"):
     """'64, 64, 4, 2, 16, Bias::kYes' or 'Config<...>' -> 'microattn::Config<...>'; for --kind
     latent '32, 64, 4, 32, 8, 16, 16, QueryLatent{24}' or 'LatentConfig<...>' ->
@@ -155,11 +160,7 @@ def normalize_config(text, kind="layer"):
         return normalize_latent_config(c, text)
     if c[0].isdigit():
         c = "microattn::Config<%s>" % c
-    # Bare option names, as a user writes them inside `using namespace microattn;`.
-    c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|"
-               r"WeightType\s*::|Compute\s*::|CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|"
-               r"MaxWorkers\s*\{)",
-               r"microattn::\1", c)
+    c = re.sub(r"(?<![\w:])(Config\s*<|" + OPTION_NAMES + ")", r"microattn::\1", c)
     if not c.startswith("microattn::Config<") or not c.endswith(">"):
         raise Refused("--config: give the Config's arguments ('64, 64, 4, 2, 16, "
                       "microattn::Bias::kYes') or the type 'microattn::Config<...>', not %r" % text)
@@ -169,7 +170,9 @@ def normalize_config(text, kind="layer"):
 def normalize_latent_config(c, text):
     if c[0].isdigit():
         c = "microattn::LatentConfig<%s>" % c
-    c = re.sub(r"(?<![\w:])(LatentConfig\s*<|QueryLatent\s*\{|MaxWorkers\s*\{)",
+    # The other kinds' option names too, so that one given here meets LatentConfig's own
+    # static_assert (which names the options it takes) rather than an unknown name.
+    c = re.sub(r"(?<![\w:])(LatentConfig\s*<|QueryLatent\s*\{|" + OPTION_NAMES + ")",
                r"microattn::\1", c)
     if not c.startswith("microattn::LatentConfig<") or not c.endswith(">"):
         raise Refused("--config: for --kind latent give the LatentConfig's arguments ('32, 64, "
