@@ -34,7 +34,11 @@ compiles them once per file): generate each header without --cpp-out, then
 
 Kinds: layer (MultiHeadAttention: forward), kv (KvAttention: prefill, decode, truncate, reset,
 length, oldest, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAttention: forward
-on q, k, v). The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
+on q, k, v), latent (LatentAttention, DeepSeek-V2's multi-head latent attention: set_weights takes
+a microattn_latent_weights, set_rms_eps, prefill, decode, truncate, reset, length, export/import
+of the latent rows; --config gives a LatentConfig's arguments, T_max, d_model, H, d_c, d_R,
+d_nope, d_v, then QueryLatent{d_cq} and MaxWorkers{n} bare or with microattn::; --chunk as kv).
+The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
 SlidingWindow{8}, MaxWorkers{2}, ...): with WeightType::kInt8 set_weights takes a
 microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1; with Compute::kInt8 as well
 the projections run in integer arithmetic, NAME_INT8_COMPUTE 1), and a kv layer with
@@ -63,6 +67,7 @@ KINDS = {
     "layer": ("kLayer", "microattn::MultiHeadAttention", "MICROATTN_C_LAYER"),
     "kv": ("kKv", "microattn::KvAttention", "MICROATTN_C_KV_LAYER"),
     "core": ("kCore", "microattn::ScaledDotProductAttention", "MICROATTN_C_CORE"),
+    "latent": ("kLatent", "microattn::LatentAttention", "MICROATTN_C_LATENT"),
 }
 
 # The probe: the values the header needs as decimal text in a constant char array, which the
@@ -75,13 +80,8 @@ namespace microattn_probe {
 using Cfg = @CONFIG@;
 using Object = ::microattn::c_api::ObjectOf<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>::type;
 constexpr std::size_t kValues[] = {
-    sizeof(Object), alignof(Object), Cfg::kTMax, Cfg::kDModel, Cfg::kHeads, Cfg::kKvHeads,
-    Cfg::kDHead, Cfg::kQDim, Cfg::kKvDim, Cfg::kOutDim, Cfg::kHasOutProj ? 1u : 0u,
-    Cfg::kBiasQ ? 1u : 0u, Cfg::kBiasK ? 1u : 0u, Cfg::kBiasV ? 1u : 0u, Cfg::kBiasO ? 1u : 0u,
-    Cfg::kHasRope ? 1u : 0u, (@CHUNK@), Cfg::kInt8Weights ? 1u : 0u, Cfg::kInt8Cache ? 1u : 0u,
-    @CACHE_BYTES@, Cfg::kMaxWorkers, static_cast<std::size_t>(Cfg::kMask), Cfg::kWindow,
-    ::microattn::c_api::config_id<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>(),
-    Cfg::kInt8Compute ? 1u : 0u};
+    sizeof(Object), alignof(Object), @VALUES@,
+    ::microattn::c_api::config_id<::microattn::c_api::Kind::@KIND@, Cfg, (@CHUNK@)>()};
 struct Text {
   char c[64 + sizeof(kValues) / sizeof(kValues[0]) * 21];
 };
@@ -108,31 +108,76 @@ constexpr Text make() {
 extern "C" const microattn_probe::Text microattn_probe_text = microattn_probe::make();
 """
 
-FIELDS = ["bytes", "align", "t_max", "d_model", "heads", "kv_heads", "d_head", "q_dim",
-          "kv_dim", "out_dim", "has_out_proj", "bias_q", "bias_k", "bias_v", "bias_o", "has_rope",
-          "chunk", "int8_weights", "int8_cache", "cache_bytes", "max_workers", "mask", "window",
-          "config_id", "int8_compute"]
+# The probe's values of each kind after sizeof and alignof (then config_id): the header's
+# field name and the C++ expression.
+ATTENTION_VALUES = [
+    ("t_max", "Cfg::kTMax"), ("d_model", "Cfg::kDModel"), ("heads", "Cfg::kHeads"),
+    ("kv_heads", "Cfg::kKvHeads"), ("d_head", "Cfg::kDHead"), ("q_dim", "Cfg::kQDim"),
+    ("kv_dim", "Cfg::kKvDim"), ("out_dim", "Cfg::kOutDim"),
+    ("has_out_proj", "Cfg::kHasOutProj ? 1u : 0u"), ("bias_q", "Cfg::kBiasQ ? 1u : 0u"),
+    ("bias_k", "Cfg::kBiasK ? 1u : 0u"), ("bias_v", "Cfg::kBiasV ? 1u : 0u"),
+    ("bias_o", "Cfg::kBiasO ? 1u : 0u"), ("has_rope", "Cfg::kHasRope ? 1u : 0u"),
+    ("chunk", "(@CHUNK@)"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
+    ("int8_cache", "Cfg::kInt8Cache ? 1u : 0u"), ("cache_bytes", "@CACHE_BYTES@"),
+    ("max_workers", "Cfg::kMaxWorkers"), ("mask", "static_cast<std::size_t>(Cfg::kMask)"),
+    ("window", "Cfg::kWindow"), ("int8_compute", "Cfg::kInt8Compute ? 1u : 0u")]
+LATENT_VALUES = [
+    ("t_max", "Cfg::kTMax"), ("d_model", "Cfg::kDModel"), ("heads", "Cfg::kHeads"),
+    ("d_latent", "Cfg::kDLatent"), ("d_rope", "Cfg::kDRope"), ("d_nope", "Cfg::kDNope"),
+    ("d_v", "Cfg::kDV"), ("d_q_latent", "Cfg::kDQLatent"), ("d_qk", "Cfg::kDQk"),
+    ("d_cache", "Cfg::kDCache"), ("q_dim", "Cfg::kQDim"), ("ukv_dim", "Cfg::kUkvDim"),
+    ("v_dim", "Cfg::kVDim"), ("out_dim", "Cfg::kOutDim"), ("chunk", "(@CHUNK@)"),
+    ("cache_bytes", "Object::kCacheBytes"),
+    ("cache_bytes_per_token", "Object::kCacheBytesPerToken"),
+    ("max_workers", "Cfg::kMaxWorkers")]
+
+
+def probe_values(kind):
+    return LATENT_VALUES if kind == "latent" else ATTENTION_VALUES
+
+
+def probe_fields(kind):
+    return ["bytes", "align"] + [f for f, _ in probe_values(kind)] + ["config_id"]
 
 
 class Refused(Exception):
     pass
 
 
-def normalize_config(text):
-    """'64, 64, 4, 2, 16, Bias::kYes' or 'Config<...>' -> 'microattn::Config<...>'."""
+# Config's option names as a user writes them inside `using namespace microattn;`.
+OPTION_NAMES = (r"Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|WeightType\s*::|Compute\s*::|"
+                r"CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|MaxWorkers\s*\{")
+
+
+def normalize_config(text, kind="layer"):
+    """'64, 64, 4, 2, 16, Bias::kYes' or 'Config<...>' -> 'microattn::Config<...>'; for --kind
+    latent '32, 64, 4, 32, 8, 16, 16, QueryLatent{24}' or 'LatentConfig<...>' ->
+    'microattn::LatentConfig<...>'."""
     c = " ".join(text.split())
     if not c:
         raise Refused("--config is empty")
+    if kind == "latent":
+        return normalize_latent_config(c, text)
     if c[0].isdigit():
         c = "microattn::Config<%s>" % c
-    # Bare option names, as a user writes them inside `using namespace microattn;`.
-    c = re.sub(r"(?<![\w:])(Config\s*<|Bias\s*::|OutProj\s*::|OutDim\s*\{|Rope\s*::|"
-               r"WeightType\s*::|Compute\s*::|CacheType\s*::|Mask\s*::|SlidingWindow\s*\{|"
-               r"MaxWorkers\s*\{)",
-               r"microattn::\1", c)
+    c = re.sub(r"(?<![\w:])(Config\s*<|" + OPTION_NAMES + ")", r"microattn::\1", c)
     if not c.startswith("microattn::Config<") or not c.endswith(">"):
         raise Refused("--config: give the Config's arguments ('64, 64, 4, 2, 16, "
                       "microattn::Bias::kYes') or the type 'microattn::Config<...>', not %r" % text)
+    return c
+
+
+def normalize_latent_config(c, text):
+    if c[0].isdigit():
+        c = "microattn::LatentConfig<%s>" % c
+    # The other kinds' option names too, so that one given here meets LatentConfig's own
+    # static_assert (which names the options it takes) rather than an unknown name.
+    c = re.sub(r"(?<![\w:])(LatentConfig\s*<|QueryLatent\s*\{|" + OPTION_NAMES + ")",
+               r"microattn::\1", c)
+    if not c.startswith("microattn::LatentConfig<") or not c.endswith(">"):
+        raise Refused("--config: for --kind latent give the LatentConfig's arguments ('32, 64, "
+                      "4, 32, 8, 16, 16, QueryLatent{24}': T_max, d_model, H, d_c, d_R, d_nope, "
+                      "d_v, options) or the type 'microattn::LatentConfig<...>', not %r" % text)
     return c
 
 
@@ -150,8 +195,9 @@ def default_include_dir():
 def probe(args, config, chunk_expr):
     """Compiles the probe for the target and returns its values as a dict (+ 'arch')."""
     kind = KINDS[args.kind][0]
-    src = (PROBE.replace("@CONFIG@", config).replace("@KIND@", kind)
-           .replace("@CHUNK@", chunk_expr)
+    values_expr = ", ".join(e for _, e in probe_values(args.kind))
+    src = (PROBE.replace("@VALUES@", values_expr).replace("@CONFIG@", config)
+           .replace("@KIND@", kind).replace("@CHUNK@", chunk_expr)
            .replace("@CACHE_BYTES@", "Object::kCacheBytes" if args.kind == "kv" else "0"))
     includes = []
     if args.microattn_include:
@@ -183,9 +229,10 @@ def probe(args, config, chunk_expr):
         raise Refused("compiled the probe with %s, but its object file holds no "
                       "MICROATTN_PROBE text (an unusual object format?)" % args.cxx)
     values = [int(v) for v in m.group(1).decode().split(",")]
-    if len(values) != len(FIELDS):
-        raise Refused("probe: %d values, expected %d" % (len(values), len(FIELDS)))
-    out = dict(zip(FIELDS, values))
+    fields = probe_fields(args.kind)
+    if len(values) != len(fields):
+        raise Refused("probe: %d values, expected %d" % (len(values), len(fields)))
+    out = dict(zip(fields, values))
     out["arch"] = m.group(2).decode()
     if out["bytes"] == 0 or out["align"] == 0 or out["bytes"] % out["align"] != 0:
         raise Refused("probe: implausible size %d / alignment %d" % (out["bytes"], out["align"]))
@@ -205,6 +252,8 @@ def compiler_version(cxx):
 def macro_line(args, config):
     if args.kind == "kv" and args.chunk is not None:
         return "MICROATTN_C_KV_LAYER_CHUNKED(%s, %d, %s);" % (args.name, args.chunk, config)
+    if args.kind == "latent" and args.chunk is not None:
+        return "MICROATTN_C_LATENT_CHUNKED(%s, %d, %s);" % (args.name, args.chunk, config)
     return "%s(%s, %s);" % (KINDS[args.kind][2], args.name, config)
 
 
@@ -229,11 +278,37 @@ def comment(w, text):
         w(("/* " if i == 0 else " * ") + line + (" */" if i == len(lines) - 1 else ""))
 
 
-def header_text(args, config, v, header_name):
-    n, N = args.name, args.name.upper()
+def target_and_glue(w, args, config, v, header_name):
+    """The end of a header's first comment (the target, the C++ line that defines the
+    functions, the status rules), its include guard and its includes."""
+    N = args.name.upper()
     # Quoted where a flag needs it, so that --cpp-from reads the same flags back.
     flags = " ".join(shlex.quote(f) for f in shlex.split(args.cxxflags))
     version = compiler_version(args.cxx)
+    w(" *   target:  %s%s (kernels: %s)" % (c_comment_safe(shlex.quote(args.cxx)),
+                                             (" " + c_comment_safe(flags)) if flags else "",
+                                             v["arch"]))
+    if version:
+        w(" *            %s" % c_comment_safe(version))
+    w(" * The functions are defined by this line in a C++ file built with that compiler and")
+    w(" * those flags (C++17, -fno-exceptions -fno-rtti), which does not compile if this header")
+    w(" * does not match its object or its configuration:")
+    w(" *   #include \"%s\"" % header_name)
+    w(" *   #include \"microattn/c_api.hpp\"")
+    w(" *   %s" % c_comment_safe(macro_line(args, config)))
+    w(" * Statuses as the C++ methods (README.md: Status codes; docs/numeric-contract.md: Buffer")
+    w(" * overlap); on anything but MICROATTN_OK nothing was written. A NULL obj is")
+    w(" * MICROATTN_NULL_POINTER, one not aligned to %s_ALIGN MICROATTN_BAD_ARGUMENT. */" % N)
+    guard = "MICROATTN_C_%s_H" % N
+    w("#ifndef %s" % guard)
+    w("#define %s" % guard)
+    w("")
+
+
+def header_text(args, config, v, header_name):
+    if args.kind == "latent":
+        return latent_header_text(args, config, v, header_name)
+    n, N = args.name, args.name.upper()
     cls = KINDS[args.kind][1]
     ring = args.kind == "kv" and v["window"] > 0
     ring_tokens = v["window"] + v["chunk"] - 1 if ring else 0
@@ -257,24 +332,8 @@ def header_text(args, config, v, header_name):
     if args.kind != "core":
         w(" *   weights: %s" % ("int8 + fp32 scales (microattn_weights_q8)" if v["int8_weights"]
                                 else "fp32 (microattn_weights)"))
-    w(" *   target:  %s%s (kernels: %s)" % (c_comment_safe(shlex.quote(args.cxx)),
-                                             (" " + c_comment_safe(flags)) if flags else "",
-                                             v["arch"]))
-    if version:
-        w(" *            %s" % c_comment_safe(version))
-    w(" * The functions are defined by this line in a C++ file built with that compiler and")
-    w(" * those flags (C++17, -fno-exceptions -fno-rtti), which does not compile if this header")
-    w(" * does not match its object or its configuration:")
-    w(" *   #include \"%s\"" % header_name)
-    w(" *   #include \"microattn/c_api.hpp\"")
-    w(" *   %s" % c_comment_safe(macro_line(args, config)))
-    w(" * Statuses as the C++ methods (README.md: Status codes; docs/numeric-contract.md: Buffer")
-    w(" * overlap); on anything but MICROATTN_OK nothing was written. A NULL obj is")
-    w(" * MICROATTN_NULL_POINTER, one not aligned to %s_ALIGN MICROATTN_BAD_ARGUMENT. */" % N)
+    target_and_glue(w, args, config, v, header_name)
     guard = "MICROATTN_C_%s_H" % N
-    w("#ifndef %s" % guard)
-    w("#define %s" % guard)
-    w("")
     w("#include <stddef.h>")
     w("")
     w("#include \"microattn/microattn.h\"")
@@ -478,6 +537,161 @@ def header_text(args, config, v, header_name):
     return "\n".join(L) + "\n"
 
 
+def latent_header_text(args, config, v, header_name):
+    """The header of a --kind latent layer (LatentAttention)."""
+    n, N = args.name, args.name.upper()
+    L = []
+    w = L.append
+    w("/* %s: C interface of the microattn layer '%s'. Generated by tools/microattn_c.py;"
+      % (header_name, n))
+    w(" * do not edit: regenerate it when the configuration, the target or its flags change.")
+    w(" *   object:  %s<%s, DefaultArch, %d>" % (KINDS["latent"][1], config, v["chunk"]))
+    w(" *   attends: causal multi-head latent attention (DeepSeek-V2's MLA): token i sees tokens"
+      " 0 .. i")
+    w(" *   cache:   %d tokens in total (then MICROATTN_CACHE_FULL), one latent row [c_KV | k_R]"
+      % v["t_max"])
+    w(" *            of %s_D_CACHE floats a token" % N)
+    w(" *   weights: fp32 (microattn_latent_weights)")
+    target_and_glue(w, args, config, v, header_name)
+    w("#include <stddef.h>")
+    w("")
+    w("#include \"microattn/microattn.h\"")
+    w("")
+    w("/* Bytes and alignment of the object: all the RAM the layer uses (weights are views). */")
+    w("#define %s_BYTES %d" % (N, v["bytes"]))
+    w("#define %s_ALIGN %d" % (N, v["align"]))
+    w("#define %s_CACHE_BYTES %d /* of which the latent cache */" % (N, v["cache_bytes"]))
+    w("#define %s_CACHE_BYTES_PER_TOKEN %d /* 4 * (d_c + d_R) */"
+      % (N, v["cache_bytes_per_token"]))
+    w("")
+    w("/* Fingerprint of the configuration (kind, every LatentConfig parameter, prefill chunk; the")
+    w(" * same on every target): the C++ line checks it, so another LatentConfig does not"
+      " compile. */")
+    w("#define %s_CONFIG_ID %du" % (N, v["config_id"]))
+    w("#define MICROATTN_C_CONFIG_ID_%s %s_CONFIG_ID" % (n, N))
+    w("")
+    latent_shape(w, N, v)
+    w("")
+    w("/* The object. Place it anywhere (static, a RAM section, the stack) aligned to %s_ALIGN:"
+      % N)
+    w(" * all-zero bytes are a ready object (default scale 1/sqrt(d_nope + d_R), RMSNorm epsilon")
+    w(" * 1e-6, no weights, RoPE off, empty cache), so a static needs no init call. */")
+    w("typedef struct %s {" % n)
+    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
+    w("} %s;" % n)
+    w("")
+    w("#ifdef __cplusplus")
+    w("extern \"C\" {")
+    w("#endif")
+    w("")
+    latent_settings(w, n, N)
+    latent_cache_functions(w, n, N)
+    w("")
+    w("#ifdef __cplusplus")
+    w("} /* extern \"C\" */")
+    w("#endif")
+    w("")
+    w("#endif /* MICROATTN_C_%s_H */" % N)
+    return "\n".join(L) + "\n"
+
+
+def latent_shape(w, N, v):
+    w("/* Shape (LatentConfig<T_max, d_model, H, d_c, d_R, d_nope, d_v, options>). Token counts")
+    w(" * T are 1 .. %s_T_MAX (for the cache: in total). */" % N)
+    for key, name, what in (
+            ("t_max", "T_MAX", ""),
+            ("max_workers", "MAX_WORKERS", "most workers set_executor takes (MaxWorkers)"),
+            ("d_model", "D_MODEL", "row length of x and y"),
+            ("heads", "HEADS", "query heads H"),
+            ("d_latent", "D_LATENT", "d_c: width of the key/value latent c_KV, of g_kv"),
+            ("d_rope", "D_ROPE", "d_R: the rotated key k_R (shared) and each head's q_R"),
+            ("d_nope", "D_NOPE", "d_nope: each head's unrotated query/key width"),
+            ("d_v", "D_V", "d_v: each head's value width"),
+            ("d_q_latent", "D_Q_LATENT", "d_cq (QueryLatent{d_cq}): w_dq, g_q, w_uq needed; "
+             "0: w_q"),
+            ("d_qk", "D_QK", "d_nope + d_R: the softmax scale's d"),
+            ("d_cache", "D_CACHE", "d_c + d_R: a cached row, floats"),
+            ("q_dim", "Q_DIM", "H * (d_nope + d_R): outputs of w_q / w_uq"),
+            ("ukv_dim", "UKV_DIM", "H * (d_nope + d_v): outputs of w_ukv"),
+            ("v_dim", "V_DIM", "H * d_v: inputs of w_o"),
+            ("out_dim", "OUT_DIM", "row length of y (d_model)"),
+            ("chunk", "PREFILL_CHUNK", "tokens prefill processes at a time")):
+        w("#define %s_%s %d%s" % (N, name, v[key], " /* %s */" % what if what else ""))
+
+
+def latent_settings(w, n, N):
+    w("/* Zeroes *obj (for an object on the stack or one to reuse; NULL: nothing). */")
+    w("void %s_init(%s* obj);" % (n, n))
+    w("")
+    w("/* Softmax scale for every later call (default 1/sqrt(%s_D_QK), the head width before" % N)
+    w(" * absorption): MICROATTN_OK or MICROATTN_BAD_SCALE (not finite, or too large). */")
+    w("microattn_status %s_set_scale(%s* obj, float scale);" % (n, n))
+    w("/* The scale in use (0 for a NULL obj). */")
+    w("float %s_scale(const %s* obj);" % (n, n))
+    w("")
+    comment(w, "Splits every later call over ex's workers (microattn_executor; copied): "
+            "MICROATTN_OK, MICROATTN_NULL_POINTER (ex NULL) or MICROATTN_BAD_ARGUMENT (more than "
+            "%s_MAX_WORKERS workers, or workers > 1 without run; nothing changed). "
+            "MICROATTN_EXECUTOR_NONE: the calling thread only." % N)
+    w("microattn_status %s_set_executor(%s* obj, const microattn_executor* ex);" % (n, n))
+    w("")
+    comment(w, "Points the layer at weights (views: the arrays must outlive its use; allowed at "
+            "any time, cached rows stay). MICROATTN_OK, MICROATTN_NULL_POINTER (w or a pointer "
+            "the layer needs is NULL: w_q, or w_dq, g_q and w_uq when %s_D_Q_LATENT > 0; w_dkv, "
+            "g_kv, w_ukv, w_o) or MICROATTN_BAD_ARGUMENT (a layout other than IN_OUT and "
+            "OUT_IN)." % N)
+    w("microattn_status %s_set_weights(%s* obj, const microattn_latent_weights* w);" % (n, n))
+    w("")
+    comment(w, "Rotary embeddings on k_R and each head's q_R (rotary_dims 0 = %s_D_ROPE), only "
+            "while the cache is empty. DeepSeek's checkpoints rotate adjacent pairs "
+            "(MICROATTN_ROPE_ADJACENT, also with Hugging Face's weights). MICROATTN_OK, or "
+            "MICROATTN_BAD_ARGUMENT: an odd or too large rotary_dims, a base not finite or <= 0, "
+            "an unknown pairing, a cache that is not empty." % N)
+    w("microattn_status %s_set_rope(%s* obj, const microattn_rope* rope);" % (n, n))
+    w("/* The RoPE setting in use (off for a NULL obj). */")
+    w("microattn_rope %s_rope(const %s* obj);" % (n, n))
+    w("")
+    comment(w, "Epsilon of both RMSNorms (c_KV's and c_Q's; default 1e-6), only while the cache "
+            "is empty: MICROATTN_OK, or MICROATTN_BAD_ARGUMENT (eps not finite or not > 0, "
+            "a cache that is not empty).")
+    w("microattn_status %s_set_rms_eps(%s* obj, float eps);" % (n, n))
+    w("/* The epsilon in use (0 for a NULL obj). */")
+    w("float %s_rms_eps(const %s* obj);" % (n, n))
+    w("")
+
+
+def latent_cache_functions(w, n, N):
+    comment(w, "Appends T tokens x[T][%s_D_MODEL] to the cache and writes their outputs "
+            "y[T][%s_OUT_DIM] (the unabsorbed form: each head's keys and values expanded from "
+            "the cached latents): MICROATTN_CACHE_FULL past %s_T_MAX tokens in total; y must not "
+            "overlap x or a weight array." % (N, N, N))
+    w("microattn_status %s_prefill(%s* obj, const float* x, size_t T, float* y);" % (n, n))
+    comment(w, "Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM] (the absorbed form: an "
+            "MQA over the cached latent rows): MICROATTN_CACHE_FULL once %s_T_MAX tokens are "
+            "cached." % (N, N, N))
+    w("microattn_status %s_decode(%s* obj, const float* x, float* y);" % (n, n))
+    w("/* Forgets the tokens at positions >= length (MICROATTN_BAD_ARGUMENT if length >")
+    w(" * the current length). */")
+    w("microattn_status %s_truncate(%s* obj, size_t length);" % (n, n))
+    w("/* Empties the cache (weights, RoPE, scale and epsilon stay). */")
+    w("microattn_status %s_reset(%s* obj);" % (n, n))
+    w("/* Tokens in the cache: the position of the next one (0 for a NULL obj). */")
+    w("size_t %s_length(const %s* obj);" % (n, n))
+    comment(w, "Copies the cached latent rows of tokens first .. first + n - 1 out, rows[n]"
+            "[%s_D_CACHE] ([c_KV normalised | k_R rotated]), and describes them in *info "
+            "(kv_heads 1, d_head %s_D_CACHE): MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT "
+            "(n == 0 or past length())." % (N, N))
+    w("microattn_status %s_export_cache(const %s* obj, size_t first, size_t n, float* rows,"
+      % (n, n))
+    w("    microattn_cache_slice* info);")
+    comment(w, "Appends exported rows as if they had been prefilled; only where they continue "
+            "this cache (info->first == length()) with this shape and RoPE "
+            "(MICROATTN_BAD_ARGUMENT), MICROATTN_CACHE_FULL past %s_T_MAX." % N)
+    w("microattn_status %s_import_cache(%s* obj, const microattn_cache_slice* info,"
+      % (n, n))
+    w("    const float* rows);")
+
+
 # What a C link lacks, and the flag that removes the need (also in the generated C++ file).
 NO_EXCEPTIONS_GUARD = """\
 // A C program's linker brings no C++ runtime: with exceptions on, the kernels' noexcept
@@ -523,7 +737,8 @@ def cpp_text(layers, cpp_name):
     return "\n".join(L) + "\n"
 
 
-HEADER_LINE = re.compile(r"^ \*   (MICROATTN_C_(?:LAYER|KV_LAYER|KV_LAYER_CHUNKED|CORE)\("
+HEADER_LINE = re.compile(r"^ \*   (MICROATTN_C_(?:LAYER|KV_LAYER|KV_LAYER_CHUNKED|CORE|LATENT|"
+                         r"LATENT_CHUNKED)\("
                          r"([A-Za-z_][A-Za-z0-9_]*),.*\);)$", re.M)
 HEADER_TARGET = re.compile(r"^ \*   target:  (.*) \(kernels: ([^)]*)\)$", re.M)
 
@@ -587,7 +802,9 @@ def main(argv=None):
                         "(NAME_forward) and, in capitals, of its macros (NAME_BYTES)")
     p.add_argument("--kind", choices=sorted(KINDS), default="layer",
                    help="layer: MultiHeadAttention (default); kv: KvAttention; "
-                        "core: ScaledDotProductAttention")
+                        "core: ScaledDotProductAttention; latent: LatentAttention (multi-head "
+                        "latent attention, --config gives a LatentConfig's arguments: '24, 32, "
+                        "4, 16, 8, 8, 8, QueryLatent{12}, MaxWorkers{2}')")
     p.add_argument("--config",
                    help="the Config's arguments, e.g. '64, 64, 4, 2, 16, Bias::kYes', "
                         "'64, 64, 4, 2, 16, WeightType::kInt8, CacheType::kInt8', "
@@ -595,7 +812,8 @@ def main(argv=None):
                         "(options with or without microattn::), or the type "
                         "microattn::Config<...>")
     p.add_argument("--chunk", type=int, default=None,
-                   help="kv only: tokens prefill processes at a time, 1 .. T_max (default T_max)")
+                   help="kv and latent only: tokens prefill processes at a time, 1 .. T_max "
+                        "(default T_max)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"),
                    help="the target's C++ compiler (default: $CXX, else c++)")
     p.add_argument("--cxxflags", default="",
@@ -623,17 +841,17 @@ def main(argv=None):
             raise Refused("--name and --config are needed (or --cpp-from HEADER... --cpp-out)")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", args.name):
             raise Refused("--name %r is not a C identifier" % args.name)
-        if args.chunk is not None and args.kind != "kv":
-            raise Refused("--chunk applies to --kind kv only")
+        if args.chunk is not None and args.kind not in ("kv", "latent"):
+            raise Refused("--chunk applies to --kind kv and latent only")
         if args.chunk is not None and args.chunk < 1:
             raise Refused("--chunk must be at least 1")
         if not args.microattn_include:
             raise Refused("microattn's include folder not found: pass --microattn-include")
-        config = normalize_config(args.config)
+        config = normalize_config(args.config, args.kind)
         chunk_expr = ("Cfg::kTMax" if args.chunk is None else str(args.chunk)) \
-            if args.kind == "kv" else "0"
+            if args.kind in ("kv", "latent") else "0"
         values = probe(args, config, chunk_expr)
-        if args.kind == "kv" and args.chunk is not None and args.chunk > values["t_max"]:
+        if args.chunk is not None and args.chunk > values["t_max"]:
             raise Refused("--chunk %d is larger than T_max %d" % (args.chunk, values["t_max"]))
         out = args.out or (args.name + ".h")
         header_name = os.path.basename(out)

@@ -12,8 +12,9 @@
 //            --cxx arm-none-eabi-g++
 //            --cxxflags="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
 //            --out mylayer.h --cpp-out mylayer.cpp          (one command line)
-//      --kind layer | kv | core (MultiHeadAttention, KvAttention, ScaledDotProductAttention);
-//      --chunk N sets a KV layer's prefill chunk. The Config may hold every option, also
+//      --kind layer | kv | core | latent (MultiHeadAttention, KvAttention,
+//      ScaledDotProductAttention, LatentAttention: --config gives a LatentConfig's arguments);
+//      --chunk N sets a KV or latent layer's prefill chunk. The Config may hold every option, also
 //      microattn::WeightType::kInt8 (set_weights then takes microattn_weights_q8) and, for kv,
 //      microattn::CacheType::kInt8 (an int8 cache: the header's NAME_CACHE_BYTES). Pass
 //      every flag that changes the kernels' arch (-march, -mcpu, -mfpu,
@@ -75,6 +76,18 @@
 //                    float* k, float* v, microattn_cache_slice* info);
 //                microattn_status NAME_import_cache(NAME* obj, const microattn_cache_slice* info,
 //                    const float* k, const float* v);
+//   latent       (LatentAttention<LatentConfig>, DeepSeek-V2's multi-head latent attention:
+//                MICROATTN_C_LATENT(NAME, LatentConfig), MICROATTN_C_LATENT_CHUNKED(NAME,
+//                chunk, LatentConfig); --kind latent)
+//                microattn_status NAME_set_weights(NAME* obj, const microattn_latent_weights* w);
+//                NAME_set_rope, NAME_rope, NAME_prefill, NAME_decode, NAME_truncate,
+//                NAME_reset, NAME_length as kv;
+//                microattn_status NAME_set_rms_eps(NAME* obj, float eps);
+//                float NAME_rms_eps(const NAME* obj);               (0 for a NULL obj)
+//                microattn_status NAME_export_cache(const NAME* obj, size_t first, size_t n,
+//                    float* rows, microattn_cache_slice* info);   (rows [n][d_c + d_R])
+//                microattn_status NAME_import_cache(NAME* obj, const microattn_cache_slice* info,
+//                    const float* rows);
 //   core         microattn_status NAME_forward(NAME* obj, const float* q, size_t ldq,
 //                    const float* k, size_t ldk, const float* v, size_t ldv, size_t T,
 //                    float* out, size_t ldo);
@@ -91,6 +104,7 @@
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
 #include "microattn/kv_cache.hpp"
+#include "microattn/latent_attention.hpp"
 #include "microattn/microattn.h"
 #include "microattn/status.hpp"
 #include "microattn/weights.hpp"
@@ -105,9 +119,12 @@ template <class Cfg, std::size_t kPrefillChunk = Cfg::kTMax>
 using KvLayer = KvAttention<Cfg, DefaultArch, kPrefillChunk>;
 template <class Cfg>
 using Core = ScaledDotProductAttention<Cfg>;
+template <class LCfg, std::size_t kPrefillChunk = LCfg::kTMax>
+using Latent = LatentAttention<LCfg, DefaultArch, kPrefillChunk>;
 
-/// The object of each kind (kChunk: a KV layer's prefill chunk, unused by the others).
-enum class Kind { kLayer, kKv, kCore };
+/// The object of each kind (kChunk: a KV or latent layer's prefill chunk, unused by the
+/// others). kLatent's Cfg is a LatentConfig.
+enum class Kind { kLayer, kKv, kCore, kLatent };
 template <Kind kKind, class Cfg, std::size_t kChunk>
 struct ObjectOf;
 template <class Cfg, std::size_t kChunk>
@@ -122,6 +139,10 @@ template <class Cfg, std::size_t kChunk>
 struct ObjectOf<Kind::kCore, Cfg, kChunk> {
   using type = Core<Cfg>;
 };
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kLatent, Cfg, kChunk> {
+  using type = Latent<Cfg, kChunk>;
+};
 
 namespace detail {
 /// FNV-1a over the 8 bytes of each value, little end first: the same number on every target.
@@ -130,16 +151,32 @@ constexpr std::uint32_t fnv1a(std::uint32_t h, std::uint64_t v) noexcept {
     h = (h ^ static_cast<std::uint32_t>((v >> (8 * i)) & 0xffu)) * 16777619u;
   return h;
 }
-}  // namespace detail
 
-/// Fingerprint of a C layer's configuration: the kind, every Config parameter (T_max, d_model,
-/// H, H_kv, d_head, the bias flags in use, W_O and its width, RoPE, mask, window, weight and
-/// cache types, MaxWorkers) and a KV layer's prefill chunk. tools/microattn_c.py writes it into
-/// the header as NAME_CONFIG_ID and the MICROATTN_C_* line compares, so a header made for
-/// another configuration does not compile even where the object's size is the same (a mask or
-/// a window does not change it). Independent of the target: sizes and arch are checked apart.
+/// config_id() of a latent layer: every LatentConfig parameter (T_max, d_model, H, d_c, d_R,
+/// d_nope, d_v, d_cq, MaxWorkers) and the prefill chunk.
+template <class LCfg, std::size_t kChunk>
+constexpr std::uint32_t latent_config_id() noexcept {
+  // The first value is the version of this encoding: a change to it changes every fingerprint.
+  const std::uint64_t values[] = {1u,
+                                  static_cast<std::uint64_t>(Kind::kLatent),
+                                  LCfg::kTMax,
+                                  LCfg::kDModel,
+                                  LCfg::kHeads,
+                                  LCfg::kDLatent,
+                                  LCfg::kDRope,
+                                  LCfg::kDNope,
+                                  LCfg::kDV,
+                                  LCfg::kDQLatent,
+                                  LCfg::kMaxWorkers,
+                                  kChunk};
+  std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
+  for (const std::uint64_t v : values) h = fnv1a(h, v);
+  return h;
+}
+
+/// config_id() of a MultiHeadAttention, KvAttention or ScaledDotProductAttention Config.
 template <Kind kKind, class Cfg, std::size_t kChunk>
-constexpr std::uint32_t config_id() noexcept {
+constexpr std::uint32_t attention_config_id() noexcept {
   const std::uint64_t bias = (Cfg::kBiasQ ? 1u : 0u) | (Cfg::kBiasK ? 2u : 0u) |
                              (Cfg::kBiasV ? 4u : 0u) | (Cfg::kBiasO ? 8u : 0u);
   // The first value is the version of this encoding: a change to it changes every fingerprint.
@@ -161,11 +198,27 @@ constexpr std::uint32_t config_id() noexcept {
                                   Cfg::kMaxWorkers,
                                   kKind == Kind::kKv ? kChunk : 0u};
   std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
-  for (const std::uint64_t v : values) h = detail::fnv1a(h, v);
+  for (const std::uint64_t v : values) h = fnv1a(h, v);
   // Options added after version 1, folded in only when set (older fingerprints stay valid).
-  if (Cfg::kInt8Compute)
-    h = detail::fnv1a(h, 0x434f4d50u + static_cast<std::uint64_t>(Cfg::kCompute));
+  if (Cfg::kInt8Compute) h = fnv1a(h, 0x434f4d50u + static_cast<std::uint64_t>(Cfg::kCompute));
   return h;
+}
+}  // namespace detail
+
+/// Fingerprint of a C layer's configuration: the kind, every Config parameter (T_max, d_model,
+/// H, H_kv, d_head, the bias flags in use, W_O and its width, RoPE, mask, window, weight and
+/// cache types, MaxWorkers; a LatentConfig's: detail::latent_config_id) and a KV or latent
+/// layer's prefill chunk. tools/microattn_c.py writes it into the header as NAME_CONFIG_ID and
+/// the MICROATTN_C_* line compares, so a header made for another configuration does not compile
+/// even where the object's size is the same (a mask or a window does not change it).
+/// Independent of the target: sizes and arch are checked apart.
+template <Kind kKind, class Cfg, std::size_t kChunk>
+constexpr std::uint32_t config_id() noexcept {
+  if constexpr (kKind == Kind::kLatent) {
+    return detail::latent_config_id<Cfg, kChunk>();
+  } else {
+    return detail::attention_config_id<kKind, Cfg, kChunk>();
+  }
 }
 
 /// Compile-time comparison of the configuration a layer's C header was made for (its
@@ -455,6 +508,64 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
   return to_c(o->import_cache(slice_from_c(*info), k, v));
 }
 
+// The latent layer's own operations (LatentAttention: fp32 weights of its own struct, the
+// RMSNorm epsilon, a cache of latent rows).
+
+/// A C latent weight view as the C++ one (an unknown layout becomes one check() refuses).
+template <class LCfg>
+LatentWeights<LCfg> latent_weights_from_c(const microattn_latent_weights& w) noexcept {
+  LatentWeights<LCfg> c;
+  c.layout = layout_from_c(w.layout);
+  c.w_q = w.w_q, c.w_dq = w.w_dq, c.g_q = w.g_q, c.w_uq = w.w_uq;
+  c.w_dkv = w.w_dkv, c.g_kv = w.g_kv, c.w_ukv = w.w_ukv, c.w_o = w.w_o;
+  return c;
+}
+
+template <class Object, class LCfg, class Storage>
+microattn_status latent_set_weights(Storage* storage, const microattn_latent_weights* w) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (w == nullptr) return MICROATTN_NULL_POINTER;
+  return to_c(o->set_weights(latent_weights_from_c<LCfg>(*w)));
+}
+
+template <class Object, class Storage>
+microattn_status set_rms_eps(Storage* storage, float eps) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->set_rms_eps(eps));
+}
+
+template <class Object, class Storage>
+float rms_eps(const Storage* storage) noexcept {
+  const Object* o = nullptr;
+  return object_of(storage, &o) == Status::kOk ? o->rms_eps() : 0.0f;
+}
+
+template <class Object, class Storage>
+microattn_status latent_export_cache(const Storage* storage, std::size_t first, std::size_t n,
+                                     float* rows, microattn_cache_slice* info) noexcept {
+  const Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (info == nullptr) return MICROATTN_NULL_POINTER;
+  CacheSlice c;
+  const Status e = o->export_cache(first, n, rows, &c);
+  if (e == Status::kOk) *info = slice_to_c(c);
+  return to_c(e);
+}
+
+template <class Object, class Storage>
+microattn_status latent_import_cache(Storage* storage, const microattn_cache_slice* info,
+                                     const float* rows) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  if (info == nullptr) return MICROATTN_NULL_POINTER;
+  return to_c(o->import_cache(slice_from_c(*info), rows));
+}
+
 }  // namespace c_api
 }  // namespace microattn
 
@@ -482,21 +593,7 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
 #define MICROATTN_C_KV_LAYER_CHUNKED(name, chunk, ...)                                            \
   MICROATTN_C_OBJECT_(name, kKv, chunk, __VA_ARGS__)                                              \
   MICROATTN_C_WEIGHTS_ROPE_(name)                                                                 \
-  extern "C" microattn_status name##_prefill(name* obj, const float* x, size_t T, float* y) {     \
-    return ::microattn::c_api::prefill<microattn_c_##name::Object>(obj, x, T, y);                 \
-  }                                                                                               \
-  extern "C" microattn_status name##_decode(name* obj, const float* x, float* y) {                \
-    return ::microattn::c_api::decode<microattn_c_##name::Object>(obj, x, y);                     \
-  }                                                                                               \
-  extern "C" microattn_status name##_truncate(name* obj, size_t length) {                         \
-    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length);                 \
-  }                                                                                               \
-  extern "C" microattn_status name##_reset(name* obj) {                                           \
-    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);                            \
-  }                                                                                               \
-  extern "C" size_t name##_length(const name* obj) {                                              \
-    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                           \
-  }                                                                                               \
+  MICROATTN_C_CACHE_STEPS_(name)                                                                  \
   extern "C" size_t name##_oldest(const name* obj) {                                              \
     return ::microattn::c_api::oldest<microattn_c_##name::Object>(obj);                           \
   }                                                                                               \
@@ -521,6 +618,28 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
     return ::microattn::c_api::core_forward<microattn_c_##name::Object>(obj, q, ldq, k, ldk, v, \
                                                                         ldv, T, out, ldo);      \
   }                                                                                             \
+  static_assert(true, "")
+
+/// LatentAttention<LatentConfig> (multi-head latent attention, prefill chunk T_max): NAME_init,
+/// NAME_set_weights (microattn_latent_weights), NAME_set_scale, NAME_scale, NAME_set_executor,
+/// NAME_set_rope, NAME_rope, NAME_set_rms_eps, NAME_rms_eps, NAME_prefill, NAME_decode,
+/// NAME_truncate, NAME_reset, NAME_length, NAME_export_cache, NAME_import_cache.
+#define MICROATTN_C_LATENT(name, ...) MICROATTN_C_LATENT_CHUNKED(name, Cfg::kTMax, __VA_ARGS__)
+
+/// LatentAttention<LatentConfig> whose prefill runs `chunk` tokens at a time (1 .. T_max).
+#define MICROATTN_C_LATENT_CHUNKED(name, chunk, ...)                                             \
+  MICROATTN_C_OBJECT_(name, kLatent, chunk, __VA_ARGS__)                                         \
+  MICROATTN_C_LATENT_SETTINGS_(name)                                                             \
+  MICROATTN_C_CACHE_STEPS_(name)                                                                 \
+  extern "C" microattn_status name##_export_cache(const name* obj, size_t first, size_t n,       \
+                                                  float* rows, microattn_cache_slice* info) {    \
+    return ::microattn::c_api::latent_export_cache<microattn_c_##name::Object>(obj, first, n,    \
+                                                                               rows, info);      \
+  }                                                                                              \
+  extern "C" microattn_status name##_import_cache(name* obj, const microattn_cache_slice* info,  \
+                                                  const float* rows) {                           \
+    return ::microattn::c_api::latent_import_cache<microattn_c_##name::Object>(obj, info, rows); \
+  }                                                                                              \
   static_assert(true, "")
 
 // Internal: the configuration and object type (microattn_c_NAME::Cfg and ::Object, usable from
@@ -578,4 +697,48 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
   }                                                                                                \
   extern "C" microattn_rope name##_rope(const name* obj) {                                         \
     return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                              \
+  }
+
+// Internal: a latent layer's weights (its own C struct, checked against the header's prototype
+// like the other kinds'), RoPE and RMSNorm epsilon.
+#define MICROATTN_C_LATENT_SETTINGS_(name)                                                         \
+  static_assert(                                                                                   \
+      ::microattn::c_api::SetWeightsCheck<microattn_c_##name::Layer, decltype(name##_set_weights), \
+                                          microattn_latent_weights, name>::kFits,                  \
+      "microattn C API, layer '" #name                                                             \
+      "': its C header declares set_weights for another weight type than a latent layer's "        \
+      "microattn_latent_weights (regenerate the header with tools/microattn_c.py)");               \
+  extern "C" microattn_status name##_set_weights(name* obj, const microattn_latent_weights* w) {   \
+    return ::microattn::c_api::latent_set_weights<microattn_c_##name::Object,                      \
+                                                  microattn_c_##name::Cfg>(obj, w);                \
+  }                                                                                                \
+  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) {             \
+    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);                    \
+  }                                                                                                \
+  extern "C" microattn_rope name##_rope(const name* obj) {                                         \
+    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                              \
+  }                                                                                                \
+  extern "C" microattn_status name##_set_rms_eps(name* obj, float eps) {                           \
+    return ::microattn::c_api::set_rms_eps<microattn_c_##name::Object>(obj, eps);                  \
+  }                                                                                                \
+  extern "C" float name##_rms_eps(const name* obj) {                                               \
+    return ::microattn::c_api::rms_eps<microattn_c_##name::Object>(obj);                           \
+  }
+
+// Internal: prefill, decode, truncate, reset, length (a KV or latent layer's cache).
+#define MICROATTN_C_CACHE_STEPS_(name)                                                        \
+  extern "C" microattn_status name##_prefill(name* obj, const float* x, size_t T, float* y) { \
+    return ::microattn::c_api::prefill<microattn_c_##name::Object>(obj, x, T, y);             \
+  }                                                                                           \
+  extern "C" microattn_status name##_decode(name* obj, const float* x, float* y) {            \
+    return ::microattn::c_api::decode<microattn_c_##name::Object>(obj, x, y);                 \
+  }                                                                                           \
+  extern "C" microattn_status name##_truncate(name* obj, size_t length) {                     \
+    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length);             \
+  }                                                                                           \
+  extern "C" microattn_status name##_reset(name* obj) {                                       \
+    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);                        \
+  }                                                                                           \
+  extern "C" size_t name##_length(const name* obj) {                                          \
+    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                       \
   }

@@ -124,6 +124,33 @@ typedef struct microattn_weights_q8 {
   const float* b_o;
 } microattn_weights_q8;
 
+/* The weights of a multi-head latent attention layer (microattn::LatentWeights; --kind latent,
+ * DeepSeek-V2's MLA): views over the caller's arrays, fp32, no biases. Layout IN_OUT or OUT_IN
+ * (PANEL16: MICROATTN_BAD_ARGUMENT). Shapes in IN_OUT, OUT_IN is each transposed (Hugging
+ * Face's DeepseekV2Attention weights as they are, names on the right); QD = H * (d_nope + d_R),
+ * UD = H * (d_nope + d_v), VD = H * d_v:
+ *   w_q    [d_model][QD]          q_proj            without a query latent (<NAME>_D_Q_LATENT 0)
+ *   w_dq   [d_model][d_cq]        q_a_proj          with one (QueryLatent{d_cq}), and:
+ *   g_q    [d_cq]                 q_a_layernorm
+ *   w_uq   [d_cq][QD]             q_b_proj
+ *   w_dkv  [d_model][d_c + d_R]   kv_a_proj_with_mqa
+ *   g_kv   [d_c]                  kv_a_layernorm
+ *   w_ukv  [d_c][UD]              kv_b_proj
+ *   w_o    [VD][d_model]          o_proj
+ * A head's columns of w_q / w_uq are [q_nope | q_R], of w_ukv [k_nope | v]. Pointers the layer
+ * does not use are ignored and may be NULL. */
+typedef struct microattn_latent_weights {
+  int layout; /* MICROATTN_LAYOUT_IN_OUT or MICROATTN_LAYOUT_OUT_IN */
+  const float* w_q;
+  const float* w_dq;
+  const float* g_q;
+  const float* w_uq;
+  const float* w_dkv;
+  const float* g_kv;
+  const float* w_ukv;
+  const float* w_o;
+} microattn_latent_weights;
+
 /* What microattn_quantize_int8() measured (microattn::QuantError): the error its rounding
  * introduced into one matrix. */
 typedef struct microattn_quant_error {
@@ -167,7 +194,8 @@ typedef struct microattn_rope {
 #define MICROATTN_ROPE_DEFAULTS {0, 10000.0f, MICROATTN_ROPE_HALF_SPLIT, 0, 0}
 
 /* What a KV layer's export_cache wrote (microattn::CacheSlice): which cached tokens, of what
- * shape, rotated how; import_cache accepts it only where it means the same thing. */
+ * shape, rotated how; import_cache accepts it only where it means the same thing. A latent
+ * layer's rows: kv_heads 1, d_head d_c + d_R (one [c_KV | k_R] row a token). */
 typedef struct microattn_cache_slice {
   size_t first;        /* cache position of the first token */
   size_t tokens;       /* tokens in the slice */

@@ -16,12 +16,15 @@
 #include "ckv_mt.h"
 #include "ckv_q8.h"
 #include "ckv_win.h"
+#include "clat.h"
+#include "clat_q.h"
 #include "cmha.h"
 #include "cmha_mt.h"
 #include "cmha_none.h"
 #include "cmha_p.h"
 #include "cmha_q8.h"
 #include "microattn/c_api.hpp"
+#include "microattn/latent_attention.hpp"
 #include "microattn/microattn.hpp"
 
 using MhaCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Bias::kYes>;
@@ -50,6 +53,22 @@ using NoneCfg = microattn::Config<24, 32, 4, 2, 8, microattn::Mask::kNone>;
 using WinCfg = microattn::Config<24, 32, 4, 2, 8, microattn::SlidingWindow{6}>;
 MICROATTN_C_LAYER(cmha_none, NoneCfg);
 MICROATTN_C_KV_LAYER_CHUNKED(ckv_win, 4, WinCfg);
+// Multi-head latent attention: q = x W_Q (prefill chunk T_max), and a query latent with 3
+// workers and prefill chunk 5.
+using LatCfg = microattn::LatentConfig<24, 32, 4, 16, 8, 8, 8>;
+using LatQCfg = microattn::LatentConfig<24, 32, 3, 20, 6, 10, 12, microattn::QueryLatent{12},
+                                        microattn::MaxWorkers{3}>;
+MICROATTN_C_LATENT(clat, LatCfg);
+MICROATTN_C_LATENT_CHUNKED(clat_q, 5, LatQCfg);
+static_assert(
+    std::is_same<microattn_c_clat_q::Object,
+                 microattn::LatentAttention<LatQCfg, microattn::DefaultArch, 5>>::value &&
+        std::is_same<microattn_c_clat::Object,
+                     microattn::LatentAttention<LatCfg, microattn::DefaultArch, 24>>::value,
+    "clat is a LatentAttention with prefill chunk T_max, clat_q with chunk 5");
+static_assert(std::is_same<decltype(&clat_set_weights),
+                           microattn_status (*)(clat*, const microattn_latent_weights*)>::value,
+              "latent layers take microattn_latent_weights");
 
 static_assert(std::is_same<microattn_c_cmha::Object, microattn::MultiHeadAttention<MhaCfg>>::value,
               "cmha is a MultiHeadAttention");
@@ -94,6 +113,23 @@ microattn::MultiHeadAttention<MhaQ8Cfg> g_mha_q8;
 microattn::KvAttention<KvQ8Cfg, microattn::DefaultArch, 5> g_kv_q8;
 microattn::MultiHeadAttention<NoneCfg> g_mha_none;
 microattn::KvAttention<WinCfg, microattn::DefaultArch, 4> g_kv_win;
+microattn::LatentAttention<LatCfg> g_lat;
+microattn::LatentAttention<LatQCfg, microattn::DefaultArch, 5> g_lat_q;
+
+template <class Fn>
+auto with_lat(int which, Fn fn) {
+  return which == 0 ? fn(g_lat) : fn(g_lat_q);
+}
+
+// Latent weights from the raw pointers (w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o).
+template <class LCfg>
+microattn::LatentWeights<LCfg> latent_weights(int layout, const float* const w[8]) {
+  microattn::LatentWeights<LCfg> l;
+  l.layout = static_cast<WeightLayout>(layout);
+  l.w_q = w[0], l.w_dq = w[1], l.g_q = w[2], l.w_uq = w[3];
+  l.w_dkv = w[4], l.g_kv = w[5], l.w_ukv = w[6], l.w_o = w[7];
+  return l;
+}
 
 // The int8 configurations' weights, from the reference's raw arrays.
 template <class Cfg>
@@ -146,6 +182,8 @@ void ref_object_size(const char* name, size_t* bytes, size_t* align) {
   if (!std::strcmp(name, "ccore")) set(sizeof(g_core), alignof(decltype(g_core)));
   if (!std::strcmp(name, "cmha_q8")) set(sizeof(g_mha_q8), alignof(decltype(g_mha_q8)));
   if (!std::strcmp(name, "ckv_q8")) set(sizeof(g_kv_q8), alignof(decltype(g_kv_q8)));
+  if (!std::strcmp(name, "clat")) set(sizeof(g_lat), alignof(decltype(g_lat)));
+  if (!std::strcmp(name, "clat_q")) set(sizeof(g_lat_q), alignof(decltype(g_lat_q)));
 }
 
 void ref_kv_q8_cache_bytes(size_t* int8_cache, size_t* f32_cache) {
@@ -274,7 +312,65 @@ uint32_t ref_config_id(const char* name) {
   if (!std::strcmp(name, "cmha")) return c::config_id<c::Kind::kLayer, MhaCfg, 0>();
   if (!std::strcmp(name, "cmha_none")) return c::config_id<c::Kind::kLayer, NoneCfg, 0>();
   if (!std::strcmp(name, "ckv_win")) return c::config_id<c::Kind::kKv, WinCfg, 4>();
+  if (!std::strcmp(name, "clat")) return c::config_id<c::Kind::kLatent, LatCfg, 24>();
+  if (!std::strcmp(name, "clat_q")) return c::config_id<c::Kind::kLatent, LatQCfg, 5>();
   return 0;
+}
+
+void ref_lat_fresh(int which) {
+  // Not assignable: zero bytes are its default state (the library's contract).
+  with_lat(which, [](auto& l) {
+    std::memset(static_cast<void*>(&l), 0, sizeof l);
+    return 0;
+  });
+}
+int ref_lat_set_weights(int which, int layout, const float* const w[8]) {
+  return which == 0 ? code(g_lat.set_weights(latent_weights<LatCfg>(layout, w)))
+                    : code(g_lat_q.set_weights(latent_weights<LatQCfg>(layout, w)));
+}
+int ref_lat_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
+                     size_t start_position) {
+  const microattn::RopeConfig r = rope(enabled, base, pairing, rotary_dims, start_position);
+  return with_lat(which, [&](auto& l) { return code(l.set_rope(r)); });
+}
+int ref_lat_set_scale(int which, float scale) {
+  return with_lat(which, [&](auto& l) { return code(l.set_scale(scale)); });
+}
+int ref_lat_set_rms_eps(int which, float eps) {
+  return with_lat(which, [&](auto& l) { return code(l.set_rms_eps(eps)); });
+}
+float ref_lat_scale(int which) {
+  return with_lat(which, [](auto& l) { return l.scale(); });
+}
+float ref_lat_rms_eps(int which) {
+  return with_lat(which, [](auto& l) { return l.rms_eps(); });
+}
+int ref_lat_prefill(int which, const float* x, size_t T, float* y) {
+  return with_lat(which, [&](auto& l) { return code(l.prefill(x, T, y)); });
+}
+int ref_lat_decode(int which, const float* x, float* y) {
+  return with_lat(which, [&](auto& l) { return code(l.decode(x, y)); });
+}
+int ref_lat_truncate(int which, size_t length) {
+  return with_lat(which, [&](auto& l) { return code(l.truncate(length)); });
+}
+size_t ref_lat_length(int which) {
+  return with_lat(which, [](auto& l) { return l.length(); });
+}
+int ref_lat_export(int which, size_t first, size_t n, float* rows, size_t* d_head) {
+  return with_lat(which, [&](auto& l) {
+    microattn::CacheSlice info;
+    const Status s = l.export_cache(first, n, rows, &info);
+    if (s == Status::kOk) *d_head = info.d_head;
+    return code(s);
+  });
+}
+size_t ref_lat_cache_bytes(int which, size_t* per_token) {
+  return with_lat(which, [&](auto& l) {
+    using L = std::decay_t<decltype(l)>;
+    *per_token = L::kCacheBytesPerToken;
+    return L::kCacheBytes;
+  });
 }
 
 }  // extern "C"

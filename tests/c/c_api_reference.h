@@ -72,7 +72,27 @@ int ref_kv_win_decode(const float* x, float* y);
 int ref_kv_win_truncate(size_t length);
 size_t ref_kv_win_length(void);
 size_t ref_kv_win_oldest(void);
-/* microattn::c_api::config_id of the C layer `name` (cmha, cmha_none, ckv_win; 0 otherwise). */
+/* Latent layers, which = 0: clat's LatentAttention<LatentConfig<24, 32, 4, 16, 8, 8, 8>>, 1:
+ * clat_q's LatentAttention<LatentConfig<24, 32, 3, 20, 6, 10, 12, QueryLatent{12},
+ * MaxWorkers{3}>, DefaultArch, 5>. w[8] = w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o. */
+void ref_lat_fresh(int which);
+int ref_lat_set_weights(int which, int layout, const float* const w[8]);
+int ref_lat_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
+                     size_t start_position);
+int ref_lat_set_scale(int which, float scale);
+int ref_lat_set_rms_eps(int which, float eps);
+float ref_lat_scale(int which);
+float ref_lat_rms_eps(int which);
+int ref_lat_prefill(int which, const float* x, size_t T, float* y);
+int ref_lat_decode(int which, const float* x, float* y);
+int ref_lat_truncate(int which, size_t length);
+size_t ref_lat_length(int which);
+/* export_cache of rows first .. first + n - 1 (*d_head: the slice's, on success). */
+int ref_lat_export(int which, size_t first, size_t n, float* rows, size_t* d_head);
+/* kCacheBytes of the C++ object (and kCacheBytesPerToken). */
+size_t ref_lat_cache_bytes(int which, size_t* per_token);
+/* microattn::c_api::config_id of the C layer `name` (cmha, cmha_none, ckv_win, clat, clat_q; 0
+ * otherwise). */
 uint32_t ref_config_id(const char* name);
 
 #ifdef __cplusplus

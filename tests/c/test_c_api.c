@@ -7,7 +7,10 @@
  * weights (microattn_weights_q8; the KV one with an int8 cache) against the C++ objects on the
  * same int8 arrays, bit for bit, and microattn_quantize_int8 against microattn::quantize_int8;
  * a Mask::kNone layer and a sliding-window KV layer (its ring past T_max, oldest(), truncate
- * and export_cache bounded by it), and the headers' NAME_MASK, NAME_WINDOW, NAME_CONFIG_ID.
+ * and export_cache bounded by it), and the headers' NAME_MASK, NAME_WINDOW, NAME_CONFIG_ID;
+ * latent attention (--kind latent) with and without a query latent against the C++
+ * LatentAttention bit for bit: prefill, absorbed decode, truncate, reset, RoPE, scale and RMSNorm
+ * epsilon, the latent rows' export and import, the executor, and every refusal.
  * The C objects are static (all-zero .bss, never initialised) unless a test says otherwise.
  * Prints one line per test and each failed check; exits 0 when every check passed. */
 #include <float.h>
@@ -25,6 +28,8 @@
 #include "ckv_mt.h"
 #include "ckv_q8.h"
 #include "ckv_win.h"
+#include "clat.h"
+#include "clat_q.h"
 #include "cmha.h"
 #include "cmha_mt.h"
 #include "cmha_none.h"
@@ -1160,6 +1165,427 @@ static void test_kv_window_ring(void) {
   CHECK(ckv_oldest(&g_kv) == 0 && ckv_oldest(NULL) == 0);
 }
 
+/* ------------------------------------------------------------------------ latent attention */
+
+/* clat: LatentConfig<24, 32, 4, 16, 8, 8, 8> (q = x W_Q); clat_q: <24, 32, 3, 20, 6, 10, 12,
+ * QueryLatent{12}, MaxWorkers{3}>, prefill chunk 5. d_model 32 = kDM and T_max 24 = kT, so
+ * g_x, g_y and g_ref serve them too. */
+_Static_assert(CLAT_T_MAX == kT && CLAT_D_MODEL == kDM && CLAT_Q_T_MAX == kT &&
+                   CLAT_Q_D_MODEL == kDM && CLAT_OUT_DIM == kDM && CLAT_Q_OUT_DIM == kDM,
+               "latent layers' rows");
+_Static_assert(CLAT_HEADS == 4 && CLAT_D_LATENT == 16 && CLAT_D_ROPE == 8 && CLAT_D_NOPE == 8 &&
+                   CLAT_D_V == 8 && CLAT_D_Q_LATENT == 0 && CLAT_D_QK == 16 && CLAT_D_CACHE == 24 &&
+                   CLAT_Q_DIM == 64 && CLAT_UKV_DIM == 64 && CLAT_V_DIM == 32 &&
+                   CLAT_PREFILL_CHUNK == 24 && CLAT_MAX_WORKERS == 1,
+               "clat shape");
+_Static_assert(CLAT_Q_HEADS == 3 && CLAT_Q_D_LATENT == 20 && CLAT_Q_D_ROPE == 6 &&
+                   CLAT_Q_D_NOPE == 10 && CLAT_Q_D_V == 12 && CLAT_Q_D_Q_LATENT == 12 &&
+                   CLAT_Q_D_CACHE == 26 && CLAT_Q_Q_DIM == 48 && CLAT_Q_UKV_DIM == 66 &&
+                   CLAT_Q_V_DIM == 36 && CLAT_Q_PREFILL_CHUNK == 5 && CLAT_Q_MAX_WORKERS == 3,
+               "clat_q shape");
+_Static_assert(sizeof(clat) == CLAT_BYTES && alignof(clat) == CLAT_ALIGN &&
+                   sizeof(clat_q) == CLAT_Q_BYTES && alignof(clat_q) == CLAT_Q_ALIGN,
+               "latent storage");
+/* The cache: d_c + d_R floats a token, T_max tokens (plus at most a vector of slack). */
+_Static_assert(CLAT_CACHE_BYTES_PER_TOKEN == 4 * 24 && CLAT_Q_CACHE_BYTES_PER_TOKEN == 4 * 26 &&
+                   CLAT_CACHE_BYTES >= CLAT_T_MAX * CLAT_CACHE_BYTES_PER_TOKEN &&
+                   CLAT_CACHE_BYTES < CLAT_BYTES && CLAT_CONFIG_ID != CLAT_Q_CONFIG_ID,
+               "latent cache bytes");
+
+static clat g_lat;     /* static, never initialised */
+static clat_q g_lat_q; /* which == 1 */
+
+/* Each layer's weights in RAM (outputs overlapping them are tried); norm weights near 1. */
+static float g_l_wq[kDM * CLAT_Q_DIM], g_l_wdkv[kDM * CLAT_D_CACHE], g_l_gkv[CLAT_D_LATENT],
+    g_l_wukv[CLAT_D_LATENT * CLAT_UKV_DIM], g_l_wo[CLAT_V_DIM * kDM];
+static float g_lq_wdq[kDM * CLAT_Q_D_Q_LATENT], g_lq_gq[CLAT_Q_D_Q_LATENT],
+    g_lq_wuq[CLAT_Q_D_Q_LATENT * CLAT_Q_Q_DIM], g_lq_wdkv[kDM * CLAT_Q_D_CACHE],
+    g_lq_gkv[CLAT_Q_D_LATENT], g_lq_wukv[CLAT_Q_D_LATENT * CLAT_Q_UKV_DIM],
+    g_lq_wo[CLAT_Q_V_DIM * kDM];
+
+static void fill_norm(float* g, size_t n, uint32_t salt) {
+  fill(g, n, salt, 0.5f);
+  for (size_t i = 0; i < n; ++i) g[i] += 1.0f;
+}
+static void fill_latent_data(void) {
+  fill(g_l_wq, sizeof g_l_wq / sizeof(float), 41, 0.2f);
+  fill(g_l_wdkv, sizeof g_l_wdkv / sizeof(float), 42, 0.2f);
+  fill_norm(g_l_gkv, CLAT_D_LATENT, 43);
+  fill(g_l_wukv, sizeof g_l_wukv / sizeof(float), 44, 0.25f);
+  fill(g_l_wo, sizeof g_l_wo / sizeof(float), 45, 0.2f);
+  fill(g_lq_wdq, sizeof g_lq_wdq / sizeof(float), 46, 0.2f);
+  fill_norm(g_lq_gq, CLAT_Q_D_Q_LATENT, 47);
+  fill(g_lq_wuq, sizeof g_lq_wuq / sizeof(float), 48, 0.3f);
+  fill(g_lq_wdkv, sizeof g_lq_wdkv / sizeof(float), 49, 0.2f);
+  fill_norm(g_lq_gkv, CLAT_Q_D_LATENT, 50);
+  fill(g_lq_wukv, sizeof g_lq_wukv / sizeof(float), 51, 0.25f);
+  fill(g_lq_wo, sizeof g_lq_wo / sizeof(float), 52, 0.2f);
+}
+
+/* The weights of layer `which` (only the pointers it needs). */
+static microattn_latent_weights latent_weights(int which, int layout) {
+  microattn_latent_weights w;
+  memset(&w, 0, sizeof w);
+  w.layout = layout;
+  if (which == 0) {
+    w.w_q = g_l_wq, w.w_dkv = g_l_wdkv, w.g_kv = g_l_gkv, w.w_ukv = g_l_wukv, w.w_o = g_l_wo;
+  } else {
+    w.w_dq = g_lq_wdq, w.g_q = g_lq_gq, w.w_uq = g_lq_wuq, w.w_dkv = g_lq_wdkv;
+    w.g_kv = g_lq_gkv, w.w_ukv = g_lq_wukv, w.w_o = g_lq_wo;
+  }
+  return w;
+}
+static void latent_array(const microattn_latent_weights* w, const float* a[8]) {
+  a[0] = w->w_q, a[1] = w->w_dq, a[2] = w->g_q, a[3] = w->w_uq;
+  a[4] = w->w_dkv, a[5] = w->g_kv, a[6] = w->w_ukv, a[7] = w->w_o;
+}
+
+static microattn_status l_set_weights(int which, const microattn_latent_weights* w) {
+  return which == 0 ? clat_set_weights(&g_lat, w) : clat_q_set_weights(&g_lat_q, w);
+}
+static microattn_status l_set_rope(int which, const microattn_rope* r) {
+  return which == 0 ? clat_set_rope(&g_lat, r) : clat_q_set_rope(&g_lat_q, r);
+}
+static microattn_rope l_rope(int which) {
+  return which == 0 ? clat_rope(&g_lat) : clat_q_rope(&g_lat_q);
+}
+static microattn_status l_set_scale(int which, float s) {
+  return which == 0 ? clat_set_scale(&g_lat, s) : clat_q_set_scale(&g_lat_q, s);
+}
+static float l_scale(int which) { return which == 0 ? clat_scale(&g_lat) : clat_q_scale(&g_lat_q); }
+static microattn_status l_set_rms_eps(int which, float e) {
+  return which == 0 ? clat_set_rms_eps(&g_lat, e) : clat_q_set_rms_eps(&g_lat_q, e);
+}
+static float l_rms_eps(int which) {
+  return which == 0 ? clat_rms_eps(&g_lat) : clat_q_rms_eps(&g_lat_q);
+}
+static microattn_status l_prefill(int which, const float* x, size_t T, float* y) {
+  return which == 0 ? clat_prefill(&g_lat, x, T, y) : clat_q_prefill(&g_lat_q, x, T, y);
+}
+static microattn_status l_decode(int which, const float* x, float* y) {
+  return which == 0 ? clat_decode(&g_lat, x, y) : clat_q_decode(&g_lat_q, x, y);
+}
+static microattn_status l_truncate(int which, size_t n) {
+  return which == 0 ? clat_truncate(&g_lat, n) : clat_q_truncate(&g_lat_q, n);
+}
+static microattn_status l_reset(int which) {
+  return which == 0 ? clat_reset(&g_lat) : clat_q_reset(&g_lat_q);
+}
+static size_t l_length(int which) {
+  return which == 0 ? clat_length(&g_lat) : clat_q_length(&g_lat_q);
+}
+static microattn_status l_export(int which, size_t first, size_t n, float* rows,
+                                 microattn_cache_slice* info) {
+  return which == 0 ? clat_export_cache(&g_lat, first, n, rows, info)
+                    : clat_q_export_cache(&g_lat_q, first, n, rows, info);
+}
+
+static void l_prefill_both(int which, const float* x, size_t T) {
+  poison(g_y, kT * kDM);
+  poison(g_ref, kT * kDM);
+  CHECK_STATUS(l_prefill(which, x, T, g_y), MICROATTN_OK);
+  CHECK(ref_lat_prefill(which, x, T, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, T * kDM);
+  CHECK(l_length(which) == ref_lat_length(which));
+}
+static void l_decode_both(int which, const float* x) {
+  poison(g_y, kDM);
+  poison(g_ref, kDM);
+  CHECK_STATUS(l_decode(which, x, g_y), MICROATTN_OK);
+  CHECK(ref_lat_decode(which, x, g_ref) == MICROATTN_OK);
+  CHECK_SAME(g_y, g_ref, kDM);
+  CHECK(l_length(which) == ref_lat_length(which));
+}
+
+static void test_latent_storage_matches_cpp(void) {
+  static const char* const kNames[] = {"clat", "clat_q"};
+  const size_t want[2][4] = {
+      {CLAT_BYTES, CLAT_ALIGN, CLAT_CACHE_BYTES, CLAT_CACHE_BYTES_PER_TOKEN},
+      {CLAT_Q_BYTES, CLAT_Q_ALIGN, CLAT_Q_CACHE_BYTES, CLAT_Q_CACHE_BYTES_PER_TOKEN}};
+  for (int i = 0; i < 2; ++i) {
+    size_t bytes = 0, align = 0, per_token = 0;
+    ref_object_size(kNames[i], &bytes, &align);
+    CHECK(bytes == want[i][0] && align == want[i][1]);
+    CHECK(ref_lat_cache_bytes(i, &per_token) == want[i][2] && per_token == want[i][3]);
+  }
+  CHECK(CLAT_CONFIG_ID == ref_config_id("clat") && CLAT_Q_CONFIG_ID == ref_config_id("clat_q"));
+}
+
+/* set_weights: what is missing or wrong is refused and changes nothing (the layer still has no
+ * weights: prefill stays MICROATTN_NULL_POINTER). */
+static void latent_weights_errors(int which) {
+  microattn_latent_weights w = latent_weights(which, MICROATTN_LAYOUT_IN_OUT);
+  const microattn_latent_weights good = w;
+  CHECK_STATUS(l_set_weights(which, NULL), MICROATTN_NULL_POINTER);
+  w.w_dkv = NULL;
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  w = good, w.g_kv = NULL;
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  w = good, w.w_o = NULL;
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  if (which == 0) {
+    w = good, w.w_q = NULL, w.w_dq = g_lq_wdq, w.g_q = g_lq_gq, w.w_uq = g_lq_wuq;
+    CHECK_STATUS(l_set_weights(which, &w), MICROATTN_NULL_POINTER); /* no query latent */
+  } else {
+    w = good, w.g_q = NULL, w.w_q = g_l_wq; /* w_q is not what it needs */
+    CHECK_STATUS(l_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  }
+  w = good, w.layout = MICROATTN_LAYOUT_PANEL16;
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_BAD_ARGUMENT);
+  w.layout = 256; /* not IN_OUT for an 8-bit enum */
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_BAD_ARGUMENT);
+  w.layout = -1;
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_BAD_ARGUMENT);
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(l_prefill(which, g_x, 3, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(l_decode(which, g_x, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM) && l_length(which) == 0);
+}
+
+/* Settings: refusals change nothing; what is accepted is read back and given to the
+ * reference. */
+static void latent_settings(int which, float default_scale) {
+  CHECK(l_scale(which) == default_scale && l_rms_eps(which) == 1e-6f);
+  CHECK(l_scale(which) == ref_lat_scale(which) && l_rope(which).enabled == 0);
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  r.enabled = 1;
+  r.rotary_dims = 3; /* odd */
+  CHECK_STATUS(l_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  r.rotary_dims = 10; /* > d_R */
+  CHECK_STATUS(l_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  r.rotary_dims = 0;
+  r.pairing = 7;
+  CHECK_STATUS(l_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(l_set_rope(which, NULL), MICROATTN_NULL_POINTER);
+  CHECK(l_rope(which).enabled == 0);
+  r.pairing = MICROATTN_ROPE_ADJACENT; /* DeepSeek's pairing */
+  r.start_position = 17;
+  CHECK_STATUS(l_set_rope(which, &r), MICROATTN_OK);
+  CHECK(ref_lat_set_rope(which, 1, 10000.0f, MICROATTN_ROPE_ADJACENT, 0, 17) == MICROATTN_OK);
+  const microattn_rope back = l_rope(which);
+  CHECK(back.enabled == 1 && back.pairing == MICROATTN_ROPE_ADJACENT && back.start_position == 17);
+  CHECK_STATUS(l_set_rms_eps(which, 0.0f), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(l_set_rms_eps(which, -1e-5f), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(l_set_rms_eps(which, NAN), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(l_set_rms_eps(which, INFINITY), MICROATTN_BAD_ARGUMENT);
+  CHECK(l_rms_eps(which) == 1e-6f);
+  CHECK_STATUS(l_set_rms_eps(which, 1e-5f), MICROATTN_OK);
+  CHECK(ref_lat_set_rms_eps(which, 1e-5f) == MICROATTN_OK && l_rms_eps(which) == 1e-5f);
+  CHECK_STATUS(l_set_scale(which, INFINITY), MICROATTN_BAD_SCALE);
+  CHECK(l_scale(which) == default_scale);
+  CHECK_STATUS(l_set_scale(which, 0.2f), MICROATTN_OK);
+  CHECK(ref_lat_set_scale(which, 0.2f) == MICROATTN_OK && l_scale(which) == 0.2f);
+}
+
+/* The C layer `which` and its C++ reference through the same steps, bit for bit: weights,
+ * settings, prefill (clat_q: in chunks of 5), absorbed decode, truncate, errors, reset. */
+static void latent_sequence(int which, int layout, float default_scale) {
+  ref_lat_fresh(which);
+  CHECK(l_length(which) == 0);
+  latent_weights_errors(which);
+  const microattn_latent_weights w = latent_weights(which, layout);
+  const float* wa[8];
+  latent_array(&w, wa);
+  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_OK);
+  CHECK(ref_lat_set_weights(which, layout, wa) == MICROATTN_OK);
+  latent_settings(which, default_scale);
+
+  l_prefill_both(which, g_x, 7);
+  l_decode_both(which, g_x + 7 * kDM);
+  l_prefill_both(which, g_x + 8 * kDM, 3);
+  CHECK(l_length(which) == 11);
+  /* The cached latent rows are the C++ object's. */
+  static float rows[11 * CLAT_Q_D_CACHE], ref_rows[11 * CLAT_Q_D_CACHE];
+  microattn_cache_slice info;
+  size_t d_head = 0;
+  CHECK_STATUS(l_export(which, 0, 11, rows, &info), MICROATTN_OK);
+  CHECK(ref_lat_export(which, 0, 11, ref_rows, &d_head) == MICROATTN_OK);
+  CHECK(info.tokens == 11 && info.d_head == d_head);
+  CHECK_SAME(rows, ref_rows, 11 * d_head);
+  /* RoPE and epsilon are fixed while the cache holds tokens (the rows were made with them). */
+  const microattn_rope r = l_rope(which);
+  CHECK_STATUS(l_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(l_set_rms_eps(which, 1e-6f), MICROATTN_BAD_ARGUMENT);
+  CHECK(l_rms_eps(which) == 1e-5f);
+
+  CHECK_STATUS(l_truncate(which, 12), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(l_truncate(which, 5), MICROATTN_OK);
+  CHECK(ref_lat_truncate(which, 5) == MICROATTN_OK && l_length(which) == 5);
+  l_decode_both(which, g_x2);
+  l_prefill_both(which, g_x2 + kDM, 12);
+  CHECK(l_length(which) == 18);
+
+  /* Errors change nothing: cache full, bad counts, NULL, overlaps (with x, with a weight). */
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(l_prefill(which, g_x, 7, g_y), MICROATTN_CACHE_FULL);
+  CHECK_STATUS(l_prefill(which, g_x, 0, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(l_prefill(which, g_x, kT + 1, g_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(l_prefill(which, NULL, 1, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(l_decode(which, g_x, NULL), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM));
+  CHECK_STATUS(l_prefill(which, g_y, 2, g_y + 3), MICROATTN_OVERLAP);
+  CHECK_STATUS(l_decode(which, g_x, (float*)w.w_o + 1), MICROATTN_OVERLAP);
+  CHECK_STATUS(l_decode(which, g_x, (float*)w.g_kv), MICROATTN_OVERLAP);
+  CHECK(poisoned(g_y, kT * kDM) && l_length(which) == 18);
+  l_prefill_both(which, g_x, 6); /* ... and the cache is intact */
+  CHECK(l_length(which) == kT);
+  CHECK_STATUS(l_decode(which, g_x, g_y), MICROATTN_CACHE_FULL);
+
+  /* reset: empty, settings kept; the same tokens give the same outputs again. */
+  CHECK_STATUS(l_reset(which), MICROATTN_OK);
+  CHECK(l_length(which) == 0 && l_scale(which) == 0.2f && l_rope(which).enabled == 1 &&
+        l_rms_eps(which) == 1e-5f);
+  static float first[7 * kDM];
+  CHECK_STATUS(l_prefill(which, g_x, 7, first), MICROATTN_OK);
+  CHECK_STATUS(l_truncate(which, 0), MICROATTN_OK);
+  ref_lat_fresh(which); /* back in step: weights and settings again, then the 7 tokens */
+  CHECK(ref_lat_set_weights(which, layout, wa) == MICROATTN_OK &&
+        ref_lat_set_rope(which, 1, 10000.0f, MICROATTN_ROPE_ADJACENT, 0, 17) == MICROATTN_OK &&
+        ref_lat_set_rms_eps(which, 1e-5f) == MICROATTN_OK &&
+        ref_lat_set_scale(which, 0.2f) == MICROATTN_OK);
+  l_prefill_both(which, g_x, 7);
+  CHECK_SAME(g_y, first, 7 * kDM);
+}
+
+static void test_latent_sequence(void) { latent_sequence(0, MICROATTN_LAYOUT_IN_OUT, 0.25f); }
+static void test_latent_query_latent_sequence(void) {
+  latent_sequence(1, MICROATTN_LAYOUT_OUT_IN, 0.25f); /* 1 / sqrt(10 + 6) */
+}
+
+static void test_latent_export_import(void) {
+  /* g_lat holds 7 tokens (the end of latent_sequence(0)); its rows as the reference's. */
+  enum { kN = 5, kD = CLAT_D_CACHE };
+  static float rows[kT * kD], ref_rows[kN * kD], y2[kDM];
+  microattn_cache_slice info;
+  size_t d_head = 0;
+  CHECK(clat_length(&g_lat) == 7 && ref_lat_length(0) == 7);
+  poison(rows, kT * kD);
+  CHECK_STATUS(clat_export_cache(&g_lat, 3, 5, rows, &info), MICROATTN_BAD_ARGUMENT); /* > 7 */
+  CHECK_STATUS(clat_export_cache(&g_lat, 0, 0, rows, &info), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clat_export_cache(&g_lat, 0, 1, rows, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_export_cache(&g_lat, 0, 1, NULL, &info), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_export_cache(NULL, 0, 1, rows, &info), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(rows, kT * kD));
+  CHECK_STATUS(clat_export_cache(&g_lat, 2, kN, rows, &info), MICROATTN_OK);
+  CHECK(ref_lat_export(0, 2, kN, ref_rows, &d_head) == MICROATTN_OK);
+  CHECK_SAME(rows, ref_rows, kN * kD);
+  CHECK(poisoned(rows + kN * kD, (kT - kN) * kD)); /* n rows written, no more */
+  CHECK(info.first == 2 && info.tokens == kN && info.kv_heads == 1 && info.d_head == kD &&
+        d_head == kD && info.rope.enabled == 1 && info.rope.start_position == 17 &&
+        info.rope.pairing == MICROATTN_ROPE_ADJACENT);
+
+  /* Into another object of the same layer, set up alike: the whole prefix, then both decode
+   * the same bits. */
+  static clat other; /* zero */
+  CHECK_STATUS(clat_export_cache(&g_lat, 0, 7, rows, &info), MICROATTN_OK);
+  CHECK_STATUS(clat_import_cache(&other, &info, rows), MICROATTN_BAD_ARGUMENT); /* RoPE off */
+  const microattn_latent_weights w = latent_weights(0, MICROATTN_LAYOUT_IN_OUT);
+  CHECK_STATUS(clat_set_weights(&other, &w), MICROATTN_OK);
+  CHECK_STATUS(clat_set_rope(&other, &info.rope), MICROATTN_OK);
+  CHECK_STATUS(clat_set_rms_eps(&other, clat_rms_eps(&g_lat)), MICROATTN_OK);
+  CHECK_STATUS(clat_set_scale(&other, clat_scale(&g_lat)), MICROATTN_OK);
+  microattn_cache_slice wrong = info;
+  wrong.first = 1; /* does not continue an empty cache */
+  CHECK_STATUS(clat_import_cache(&other, &wrong, rows), MICROATTN_BAD_ARGUMENT);
+  wrong = info, wrong.d_head = kD - 1;
+  CHECK_STATUS(clat_import_cache(&other, &wrong, rows), MICROATTN_BAD_ARGUMENT);
+  wrong = info, wrong.kv_heads = 2;
+  CHECK_STATUS(clat_import_cache(&other, &wrong, rows), MICROATTN_BAD_ARGUMENT);
+  wrong = info, wrong.rope.start_position = 0;
+  CHECK_STATUS(clat_import_cache(&other, &wrong, rows), MICROATTN_BAD_ARGUMENT);
+  wrong = info, wrong.tokens = kT + 1;
+  CHECK_STATUS(clat_import_cache(&other, &wrong, rows), MICROATTN_CACHE_FULL);
+  CHECK_STATUS(clat_import_cache(&other, &info, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_import_cache(&other, NULL, rows), MICROATTN_NULL_POINTER);
+  CHECK(clat_length(&other) == 0);
+  CHECK_STATUS(clat_import_cache(&other, &info, rows), MICROATTN_OK);
+  CHECK(clat_length(&other) == 7);
+  CHECK_STATUS(clat_decode(&g_lat, g_x2, g_y), MICROATTN_OK);
+  CHECK_STATUS(clat_decode(&other, g_x2, y2), MICROATTN_OK);
+  CHECK_SAME(g_y, y2, kDM);
+  /* clat_q's rows (another d_c + d_R) are not clat's. */
+  static float qrows[CLAT_Q_D_CACHE];
+  CHECK(clat_q_length(&g_lat_q) == 7);
+  CHECK_STATUS(clat_q_export_cache(&g_lat_q, 6, 1, qrows, &info), MICROATTN_OK);
+  CHECK(info.d_head == CLAT_Q_D_CACHE);
+  info.first = clat_length(&other);
+  CHECK_STATUS(clat_import_cache(&other, &info, qrows), MICROATTN_BAD_ARGUMENT);
+  CHECK(clat_length(&other) == 8);
+}
+
+static void test_latent_executor(void) {
+  /* clat_q (MaxWorkers{3}): prefill 9 and decode 3 tokens with 2 and 3 workers, the same bits
+   * as on the calling thread. */
+  static clat_q split, plain; /* .bss: no executor */
+  static float y_plain[12 * kDM], y_split[12 * kDM];
+  size_t calls = 0;
+  microattn_executor ex = {run_reversed, &calls, 4}; /* > MAX_WORKERS */
+  CHECK_STATUS(clat_q_set_executor(&split, &ex), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clat_q_set_executor(&split, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_q_set_executor(NULL, &ex), MICROATTN_NULL_POINTER);
+  ex.workers = 2;
+  CHECK_STATUS(clat_set_executor(&g_lat, &ex), MICROATTN_BAD_ARGUMENT); /* MaxWorkers 1 */
+  const microattn_executor no_run = {NULL, NULL, 2};
+  CHECK_STATUS(clat_q_set_executor(&split, &no_run), MICROATTN_BAD_ARGUMENT);
+  const microattn_latent_weights w = latent_weights(1, MICROATTN_LAYOUT_OUT_IN);
+  microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  r.enabled = 1;
+  clat_q* objs[2] = {&plain, &split};
+  float* outs[2] = {y_plain, y_split};
+  for (size_t workers = 2; workers <= 3; ++workers) {
+    ex.workers = workers;
+    CHECK_STATUS(clat_q_set_executor(&split, &ex), MICROATTN_OK);
+    calls = 0;
+    for (int o = 0; o < 2; ++o) {
+      CHECK_STATUS(clat_q_reset(objs[o]), MICROATTN_OK);
+      CHECK_STATUS(clat_q_set_weights(objs[o], &w), MICROATTN_OK);
+      CHECK_STATUS(clat_q_set_rope(objs[o], &r), MICROATTN_OK);
+      CHECK_STATUS(clat_q_prefill(objs[o], g_x, 9, outs[o]), MICROATTN_OK);
+      for (size_t t = 9; t < 12; ++t)
+        CHECK_STATUS(clat_q_decode(objs[o], g_x + t * kDM, outs[o] + t * kDM), MICROATTN_OK);
+    }
+    CHECK(calls >= 4); /* the prefill and every decode step went through it */
+    CHECK_SAME(y_split, y_plain, 12 * kDM);
+  }
+}
+
+static void test_latent_null_and_misaligned(void) {
+  const microattn_latent_weights w = latent_weights(0, MICROATTN_LAYOUT_IN_OUT);
+  const microattn_rope r = MICROATTN_ROPE_DEFAULTS;
+  microattn_cache_slice info;
+  memset(&info, 0, sizeof info);
+  CHECK_STATUS(clat_set_weights(NULL, &w), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_set_rope(NULL, &r), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_set_scale(NULL, 0.5f), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_set_rms_eps(NULL, 1e-5f), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_prefill(NULL, g_x, 1, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_decode(NULL, g_x, g_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_truncate(NULL, 0), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_reset(NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clat_import_cache(NULL, &info, g_y), MICROATTN_NULL_POINTER);
+  CHECK(clat_length(NULL) == 0 && clat_scale(NULL) == 0.0f && clat_rms_eps(NULL) == 0.0f &&
+        clat_rope(NULL).enabled == 0);
+  clat_init(NULL); /* nothing */
+  /* init zeroes a used object: as new. */
+  static clat used;
+  CHECK_STATUS(clat_set_weights(&used, &w), MICROATTN_OK);
+  CHECK_STATUS(clat_set_scale(&used, 0.5f), MICROATTN_OK);
+  CHECK_STATUS(clat_decode(&used, g_x, g_y), MICROATTN_OK);
+  clat_init(&used);
+  CHECK(clat_length(&used) == 0 && clat_scale(&used) == 0.25f);
+  CHECK_STATUS(clat_decode(&used, g_x, g_y), MICROATTN_NULL_POINTER); /* no weights */
+  /* An object that is not aligned to CLAT_ALIGN: every function refuses it. */
+  static alignas(CLAT_ALIGN) unsigned char raw[CLAT_BYTES + CLAT_ALIGN];
+  if (CLAT_ALIGN == 1) return;
+  clat* odd = (clat*)(void*)(raw + 1);
+  CHECK_STATUS(clat_set_weights(odd, &w), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clat_set_rms_eps(odd, 1e-5f), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clat_prefill(odd, g_x, 1, g_y), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clat_decode(odd, g_x, g_y), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clat_export_cache(odd, 0, 1, g_y, &info), MICROATTN_BAD_ARGUMENT);
+  CHECK(clat_length(odd) == 0 && clat_rms_eps(odd) == 0.0f);
+}
+
 static void test_readme_example(void) {
   static float wq[64 * 64], wk[32 * 64], wv[32 * 64], wo[64 * 64], x[64 * 64], y[64 * 64],
       ref[64 * 64];
@@ -1206,6 +1632,13 @@ int main(void) {
   RUN(test_config_ids);
   RUN(test_mask_none_layer);
   RUN(test_kv_window_ring);
+  fill_latent_data();
+  RUN(test_latent_storage_matches_cpp);
+  RUN(test_latent_sequence);
+  RUN(test_latent_query_latent_sequence);
+  RUN(test_latent_export_import);
+  RUN(test_latent_executor);
+  RUN(test_latent_null_and_misaligned);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }

@@ -9,8 +9,10 @@ configuration (any Config parameter: mask, window, bias, T_max, ...; the kind; t
 NAME_CONFIG_ID) or other kernel flags (or for fp32 weights where the Config has
 WeightType::kInt8) must stop the C++ file with an error that names the layer; headers describe
 their mask and window (NAME_MASK, NAME_WINDOW, a ring's comments); int8 headers declare
-set_weights with microattn_weights_q8 and give the int8 cache's bytes; options are accepted as
---help spells them (a --cxxflags value starting with '-', bare Mask::, SlidingWindow{},
+set_weights with microattn_weights_q8 and give the int8 cache's bytes; --kind latent (a
+LatentConfig: the shape, the latent cache's bytes, its functions; a header for another
+LatentConfig or chunk, or of another kind, stops the C++ file naming the layer); options are
+accepted as --help spells them (a --cxxflags value starting with '-', bare Mask::, SlidingWindow{},
 MaxWorkers{}); --cpp-from writes one C++ file for several layers, and on Cortex-M its image,
 linked by arm-none-eabi-gcc with no C++ runtime, is smaller than one file per layer; the tool
 must refuse bad arguments with exit status 2 and the reason (for a bad Config: the library's
@@ -120,6 +122,9 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         # integer compute (Compute::kInt8) on int8 weights.
         "kv_qd8": ("gkv_qd8", "kv", "24, 32, 2, 1, 16, Rope::kYes, WeightType::kInt8, "
                    "Compute::kInt8, CacheType::kInt8", ("--chunk", "5")),
+        # multi-head latent attention (a LatentConfig) with a query latent.
+        "latent": ("glatent", "latent", "24, 32, 3, 20, 6, 10, 12, QueryLatent{12}, MaxWorkers{2}",
+                   ("--chunk", "5")),
     }
     for kind in kinds:
         name, k, config, extra = cases[kind]
@@ -142,6 +147,32 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
             int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v)
         if kind == "kv_qd8":
             qd8_checks(s, tag, cxx, flags, include_dirs, h, v)
+        if kind == "latent":
+            latent_header_checks(tag, h, v)
+
+
+def latent_header_checks(tag, h, v):
+    """A latent header gives the LatentConfig's shape, the latent cache's bytes (d_c + d_R
+    floats a token) and declares its functions with microattn_latent_weights and latent rows."""
+    text = open(h).read()
+    name = os.path.splitext(os.path.basename(h))[0]
+    want = {"T_MAX": "24", "D_MODEL": "32", "HEADS": "3", "D_LATENT": "20", "D_ROPE": "6",
+            "D_NOPE": "10", "D_V": "12", "D_Q_LATENT": "12", "D_CACHE": "26", "Q_DIM": "48",
+            "UKV_DIM": "66", "V_DIM": "36", "MAX_WORKERS": "2", "PREFILL_CHUNK": "5",
+            "CACHE_BYTES_PER_TOKEN": "104"}
+    got = {k: v.get(k) for k in want}
+    check(got == want and 24 * 104 <= int(v.get("CACHE_BYTES", 0)) < int(v.get("BYTES", 0)),
+          "%s: latent header: the shape and CACHE_BYTES %s (>= 24 tokens x 104 B)"
+          % (tag, v.get("CACHE_BYTES")), "got %s" % got)
+    decls = ["%s_set_weights(%s* obj, const microattn_latent_weights* w);",
+             "%s_set_rms_eps(%s* obj, float eps);",
+             "%s_export_cache(const %s* obj, size_t first, size_t n, float* rows,",
+             "%s_import_cache(%s* obj, const microattn_cache_slice* info,",
+             "%s_decode(%s* obj, const float* x, float* y);"]
+    missing = [d % (name, name) for d in decls if d % (name, name) not in text]
+    check(not missing and "_oldest(" not in text and "microattn_weights*" not in text,
+          "%s: latent header declares set_weights (microattn_latent_weights), set_rms_eps, "
+          "export/import of latent rows" % tag, "\n".join(missing))
 
 
 def qd8_checks(s, tag, cxx, flags, include_dirs, h, v):
@@ -372,6 +403,54 @@ def config_checks(s, cxx, flags, include_dirs):
           "config: a header without MICROATTN_C_CONFIG_ID_NAME does not compile", r.stdout[-3000:])
 
 
+def latent_config_checks(s, cxx, flags, include_dirs):
+    """A latent header made for one LatentConfig and chunk compiles with its own line and with
+    no other (d_c, the query latent, MaxWorkers, the chunk: NAME_CONFIG_ID; with
+    MICROATTN_C_ALLOW_LARGER_STORAGE so that only the fingerprint can tell); a KV header with a
+    MICROATTN_C_LATENT line stops naming the layer; bare and qualified spellings give one
+    header."""
+    rc, out, h, cpp, v = s.generate("latent", "lcfg", "latent", "24, 32, 4, 16, 8, 8, 8, "
+                                    "QueryLatent{12}", cxx, flags, ("--chunk", "6"), include_dirs)
+    check(rc == 0, "latent: generate LatentConfig<24, 32, 4, 16, 8, 8, 8, QueryLatent{12}>, "
+          "chunk 6 (CONFIG_ID %s)" % v.get("CONFIG_ID"), out)
+    if rc != 0:
+        return
+    cfg = "microattn::LatentConfig<24, 32, 4, 16, 8, 8, 8%s>"
+    q = ", microattn::QueryLatent{12}"
+    cases = [("MICROATTN_C_LATENT_CHUNKED(lcfg, 6, %s);" % (cfg % q), True),
+             ("MICROATTN_C_LATENT_CHUNKED(lcfg, 5, %s);" % (cfg % q), False),
+             ("MICROATTN_C_LATENT(lcfg, %s);" % (cfg % q), False),
+             ("MICROATTN_C_LATENT_CHUNKED(lcfg, 6, %s);" % (cfg % ""), False),
+             ("MICROATTN_C_LATENT_CHUNKED(lcfg, 6, %s);" % (cfg % ", microattn::QueryLatent{16}"),
+              False),
+             ("MICROATTN_C_LATENT_CHUNKED(lcfg, 6, %s);"
+              % (cfg % (q + ", microattn::MaxWorkers{2}")), False),
+             ("MICROATTN_C_LATENT_CHUNKED(lcfg, 6, microattn::LatentConfig<24, 32, 4, 20, 8, 8, 8"
+              "%s>);" % q, False)]
+    for line, ok in cases:
+        write_line(cpp, "lcfg.h", line)
+        r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
+        if ok:
+            check(r.returncode == 0, "latent: %s compiles" % line, r.stdout[-3000:])
+        else:
+            check(r.returncode != 0 and "ConfigCheck<" in r.stdout and "layer 'lcfg'" in r.stdout,
+                  "latent: %s does not (ConfigCheck names the layer)" % line, r.stdout[-3000:])
+    # The same layer spelled with microattn:: and as the type: the same header.
+    rc, out, h2, _, _ = s.generate("latent_q", "lcfg", "latent", cfg % q, cxx, flags,
+                                   ("--chunk", "6"), include_dirs)
+    check(rc == 0 and open(h2).read() == open(h).read(), "latent: '%s' gives the same header "
+          "as the bare arguments" % (cfg % q), out)
+    # A KV header used with a latent line: another kind, set_weights of another struct.
+    rc, out, h, cpp, v = s.generate("latent", "lkv", "kv", "24, 32, 4, 2, 8", cxx, flags, (),
+                                    include_dirs)
+    if rc == 0:
+        write_line(cpp, "lkv.h", "MICROATTN_C_LATENT(lkv, %s);" % (cfg % ""))
+        r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp, include_dirs)
+        check(r.returncode != 0 and "layer 'lkv'" in r.stdout and "ConfigCheck<" in r.stdout,
+              "latent: a KV header with a MICROATTN_C_LATENT line is a compile error naming the "
+              "layer", r.stdout[-3000:])
+
+
 def comment_before(text, decl):
     """The C comment right above the line that contains decl."""
     i = text.find(decl)
@@ -497,7 +576,8 @@ def merge_checks(s, tag, cxx, flags, include_dirs, other_flags):
     refused for headers of other flags, a layer twice, a header the tool did not write."""
     layers = [("mg_a", "layer", "24, 32, 4, 2, 8, Bias::kYes", ()),
               ("mg_b", "kv", "48, 32, 4, 1, 8, Rope::kYes", ("--chunk", "8")),
-              ("mg_c", "core", "24, 32, 4, 2, 8, Mask::kNone", ())]
+              ("mg_c", "core", "24, 32, 4, 2, 8, Mask::kNone", ()),
+              ("mg_d", "latent", "24, 32, 4, 16, 8, 8, 8", ("--chunk", "8"))]
     headers = []
     for name, kind, config, extra in layers:
         rc, out, h, _, _ = s.generate(tag, name, kind, config, cxx, flags, extra, include_dirs)
@@ -510,15 +590,16 @@ def merge_checks(s, tag, cxx, flags, include_dirs, other_flags):
     text = open(cpp).read() if ok else ""
     check(ok and all('#include "%s.h"' % l[0] in text for l in layers) and
           "MICROATTN_C_KV_LAYER_CHUNKED(mg_b, 8," in text and "MICROATTN_C_CORE(mg_c," in text and
+          "MICROATTN_C_LATENT_CHUNKED(mg_d, 8," in text and
           text.count("#include \"microattn/c_api.hpp\"") == 1,
-          "%s: merge: --cpp-from writes one C++ file with the three layers" % tag,
+          "%s: merge: --cpp-from writes one C++ file with the four layers" % tag,
           r.stdout + text)
     if ok:
         r = s.compile_cpp(cxx, flags, cpp, include_dirs)
         check(r.returncode == 0, "%s: merge: the merged C++ file compiles (-Werror)" % tag,
               r.stdout[-3000:])
     # Refusals.
-    rc, out, other, _, _ = s.generate(tag + "_other", "mg_d", "layer", "24, 32, 4, 2, 8", cxx,
+    rc, out, other, _, _ = s.generate(tag + "_other", "mg_o", "layer", "24, 32, 4, 2, 8", cxx,
                                       other_flags, (), include_dirs)
     plain = os.path.join(d, "plain.h")
     with open(plain, "w") as f:
@@ -543,7 +624,7 @@ CXX_RUNTIME = ("__gxx_personality_v0", "__cxa_", "_Unwind_", "__aeabi_unwind_cpp
 
 def arm_image_checks(s, cxx, cc, headers, merged):
     """A Cortex-M image linked by the C compiler (arm-none-eabi-gcc, as a C firmware links): the
-    three layers of merge_checks in one generated C++ file, and each in its own; both link, hold
+    four layers of merge_checks in one generated C++ file, and each in its own; both link, hold
     no C++ runtime symbol, and the one-file image is the smaller (the kernels the layers share
     are compiled once). Prints both sizes."""
     if not cc:
@@ -559,15 +640,19 @@ def arm_image_checks(s, cxx, cc, headers, merged):
         f.write("""#include "mg_a.h"
 #include "mg_b.h"
 #include "mg_c.h"
+#include "mg_d.h"
 static mg_a g_a;
 static mg_b g_b;
 static mg_c g_c;
+static mg_d g_d;
 static float g_x[24 * 32], g_y[24 * 32];
 int main(void) {
   int s = mg_a_forward(&g_a, g_x, 24, g_y);
   s |= mg_b_prefill(&g_b, g_x, 8, g_y);
   s |= mg_b_decode(&g_b, g_x, g_y);
   s |= mg_c_forward(&g_c, g_x, 32, g_x, 16, g_x, 16, 24, g_y, 32);
+  s |= mg_d_prefill(&g_d, g_x, 8, g_y);
+  s |= mg_d_decode(&g_d, g_x, g_y);
   return s;
 }
 """)
@@ -594,7 +679,7 @@ int main(void) {
                                             "-Wl,--gc-sections"]
     texts = {}
     for tag, layer_objs in (("one", [objs[merged]]),
-                            ("three", [objs[h[:-2] + ".cpp"] for h in headers])):
+                            ("four", [objs[h[:-2] + ".cpp"] for h in headers])):
         elf = os.path.join(d, "img_%s.elf" % tag)
         r = run(link + [main_c + ".o"] + layer_objs + [objs[x] for x in lib] + ["-lm", "-o", elf])
         check(r.returncode == 0, "arm image: %s file(s) of layers link with %s (a C link)"
@@ -611,10 +696,10 @@ int main(void) {
             out = run([size, elf]).stdout.splitlines()
             texts[tag] = int(out[1].split()[0]) if len(out) > 1 else 0
     if len(texts) == 2:
-        check(texts["one"] < texts["three"],
-              "arm image: the three layers in one C++ file (--cpp-from): text %d B, in three "
-              "files: %d B (%d B more)" % (texts["one"], texts["three"],
-                                            texts["three"] - texts["one"]))
+        check(texts["one"] < texts["four"],
+              "arm image: the four layers in one C++ file (--cpp-from): text %d B, in four "
+              "files: %d B (%d B more)" % (texts["one"], texts["four"],
+                                            texts["four"] - texts["one"]))
 
 
 def refusal_checks(s, cxx, flags, include_dirs):
@@ -622,7 +707,7 @@ def refusal_checks(s, cxx, flags, include_dirs):
         (["--name", "x", "--config", "24, 32, 3, 2, 8"], "H_kv (key/value heads) must divide H"),
         (["--name", "1x", "--config", "24, 32, 4, 2, 8"], "is not a C identifier"),
         (["--name", "x", "--kind", "layer", "--chunk", "4", "--config", "24, 32, 4, 2, 8"],
-         "--chunk applies to --kind kv only"),
+         "--chunk applies to --kind kv and latent only"),
         (["--name", "x", "--kind", "kv", "--chunk", "25", "--config", "24, 32, 4, 2, 8"],
          "kPrefillChunk must be in 1 .. T_max"),
         (["--name", "x", "--config", "float"], "--config: give the Config's arguments"),
@@ -633,6 +718,16 @@ def refusal_checks(s, cxx, flags, include_dirs):
          "SlidingWindow is causal"),
         (["--name", "x", "--kind", "kv", "--config", "24, 32, 4, 2, 8, Mask::kNone"],
          "Mask::kNone"),
+        (["--name", "x", "--kind", "latent", "--config", "24, 32, 4, 16, 7, 8, 8"],
+         "d_R (the rotated part) must be even"),
+        (["--name", "x", "--kind", "latent", "--config", "24, 32, 4, 16, 8, 8, 8, Bias::kYes"],
+         "an option is not a QueryLatent or MaxWorkers value"),
+        (["--name", "x", "--kind", "latent", "--chunk", "25", "--config", "24, 32, 4, 16, 8, 8, 8"],
+         "kPrefillChunk must be in 1 .. T_max"),
+        (["--name", "x", "--kind", "latent", "--config", "Config<24, 32, 4, 2, 8>"],
+         "--config: for --kind latent give the LatentConfig's arguments"),
+        (["--name", "x", "--kind", "layer", "--config", "LatentConfig<24, 32, 4, 16, 8, 8, 8>"],
+         "--config: give the Config's arguments"),
     ]
     out = os.path.join(s.work, "refused.h")
     for args, expect in cases:
@@ -661,8 +756,9 @@ def main():
     t0 = time.time()
 
     target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
-                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8"], inc)
+                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8", "latent"], inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
+    latent_config_checks(s, args.cxx, args.cxxflags, inc)
     config_checks(s, args.cxx, args.cxxflags, inc)
     description_checks(s, args.cxx, args.cc, args.cxxflags, inc)
     cli_checks(s, args.cxx, args.cxxflags, inc)
@@ -685,7 +781,7 @@ def main():
             arm_cc = ""
         flags = ARM_FLAGS + " -fno-exceptions -fno-rtti"
         target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags,
-                      ["layer", "kv", "core", "kv_q8", "kv_qd8"], cflags=ARM_FLAGS)
+                      ["layer", "kv", "core", "kv_q8", "kv_qd8", "latent"], cflags=ARM_FLAGS)
         # The Cortex-M header: 32-bit pointers, scalar kernels.
         h = os.path.join(s.work, "arm-none-eabi", "glayer.h")
         if os.path.exists(h):
