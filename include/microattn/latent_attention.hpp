@@ -218,8 +218,6 @@ class LatentAttention {
   static constexpr std::size_t kDPad = TileScratch::kDPad;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   static constexpr std::size_t kBlockRows = internal::row_block<Arch, LCfg::kTMax>(LCfg::kTMax);
-  // At most this much of W_O is prefetched into L2 during the attention (beside the cache rows).
-  static constexpr std::size_t kPrefetchCap = 256 * 1024;
 
   struct Cache {
     alignas(Tl::kAlign) float c[LCfg::kTMax * DCR + kernels::latent_cache_slack<Arch>()];
@@ -457,7 +455,7 @@ class LatentAttention {
     ex_.run(parts, project);
     if (absorbed_prefill(T, L)) {
       for (std::size_t t = 0; t < T; ++t)
-        attend_absorbed(pw.q + t * QD, L + t + 1, pw.ctx + t * VD, kernels::PrefetchRange{});
+        attend_absorbed(pw.q + t * QD, L + t + 1, pw.ctx + t * VD);
     } else {
       attend_unabsorbed(T, L);
     }
@@ -516,8 +514,7 @@ class LatentAttention {
   /// cached rows 0 .. n_keys - 1, into ctx (H heads of d_v): q~_h = W_UK_h^T q_nope_h, the MQA
   /// over the rows in the latent space, each head lifted by W_UV_h. Absorb and lift split by
   /// heads over the executor's parts.
-  void attend_absorbed(const float* q, std::size_t n_keys, float* ctx,
-                       const kernels::PrefetchRange& next) noexcept {
+  void attend_absorbed(const float* q, std::size_t n_keys, float* ctx) noexcept {
     DecodeWork& dw = dw_;
     const std::size_t parts = ex_.parts();
     auto absorb = [&](std::size_t i) {
@@ -533,7 +530,7 @@ class LatentAttention {
     };
     ex_.run(parts, absorb);
     kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad>(dw.qa, DCR, cache_.c, DCR, n_keys,
-                                                             scale(), dw.att, dw.oc, DC, next);
+                                                             scale(), dw.att, dw.oc, DC);
     auto lift = [&](std::size_t i) {
       const internal::Range r = internal::split(H, 1, i, parts);
       for (std::size_t h = r.begin; h < r.end; ++h)
@@ -575,10 +572,7 @@ class LatentAttention {
       ex_.run(parts, pq);
     }
     rope_.apply(dw.q + DN, QD, DQK, 1, H, L);
-    // W_O, read after the attention, is fetched into L2 while the attention computes.
-    const kernels::PrefetchRange next{
-        w_.w_o, internal::min_size(kPrefetchCap, weight_floats(w_.layout, VD, DM) * sizeof(float))};
-    attend_absorbed(dw.q, L + 1, dw.ctx, next);
+    attend_absorbed(dw.q, L + 1, dw.ctx);
     auto out = [&](std::size_t i) {
       internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.w_o, VD, DM, 0), nullptr, y, i, parts);
     };

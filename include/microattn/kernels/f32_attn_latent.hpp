@@ -45,29 +45,7 @@ constexpr std::size_t latent_cache_slack() noexcept {
   return internal::Vec<Arch>::kWidth;
 }
 
-/// Bytes the caller reads after the step (the next projection's weights): f32_attn_latent_decode
-/// asks for them in L2 a slice per block of keys, while its scores keep the core busy and the
-/// memory idle. {nullptr, 0}: none.
-struct PrefetchRange {
-  const void* p = nullptr;
-  std::size_t bytes = 0;
-};
-
 namespace detail {
-
-/// Spreads the prefetch of a PrefetchRange over `blocks` steps of a loop: a slice per step().
-struct PrefetchSlices {
-  const PrefetchRange& next;
-  std::size_t slice, done = 0;
-  PrefetchSlices(const PrefetchRange& r, std::size_t blocks) noexcept
-      : next(r), slice(internal::round_up(r.bytes / (blocks ? blocks : 1) + 1, 64)) {}
-  void step() noexcept {
-    if (done >= next.bytes) return;
-    const std::size_t len = internal::min_size(slice, next.bytes - done);
-    internal::prefetch_l2(static_cast<const char*>(next.p) + done, len);
-    done += len;
-  }
-};
 
 /// Whether the scores go two dimensions per vector lane pair (kPairBroadcast arches, a vector
 /// at least twice the heads: AVX-512 with 8 heads): lanes 2e and 2e + 1 of a key's vector sum
@@ -104,11 +82,10 @@ MICROATTN_ALWAYS_INLINE inline void latent_pair_rows(std::size_t kc, const float
 /// lane e (lanes from kRows on zeroed).
 template <class Arch, std::size_t kDK, std::size_t kRows, std::size_t kRPad>
 inline void latent_scores_pairs(const float* c, std::size_t ldc, std::size_t n, const float* qt2,
-                                float* st, const PrefetchRange& next) noexcept {
+                                float* st) noexcept {
   constexpr std::size_t MR = internal::Tiles<Arch>::kMR;
-  PrefetchSlices pf(next, n / MR);
   std::size_t j = 0;
-  for (; j + MR <= n; j += MR, pf.step())
+  for (; j + MR <= n; j += MR)
     latent_pair_rows<Arch, MR>(kDK, c + j * ldc, ldc, qt2, st + j * kRPad, kRPad);
   for (; j < n; ++j) latent_pair_rows<Arch, 1>(kDK, c + j * ldc, ldc, qt2, st + j * kRPad, kRPad);
   for (j = 0; j < n; ++j) {
@@ -119,16 +96,14 @@ inline void latent_scores_pairs(const float* c, std::size_t ldc, std::size_t n, 
 }
 
 /// S^T[j][e] = c_j · q_e for keys [0, n) (qt: the scaled queries transposed), by blocks of the
-/// micro-kernel's rows of keys and its panels of heads; a slice of `next` prefetched per block.
+/// micro-kernel's rows of keys and its panels of heads.
 template <class Arch, std::size_t kDK, std::size_t kRPad>
 inline void latent_scores(const float* c, std::size_t ldc, std::size_t n, const float* qt,
-                          float* st, const PrefetchRange& next) noexcept {
+                          float* st) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = internal::Vec<Arch>::kWidth, MR = Tl::kMR;
-  PrefetchSlices pf(next, (n + MR - 1) / MR);
   for (std::size_t j = 0; j < n; j += MR) {
     const std::size_t mr = internal::min_size(MR, n - j);
-    pf.step();
     for (std::size_t c0 = 0; c0 < kRPad; c0 += Tl::kNR) {
       const std::size_t nv = internal::min_size(Tl::kNRVec, (kRPad - c0) / W);
       f32_gemm_ukernel_rows_nv<Arch>(nv, mr, kDK, c + j * ldc, ldc, qt + c0, kRPad,
@@ -170,13 +145,12 @@ inline void latent_softmax(float* st, std::size_t n, float* p, float* l) noexcep
 ///   c:   the cache, row j at c + j * ldc (kDK floats read; its first kDV are the values); the
 ///        array holds latent_cache_slack<Arch>() floats past the last row's kDK
 ///   out: head e at out + e * ldo (kDV floats written)
-///   next: bytes to prefetch into L2 during the step (PrefetchRange)
 /// 1 <= n_keys <= kKeys, kDV <= kDK <= ldc.
 template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys>
 void f32_attn_latent_decode(const float* q, std::size_t ldq, const float* c, std::size_t ldc,
                             std::size_t n_keys, float scale,
                             LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys>& sc, float* out,
-                            std::size_t ldo, const PrefetchRange& next = PrefetchRange{}) noexcept {
+                            std::size_t ldo) noexcept {
   static_assert(kDV <= kDK, "f32_attn_latent_decode: the values are the keys' first columns");
   using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys>;
   using Tl = internal::Tiles<Arch>;
@@ -189,12 +163,12 @@ void f32_attn_latent_decode(const float* q, std::size_t ldq, const float* c, std
     for (std::size_t d = 0; d < kDK; d += 2)
       for (std::size_t l = 0; l < RP; ++l)
         sc.qt[(d / 2) * RP + l] = l / 2 < kRows ? q[(l / 2) * ldq + d + l % 2] * qscale : 0.0f;
-    detail::latent_scores_pairs<Arch, kDK, kRows, RP>(c, ldc, n_keys, sc.qt, sc.st, next);
+    detail::latent_scores_pairs<Arch, kDK, kRows, RP>(c, ldc, n_keys, sc.qt, sc.st);
   } else {
     for (std::size_t d = 0; d < kDK; ++d)
       for (std::size_t e = 0; e < RP; ++e)
         sc.qt[d * RP + e] = e < kRows ? q[e * ldq + d] * qscale : 0.0f;
-    detail::latent_scores<Arch, kDK, RP>(c, ldc, n_keys, sc.qt, sc.st, next);
+    detail::latent_scores<Arch, kDK, RP>(c, ldc, n_keys, sc.qt, sc.st);
   }
   float l[kRows];
   detail::latent_softmax<Arch, kRows, RP, kKeys>(sc.st, n_keys, sc.p, l);
