@@ -109,7 +109,7 @@ struct LatentConfig {
                                     kDQk + kDV_ + kDLatent_, SIZE_MAX),
                 "microattn::LatentConfig: T_max x widths buffers do not fit this target's size_t");
 
-  // What the shared pieces (RoPE tables, the tile kernel's staging) read: the rotated part.
+  // The RoPE state (internal::RopeState) reads these: tables for the d_R rotated dimensions.
   static constexpr std::size_t kDHead = kDRope_;
   static constexpr bool kHasRope = true;
 };
