@@ -33,7 +33,6 @@ Without python3-torch it prints the reason and exits 77 (ctest SKIP_RETURN_CODE)
   /usr/bin/python3 tests/python/test_export_pytorch.py [--cc gcc] [--cxx g++]
       [--xsimd-include /usr/include] [--work-dir DIR] [unittest options]
 """
-import argparse
 import collections
 import contextlib
 import copy
@@ -52,32 +51,14 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
-SKIP = 77
-HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree (tools/, tests/python/)
+import export_test_setup as setup  # noqa: E402
 
-
-def options():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
-    ap.add_argument("--cc", default="cc", help="C compiler (C11 checks)")
-    ap.add_argument("--cxx", default="c++", help="C++ compiler (C++17 checks, the forward run)")
-    ap.add_argument("--xsimd-include", default="",
-                    help="folder holding xsimd/; empty: compile with MICROATTN_FORCE_SCALAR=1")
-    ap.add_argument("--cxx-flags", default="", help="extra flags for the forward program")
-    ap.add_argument("--work-dir", help="scratch folder (emptied first; default: a temp dir)")
-    return ap.parse_known_args()
-
-
-OPT, UNITTEST_ARGS = options()
-
-try:
-    import torch
-    import numpy as np
-except ImportError as e:
-    print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); the exporter tests need "
-          "Debian's python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
-    sys.exit(SKIP)
+HERE = setup.HERE
+OPT, UNITTEST_ARGS = setup.options(__doc__)
+setup.require_torch()
+import torch  # noqa: E402
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(OPT.source_dir, "tools"))
 import export_pytorch as ex  # noqa: E402

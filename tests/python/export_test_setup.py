@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the exporter's test scripts (test_export_pytorch.py, test_export_latent.py) share: their
+command line, and the skip (exit 77, ctest SKIP_RETURN_CODE) without python3-torch."""
+import argparse
+import os
+import sys
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def options(doc):
+    """The scripts' own options; the rest of the command line goes to unittest."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
+    ap.add_argument("--cc", default="cc", help="C compiler (C11 checks)")
+    ap.add_argument("--cxx", default="c++", help="C++ compiler (C++17 checks, the forward run)")
+    ap.add_argument("--xsimd-include", default="",
+                    help="folder holding xsimd/; empty: compile with MICROATTN_FORCE_SCALAR=1")
+    ap.add_argument("--cxx-flags", default="", help="extra flags for the forward program")
+    ap.add_argument("--work-dir", help="scratch folder (emptied first; default: a temp dir)")
+    return ap.parse_known_args()
+
+
+def require_torch():
+    """Exits with SKIP, saying why, when this interpreter cannot import torch and numpy."""
+    try:
+        import numpy  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as e:
+        print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); the exporter tests need "
+              "Debian's python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
+        sys.exit(SKIP)
