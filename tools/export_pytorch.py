@@ -1374,7 +1374,7 @@ def check_latent_options(layout, quant, mask, compute):
     """What LatentAttention cannot take yet: refused before any rendering."""
     if layout != "outin":
         raise Refusal(f"--layout {layout}: latent attention is exported as outin only "
-                      "(LatentWeights takes kInOut or kOutIn)")
+                      "(the exporter does not write latent panels yet)")
     if quant != "none" or compute != "f32":
         flag = f"--quant {quant}" if quant != "none" else f"--compute {compute}"
         raise Refusal(f"{flag}: latent attention is exported in fp32 only (LatentAttention has "

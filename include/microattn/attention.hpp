@@ -48,6 +48,17 @@ struct ScaleSetting {
   }
 };
 
+/// True when keys rotated under a and under b (heads d_head wide; rotary_dims 0 = d_head) are
+/// the same rotation: what import_cache requires of a cache computed elsewhere.
+inline bool same_rope(const RopeConfig& a, const RopeConfig& b, std::size_t d_head) noexcept {
+  if (a.enabled != b.enabled) return false;
+  if (!a.enabled) return true;
+  const std::size_t da = a.rotary_dims ? a.rotary_dims : d_head,
+                    db = b.rotary_dims ? b.rotary_dims : d_head;
+  return a.base == b.base && a.pairing == b.pairing && da == db &&
+         a.start_position == b.start_position;
+}
+
 /// Rotary embeddings of a layer: the settings (zero bytes: off) and, when Cfg has Rope::kYes,
 /// the cos/sin tables of T_max positions from the start position on.
 template <class Cfg, bool kTables = Cfg::kHasRope>

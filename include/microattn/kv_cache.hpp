@@ -344,7 +344,7 @@ class KvAttention {
                                     const float* v) noexcept {
     if (!k || !v) return Status::kNullPointer;
     if (info.tokens == 0 || info.kv_heads != HKV || info.d_head != D || info.first != length_ ||
-        !same_rope(info.rope, rope()))
+        !internal::same_rope(info.rope, rope(), D))
       return Status::kBadArgument;
     if (kRing ? info.tokens > SIZE_MAX - length_ : info.tokens > Cfg::kTMax - length_)
       return Status::kCacheFull;
@@ -400,16 +400,6 @@ class KvAttention {
     for (std::size_t e : {kPrefillChunk, last})
       if (py + e * OD * sizeof(float) > px + e * DM * sizeof(float)) return false;
     return true;
-  }
-
-  /// True when keys rotated under a and under b are the same rotation.
-  static bool same_rope(const RopeConfig& a, const RopeConfig& b) noexcept {
-    if (a.enabled != b.enabled) return false;
-    if (!a.enabled) return true;
-    const std::size_t da = a.rotary_dims ? a.rotary_dims : D,
-                      db = b.rotary_dims ? b.rotary_dims : D;
-    return a.base == b.base && a.pairing == b.pairing && da == db &&
-           a.start_position == b.start_position;
   }
 
   CE* kt_head(std::size_t g) noexcept { return cache_.kt + g * (kTPad * D); }

@@ -355,7 +355,7 @@ class LatentAttention {
   [[nodiscard]] Status import_cache(const CacheSlice& info, const float* rows) noexcept {
     if (!rows) return Status::kNullPointer;
     if (info.tokens == 0 || info.kv_heads != 1 || info.d_head != DCR || info.first != length_ ||
-        !same_rope(info.rope, rope()))
+        !internal::same_rope(info.rope, rope(), DR))
       return Status::kBadArgument;
     if (info.tokens > LCfg::kTMax - length_) return Status::kCacheFull;
     std::memcpy(cache_.c + length_ * DCR, rows, info.tokens * DCR * sizeof(float));
@@ -383,14 +383,6 @@ class LatentAttention {
     const std::size_t bytes = T * DM * sizeof(float);
     if (internal::overlaps(x, bytes, y, bytes) || w_.overlaps(y, bytes)) return Status::kOverlap;
     return Status::kOk;
-  }
-  static bool same_rope(const RopeConfig& a, const RopeConfig& b) noexcept {
-    if (a.enabled != b.enabled) return false;
-    if (!a.enabled) return true;
-    const std::size_t da = a.rotary_dims ? a.rotary_dims : DR,
-                      db = b.rotary_dims ? b.rotary_dims : DR;
-    return a.base == b.base && a.pairing == b.pairing && da == db &&
-           a.start_position == b.start_position;
   }
   internal::WeightSlice<float> slice(const float* w, std::size_t in, std::size_t out,
                                      std::size_t col0) const noexcept {

@@ -13,7 +13,7 @@ namespace microattn {
 
 /// An exported latent attention header's `name_shape` struct has these members:
 ///   static constexpr std::size_t kDModel, kHeads, kDLatent, kDRope, kDNope, kDV, kDQLatent;
-///   static constexpr WeightLayout kLayout;   (kOutIn)
+///   static constexpr WeightLayout kLayout;   (kOutIn; kInOut and fitting kPanel16 also accepted)
 ///   static constexpr WeightType kWeightType; (kF32)
 ///   static constexpr float kScale, kRopeBase, kRmsEps;
 ///   static constexpr RopePairing kRopePairing;
@@ -39,8 +39,10 @@ constexpr void check_exported_latent_shape() noexcept {
   static_assert(Shape::kDQLatent == LCfg::kDQLatent,
                 "microattn: the exported weights' query latent (QueryLatent{d_cq}, q_lora_rank; "
                 "0: none) differs from the LatentConfig's");
-  static_assert(Shape::kLayout == WeightLayout::kInOut || Shape::kLayout == WeightLayout::kOutIn,
-                "microattn: LatentWeights take kInOut or kOutIn weights");
+  static_assert(Shape::kLayout == WeightLayout::kInOut || Shape::kLayout == WeightLayout::kOutIn ||
+                    (Shape::kLayout == WeightLayout::kPanel16 && LatentWeights<LCfg>::panel_fits()),
+                "microattn: the exported weights' layout is not one LatentWeights take (kInOut, "
+                "kOutIn, or kPanel16 with every width a whole panel)");
   static_assert(Shape::kWeightType == WeightType::kF32,
                 "microattn: LatentWeights take fp32 weights only");
 }
