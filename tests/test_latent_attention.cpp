@@ -28,25 +28,48 @@ constexpr float kBase = 10000.0f;
 constexpr float kEpsNorm = 1e-6f;
 
 /// The weights of a test layer as [in][out] arrays (the reference reads them so), and a copy
-/// in the layout under test.
+/// in the layout under test. int8 weights (WeightType::kInt8): the matrices quantised
+/// (quantize_int8) and the reference's arrays replaced by their dequantised values, so the
+/// layer must compute the fp32 layer of the dequantised weights.
 template <class LCfg>
 struct Params {
   static constexpr std::size_t DM = LCfg::kDModel, DCQ = LCfg::kDQLatent, QD = LCfg::kQDim,
                                DCR = LCfg::kDCache, DC = LCfg::kDLatent, UD = LCfg::kUkvDim,
                                VD = LCfg::kVDim;
-  static constexpr std::size_t kQIn = LCfg::kHasQueryLatent ? DCQ : DM;
+  static constexpr bool kQ8 = LCfg::kInt8Weights;
+  using E = typename LCfg::WeightElem;
   float wq[LCfg::kHasQueryLatent ? 1 : DM * QD], wdq[DM * (DCQ ? DCQ : 1)], gq[DCQ ? DCQ : 1];
   float wuq[(DCQ ? DCQ : 1) * QD], wdkv[DM * DCR], gkv[DC], wukv[DC * UD], wo[VD * DM];
-  // The same matrices in the layout under test.
-  float lq[sizeof(wq) / 4], ldq[sizeof(wdq) / 4], luq[sizeof(wuq) / 4], ldkv[sizeof(wdkv) / 4],
+  // The same matrices in the layout under test, and (int8) quantised [in][out] with scales.
+  E lq[sizeof(wq) / 4], ldq[sizeof(wdq) / 4], luq[sizeof(wuq) / 4], ldkv[sizeof(wdkv) / 4],
       lukv[sizeof(wukv) / 4], lo[sizeof(wo) / 4];
+  E qq[sizeof(wq) / 4], qdq[sizeof(wdq) / 4], quq[sizeof(wuq) / 4], qdkv[sizeof(wdkv) / 4],
+      qukv[sizeof(wukv) / 4], qo[sizeof(wo) / 4];
+  float sq[QD], sdq[DCQ ? DCQ : 1], suq[QD], sdkv[DCR], sukv[UD], so[DM];
 
   static void fill_matrix(microattn_test::Rng& rng, float* w, std::size_t in, std::size_t out) {
     const float a = 1.0f / std::sqrt(static_cast<float>(in));
     rng.fill(w, in * out, -a, a);
   }
-  static void relayout(const float* w, std::size_t in, std::size_t out, WeightLayout l,
-                       float* dst) {
+  /// int8: w [in][out] quantised into q (same layout) and sc, then w = sc * q.
+  static void quantise(float* w, std::size_t in, std::size_t out, E* q, float* sc) {
+    if constexpr (kQ8) {
+      ASSERT_EQ(
+          microattn::quantize_int8(w, WeightLayout::kInOut, in, out, WeightLayout::kInOut, q, sc),
+          Status::kOk);
+      for (std::size_t i = 0; i < in * out; ++i) w[i] = sc[i % out] * float(q[i]);
+    }
+  }
+  /// The matrix in layout l: fp32 from w, int8 from its quantised copy q.
+  static void to_layout(const float* w, const E* q, std::size_t in, std::size_t out, WeightLayout l,
+                        E* dst) {
+    if constexpr (kQ8)
+      relayout(q, in, out, l, dst);
+    else
+      relayout(w, in, out, l, dst);
+  }
+  template <class T>
+  static void relayout(const T* w, std::size_t in, std::size_t out, WeightLayout l, T* dst) {
     for (std::size_t i = 0; i < in; ++i)
       for (std::size_t o = 0; o < out; ++o) {
         const std::size_t at = l == WeightLayout::kOutIn   ? o * in + i
@@ -68,22 +91,33 @@ struct Params {
     rng.fill(gkv, DC, 0.5f, 1.5f);
     fill_matrix(rng, wukv, DC, UD);
     fill_matrix(rng, wo, VD, DM);
+    if constexpr (LCfg::kHasQueryLatent) {
+      quantise(wdq, DM, DCQ, qdq, sdq);
+      quantise(wuq, DCQ, QD, quq, suq);
+    } else {
+      quantise(wq, DM, QD, qq, sq);
+    }
+    quantise(wdkv, DM, DCR, qdkv, sdkv);
+    quantise(wukv, DC, UD, qukv, sukv);
+    quantise(wo, VD, DM, qo, so);
   }
   LatentWeights<LCfg> weights(WeightLayout l) {
     LatentWeights<LCfg> w;
     w.layout = l;
     if constexpr (LCfg::kHasQueryLatent) {
-      relayout(wdq, DM, DCQ, l, ldq);
-      relayout(wuq, DCQ, QD, l, luq);
+      to_layout(wdq, qdq, DM, DCQ, l, ldq);
+      to_layout(wuq, quq, DCQ, QD, l, luq);
       w.w_dq = ldq, w.g_q = gq, w.w_uq = luq;
     } else {
-      relayout(wq, DM, QD, l, lq);
+      to_layout(wq, qq, DM, QD, l, lq);
       w.w_q = lq;
     }
-    relayout(wdkv, DM, DCR, l, ldkv);
-    relayout(wukv, DC, UD, l, lukv);
-    relayout(wo, VD, DM, l, lo);
+    to_layout(wdkv, qdkv, DM, DCR, l, ldkv);
+    to_layout(wukv, qukv, DC, UD, l, lukv);
+    to_layout(wo, qo, VD, DM, l, lo);
     w.w_dkv = ldkv, w.g_kv = gkv, w.w_ukv = lukv, w.w_o = lo;
+    if constexpr (kQ8) w.s_q = sq, w.s_dq = sdq, w.s_uq = suq, w.s_dkv = sdkv, w.s_ukv = sukv;
+    if constexpr (kQ8) w.s_o = so;
     return w;
   }
 };
@@ -116,13 +150,18 @@ struct Reference {
   double x[kT * DM], lat[kT * DCR], cq[kT * (DCQ ? DCQ : 1)], q[kT * QD], kv[kT * UD];
   double ctx[kT * VD], y[kT * DM], s[kT];
 
-  void run(const Params<LCfg>& P, const float* xf, std::size_t T, double scale) {
+  /// cached: the latent rows to attend over instead of the computed ones (an int8 cache's
+  /// dequantised rows), or null.
+  void run(const Params<LCfg>& P, const float* xf, std::size_t T, double scale,
+           const float* cached = nullptr) {
     for (std::size_t i = 0; i < T * DM; ++i) x[i] = xf[i];
     mul(x, T, DM, DCR, P.wdkv, lat);
     for (std::size_t t = 0; t < T; ++t) {
       rms_norm(lat + t * DCR, DC, P.gkv, kEpsNorm);
       microattn_ref::rope(lat + t * DCR + DC, DR, double(t), kBase, true);
     }
+    if (cached)
+      for (std::size_t i = 0; i < T * DCR; ++i) lat[i] = cached[i];
     if constexpr (LCfg::kHasQueryLatent) {
       mul(x, T, DM, DCQ, P.wdq, cq);
       for (std::size_t t = 0; t < T; ++t) rms_norm(cq + t * DCQ, DCQ, P.gq, kEpsNorm);
@@ -180,6 +219,15 @@ using CfgP = LatentConfig<kT, 32, 2, 24, 8, 16, 16>;
 // More heads than half a vector of any arch (9): the scores without the pair form.
 using CfgH = LatentConfig<kT, 16, 9, 8, 4, 4, 6>;
 using CfgAThreads = LatentConfig<kT, 32, 4, 16, 8, 8, 8, microattn::MaxWorkers{3}>;
+// int8 weights: every layout (CfgP's shape), and the query latent's path (CfgB's).
+using CfgPQ8 = LatentConfig<kT, 32, 2, 24, 8, 16, 16, microattn::WeightType::kInt8>;
+using CfgBQ8 =
+    LatentConfig<kT, 24, 3, 20, 6, 10, 12, QueryLatent{12}, microattn::WeightType::kInt8>;
+// int8 latent cache: alone (CfgA, CfgH's plain score form) and with int8 weights in kPanel16.
+using CfgAC8 = LatentConfig<kT, 32, 4, 16, 8, 8, 8, microattn::CacheType::kInt8>;
+using CfgHC8 = LatentConfig<kT, 16, 9, 8, 4, 4, 6, microattn::CacheType::kInt8>;
+using CfgPQ8C8 = LatentConfig<kT, 32, 2, 24, 8, 16, 16, microattn::WeightType::kInt8,
+                              microattn::CacheType::kInt8>;
 
 template <class LCfg, std::size_t kChunk = LCfg::kTMax>
 struct Case {
@@ -250,6 +298,73 @@ TEST(LatentAttention, PrefillAndAbsorbedDecodeMatchDoubleReference) {
   check_prefill_and_decode<CfgB>(2);
   check_prefill_and_decode<CfgP>(8);
   check_prefill_and_decode<CfgH>(9);
+}
+
+// int8 weights (WeightType::kInt8): the layer of the dequantised weights, in every form; the
+// absorbed query scales q_nope by W_UK's column scales at run time.
+TEST(LatentAttention, Int8WeightsMatchDequantisedReference) {
+  check_prefill_and_decode<CfgPQ8>(10);
+  check_prefill_and_decode<CfgBQ8>(11);
+  // A missing scale array is a null pointer; y over one is an overlap.
+  static Case<CfgPQ8> c;
+  c.init(12, WeightLayout::kOutIn);
+  LatentWeights<CfgPQ8> w = c.P.weights(WeightLayout::kOutIn);
+  w.s_ukv = nullptr;
+  EXPECT_EQ(c.layer.set_weights(w), Status::kNullPointer);
+  EXPECT_EQ(c.layer.decode(c.x, c.P.so), Status::kOverlap);
+  EXPECT_EQ(c.layer.length(), std::size_t{0});
+}
+
+/// An int8 latent cache: the exported (dequantised) rows within half a quantisation step of
+/// the reference's latents (a step: max |part| / 127 for c_KV and for k_R apart), and every
+/// form's outputs those of the reference attending over exactly those rows, within fp32
+/// rounding. Prefill and decode quantise their own (differently rounded) latents, so each is
+/// checked against the rows it cached.
+template <class LCfg>
+void check_int8_cache(std::uint64_t seed) {
+  static Case<LCfg> c;
+  static Reference<LCfg, kT> rq;
+  static float rows[kT * LCfg::kDCache], y[kT * LCfg::kDModel];
+  constexpr std::size_t DM = LCfg::kDModel, DC = LCfg::kDLatent, DCR = LCfg::kDCache;
+  microattn::CacheSlice info;
+  const double fp_tol = microattn_test::tolerance(double(DM + DC + 8), 2.0);
+  for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16}) {
+    if (l == WeightLayout::kPanel16 && !LatentWeights<LCfg>::panel_fits()) continue;
+    c.init(seed, l);
+    for (int form = 0; form < 3; ++form) {  // prefill unabsorbed, absorbed; decode
+      c.layer.reset();
+      ASSERT_EQ(c.layer.set_prefill_form(form == 1 ? microattn::LatentPrefill::kAbsorbed
+                                                   : microattn::LatentPrefill::kUnabsorbed),
+                Status::kOk);
+      if (form < 2) {
+        ASSERT_EQ(c.layer.prefill(c.x, kT, y), Status::kOk);
+      } else {
+        for (std::size_t t = 0; t < kT; ++t)
+          ASSERT_EQ(c.layer.decode(c.x + t * DM, y + t * DM), Status::kOk);
+      }
+      ASSERT_EQ(c.layer.export_cache(0, kT, rows, &info), Status::kOk);
+      for (std::size_t t = 0; t < kT; ++t)
+        for (std::size_t b : {std::size_t{0}, DC}) {
+          const std::size_t e = b == 0 ? DC : DCR;
+          const double step = microattn_test::max_abs(c.ref.lat + t * DCR + b, e - b) / 127.0;
+          EXPECT_LE(microattn_test::max_diff(rows + t * DCR + b, c.ref.lat + t * DCR + b, e - b),
+                    0.5 * step * 1.001 + fp_tol)
+              << t << " " << b;
+        }
+      rq.run(c.P, c.x, kT, 1.0 / std::sqrt(double(LCfg::kDQk)), rows);
+      const double tol =
+          microattn_test::tolerance(chain<LCfg>(kT), microattn_test::max_abs(rq.y, kT * DM));
+      EXPECT_LE(microattn_test::max_diff(y, rq.y, kT * DM), tol) << int(l) << " " << form;
+      // Against the unquantised layer: the cache's rounding, well above fp32's.
+      EXPECT_GT(microattn_test::max_diff(y, c.ref.y, kT * DM), 4 * tol) << int(l) << " " << form;
+    }
+  }
+}
+
+TEST(LatentAttention, Int8CacheIsAttentionOverTheDequantisedRows) {
+  check_int8_cache<CfgAC8>(13);
+  check_int8_cache<CfgHC8>(14);
+  check_int8_cache<CfgPQ8C8>(15);
 }
 
 // A prompt in chunks (kPrefillChunk 5), in several calls, then decode steps: the outputs of one
@@ -379,5 +494,7 @@ static_assert(LatentWeights<CfgP>::panel_fits() && !LatentWeights<CfgA>::panel_f
               "CfgP tests kPanel16");
 static_assert(LatentAttention<CfgA>::kCacheBytesPerToken == (16 + 8) * sizeof(float),
               "the cache holds d_c + d_R floats a token");
+static_assert(LatentAttention<CfgAC8>::kCacheBytesPerToken == 16 + 8 + 2 * sizeof(float),
+              "the int8 cache: d_c + d_R bytes and two scales a token");
 
 }  // namespace

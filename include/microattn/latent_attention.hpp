@@ -43,7 +43,8 @@ enum class LatentPrefill : unsigned char {
 namespace internal {
 template <class T>
 constexpr bool is_latent_option() noexcept {
-  return std::is_same<T, QueryLatent>::value || std::is_same<T, MaxWorkers>::value;
+  return std::is_same<T, QueryLatent>::value || std::is_same<T, MaxWorkers>::value ||
+         std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value;
 }
 }  // namespace internal
 
@@ -57,14 +58,21 @@ constexpr bool is_latent_option() noexcept {
 ///                    rotated query part (qk_rope_head_dim); even
 /// @tparam kDNope_    d_nope: each head's unrotated query/key width (qk_nope_head_dim)
 /// @tparam kDV_       d_v: each head's value width (v_head_dim)
-/// @tparam kOptions   QueryLatent{d_cq} (none: q = x W_Q), MaxWorkers{n} (1)
+/// @tparam kOptions   QueryLatent{d_cq} (none: q = x W_Q), MaxWorkers{n} (1),
+///                    WeightType::kInt8 (int8 matrices, a scale per output column; the
+///                    absorbed products stay per-head steps at run time, see LatentWeights),
+///                    CacheType::kInt8 (int8 latent rows, a scale for c_KV and one for k_R
+///                    per token)
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kDLatent_,
           std::size_t kDRope_, std::size_t kDNope_, std::size_t kDV_, auto... kOptions>
 struct LatentConfig {
   static_assert((internal::is_latent_option<decltype(kOptions)>() && ...),
-                "microattn::LatentConfig: an option is not a QueryLatent or MaxWorkers value");
+                "microattn::LatentConfig: an option is not a QueryLatent, MaxWorkers, "
+                "WeightType or CacheType value");
   static_assert(internal::option_count<QueryLatent>(kOptions...) <= 1 &&
-                    internal::option_count<MaxWorkers>(kOptions...) <= 1,
+                    internal::option_count<MaxWorkers>(kOptions...) <= 1 &&
+                    internal::option_count<WeightType>(kOptions...) <= 1 &&
+                    internal::option_count<CacheType>(kOptions...) <= 1,
                 "microattn::LatentConfig: each option may be given once");
   static_assert(kTMax_ > 0 && kDModel_ > 0 && kHeads_ > 0 && kDLatent_ > 0 && kDV_ > 0,
                 "microattn::LatentConfig: T_max, d_model, H, d_c and d_v must be at least 1");
@@ -89,6 +97,11 @@ struct LatentConfig {
       static_cast<std::size_t>(internal::option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
   static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
                 "microattn::LatentConfig: MaxWorkers{n} needs 1 <= n <= 256");
+  static constexpr bool kInt8Weights =
+      internal::option_or<WeightType>(WeightType::kF32, kOptions...) == WeightType::kInt8;
+  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  static constexpr bool kInt8Cache =
+      internal::option_or<CacheType>(CacheType::kF32, kOptions...) == CacheType::kInt8;
 
   /// A head's query/key width before absorption, d_nope + d_R (the softmax scale's d).
   static constexpr std::size_t kDQk = kDNope_ + kDRope_;
@@ -125,17 +138,32 @@ struct LatentConfig {
 ///   w_ukv = kv_b_proj.weight                    [H][d_nope | d_v] output columns
 ///   w_o = o_proj.weight                         H * d_v inputs
 /// No biases (DeepSeek's attention_bias = False).
+/// With WeightType::kInt8 the matrices are int8 (quantize_int8(): W(i, o) = s_x[o] q(i, o), a
+/// scale per output column) and s_q .. s_o point at their scales; the RMSNorm weights stay fp32.
+/// W_UK is never multiplied into another matrix (per-column scales would not survive it): the
+/// absorbed query W_UK_h q_nope_h is computed at run time from the int8 block, with q_nope
+/// scaled by the block's column scales first.
 template <class LCfg>
 struct LatentWeights {
+  /// Element type of the matrices: float, or int8_t with WeightType::kInt8.
+  using Elem = typename LCfg::WeightElem;
+  static constexpr bool kInt8 = LCfg::kInt8Weights;
   WeightLayout layout = WeightLayout::kInOut;
-  const float* w_q = nullptr;
-  const float* w_dq = nullptr;
+  const Elem* w_q = nullptr;
+  const Elem* w_dq = nullptr;
   const float* g_q = nullptr;
-  const float* w_uq = nullptr;
-  const float* w_dkv = nullptr;
+  const Elem* w_uq = nullptr;
+  const Elem* w_dkv = nullptr;
   const float* g_kv = nullptr;
-  const float* w_ukv = nullptr;
-  const float* w_o = nullptr;
+  const Elem* w_ukv = nullptr;
+  const Elem* w_o = nullptr;
+  /// Per-output-column scales of the int8 matrices (ignored for fp32 weights).
+  const float* s_q = nullptr;
+  const float* s_dq = nullptr;
+  const float* s_uq = nullptr;
+  const float* s_dkv = nullptr;
+  const float* s_ukv = nullptr;
+  const float* s_o = nullptr;
 
   /// kPanel16 needs every matrix's output width and the per-head column blocks of W_UKV
   /// (d_nope, d_v) in whole panels of 16.
@@ -144,12 +172,16 @@ struct LatentWeights {
     return LCfg::kQDim % P == 0 && LCfg::kDCache % P == 0 && LCfg::kDModel % P == 0 &&
            LCfg::kDNope % P == 0 && LCfg::kDV % P == 0 && LCfg::kDQLatent % P == 0;
   }
-  /// kOk; kNullPointer when a matrix or norm weight the configuration needs is null;
-  /// kBadArgument for a layout that is not a WeightLayout value, or kPanel16 without
-  /// panel_fits().
+  /// kOk; kNullPointer when a matrix, norm weight or (int8) scale array the configuration
+  /// needs is null; kBadArgument for a layout that is not a WeightLayout value, or kPanel16
+  /// without panel_fits().
   constexpr Status check() const noexcept {
     const bool q_ok = LCfg::kHasQueryLatent ? (w_dq && g_q && w_uq) : w_q != nullptr;
     if (!q_ok || !w_dkv || !g_kv || !w_ukv || !w_o) return Status::kNullPointer;
+    if (kInt8) {
+      const bool sq_ok = LCfg::kHasQueryLatent ? (s_dq && s_uq) : s_q != nullptr;
+      if (!sq_ok || !s_dkv || !s_ukv || !s_o) return Status::kNullPointer;
+    }
     if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
         (layout != WeightLayout::kPanel16 || !panel_fits()))
       return Status::kBadArgument;
@@ -158,20 +190,22 @@ struct LatentWeights {
   /// True when [p, p + bytes) overlaps a weight array.
   bool overlaps(const void* p, std::size_t bytes) const noexcept {
     constexpr std::size_t F = sizeof(float), DM = LCfg::kDModel;
-    auto mat = [&](const float* w, std::size_t in, std::size_t out) {
-      return internal::overlaps(p, bytes, w, weight_floats(layout, in, out) * F);
+    // A matrix and (int8) its out scales.
+    auto mat = [&](const Elem* w, const float* sc, std::size_t in, std::size_t out) {
+      return internal::overlaps(p, bytes, w, weight_floats(layout, in, out) * sizeof(Elem)) ||
+             (kInt8 && internal::overlaps(p, bytes, sc, out * F));
     };
     if (LCfg::kHasQueryLatent) {
-      if (mat(w_dq, DM, LCfg::kDQLatent) ||
+      if (mat(w_dq, s_dq, DM, LCfg::kDQLatent) ||
           internal::overlaps(p, bytes, g_q, LCfg::kDQLatent * F) ||
-          mat(w_uq, LCfg::kDQLatent, LCfg::kQDim))
+          mat(w_uq, s_uq, LCfg::kDQLatent, LCfg::kQDim))
         return true;
-    } else if (mat(w_q, DM, LCfg::kQDim)) {
+    } else if (mat(w_q, s_q, DM, LCfg::kQDim)) {
       return true;
     }
-    return mat(w_dkv, DM, LCfg::kDCache) ||
+    return mat(w_dkv, s_dkv, DM, LCfg::kDCache) ||
            internal::overlaps(p, bytes, g_kv, LCfg::kDLatent * F) ||
-           mat(w_ukv, LCfg::kDLatent, LCfg::kUkvDim) || mat(w_o, LCfg::kVDim, DM);
+           mat(w_ukv, s_ukv, LCfg::kDLatent, LCfg::kUkvDim) || mat(w_o, s_o, LCfg::kVDim, DM);
   }
 };
 
@@ -208,19 +242,25 @@ class LatentAttention {
                                DQK = LCfg::kDQk, DCR = LCfg::kDCache, QD = LCfg::kQDim,
                                UD = LCfg::kUkvDim, VD = LCfg::kVDim, DCQ = LCfg::kDQLatent;
   static constexpr std::size_t kTPad = internal::round_up(LCfg::kTMax, Tl::kBK);
+  using Elem = typename LCfg::WeightElem;
+  static constexpr bool kInt8W = LCfg::kInt8Weights;
+  static constexpr bool kInt8C = LCfg::kInt8Cache;
+  using CE = std::conditional_t<kInt8C, std::int8_t, float>;
   // The softmax scale's default 1/sqrt(d_nope + d_R).
   struct ScaleShape {
     static constexpr std::size_t kDHead = DQK;
   };
   using TileScratch = kernels::AttnScratch<Arch, DQK, false, DV>;
-  using DecScratch = kernels::LatentDecodeScratch<Arch, DCR, DC, H, kTPad>;
+  using DecScratch = kernels::LatentDecodeScratch<Arch, DCR, DC, H, kTPad, CE>;
   static constexpr std::size_t kStages = LCfg::kMaxWorkers < H ? LCfg::kMaxWorkers : H;
   static constexpr std::size_t kDPad = TileScratch::kDPad;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   static constexpr std::size_t kBlockRows = internal::row_block<Arch, LCfg::kTMax>(LCfg::kTMax);
 
+  /// The latent rows; int8: each row's c_KV scale and k_R scale (s[2t], s[2t + 1]).
   struct Cache {
-    alignas(Tl::kAlign) float c[LCfg::kTMax * DCR + kernels::latent_cache_slack<Arch>()];
+    alignas(Tl::kAlign) CE c[LCfg::kTMax * DCR + kernels::latent_cache_slack<Arch>()];
+    float s[kInt8C ? 2 * LCfg::kTMax : 1];
   };
   /// Prefill: the chunk's queries (and query latents), the concatenated heads, one head's
   /// expanded keys (K^T tiles) and values per stage, the rows of keys being expanded, a GEMM
@@ -232,24 +272,31 @@ class LatentAttention {
     alignas(Tl::kAlign) float kt[kStages][kTPad * DQK];
     alignas(Tl::kAlign) float v[kStages][kTPad * kDPad];
     alignas(Tl::kAlign) float krows[LCfg::kMaxWorkers][kBlockRows * DQK];
+    // int8 cache: the new latent rows before quantisation, the cached rows being expanded.
+    alignas(Tl::kAlign) float lat[kInt8C ? kPrefillChunk * DCR : 1];
+    alignas(Tl::kAlign) float cdq[LCfg::kMaxWorkers][kInt8C ? kBlockRows * DCR : 1];
     alignas(Tl::kAlign) float pack[LCfg::kMaxWorkers][kPackFloats];
     TileScratch tile[LCfg::kMaxWorkers];
   };
-  /// Decode: the token's queries, absorbed queries [q~_h | q_R_h], latent-space outputs, heads.
+  /// Decode: the token's queries, absorbed queries [q~_h | q_R_h] (int8 weights: with each
+  /// head's q_nope scaled by W_UK_h's column scales first), latent-space outputs, heads.
   struct DecodeWork {
     alignas(Tl::kAlign) float q[QD];
     alignas(Tl::kAlign) float cq[LCfg::kHasQueryLatent ? DCQ : 1];
     alignas(Tl::kAlign) float qa[H * DCR];
+    alignas(Tl::kAlign) float qs[LCfg::kInt8Weights && DN > 0 ? H* DN : 1];
     alignas(Tl::kAlign) float oc[H * DC];
     alignas(Tl::kAlign) float ctx[VD];
     DecScratch att;
   };
 
  public:
-  /// Bytes of the latent cache: T_max rows of d_c + d_R floats (plus a vector of slack).
+  /// Bytes of the latent cache: T_max rows of d_c + d_R floats (plus a vector of slack); int8
+  /// cache: d_c + d_R bytes and two float scales a row.
   static constexpr std::size_t kCacheBytes = sizeof(Cache);
-  /// Cache bytes per token: 4 (d_c + d_R).
-  static constexpr std::size_t kCacheBytesPerToken = DCR * sizeof(float);
+  /// Cache bytes per token: 4 (d_c + d_R), or d_c + d_R + 8 with CacheType::kInt8.
+  static constexpr std::size_t kCacheBytesPerToken =
+      DCR * sizeof(CE) + (kInt8C ? 2 * sizeof(float) : 0);
   /// Bytes of working memory: prefill (a head's expanded K and V for T_max tokens per stage,
   /// plus the chunk's queries and heads) and decode.
   static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
@@ -344,7 +391,7 @@ class LatentAttention {
                                     CacheSlice* info) const noexcept {
     if (!rows || !info) return Status::kNullPointer;
     if (n == 0 || first > length_ || n > length_ - first) return Status::kBadArgument;
-    std::memcpy(rows, cache_.c + first * DCR, n * DCR * sizeof(float));
+    load_rows(first, n, rows);
     info->first = first, info->tokens = n, info->kv_heads = 1, info->d_head = DCR;
     info->rope = rope();
     return Status::kOk;
@@ -358,7 +405,7 @@ class LatentAttention {
         !internal::same_rope(info.rope, rope(), DR))
       return Status::kBadArgument;
     if (info.tokens > LCfg::kTMax - length_) return Status::kCacheFull;
-    std::memcpy(cache_.c + length_ * DCR, rows, info.tokens * DCR * sizeof(float));
+    store_rows(rows, info.tokens, length_);
     length_ += info.tokens;
     return Status::kOk;
   }
@@ -384,34 +431,70 @@ class LatentAttention {
     if (internal::overlaps(x, bytes, y, bytes) || w_.overlaps(y, bytes)) return Status::kOverlap;
     return Status::kOk;
   }
-  internal::WeightSlice<float> slice(const float* w, std::size_t in, std::size_t out,
-                                     std::size_t col0) const noexcept {
-    return internal::weight_slice(w, w_.layout, in, out, col0);
+  /// Columns [col0, ..) of a matrix (in inputs, out outputs) with their int8 scales.
+  internal::WeightSlice<Elem> slice(const Elem* w, const float* sc, std::size_t in, std::size_t out,
+                                    std::size_t col0) const noexcept {
+    return internal::weight_slice(w, w_.layout, in, out, col0, kInt8W ? sc : nullptr);
   }
   /// q~_h = W_UK_h q_nope_h (d_c floats): W_UK_h read transposed, as the [d_nope][d_c] matrix
-  /// of the other dense layout, or a panel block read row by row.
-  void absorb_query(std::size_t h, const float* q_nope, float* qa) const noexcept {
+  /// of the other dense layout, or a panel block read row by row. int8: W_UK_h(c, o) = s[o]
+  /// q(c, o), so q_nope is scaled by s into qs (d_nope floats) and multiplied by q unscaled.
+  void absorb_query(std::size_t h, const float* q_nope, float* qs, float* qa) const noexcept {
     const std::size_t col0 = h * (DN + DV);
+    if constexpr (kInt8W) {
+      for (std::size_t o = 0; o < DN; ++o) qs[o] = q_nope[o] * w_.s_ukv[col0 + o];
+      q_nope = qs;
+    }
     if (w_.layout == WeightLayout::kPanel16) {
       kernels::f32_gemv_panel16_t<Arch>(DC, DN, q_nope, w_.w_ukv + col0 * DC, kWeightPanel * DC,
                                         qa);
       return;
     }
     const bool out_in = w_.layout == WeightLayout::kOutIn;
-    const internal::WeightSlice<float> t{w_.w_ukv + col0 * (out_in ? DC : 1), out_in ? DC : UD,
-                                         out_in ? WeightLayout::kInOut : WeightLayout::kOutIn,
-                                         nullptr};
+    const internal::WeightSlice<Elem> t{w_.w_ukv + col0 * (out_in ? DC : 1), out_in ? DC : UD,
+                                        out_in ? WeightLayout::kInOut : WeightLayout::kOutIn,
+                                        nullptr};
     internal::project_vec<Arch>(DC, DN, q_nope, t, nullptr, qa);
   }
 
-  /// The latent rows of n tokens (x rows, stride DM) at cache rows pos ..: projected, c_KV
-  /// normalised, k_R rotated.
+  /// The latent rows of n tokens at cache rows pos ..: projected by project_rows (into the
+  /// cache, or for an int8 cache into stage, n rows of d_c + d_R floats), c_KV normalised, k_R
+  /// rotated (then quantised).
   template <class Project>
-  void latents(std::size_t n, std::size_t pos, Project&& project_rows) noexcept {
-    float* rows = cache_.c + pos * DCR;
+  void latents(std::size_t n, std::size_t pos, float* stage, Project&& project_rows) noexcept {
+    float* rows = stage;
+    if constexpr (!kInt8C) rows = cache_.c + pos * DCR;
     project_rows(rows);
     kernels::f32_rms_norm_rows(rows, DCR, n, DC, w_.g_kv, rms_eps());
     rope_.apply(rows + DC, DCR, DR, n, 1, pos);
+    if constexpr (kInt8C) store_rows(rows, n, pos);
+  }
+  /// n fp32 rows [n][d_c + d_R] into cache rows pos ..; int8: c_KV and k_R quantised apart
+  /// (their magnitudes differ: a normalised latent, a rotated key).
+  void store_rows(const float* rows, std::size_t n, std::size_t pos) noexcept {
+    if constexpr (kInt8C) {
+      using Q = internal::Elem<std::int8_t>;
+      for (std::size_t t = 0; t < n; ++t) {
+        CE* c = cache_.c + (pos + t) * DCR;
+        cache_.s[2 * (pos + t)] = Q::encode(rows + t * DCR, DC, c, 1);
+        cache_.s[2 * (pos + t) + 1] = Q::encode(rows + t * DCR + DC, DR, c + DC, 1);
+      }
+    } else {
+      std::memcpy(cache_.c + pos * DCR, rows, n * DCR * sizeof(float));
+    }
+  }
+  /// Cache rows first .. first + n - 1 as fp32 rows [n][d_c + d_R] (int8: dequantised).
+  void load_rows(std::size_t first, std::size_t n, float* rows) const noexcept {
+    if constexpr (kInt8C) {
+      for (std::size_t t = 0; t < n; ++t) {
+        const CE* c = cache_.c + (first + t) * DCR;
+        const float s0 = cache_.s[2 * (first + t)], s1 = cache_.s[2 * (first + t) + 1];
+        for (std::size_t d = 0; d < DC; ++d) rows[t * DCR + d] = s0 * static_cast<float>(c[d]);
+        for (std::size_t d = DC; d < DCR; ++d) rows[t * DCR + d] = s1 * static_cast<float>(c[d]);
+      }
+    } else {
+      std::memcpy(rows, cache_.c + first * DCR, n * DCR * sizeof(float));
+    }
   }
 
   // T <= kPrefillChunk tokens at positions length_ .. (unabsorbed).
@@ -426,20 +509,20 @@ class LatentAttention {
       const std::size_t n = r.end - r.begin;
       const float* xr = x + r.begin * DM;
       float* panel = pw.pack[i];
-      latents(n, L + r.begin, [&](float* rows) {
-        internal::project<Arch>(n, DCR, DM, xr, DM, slice(w_.w_dkv, DM, DCR, 0), nullptr,
+      latents(n, L + r.begin, kInt8C ? pw.lat + r.begin * DCR : nullptr, [&](float* rows) {
+        internal::project<Arch>(n, DCR, DM, xr, DM, slice(w_.w_dkv, w_.s_dkv, DM, DCR, 0), nullptr,
                                 kernels::StoreRowMajor{rows, DCR}, panel);
       });
       float* q = pw.q + r.begin * QD;
       if constexpr (LCfg::kHasQueryLatent) {
         float* cq = pw.cq + r.begin * DCQ;
-        internal::project<Arch>(n, DCQ, DM, xr, DM, slice(w_.w_dq, DM, DCQ, 0), nullptr,
+        internal::project<Arch>(n, DCQ, DM, xr, DM, slice(w_.w_dq, w_.s_dq, DM, DCQ, 0), nullptr,
                                 kernels::StoreRowMajor{cq, DCQ}, panel);
         kernels::f32_rms_norm_rows(cq, DCQ, n, DCQ, w_.g_q, rms_eps());
-        internal::project<Arch>(n, QD, DCQ, cq, DCQ, slice(w_.w_uq, DCQ, QD, 0), nullptr,
+        internal::project<Arch>(n, QD, DCQ, cq, DCQ, slice(w_.w_uq, w_.s_uq, DCQ, QD, 0), nullptr,
                                 kernels::StoreRowMajor{q, QD}, panel);
       } else {
-        internal::project<Arch>(n, QD, DM, xr, DM, slice(w_.w_q, DM, QD, 0), nullptr,
+        internal::project<Arch>(n, QD, DM, xr, DM, slice(w_.w_q, w_.s_q, DM, QD, 0), nullptr,
                                 kernels::StoreRowMajor{q, QD}, panel);
       }
       rope_.apply(q + DN, QD, DQK, n, H, L + r.begin);
@@ -455,7 +538,7 @@ class LatentAttention {
       const internal::Range r = internal::token_rows<Arch>(T, i, parts);
       if (r.begin >= r.end) return;
       internal::project<Arch>(r.end - r.begin, DM, VD, pw.ctx + r.begin * VD, VD,
-                              slice(w_.w_o, VD, DM, 0), nullptr,
+                              slice(w_.w_o, w_.s_o, VD, DM, 0), nullptr,
                               kernels::StoreRowMajor{y + r.begin * DM, DM}, pw.pack[i]);
     };
     ex_.run(parts, out);
@@ -485,11 +568,17 @@ class LatentAttention {
   void expand_head(std::size_t h, std::size_t b, std::size_t e, std::size_t s,
                    std::size_t w) noexcept {
     PrefillWork& pw = pw_;
-    const auto wk = slice(w_.w_ukv, DC, UD, h * (DN + DV));
-    const auto wv = slice(w_.w_ukv, DC, UD, h * (DN + DV) + DN);
+    const auto wk = slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV));
+    const auto wv = slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV) + DN);
     for (std::size_t rb = b, n = 0; rb < e; rb += n) {
       n = internal::min_size(kBlockRows, e - rb);
-      const float* c = cache_.c + rb * DCR;
+      const float* c;
+      if constexpr (kInt8C) {
+        load_rows(rb, n, pw.cdq[w]);
+        c = pw.cdq[w];
+      } else {
+        c = cache_.c + rb * DCR;
+      }
       float* k = pw.krows[w];
       if (DN > 0)
         internal::project<Arch>(n, DN, DC, c, DCR, wk, nullptr, kernels::StoreRowMajor{k, DQK},
@@ -514,20 +603,20 @@ class LatentAttention {
       for (std::size_t h = r.begin; h < r.end; ++h) {
         float* qa = dw.qa + h * DCR;
         if (DN > 0)
-          absorb_query(h, q + h * DQK, qa);
+          absorb_query(h, q + h * DQK, dw.qs + h * DN, qa);
         else
           for (std::size_t d = 0; d < DC; ++d) qa[d] = 0.0f;
         std::memcpy(qa + DC, q + h * DQK + DN, DR * sizeof(float));
       }
     };
     ex_.run(parts, absorb);
-    kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad>(dw.qa, DCR, cache_.c, DCR, n_keys,
-                                                             scale(), dw.att, dw.oc, DC);
+    kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad, CE>(
+        dw.qa, DCR, cache_.c, DCR, n_keys, scale(), dw.att, dw.oc, DC, kInt8C ? cache_.s : nullptr);
     auto lift = [&](std::size_t i) {
       const internal::Range r = internal::split(H, 1, i, parts);
       for (std::size_t h = r.begin; h < r.end; ++h)
         internal::project_vec<Arch>(DV, DC, dw.oc + h * DC,
-                                    slice(w_.w_ukv, DC, UD, h * (DN + DV) + DN), nullptr,
+                                    slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV) + DN), nullptr,
                                     ctx + h * DV);
     };
     ex_.run(parts, lift);
@@ -538,35 +627,37 @@ class LatentAttention {
     const std::size_t L = length_, parts = ex_.parts();
     rope_.cover(L, 1);
     DecodeWork& dw = dw_;
-    latents(1, L, [&](float* row) {
+    latents(1, L, pw_.lat, [&](float* row) {
       auto proj = [&](std::size_t i) {
-        internal::project_vec<Arch>(DCR, DM, x, slice(w_.w_dkv, DM, DCR, 0), nullptr, row, i,
-                                    parts);
+        internal::project_vec<Arch>(DCR, DM, x, slice(w_.w_dkv, w_.s_dkv, DM, DCR, 0), nullptr, row,
+                                    i, parts);
       };
       ex_.run(parts, proj);
     });
     if constexpr (LCfg::kHasQueryLatent) {
       auto pa = [&](std::size_t i) {
-        internal::project_vec<Arch>(DCQ, DM, x, slice(w_.w_dq, DM, DCQ, 0), nullptr, dw.cq, i,
-                                    parts);
+        internal::project_vec<Arch>(DCQ, DM, x, slice(w_.w_dq, w_.s_dq, DM, DCQ, 0), nullptr, dw.cq,
+                                    i, parts);
       };
       ex_.run(parts, pa);
       kernels::f32_rms_norm_rows(dw.cq, DCQ, 1, DCQ, w_.g_q, rms_eps());
       auto pb = [&](std::size_t i) {
-        internal::project_vec<Arch>(QD, DCQ, dw.cq, slice(w_.w_uq, DCQ, QD, 0), nullptr, dw.q, i,
-                                    parts);
+        internal::project_vec<Arch>(QD, DCQ, dw.cq, slice(w_.w_uq, w_.s_uq, DCQ, QD, 0), nullptr,
+                                    dw.q, i, parts);
       };
       ex_.run(parts, pb);
     } else {
       auto pq = [&](std::size_t i) {
-        internal::project_vec<Arch>(QD, DM, x, slice(w_.w_q, DM, QD, 0), nullptr, dw.q, i, parts);
+        internal::project_vec<Arch>(QD, DM, x, slice(w_.w_q, w_.s_q, DM, QD, 0), nullptr, dw.q, i,
+                                    parts);
       };
       ex_.run(parts, pq);
     }
     rope_.apply(dw.q + DN, QD, DQK, 1, H, L);
     attend_absorbed(dw.q, L + 1, dw.ctx);
     auto out = [&](std::size_t i) {
-      internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.w_o, VD, DM, 0), nullptr, y, i, parts);
+      internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.w_o, w_.s_o, VD, DM, 0), nullptr, y, i,
+                                  parts);
     };
     ex_.run(parts, out);
   }

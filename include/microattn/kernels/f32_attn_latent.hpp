@@ -10,10 +10,19 @@
 // vector of heads per key (no horizontal operation), and P·V is P · C[:, :d_c] with the rows
 // as B, like f32_attn_decode's. Every cached row is read twice per step (scores, values),
 // front to back.
+//
+// An int8 cache (CE = int8_t, "qs8" as f32_attn_decode's): row j's first kDV columns are
+// rs[2j] * c(j), the rest rs[2j + 1] * c(j). For the scores the rows are dequantised a few at a
+// time into the scratch (the score micro-kernels broadcast fp32 elements); for P·V the
+// weights are scaled by rs[2j] and the int8 values widened in registers. Either way the result
+// is the fp32 attention over the dequantised cache, reading a quarter of the bytes.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
+#include "microattn/internal/elem.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_decode.hpp"
 #include "microattn/kernels/f32_exp.hpp"
@@ -23,11 +32,15 @@ namespace microattn {
 namespace kernels {
 
 /// Scratch of f32_attn_latent_decode for kRows query heads of kDK floats over up to kKeys
-/// cached rows, values kDV wide.
-template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys>
+/// cached rows (elements CE), values kDV wide.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE = float>
 struct LatentDecodeScratch {
   using Tl = internal::Tiles<Arch>;
   static constexpr std::size_t kW = internal::Vec<Arch>::kWidth;
+  /// Rows dequantised at a time for the scores (int8 cache): two micro-kernel blocks.
+  static constexpr std::size_t kStageRows = 2 * Tl::kMR;
+  static constexpr bool kScaled = internal::Elem<CE>::kScaled;
   /// The heads side by side in vector lanes: kRows rounded up to whole vectors.
   static constexpr std::size_t kRPad = internal::round_up(kRows, kW);
   /// Row stride of the output accumulators: d_v rounded up to whole vectors.
@@ -36,10 +49,11 @@ struct LatentDecodeScratch {
   alignas(Tl::kAlign) float st[kKeys * kRPad];  ///< scores, then weights, key by key: st[j][e]
   alignas(Tl::kAlign) float p[kRows * kKeys];   ///< weights head by head: p[e][j]
   alignas(Tl::kAlign) float o[kRows * kDVPad];  ///< unnormalised P·V rows
+  alignas(Tl::kAlign) float stage[kScaled ? kStageRows * kDK : 1];  ///< dequantised rows
 };
 
-/// Floats a latent cache must hold past its last row for f32_attn_latent_decode (its value
-/// blocks read whole vectors: up to W - 1 floats past the d_v-th column of the last row).
+/// Elements a latent cache must hold past its last row for f32_attn_latent_decode (its value
+/// blocks read whole vectors: up to W - 1 elements past the d_v-th column of the last row).
 template <class Arch>
 constexpr std::size_t latent_cache_slack() noexcept {
   return internal::Vec<Arch>::kWidth;
@@ -137,6 +151,38 @@ inline void latent_softmax(float* st, std::size_t n, float* p, float* l) noexcep
     for (std::size_t e = 0; e < kRows; ++e) p[e * kKeys + j] = st[j * kRPad + e];
 }
 
+/// S^T for the keys [0, n) of the cache c with the queries prepared in sc.qt (the pair form's
+/// or the plain one's): fp32 rows read in place; int8 rows dequantised kStageRows at a time
+/// (rs: the rows' two scales).
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE>
+inline void latent_all_scores(const CE* c, std::size_t ldc, std::size_t n, const float* rs,
+                              LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>& sc) noexcept {
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>;
+  constexpr std::size_t RP = Sc::kRPad;
+  auto run = [&](const float* rows, std::size_t ld, std::size_t nb, float* st) {
+    if constexpr (latent_pairs<Arch, kDK, kRows>())
+      latent_scores_pairs<Arch, kDK, kRows, RP>(rows, ld, nb, sc.qt, st);
+    else
+      latent_scores<Arch, kDK, RP>(rows, ld, nb, sc.qt, st);
+  };
+  if constexpr (!Sc::kScaled) {
+    run(c, ldc, n, sc.st);
+  } else {
+    for (std::size_t j0 = 0; j0 < n; j0 += Sc::kStageRows) {
+      const std::size_t nb = internal::min_size(Sc::kStageRows, n - j0);
+      for (std::size_t t = 0; t < nb; ++t) {
+        const CE* row = c + (j0 + t) * ldc;
+        float* dst = sc.stage + t * kDK;
+        const float s0 = rs[2 * (j0 + t)], s1 = rs[2 * (j0 + t) + 1];
+        for (std::size_t d = 0; d < kDV; ++d) dst[d] = s0 * static_cast<float>(row[d]);
+        for (std::size_t d = kDV; d < kDK; ++d) dst[d] = s1 * static_cast<float>(row[d]);
+      }
+      run(sc.stage, kDK, nb, sc.st + j0 * RP);
+    }
+  }
+}
+
 }  // namespace detail
 
 /// out_e = softmax(scale * qa_e C^T) C[:, :kDV] for the kRows query heads e of one token, over the
@@ -146,13 +192,16 @@ inline void latent_softmax(float* st, std::size_t n, float* p, float* l) noexcep
 ///        array holds latent_cache_slack<Arch>() floats past the last row's kDK
 ///   out: head e at out + e * ldo (kDV floats written)
 /// 1 <= n_keys <= kKeys, kDV <= kDK <= ldc.
-template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys>
-void f32_attn_latent_decode(const float* q, std::size_t ldq, const float* c, std::size_t ldc,
+/// CE = int8_t (an int8 cache): rs holds two scales per row (its first kDV columns', the
+/// rest's); ignored (may be null) for fp32 rows.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE = float>
+void f32_attn_latent_decode(const float* q, std::size_t ldq, const CE* c, std::size_t ldc,
                             std::size_t n_keys, float scale,
-                            LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys>& sc, float* out,
-                            std::size_t ldo) noexcept {
+                            LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>& sc, float* out,
+                            std::size_t ldo, const float* rs = nullptr) noexcept {
   static_assert(kDV <= kDK, "f32_attn_latent_decode: the values are the keys' first columns");
-  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys>;
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>;
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t W = Sc::kW, RP = Sc::kRPad, DVP = Sc::kDVPad, BK = Tl::kBK;
   MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys && kDK <= ldc);
@@ -163,15 +212,17 @@ void f32_attn_latent_decode(const float* q, std::size_t ldq, const float* c, std
     for (std::size_t d = 0; d < kDK; d += 2)
       for (std::size_t l = 0; l < RP; ++l)
         sc.qt[(d / 2) * RP + l] = l / 2 < kRows ? q[(l / 2) * ldq + d + l % 2] * qscale : 0.0f;
-    detail::latent_scores_pairs<Arch, kDK, kRows, RP>(c, ldc, n_keys, sc.qt, sc.st);
   } else {
     for (std::size_t d = 0; d < kDK; ++d)
       for (std::size_t e = 0; e < RP; ++e)
         sc.qt[d * RP + e] = e < kRows ? q[e * ldq + d] * qscale : 0.0f;
-    detail::latent_scores<Arch, kDK, RP>(c, ldc, n_keys, sc.qt, sc.st);
   }
+  detail::latent_all_scores(c, ldc, n_keys, rs, sc);
   float l[kRows];
   detail::latent_softmax<Arch, kRows, RP, kKeys>(sc.st, n_keys, sc.p, l);
+  if constexpr (Sc::kScaled)  // value j is rs[2j] * c(j)[:kDV]: the scale goes into its weight
+    for (std::size_t e = 0; e < kRows; ++e)
+      for (std::size_t j = 0; j < n_keys; ++j) sc.p[e * kKeys + j] *= rs[2 * j];
 
   // O = P · C[:, :kDV] in register blocks of R heads by CP vectors (f32_attn_decode's blocking):
   // with several blocks per row, by chunks of kBK rows so each block reads a chunk from L1.

@@ -23,7 +23,8 @@ namespace kernels {
 /// For every kernel of this family, WE = int8_t gives its qc8w form: W(k, n) = scale[n] *
 /// q(k, n), int8 q widened in registers, the per-column scale applied once to each sum
 /// (y[n] = scale[n] * sum_k x[k] q(k, n) + bias[n]), so a decode step reads a quarter of the
-/// weight bytes. scale is ignored (may be null) for fp32 weights.
+/// weight bytes. scale is ignored (may be null) for fp32 weights; null with int8 weights gives
+/// the unscaled sums (W = q: the absorbed query of latent attention scales x instead).
 template <class Arch, class WE = float>
 void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldw,
                    const float* bias, float* y, const float* scale = nullptr) noexcept {
@@ -67,8 +68,14 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, st
       V::storeu(y + n, V::fma(x0, V::load_elem(w0 + n), V::loadu(y + n)));
     for (std::size_t n = n_vec; n < N; ++n) y[n] += x[k] * static_cast<float>(w0[n]);
   }
-  if constexpr (kQ)
-    for (std::size_t n = 0; n < N; ++n) y[n] = bias ? y[n] * scale[n] + bias[n] : y[n] * scale[n];
+  if constexpr (kQ) {
+    if (scale && bias)
+      for (std::size_t n = 0; n < N; ++n) y[n] = y[n] * scale[n] + bias[n];
+    else if (scale)
+      for (std::size_t n = 0; n < N; ++n) y[n] *= scale[n];
+    else if (bias)
+      for (std::size_t n = 0; n < N; ++n) y[n] += bias[n];
+  }
 }
 
 /// f32_gemv_dot4x2: y[N] = x[K] · W^T + bias, W stored [N][K] (row stride ldw >= K), i.e. the
@@ -121,7 +128,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
       s2 += static_cast<float>(r2[k]) * x[k];
       s3 += static_cast<float>(r3[k]) * x[k];
     }
-    if constexpr (kQ) s0 *= scale[n], s1 *= scale[n + 1], s2 *= scale[n + 2], s3 *= scale[n + 3];
+    if (kQ && scale) s0 *= scale[n], s1 *= scale[n + 1], s2 *= scale[n + 2], s3 *= scale[n + 3];
     if (bias) s0 += bias[n], s1 += bias[n + 1], s2 += bias[n + 2], s3 += bias[n + 3];
     y[n] = s0, y[n + 1] = s1, y[n + 2] = s2, y[n + 3] = s3;
   }
@@ -139,7 +146,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
     }
     float s0 = V::hsum(a0 + b0);
     for (; k < K; ++k) s0 += static_cast<float>(r0[k]) * x[k];
-    if constexpr (kQ) s0 *= scale[n];
+    if (kQ && scale) s0 *= scale[n];
     y[n] = bias ? s0 + bias[n] : s0;
   }
 }
@@ -279,10 +286,11 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
 /// y[i] = sum_{k < K} x[k] W(i, k) for i < N: a kPanel16 matrix's block of K columns read
 /// transposed (W has N rows; the block's panel p at w + p * ldp, ldp >= 16 N; K a multiple of
 /// 16). One row of 16 floats per panel and output, summed in a vector and reduced once (the
-/// absorbed query of latent attention: W_UK_h^T q_nope_h).
-template <class Arch>
-void f32_gemv_panel16_t(std::size_t N, std::size_t K, const float* x, const float* w,
-                        std::size_t ldp, float* y) noexcept {
+/// absorbed query of latent attention: W_UK_h^T q_nope_h). WE = int8_t: W = q, unscaled (the
+/// per-column scales of the block are along K: the caller scales x).
+template <class Arch, class WE = float>
+void f32_gemv_panel16_t(std::size_t N, std::size_t K, const float* x, const WE* w, std::size_t ldp,
+                        float* y) noexcept {
   using V = internal::Vec<Arch>;
   constexpr std::size_t P = kWeightPanel, W = V::kWidth;
   static_assert(P % W == 0, "f32_gemv_panel16_t: the vector width must divide the panel width");
@@ -290,10 +298,10 @@ void f32_gemv_panel16_t(std::size_t N, std::size_t K, const float* x, const floa
   for (std::size_t i = 0; i < N; ++i) {
     typename V::type acc = V::zero();
     for (std::size_t k = 0; k < K; k += P) {
-      const float* row = w + (k / P) * ldp + i * P;
+      const WE* row = w + (k / P) * ldp + i * P;
 #pragma GCC unroll 16
       for (std::size_t v = 0; v < P; v += W)
-        acc = V::fma(V::loadu(row + v), V::loadu(x + k + v), acc);
+        acc = V::fma(V::load_elem(row + v), V::loadu(x + k + v), acc);
     }
     y[i] = V::hsum(acc);
   }
