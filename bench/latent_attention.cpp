@@ -8,6 +8,9 @@
 //   MLP1  ML1's layer prefilling a 1024-token prompt into an empty cache (unabsorbed; weights
 //         [in][out], as P3's and KP3's)
 //   ML1_outin  ML1 with the weights stored [out][in] (PyTorch's layout, the exporter's)
+//   ML1_q8, ML1_q8_kv8  ML1 with int8 weights (WeightType::kInt8, kPanel16, per-column scales),
+//         and with the int8 latent cache as well (CacheType::kInt8: d_c + d_R + 8 bytes a token);
+//         beside D1_q8, D1_q8_kv8
 // Weights in kPanel16 (the decode layout, as D1's), U(+-1/sqrt(fan_in)); RoPE on (adjacent
 // pairs, base 10000).
 // Counters as D1's: gbps / pct_bw over the bytes a step must read (every weight + the latent
@@ -15,8 +18,10 @@
 #include "microattn/latent_attention.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench_util.hpp"
 
@@ -26,6 +31,9 @@ namespace {
 constexpr std::size_t kCtx = 1024;
 using ML1Cfg = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64>;
 using ML2Cfg = microattn::LatentConfig<kCtx, 2048, 16, 512, 64, 128, 128>;
+using ML1q8 = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64, microattn::WeightType::kInt8>;
+using ML1q8kv8 = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64,
+                                         microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
 
 template <class LCfg>
 struct LatentData {
@@ -40,19 +48,42 @@ struct LatentData {
   AlignedFloats wo = uniform_floats(VD * DM, -bound(VD), bound(VD), 15);
   AlignedFloats x = uniform_floats(kCtx * DM, -1.0f, 1.0f, 16);
   AlignedFloats y = uniform_floats(kCtx * DM, 0.0f, 0.0f, 17);
+  // int8 weights: each matrix quantised into the layout asked for, and its scales.
+  std::vector<std::int8_t> q8[4];
+  std::vector<float> s8[4];
   /// The arrays as weights in `layout` (random values: any layout holds the same distribution).
-  microattn::LatentWeights<LCfg> weights(microattn::WeightLayout layout) const {
+  microattn::LatentWeights<LCfg> weights(microattn::WeightLayout layout) {
     microattn::LatentWeights<LCfg> w;
     w.layout = layout;
-    w.w_q = wq.data(), w.w_dkv = wdkv.data(), w.g_kv = gkv.data(), w.w_ukv = wukv.data();
-    w.w_o = wo.data();
+    w.g_kv = gkv.data();
+    if constexpr (LCfg::kInt8Weights) {
+      const float* src[4] = {wq.data(), wdkv.data(), wukv.data(), wo.data()};
+      const std::size_t in[4] = {DM, DM, DC, VD}, out[4] = {QD, DCR, UD, DM};
+      for (int m = 0; m < 4; ++m) {
+        q8[m].assign(microattn::weight_floats(layout, in[m], out[m]), 0);
+        s8[m].assign(out[m], 0.0f);
+        (void)microattn::quantize_int8(src[m], microattn::WeightLayout::kInOut, in[m], out[m],
+                                       layout, q8[m].data(), s8[m].data());
+      }
+      w.w_q = q8[0].data(), w.w_dkv = q8[1].data(), w.w_ukv = q8[2].data(), w.w_o = q8[3].data();
+      w.s_q = s8[0].data(), w.s_dkv = s8[1].data(), w.s_ukv = s8[2].data(), w.s_o = s8[3].data();
+    } else {
+      w.w_q = wq.data(), w.w_dkv = wdkv.data(), w.w_ukv = wukv.data(), w.w_o = wo.data();
+    }
     return w;
   }
 };
 
+/// Bytes one decode step reads: every weight (int8: a byte each, plus the scales) and the
+/// latent cache of kCtx tokens.
 template <class LCfg>
 constexpr std::size_t step_bytes() {
-  return LatentData<LCfg>::kWeightFloats * sizeof(float) + kCtx * LCfg::kDCache * sizeof(float);
+  using D = LatentData<LCfg>;
+  constexpr std::size_t weights =
+      LCfg::kInt8Weights
+          ? D::kWeightFloats - D::DC + (D::DC + D::QD + D::DCR + D::UD + D::DM) * sizeof(float)
+          : D::kWeightFloats * sizeof(float);
+  return weights + kCtx * microattn::LatentAttention<LCfg>::kCacheBytesPerToken;
 }
 template <class LCfg>
 constexpr double step_flops() {
@@ -69,7 +100,7 @@ constexpr double prefill_flops(double T) {
 }
 
 template <class LCfg>
-std::unique_ptr<microattn::LatentAttention<LCfg>> make_layer(const LatentData<LCfg>& d,
+std::unique_ptr<microattn::LatentAttention<LCfg>> make_layer(LatentData<LCfg>& d,
                                                              benchmark::State& state,
                                                              microattn::WeightLayout layout) {
   auto layer = std::make_unique<microattn::LatentAttention<LCfg>>();
@@ -111,7 +142,9 @@ void bm_latent_decode(benchmark::State& state) {
   set_byte_counters(state, static_cast<double>(step_bytes<LCfg>()), step_bytes<LCfg>());
   state.SetLabel(arch_label<microattn::DefaultArch>() +
                  (kLayout == microattn::WeightLayout::kPanel16 ? ", kPanel16" : ", kOutIn") +
-                 ", absorbed, " + cache_label(Layer::kCacheBytesPerToken));
+                 (LCfg::kInt8Weights ? ", int8 weights" : "") +
+                 (LCfg::kInt8Cache ? ", int8 cache" : "") + ", absorbed, " +
+                 cache_label(Layer::kCacheBytesPerToken));
 }
 
 template <class LCfg>
@@ -138,9 +171,14 @@ void bm_latent_prefill(benchmark::State& state) {
 void register_latent_benchmarks() {
   register_read_bw(step_bytes<ML1Cfg>());
   register_read_bw(step_bytes<ML2Cfg>());
+  register_read_bw(step_bytes<ML1q8>());
+  register_read_bw(step_bytes<ML1q8kv8>());
   benchmark::RegisterBenchmark("ML1", bm_latent_decode<ML1Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("ML1_outin",
                                bm_latent_decode<ML1Cfg, microattn::WeightLayout::kOutIn>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("ML1_q8", bm_latent_decode<ML1q8>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("ML1_q8_kv8", bm_latent_decode<ML1q8kv8>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("ML2", bm_latent_decode<ML2Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MLP1", bm_latent_prefill<ML1Cfg>)->Unit(benchmark::kMillisecond);
