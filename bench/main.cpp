@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   register_layer_benchmarks();
   register_decode_benchmarks();
   register_latent_benchmarks();
+  register_block_benchmarks();
   register_cortex_m_shape_benchmarks();
   register_thread_benchmarks();
   benchmark::Initialize(&argc, argv);

@@ -14,6 +14,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_qd8.cpp
   test_kv_cache.cpp
   test_latent_attention.cpp
+  test_blocks.cpp
   test_masks.cpp
   test_numeric_contract.cpp
   test_rope.cpp

@@ -26,6 +26,56 @@ static microattn::KvAttention<Qd8Kv8> g_qd8_kv8;
 using Mla = microattn::LatentConfig<32, 64, 4, 32, 16, 16, 16, microattn::QueryLatent{32}>;
 static microattn::LatentAttention<Mla, microattn::DefaultArch, 8> g_mla;
 static microattn::LatentAttention<Mla, microattn::ScalarArch> g_mla_scalar;
+// ... with int8 weights and the int8 latent cache.
+using Mla8 = microattn::LatentConfig<32, 64, 4, 32, 16, 16, 16, microattn::WeightType::kInt8,
+                                     microattn::CacheType::kInt8>;
+static microattn::LatentAttention<Mla8> g_mla8;
+// The building blocks: a linear layer with int8 weights and bias, both norms, MLPs.
+using Lin = microattn::LinearConfig<64, 48, microattn::WeightType::kInt8, microattn::Bias::kYes,
+                                    microattn::MaxWorkers{2}>;
+static microattn::Linear<Lin> g_lin;
+static microattn::RmsNorm<64> g_rms;
+static microattn::LayerNorm<64> g_ln;
+using Swi = microattn::MlpConfig<64, 160, microattn::Activation::kSwiGlu>;
+static microattn::Mlp<Swi> g_swiglu;
+using Gelu8 = microattn::MlpConfig<64, 128, microattn::Activation::kGelu,
+                                   microattn::WeightType::kInt8, microattn::Bias::kYes>;
+static microattn::Mlp<Gelu8, microattn::ScalarArch, 4> g_gelu8;
+
+static int user_blocks(const float* w, const float* x, float* y) {
+  const auto* q = reinterpret_cast<const std::int8_t*>(w);
+  microattn::LatentWeights<Mla8> wm;
+  wm.layout = microattn::WeightLayout::kPanel16;
+  wm.w_q = wm.w_dkv = wm.w_ukv = wm.w_o = q;
+  wm.g_kv = wm.s_q = wm.s_dkv = wm.s_ukv = wm.s_o = w;
+  if (g_mla8.set_weights(wm) != microattn::Status::kOk ||
+      g_mla8.prefill(x, 5, y) != microattn::Status::kOk ||
+      g_mla8.decode(x, y) != microattn::Status::kOk)
+    return 1;
+  microattn::LinearWeights<Lin> wl;
+  wl.layout = microattn::WeightLayout::kOutIn, wl.w = q, wl.s = w, wl.b = w;
+  if (g_lin.set_weights(wl) != microattn::Status::kOk ||
+      g_lin.forward(x, 3, y) != microattn::Status::kOk)
+    return 1;
+  if (g_rms.set_weight(w) != microattn::Status::kOk ||
+      g_rms.forward(x, 2, y) != microattn::Status::kOk ||
+      g_ln.set_weights(w, w) != microattn::Status::kOk ||
+      g_ln.forward(x, 2, y) != microattn::Status::kOk)
+    return 1;
+  microattn::MlpWeights<Swi> ws;
+  ws.layout = microattn::WeightLayout::kPanel16, ws.w_gate = ws.w_up = ws.w_down = w;
+  if (g_swiglu.set_weights(ws) != microattn::Status::kOk ||
+      g_swiglu.forward(x, 20, y) != microattn::Status::kOk ||
+      g_swiglu.forward(x, 1, y) != microattn::Status::kOk)
+    return 1;
+  microattn::MlpWeights<Gelu8> wg;
+  wg.w_up = wg.w_down = q;
+  wg.s_up = wg.s_down = wg.b_up = wg.b_down = w;
+  if (g_gelu8.set_weights(wg) != microattn::Status::kOk ||
+      g_gelu8.forward(x, 9, y) != microattn::Status::kOk)
+    return 1;
+  return 0;
+}
 
 int user_run(const float* w, const float* x, float* y, float* k, float* v) {
   const microattn::Weights<Cfg> wt(microattn::WeightLayout::kPanel16, w, w, w, w, w, w, w);
@@ -71,5 +121,6 @@ int user_run(const float* w, const float* x, float* y, float* k, float* v) {
       g_mla_scalar.decode(x, y) != microattn::Status::kOk ||
       g_mla_scalar.export_cache(0, 2, k, &s) != microattn::Status::kOk)
     return 1;
+  if (user_blocks(w, x, y) != 0) return 1;
   return microattn_status_string(MICROATTN_OK)[0] == 'o' ? 0 : 1;
 }

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn: a linear layer y = x W (+ b), the projection kernels of the attention layers as a
+// building block of its own (the MLP, the LM head of a model).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "microattn/arch.hpp"
+#include "microattn/config.hpp"
+#include "microattn/executor.hpp"
+#include "microattn/internal/checks.hpp"
+#include "microattn/internal/layer_driver.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kv_cache.hpp"
+#include "microattn/layout.hpp"
+#include "microattn/status.hpp"
+
+namespace microattn {
+
+namespace internal {
+template <class T>
+constexpr bool is_block_option() noexcept {
+  return std::is_same<T, Bias>::value || std::is_same<T, WeightType>::value ||
+         std::is_same<T, MaxWorkers>::value;
+}
+/// The options every building block takes (Bias: none or all; WeightType; MaxWorkers).
+template <auto... kOptions>
+struct BlockOptions {
+  static_assert((is_block_option<decltype(kOptions)>() && ...),
+                "microattn: a building block's option is not a Bias, WeightType or MaxWorkers "
+                "value");
+  static_assert(option_count<Bias>(kOptions...) <= 1 &&
+                    option_count<WeightType>(kOptions...) <= 1 &&
+                    option_count<MaxWorkers>(kOptions...) <= 1,
+                "microattn: each option may be given once");
+  static constexpr bool kBias = option_or<Bias>(Bias::kNo, kOptions...) != Bias::kNo;
+  static constexpr bool kInt8Weights =
+      option_or<WeightType>(WeightType::kF32, kOptions...) == WeightType::kInt8;
+  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  static constexpr std::size_t kMaxWorkers =
+      static_cast<std::size_t>(option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
+  static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
+                "microattn: MaxWorkers{n} needs 1 <= n <= 256");
+};
+
+/// One weight matrix (in inputs, out outputs) of a building block: the view, its int8 scales,
+/// its bias.
+template <class E>
+struct MatrixView {
+  const E* w = nullptr;
+  const float* s = nullptr;  ///< int8: a scale per output column
+  const float* b = nullptr;  ///< bias (out floats), when the block has biases
+  bool ok(bool int8, bool bias) const noexcept { return w && (!int8 || s) && (!bias || b); }
+  bool overlaps(const void* p, std::size_t bytes, WeightLayout l, std::size_t in, std::size_t out,
+                bool int8, bool bias) const noexcept {
+    return internal::overlaps(p, bytes, w, weight_floats(l, in, out) * sizeof(E)) ||
+           (int8 && internal::overlaps(p, bytes, s, out * sizeof(float))) ||
+           (bias && internal::overlaps(p, bytes, b, out * sizeof(float)));
+  }
+  WeightSlice<E> slice(WeightLayout l, std::size_t in, std::size_t out, std::size_t col0,
+                       bool int8) const noexcept {
+    return weight_slice(w, l, in, out, col0, int8 ? s : nullptr);
+  }
+};
+
+/// C[M][N] = A[M][K] · W (+ b) by part `part` of `parts`: one row (decode) split by output
+/// columns (kernels::gemv_part), several split by rows in micro-tile units; the same arithmetic
+/// for every split. pack: gemm_pack_floats<Arch>() floats of this part's own.
+template <class Arch, class E>
+void block_matmul(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                  const WeightSlice<E>& w, const float* bias, float* c, std::size_t ldc,
+                  float* pack, std::size_t part, std::size_t parts) noexcept {
+  if (M == 1) {
+    project_vec<Arch>(N, K, a, w, bias, c, part, parts);
+    return;
+  }
+  const Range r = token_rows<Arch>(M, part, parts);
+  if (r.begin < r.end)
+    project<Arch>(r.end - r.begin, N, K, a + r.begin * lda, lda, w, bias,
+                  kernels::StoreRowMajor{c + r.begin * ldc, ldc}, pack);
+}
+}  // namespace internal
+
+/// The shape of a Linear layer: kIn inputs, kOut outputs, and options Bias::kYes (a bias
+/// vector; default Bias::kNo), WeightType::kInt8 (int8 W with a scale per output column),
+/// MaxWorkers{n}.
+template <std::size_t kIn_, std::size_t kOut_, auto... kOptions>
+struct LinearConfig : internal::BlockOptions<kOptions...> {
+  static_assert(kIn_ > 0 && kOut_ > 0, "microattn::LinearConfig: kIn and kOut must be >= 1");
+  static_assert(kIn_ <= (std::size_t{1} << 20) && kOut_ <= (std::size_t{1} << 20),
+                "microattn::LinearConfig: dimensions too large for 32-bit index arithmetic");
+  static constexpr std::size_t kIn = kIn_;
+  static constexpr std::size_t kOut = kOut_;
+};
+
+/// The weights of a Linear layer: a view over caller arrays (flash). w: the matrix in `layout`
+/// (kOutIn is PyTorch's nn.Linear.weight), s: its int8 scales (WeightType::kInt8), b: the
+/// bias (Bias::kYes).
+template <class LCfg>
+struct LinearWeights {
+  using Elem = typename LCfg::WeightElem;
+  WeightLayout layout = WeightLayout::kInOut;
+  const Elem* w = nullptr;
+  const float* s = nullptr;
+  const float* b = nullptr;
+
+  /// kOk; kNullPointer (w, or a scale or bias array the configuration needs, null);
+  /// kBadArgument (layout not a WeightLayout value).
+  constexpr Status check() const noexcept {
+    if (!view().ok(LCfg::kInt8Weights, LCfg::kBias)) return Status::kNullPointer;
+    if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
+        layout != WeightLayout::kPanel16)
+      return Status::kBadArgument;
+    return Status::kOk;
+  }
+  /// True when [p, p + bytes) overlaps the matrix, its scales or its bias.
+  bool overlaps(const void* p, std::size_t bytes) const noexcept {
+    return view().overlaps(p, bytes, layout, LCfg::kIn, LCfg::kOut, LCfg::kInt8Weights,
+                           LCfg::kBias);
+  }
+  constexpr internal::MatrixView<Elem> view() const noexcept { return {w, s, b}; }
+};
+
+/// y = x W (+ b) for M rows at a time: the GEMM of the attention layers' projections (M > 1)
+/// or their GEMV (M == 1), fp32 or int8 weights in any layout, split over the executor's
+/// workers bit-identically. Fixed size, no heap; sizeof == ram_bytes(); the all-zero object is
+/// a valid layer without weights.
+template <class LCfg, class Arch = DefaultArch>
+class Linear {
+  static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
+
+ public:
+  Linear() = default;
+  Linear(const Linear&) = delete;
+  Linear& operator=(const Linear&) = delete;
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(Linear); }
+
+  /// @return kOk, or LinearWeights::check()'s status (nothing changed).
+  [[nodiscard]] Status set_weights(const LinearWeights<LCfg>& w) noexcept {
+    const Status s = w.check();
+    if (s == Status::kOk) w_ = w;
+    return s;
+  }
+  /// @return kOk, or kBadArgument (nothing changed): more workers than MaxWorkers.
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
+
+  /// y[M][kOut] = x[M][kIn] W (+ b).
+  /// @return kOk; kNullPointer (x, y or the weights null); kBadTokenCount (M == 0); kOverlap
+  ///         (y overlaps x or a weight array). y is written only on kOk.
+  [[nodiscard]] Status forward(const float* x, std::size_t M, float* y) noexcept {
+    if (!x || !y) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
+    if (M == 0) return Status::kBadTokenCount;
+    const std::size_t xb = M * LCfg::kIn * sizeof(float), yb = M * LCfg::kOut * sizeof(float);
+    if (internal::overlaps(x, xb, y, yb) || w_.overlaps(y, yb)) return Status::kOverlap;
+    const auto slice = w_.view().slice(w_.layout, LCfg::kIn, LCfg::kOut, 0, LCfg::kInt8Weights);
+    const float* bias = LCfg::kBias ? w_.b : nullptr;
+    const std::size_t parts = ex_.parts();
+    auto part = [&](std::size_t i) {
+      internal::block_matmul<Arch>(M, LCfg::kOut, LCfg::kIn, x, LCfg::kIn, slice, bias, y,
+                                   LCfg::kOut, pack_[i], i, parts);
+    };
+    ex_.run(parts, part);
+    return Status::kOk;
+  }
+
+ private:
+  LinearWeights<LCfg> w_{};
+  internal::ExecutorSetting<LCfg::kMaxWorkers> ex_{};
+  alignas(internal::Tiles<Arch>::kAlign) float pack_[LCfg::kMaxWorkers][kPackFloats] = {};
+};
+
+}  // namespace microattn

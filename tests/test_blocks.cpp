@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: Apache-2.0
+// The building blocks around attention (linear.hpp, norm.hpp, mlp.hpp) against double-precision
+// references: every weight layout, fp32 and int8 weights (the reference then uses the
+// dequantised weights), biases, one row (the GEMV path) and many (the GEMM path, several
+// kMaxRows chunks), the executor split bit-identical, the status rules, the all-zero objects.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/linear.hpp"
+#include "microattn/mlp.hpp"
+#include "microattn/norm.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/serial_executor.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::Activation;
+using microattn::Bias;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::WeightType;
+
+constexpr WeightLayout kLayouts[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                     WeightLayout::kPanel16};
+
+/// A test matrix: reference values w [in][out] (int8: the dequantised ones), its bias, and the
+/// copy under test in a layout (int8: quantised, with scales).
+template <class E, std::size_t kIn, std::size_t kOut>
+struct TestMatrix {
+  static constexpr std::size_t kPadded = (kOut + 15) / 16 * 16;
+  float w[kIn * kOut], b[kOut], s[kOut];
+  E q[kIn * kOut];
+  E lay[kIn * kPadded];
+
+  void init(microattn_test::Rng& rng) {
+    const float a = 1.0f / std::sqrt(float(kIn));
+    rng.fill(w, kIn * kOut, -a, a);
+    rng.fill(b, kOut, -0.5f, 0.5f);
+    if constexpr (std::is_same<E, std::int8_t>::value) {
+      ASSERT_EQ(
+          microattn::quantize_int8(w, WeightLayout::kInOut, kIn, kOut, WeightLayout::kInOut, q, s),
+          Status::kOk);
+      for (std::size_t i = 0; i < kIn * kOut; ++i) w[i] = s[i % kOut] * float(q[i]);
+    }
+  }
+  /// The matrix in layout l (kPanel16's last panel zero-padded).
+  const E* in_layout(WeightLayout l) {
+    const E* src = q;
+    if constexpr (std::is_same<E, float>::value) src = w;
+    for (std::size_t i = 0; i < kIn * kPadded; ++i) lay[i] = E(0);
+    for (std::size_t i = 0; i < kIn; ++i)
+      for (std::size_t o = 0; o < kOut; ++o) {
+        const std::size_t at = l == WeightLayout::kOutIn   ? o * kIn + i
+                               : l == WeightLayout::kInOut ? i * kOut + o
+                                                           : (o / 16) * kIn * 16 + i * 16 + o % 16;
+        lay[at] = src[i * kOut + o];
+      }
+    return lay;
+  }
+};
+
+/// y[m][o] = sum_i x[m][i] w[i][o] (+ b[o]) in double.
+inline void ref_matmul(const double* x, std::size_t M, std::size_t in, std::size_t out,
+                       const float* w, const float* b, double* y) {
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t o = 0; o < out; ++o) {
+      double acc = b ? double(b[o]) : 0.0;
+      for (std::size_t i = 0; i < in; ++i) acc += x[m * in + i] * double(w[i * out + o]);
+      y[m * out + o] = acc;
+    }
+}
+
+// ---- Linear
+
+template <class LCfg>
+struct LinearCase {
+  static constexpr std::size_t kM = 20, I = LCfg::kIn, O = LCfg::kOut;
+  TestMatrix<typename LCfg::WeightElem, I, O> m;
+  microattn::Linear<LCfg> layer, split;
+  float x[kM * I], y[kM * O], y2[kM * O];
+  double xd[kM * I], ref[kM * O];
+
+  microattn::LinearWeights<LCfg> weights(WeightLayout l) {
+    microattn::LinearWeights<LCfg> w;
+    w.layout = l, w.w = m.in_layout(l), w.s = m.s, w.b = m.b;
+    return w;
+  }
+  void run(std::uint64_t seed) {
+    microattn_test::Rng rng(seed);
+    m.init(rng);
+    rng.fill(x, kM * I, -1.0f, 1.0f);
+    for (std::size_t i = 0; i < kM * I; ++i) xd[i] = x[i];
+    ref_matmul(xd, kM, I, O, m.w, LCfg::kBias ? m.b : nullptr, ref);
+    const double tol =
+        microattn_test::tolerance(double(I + 2), microattn_test::max_abs(ref, kM * O));
+    for (WeightLayout l : kLayouts) {
+      ASSERT_EQ(layer.set_weights(weights(l)), Status::kOk);
+      ASSERT_EQ(split.set_weights(weights(l)), Status::kOk);
+      ASSERT_EQ(split.set_executor(microattn_test::serial_executor(LCfg::kMaxWorkers)),
+                Status::kOk);
+      for (std::size_t M : {std::size_t{1}, std::size_t{7}, kM}) {
+        ASSERT_EQ(layer.forward(x, M, y), Status::kOk);
+        EXPECT_LE(microattn_test::max_diff(y, ref, M * O), tol) << int(l) << " M " << M;
+        ASSERT_EQ(split.forward(x, M, y2), Status::kOk);
+        EXPECT_TRUE(microattn_test::same_bits(y, y2, M * O)) << int(l) << " M " << M;
+      }
+    }
+  }
+};
+
+using LinA = microattn::LinearConfig<37, 29>;
+using LinB = microattn::LinearConfig<32, 48, Bias::kYes, microattn::MaxWorkers{3}>;
+using LinQ =
+    microattn::LinearConfig<37, 29, WeightType::kInt8, Bias::kYes, microattn::MaxWorkers{2}>;
+
+TEST(Blocks, LinearMatchesDoubleReference) {
+  static LinearCase<LinA> a;
+  a.run(1);
+  static LinearCase<LinB> b;
+  b.run(2);
+  static LinearCase<LinQ> q;
+  q.run(3);
+}
+
+TEST(Blocks, LinearStatusRulesAndZeroObject) {
+  static LinearCase<LinQ> c;
+  c.run(4);
+  using Layer = microattn::Linear<LinQ>;
+  alignas(Layer) static unsigned char storage[sizeof(Layer)];
+  std::memset(storage, 0, sizeof(storage));
+  Layer& z = *reinterpret_cast<Layer*>(storage);
+  microattn_test::fill_sentinel(c.y, 20 * 29);
+  EXPECT_EQ(z.forward(c.x, 1, c.y), Status::kNullPointer);  // no weights
+  microattn::LinearWeights<LinQ> w = c.weights(WeightLayout::kOutIn);
+  w.s = nullptr;
+  EXPECT_EQ(z.set_weights(w), Status::kNullPointer);
+  w = c.weights(WeightLayout::kOutIn);
+  w.b = nullptr;
+  EXPECT_EQ(z.set_weights(w), Status::kNullPointer);
+  w = c.weights(WeightLayout::kOutIn);
+  w.layout = static_cast<WeightLayout>(7);
+  EXPECT_EQ(z.set_weights(w), Status::kBadArgument);
+  ASSERT_EQ(z.set_weights(c.weights(WeightLayout::kOutIn)), Status::kOk);
+  EXPECT_EQ(z.forward(nullptr, 1, c.y), Status::kNullPointer);
+  EXPECT_EQ(z.forward(c.x, 0, c.y), Status::kBadTokenCount);
+  EXPECT_EQ(z.forward(c.x, 2, c.x + 10), Status::kOverlap);
+  EXPECT_EQ(z.forward(c.x, 1, c.m.b), Status::kOverlap);
+  EXPECT_TRUE(microattn_test::all_sentinel(c.y, 20 * 29));
+  microattn::Executor e = microattn_test::serial_executor(3);
+  EXPECT_EQ(z.set_executor(e), Status::kBadArgument);  // MaxWorkers{2}
+  ASSERT_EQ(z.forward(c.x, 20, c.y), Status::kOk);
+  EXPECT_LE(microattn_test::max_diff(c.y, c.ref, 20 * 29),
+            microattn_test::tolerance(39.0, microattn_test::max_abs(c.ref, 20 * 29)));
+}
+
+// ---- RMSNorm, LayerNorm
+
+TEST(Blocks, NormsMatchDoubleReference) {
+  constexpr std::size_t D = 24, M = 5;
+  static float x[M * D], y[M * D], g[D], b[D];
+  microattn_test::Rng rng(5);
+  rng.fill(x, M * D, -3.0f, 2.0f);
+  rng.fill(g, D, 0.5f, 1.5f);
+  rng.fill(b, D, -0.5f, 0.5f);
+  double ref[M * D];
+  // RMSNorm, eps 1e-5.
+  microattn::RmsNorm<D> rms;
+  EXPECT_EQ(rms.forward(x, M, y), Status::kNullPointer);
+  EXPECT_EQ(rms.eps(), 1e-6f);
+  ASSERT_EQ(rms.set_weight(g), Status::kOk);
+  ASSERT_EQ(rms.set_eps(1e-5f), Status::kOk);
+  EXPECT_EQ(rms.set_eps(0.0f), Status::kBadArgument);
+  EXPECT_EQ(rms.set_eps(INFINITY), Status::kBadArgument);
+  for (std::size_t t = 0; t < M; ++t) {
+    double ss = 0;
+    for (std::size_t i = 0; i < D; ++i) ss += double(x[t * D + i]) * x[t * D + i];
+    const double inv = 1.0 / std::sqrt(ss / D + 1e-5);
+    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = x[t * D + i] * inv * g[i];
+  }
+  ASSERT_EQ(rms.forward(x, M, y), Status::kOk);
+  // Chain: the sum of squares (D), the mean, sqrt, the division and two products.
+  const double tol_r = microattn_test::tolerance(D + 6, microattn_test::max_abs(ref, M * D));
+  EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_r);
+  static float inplace[M * D];
+  std::memcpy(inplace, x, sizeof(x));
+  ASSERT_EQ(rms.forward(inplace, M, inplace), Status::kOk);
+  EXPECT_TRUE(microattn_test::same_bits(inplace, y, M * D));
+  EXPECT_EQ(rms.forward(x, M, x + 1), Status::kOverlap);
+  EXPECT_EQ(rms.forward(x, 0, y), Status::kBadTokenCount);
+  // LayerNorm with bias, default eps 1e-5.
+  microattn::LayerNorm<D> ln;
+  EXPECT_EQ(ln.set_weights(g, nullptr), Status::kNullPointer);
+  ASSERT_EQ(ln.set_weights(g, b), Status::kOk);
+  for (std::size_t t = 0; t < M; ++t) {
+    double mean = 0, var = 0;
+    for (std::size_t i = 0; i < D; ++i) mean += x[t * D + i];
+    mean /= D;
+    for (std::size_t i = 0; i < D; ++i) var += (x[t * D + i] - mean) * (x[t * D + i] - mean);
+    const double inv = 1.0 / std::sqrt(var / D + 1e-5);
+    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = (x[t * D + i] - mean) * inv * g[i] + b[i];
+  }
+  ASSERT_EQ(ln.forward(x, M, y), Status::kOk);
+  // Chain: the mean (D), the centred squares' sum (D), sqrt, division, three steps a value.
+  const double tol_l = microattn_test::tolerance(2 * D + 8, microattn_test::max_abs(ref, M * D));
+  EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_l);
+  // Without bias (Bias::kNo): the same without b.
+  microattn::LayerNorm<D, Bias::kNo> ln0;
+  ASSERT_EQ(ln0.set_weights(g, nullptr), Status::kOk);
+  ASSERT_EQ(ln0.forward(x, M, y), Status::kOk);
+  for (std::size_t i = 0; i < M * D; ++i) ref[i] -= b[i % D];
+  EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_l);
+}
+
+// ---- MLP
+
+inline double ref_act(Activation a, double z) {
+  switch (a) {
+    case Activation::kSwiGlu:
+      return z / (1.0 + std::exp(-z));
+    case Activation::kGeGlu:
+    case Activation::kGelu:
+      return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * z * (1.0 + std::tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)));
+    default:
+      return z > 0 ? z : 0.0;
+  }
+}
+
+template <class MCfg>
+struct MlpCase {
+  static constexpr std::size_t kM = 21, DM = MCfg::kDModel, DH = MCfg::kDHidden;
+  using E = typename MCfg::WeightElem;
+  TestMatrix<E, DM, DH> gate, up;
+  TestMatrix<E, DH, DM> down;
+  microattn::Mlp<MCfg, microattn::DefaultArch, 8> layer, split;
+  float x[kM * DM], y[kM * DM], y2[kM * DM];
+  double xd[kM * DM], g[kM * DH], u[kM * DH], ref[kM * DM];
+  double tol = 0;
+
+  microattn::MlpWeights<MCfg> weights(WeightLayout l) {
+    microattn::MlpWeights<MCfg> w;
+    w.layout = l;
+    w.w_gate = gate.in_layout(l), w.w_up = up.in_layout(l), w.w_down = down.in_layout(l);
+    w.s_gate = gate.s, w.s_up = up.s, w.s_down = down.s;
+    w.b_gate = gate.b, w.b_up = up.b, w.b_down = down.b;
+    return w;
+  }
+  void reference() {
+    const bool b = MCfg::kBias;
+    ref_matmul(xd, kM, DM, DH, gate.w, b ? gate.b : nullptr, g);
+    ref_matmul(xd, kM, DM, DH, up.w, b ? up.b : nullptr, u);
+    for (std::size_t i = 0; i < kM * DH; ++i)
+      g[i] = MCfg::kGated ? ref_act(MCfg::kAct, g[i]) * u[i] : ref_act(MCfg::kAct, u[i]);
+    ref_matmul(g, kM, DH, DM, down.w, b ? down.b : nullptr, ref);
+  }
+  void run(std::uint64_t seed) {
+    microattn_test::Rng rng(seed);
+    gate.init(rng), up.init(rng), down.init(rng);
+    rng.fill(x, kM * DM, -2.0f, 2.0f);
+    for (std::size_t i = 0; i < kM * DM; ++i) xd[i] = x[i];
+    reference();
+    // Chains: the two hidden products (DM), the activation (exp or erf, a division: 8), the
+    // down product (DH); relative to the larger of the outputs and the hidden values (their
+    // rounding carries into the down product).
+    const double mag = microattn_test::max_abs(ref, kM * DM),
+                 hid = microattn_test::max_abs(g, kM * DH);
+    tol = microattn_test::tolerance(double(DM + DH + 8), mag > hid ? mag : hid);
+    for (WeightLayout l : kLayouts) {
+      ASSERT_EQ(layer.set_weights(weights(l)), Status::kOk);
+      ASSERT_EQ(split.set_weights(weights(l)), Status::kOk);
+      ASSERT_EQ(split.set_executor(microattn_test::serial_executor(MCfg::kMaxWorkers)),
+                Status::kOk);
+      for (std::size_t M : {std::size_t{1}, std::size_t{5}, kM}) {  // 21: chunks of 8, 8, 5
+        ASSERT_EQ(layer.forward(x, M, y), Status::kOk);
+        EXPECT_LE(microattn_test::max_diff(y, ref, M * DM), tol) << int(l) << " M " << M;
+        ASSERT_EQ(split.forward(x, M, y2), Status::kOk);
+        EXPECT_TRUE(microattn_test::same_bits(y, y2, M * DM)) << int(l) << " M " << M;
+      }
+    }
+  }
+};
+
+template <Activation kA, auto... kOpts>
+using MlpCfg = microattn::MlpConfig<24, 40, kA, kOpts...>;
+
+TEST(Blocks, MlpEveryActivationMatchesDoubleReference) {
+  static MlpCase<MlpCfg<Activation::kSwiGlu, microattn::MaxWorkers{3}>> swiglu;
+  swiglu.run(6);
+  static MlpCase<MlpCfg<Activation::kGeGlu, Bias::kYes>> geglu;
+  geglu.run(7);
+  static MlpCase<MlpCfg<Activation::kGelu, Bias::kYes, microattn::MaxWorkers{2}>> gelu;
+  gelu.run(8);
+  static MlpCase<MlpCfg<Activation::kGeluTanh>> gelu_tanh;
+  gelu_tanh.run(9);
+  static MlpCase<MlpCfg<Activation::kRelu, Bias::kYes>> relu;
+  relu.run(10);
+}
+
+TEST(Blocks, MlpInt8WeightsMatchDequantisedReference) {
+  static MlpCase<MlpCfg<Activation::kSwiGlu, WeightType::kInt8, microattn::MaxWorkers{3}>> q;
+  q.run(11);
+  static MlpCase<MlpCfg<Activation::kGelu, WeightType::kInt8, Bias::kYes>> qb;
+  qb.run(12);
+}
+
+TEST(Blocks, MlpStatusRulesAndZeroObject) {
+  using Cfg = MlpCfg<Activation::kSwiGlu, WeightType::kInt8>;
+  static MlpCase<Cfg> c;
+  c.run(13);
+  using Layer = microattn::Mlp<Cfg, microattn::DefaultArch, 8>;
+  alignas(Layer) static unsigned char storage[sizeof(Layer)];
+  std::memset(storage, 0, sizeof(storage));
+  Layer& z = *reinterpret_cast<Layer*>(storage);
+  constexpr std::size_t n = MlpCase<Cfg>::kM * 24;
+  microattn_test::fill_sentinel(c.y, n);
+  EXPECT_EQ(z.forward(c.x, 1, c.y), Status::kNullPointer);
+  microattn::MlpWeights<Cfg> w = c.weights(WeightLayout::kInOut);
+  w.w_gate = nullptr;  // gated: the gate is needed
+  EXPECT_EQ(z.set_weights(w), Status::kNullPointer);
+  w = c.weights(WeightLayout::kInOut);
+  w.s_down = nullptr;
+  EXPECT_EQ(z.set_weights(w), Status::kNullPointer);
+  ASSERT_EQ(z.set_weights(c.weights(WeightLayout::kInOut)), Status::kOk);
+  EXPECT_EQ(z.forward(c.x, 0, c.y), Status::kBadTokenCount);
+  EXPECT_EQ(z.forward(c.x, 3, c.x + 24), Status::kOverlap);
+  EXPECT_EQ(z.forward(c.x, 1, c.up.s), Status::kOverlap);
+  EXPECT_TRUE(microattn_test::all_sentinel(c.y, n));
+  ASSERT_EQ(z.forward(c.x, MlpCase<Cfg>::kM, c.y), Status::kOk);
+  EXPECT_LE(microattn_test::max_diff(c.y, c.ref, n), c.tol);
+}
+
+}  // namespace
