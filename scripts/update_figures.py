@@ -63,6 +63,10 @@ ICOUNT_CASES = (
     ("M1_qd8", "layer forward, T=64, int8 weights (`kPanel16`), integer compute"),
     ("MD1_qd8", "one decode step, int8 weights (`kPanel16`), integer compute, fp32 cache"),
     ("MD1_qd8_kv8", "the same, int8 cache (integer scores)"),
+    ("MLD1", "one decode step over 63 cached tokens, latent attention (d_c 32, d_R 16), fp32 "
+             "weights (`kInOut`), absorbed"),
+    ("MLD1_panel16", "the same, fp32 `kPanel16`"),
+    ("MLF1", "latent attention, 64-token prefill into the empty cache, fp32 `kInOut`, unabsorbed"),
 )
 # The bench's entry points (bench.cpp's noinline entry_* wrappers; stack_usage.py globs, as
 # microattn_cm_bench_entries in ports/cortex-m/CMakeLists.txt) and what they stand for.
@@ -78,16 +82,21 @@ STACK_ENTRIES = (
     ("*entry_layer_forward_qd8(*", "`MultiHeadAttention<Cfg>::forward`, integer compute"),
     ("*entry_decode_step_qd8(*", "`KvAttention<Cfg>::decode`, integer compute"),
     ("*entry_decode_step_qd8_kv8(*", "`KvAttention<Cfg>::decode`, integer compute, int8 cache"),
+    ("*entry_latent_decode_step(*", "`LatentAttention<LCfg>::decode`"),
+    ("*entry_latent_prefill(*", "`LatentAttention<LCfg>::prefill`"),
 )
 # The integer-compute cases' own bench image (ports/cortex-m/CMakeLists.txt says why) and the
 # entries found in it.
 BENCH_QD8 = "microattn_cm_bench_qd8"
 QD8_ENTRIES = ("*entry_layer_forward_qd8(*", "*entry_decode_step_qd8(*",
                "*entry_decode_step_qd8_kv8(*")
+# The latent attention cases' own image (idem) and its entries.
+BENCH_LATENT = "microattn_cm_bench_latent"
+LATENT_ENTRIES = ("*entry_latent_decode_step(*", "*entry_latent_prefill(*")
 # Benchmark case selections sized for docs/porting.md (built on BENCH_SIZES_PRESET); "all" is
 # the preset's own microattn_cm_bench.
 BENCH_SELECTIONS = ("M1", "M2", "M3", "MD1", "M1_panel16", "MD1_panel16", "M1_q8", "MD1_q8",
-                    "MD1_q8_kv8", "M1;MD1_q8")
+                    "MD1_q8_kv8", "MLD1", "MLD1_panel16", "MLF1", "M1;MD1_q8")
 BENCH_SIZES_PRESET = "cortex-m7"
 STACK_RESERVE = 8192  # ports/cortex-m/linker/firmware.ld
 
@@ -132,6 +141,14 @@ using Mha = microattn::MultiHeadAttention<Cfg>;
 using MhaQ8 = microattn::MultiHeadAttention<microattn::Config<64, 64, 4, 4, 16, microattn::WeightType::kInt8>>;
 using Sdpa = microattn::ScaledDotProductAttention<Cfg>;
 using Kv = microattn::KvAttention<Cfg>;
+using LCfg = microattn::LatentConfig<64, 64, 4, 32, 16, 16, 16>;  // bench.cpp's MLD1
+using Mla = microattn::LatentAttention<LCfg>;
+// docs/latent-attention.md: both layers prefilling 8 tokens at a time, at T_max 64 and 256.
+using Arch = microattn::DefaultArch;
+using Kv8 = microattn::KvAttention<Cfg, Arch, 8>;
+using Mla8 = microattn::LatentAttention<LCfg, Arch, 8>;
+using Kv256 = microattn::KvAttention<microattn::Config<256, 64, 4, 4, 16>, Arch, 8>;
+using Mla256 = microattn::LatentAttention<microattn::LatentConfig<256, 64, 4, 32, 16, 16, 16>, Arch, 8>;
 }  // namespace
 #define FIG(name, value) extern "C" { char microattn_fig_##name[(value) + 1]; }
 FIG(q, Mha::kQFloats * sizeof(float))
@@ -144,6 +161,19 @@ FIG(sdpa, Sdpa::ram_bytes())
 FIG(kv, Kv::ram_bytes())
 FIG(kv_cache, Kv::kCacheBytes)
 FIG(kv_work, Kv::kWorkspaceBytes)
+FIG(kv_weights, (2 * Cfg::kDModel * Cfg::kQDim + 2 * Cfg::kDModel * Cfg::kKvDim) * sizeof(float))
+FIG(mla, Mla::ram_bytes())
+FIG(mla_cache, Mla::kCacheBytes)
+FIG(mla_cache_token, Mla::kCacheBytesPerToken)
+FIG(mla_work, Mla::kWorkspaceBytes)
+FIG(kv_chunk8, Kv8::ram_bytes())
+FIG(mla_chunk8, Mla8::ram_bytes())
+FIG(kv_256_chunk8, Kv256::ram_bytes())
+FIG(kv_256_cache, Kv256::kCacheBytes)
+FIG(mla_256_chunk8, Mla256::ram_bytes())
+FIG(mla_256_cache, Mla256::kCacheBytes)
+FIG(mla_weights, (LCfg::kDModel * (LCfg::kQDim + LCfg::kDCache) + LCfg::kDLatent +
+                  LCfg::kDLatent * LCfg::kUkvDim + LCfg::kVDim * LCfg::kDModel) * sizeof(float))
 """
 
 
@@ -182,7 +212,7 @@ def check_builds():
     for preset, _ in BOARDS:
         build = build_dir(preset)
         hint = f"run `cmake --workflow --preset {preset}` first"
-        images = [image for image, _ in EXAMPLES] + [BENCH, BENCH_QD8]
+        images = [image for image, _ in EXAMPLES] + [BENCH, BENCH_QD8, BENCH_LATENT]
         missing = [i for i in images if not os.path.exists(os.path.join(cm_dir(preset), i + ".elf"))]
         if not os.path.exists(os.path.join(build, "build.ninja")):
             problems.append(f"build/{preset} missing (no build.ninja): {hint}")
@@ -280,10 +310,10 @@ def short_chain(chain):
 
 
 def bench_icounts(preset, board):
-    """{case: instructions} from one run of microattn_cm_bench and of microattn_cm_bench_qd8,
-    with their ctests' command lines."""
+    """{case: instructions} from one run of microattn_cm_bench, microattn_cm_bench_qd8 and
+    microattn_cm_bench_latent, with their ctests' command lines."""
     benchmarks = []
-    for test in ("bench", "bench_qd8"):
+    for test in ("bench", "bench_qd8", "bench_latent"):
         out = run(ctest_command(preset, f"cortex_m.{board}.{test}"), timeout=600)
         benchmarks += json.loads(out[out.index("{"):])["benchmarks"]
     counts = {}
@@ -415,8 +445,9 @@ def cortex_m_figures(jobs):
         # Every entry point of the bench image, as the ctest stack_usage (and the
         # microattn_cm_stack_report target) measure them.
         f["stacks"][preset] = {}
-        for image, entries in ((BENCH, [e for e, _ in STACK_ENTRIES if e not in QD8_ENTRIES]),
-                               (BENCH_QD8, list(QD8_ENTRIES))):
+        for image, entries in ((BENCH, [e for e, _ in STACK_ENTRIES
+                                        if e not in QD8_ENTRIES + LATENT_ENTRIES]),
+                               (BENCH_QD8, list(QD8_ENTRIES)), (BENCH_LATENT, list(LATENT_ENTRIES))):
             stacks = stack_usage([os.path.join(cm, "CMakeFiles", image + ".dir"),
                                   os.path.join(cm, "CMakeFiles", "microattn_cm_port.dir"),
                                   os.path.join(build_dir(preset), "CMakeFiles", "microattn.dir")],
@@ -425,6 +456,8 @@ def cortex_m_figures(jobs):
         f["icounts"][preset] = bench_icounts(preset, board)
     f["bench_sizes"] = bench_variant_sizes(BENCH_SIZES_PRESET, jobs)
     f["bench_all"] = {p: size_of(os.path.join(cm_dir(p), BENCH + ".elf")) for p, _ in BOARDS}
+    f["bench_own"] = {(p, image): size_of(os.path.join(cm_dir(p), image + ".elf"))
+                      for p, _ in BOARDS for image in (BENCH_QD8, BENCH_LATENT)}
     f["probe"] = cm_probe()
     f["gcc"] = compiler_version()
     for kind, key in (("fp32", "mha"), ("int8", "mha_q8")):
@@ -685,6 +718,33 @@ def results_self_test():
     print("update_figures: results self-test passed")
 
 
+def latent_region(f):
+    """docs/latent-attention.md: MD1's KvAttention against MLD1's LatentAttention on the boards."""
+    probe, ic = f["probe"], f["icounts"]
+    kv_token = probe["kv_cache"] // 64
+
+    def counts(case):
+        return " / ".join(n(ic[p][case]) for p, _ in BOARDS)
+
+    boards = " / ".join(label[label.index("(") + 1:-1].replace("Cortex-", "") for _, label in BOARDS)
+    return [f"Flash and RAM from the Cortex-M4 build (scalar kernels, GCC {f['gcc']}); instructions are QEMU "
+            f"-icount instruction counts per call, NOT cycles, on {boards}:", "",
+            "| | MHA with its KV cache (`KvAttention`, MD1's layer) | MLA (`LatentAttention`, MLD1's layer) |",
+            "|---|---:|---:|",
+            f"| weights in flash (fp32) | {n(probe['kv_weights'])} B | {n(probe['mla_weights'])} B |",
+            f"| cache for 64 tokens (`kCacheBytes`) | {n(probe['kv_cache'])} B ({n(kv_token)} B a token) | "
+            f"{n(probe['mla_cache'])} B ({n(probe['mla_cache_token'])} B a token) |",
+            f"| working memory (`kWorkspaceBytes`, mostly prefill's) | {n(probe['kv_work'])} B | {n(probe['mla_work'])} B |",
+            f"| the layer object, cache included (`ram_bytes()`) | {n(probe['kv'])} B | {n(probe['mla'])} B |",
+            f"| the same with `kPrefillChunk` 8 (template argument) | {n(probe['kv_chunk8'])} B | {n(probe['mla_chunk8'])} B |",
+            f"| the same at T_max 256 (`kPrefillChunk` 8; of which cache) | {n(probe['kv_256_chunk8'])} B "
+            f"({n(probe['kv_256_cache'])} B) | {n(probe['mla_256_chunk8'])} B ({n(probe['mla_256_cache'])} B) |",
+            f"| one decode step over 63 cached tokens, `kInOut` (`MD1` / `MLD1`) | {counts('MD1')} | {counts('MLD1')} |",
+            f"| the same, `kPanel16` (`MD1_panel16` / `MLD1_panel16`) | {counts('MD1_panel16')} | {counts('MLD1_panel16')} |",
+            f"| 64 tokens in one call, `kInOut` (`M1`: `MultiHeadAttention::forward`, no cache; `MLF1`: "
+            f"`prefill` into the empty cache) | {counts('M1')} | {counts('MLF1')} |"]
+
+
 def regions(f, host):
     gcc = f"GCC {f['gcc']} (`arm-none-eabi-g++`), Release (`-O3`)"
     stacks, probe = f["stacks"], f["probe"]
@@ -737,6 +797,13 @@ def regions(f, host):
                "| `MICROATTN_CM_BENCH_CASES` | flash (text + data) | RAM (data + bss) |", "|---|---:|---:|"]
     for sel in BENCH_SELECTIONS + ("all",):
         porting.append(f"| `{sel}`{' (the default)' if sel == 'all' else ''} | {n(sizes[sel][0])} B | {n(sizes[sel][1])} B |")
+    own = f["bench_own"]
+    porting += ["", "The integer-compute and latent attention cases are not in `all`; each group is an image "
+                "of its own, flash and RAM:", "",
+                "| image | " + " | ".join(label for _, label in BOARDS) + " |", "|---|" + "---:|" * len(BOARDS)]
+    for image, cases in ((BENCH_QD8, "M1_qd8;MD1_qd8;MD1_qd8_kv8"), (BENCH_LATENT, "MLD1;MLD1_panel16;MLF1")):
+        porting.append(f"| `{image}` (`{cases}`) | "
+                       + " | ".join(f"{n(own[(p, image)][0])} B, {n(own[(p, image)][1])} B" for p, _ in BOARDS) + " |")
 
     kv = ["| constant | bytes | D1 (1024, 512, 8, 8, 64) | D2 (H_kv = 2) |", "|---|---|---|---|",
           f"| `kCacheBytes` | `4 H_kv T_pad (d_head + d_pad)`, `T_pad` = `T_max` rounded up to the key tile (64 on AVX2, 16 scalar), `d_pad` = `d_head` rounded up to the GEMM panel | {n(host['d1_cache'], ' ')} | {n(host['d2_cache'], ' ')} |",
@@ -749,7 +816,8 @@ def regions(f, host):
     demo = [f"Example: the demo's layer (T_max 64, d_model 64, H 4, H_kv 2, d_head 16) takes "
             f"{n(host['demo_ram'], ' ')} bytes with AVX2 kernels (`microattn_demo` prints it), of which "
             f"{host['demo_weights']} bytes are the weight view (`sizeof(Weights<Cfg>)`, x86-64)."]
-    return {("docs/memory.md", "cortex-m"): readme, ("README.md", "demo-ram"): demo,
+    return {("docs/memory.md", "cortex-m"): readme,
+            ("docs/latent-attention.md", "cortex-m-latent"): latent_region(f), ("README.md", "demo-ram"): demo,
             ("docs/memory.md", "demo-ram"): demo,
             ("docs/targets.md", "cortex-m-images"): targets_images,
             ("docs/targets.md", "cortex-m-example"): example_block(f, "fp32"),

@@ -4,10 +4,10 @@
 under QEMU, costed with the Cortex-M4 Technical Reference Manual's cycle table. A MODEL
 ESTIMATE, not a measurement (no board here; QEMU's own timing means nothing).
 
-How: runs a bench image of a Cortex-M4 build (build/cortex-m4: microattn_cm_bench and
-microattn_cm_bench_qd8) under QEMU with its ctest command line plus `-d in_asm,exec,nochain`
-(every translated block's instructions, and every block executed, in order), streamed through
-a pipe. A case's instructions are those from its entry function's first block (the bench
+How: runs a bench image of a Cortex-M4 build (build/cortex-m4: microattn_cm_bench,
+microattn_cm_bench_qd8 and microattn_cm_bench_latent) under QEMU with its ctest command line
+plus `-d in_asm,exec,nochain` (every translated block's instructions, and every block executed,
+in order), streamed through a pipe. A case's instructions are those from its entry function's first block (the bench
 calls each case through a noinline `entry_*` function) to that function's return; each is
 costed by tools/mca_report.py's m4_trm_insn_cycles (the TRM's Table 3-1 and the FPU's
 Table 7-1: loads 2 cycles or 1 when pipelined after a load or store, VFMA 3, SMLAD 1, a
@@ -17,7 +17,7 @@ figures within 1 % (they differ by the harness's counter reads, under 0.1 %): th
 the right instructions were counted (exit status 1 otherwise).
 
 Usage:
-  python3 tools/cm_cycle_model.py                       # every case of both images
+  python3 tools/cm_cycle_model.py                       # every case of the three images
   python3 tools/cm_cycle_model.py --case M1_qd8 --case M1_panel16 --functions 8
   python3 tools/cm_cycle_model.py --markdown            # the table in docs/targets.md
 
@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import mca_report  # noqa: E402  (m4_trm_insn_cycles: the TRM table, shared with mca_report)
 
-BOARD_TESTS = ("bench", "bench_qd8")
+BOARD_TESTS = ("bench", "bench_qd8", "bench_latent")
 # QEMU's in_asm lines: "0x000055e0:  fa2f f181  sxtb16   r1, r1"
 ASM = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{4}\s)+)\s*(\S.*)$")
 TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/([0-9a-f]+)/([0-9a-f]+)\] (\S+)")

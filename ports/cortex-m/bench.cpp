@@ -17,6 +17,15 @@
 //       quantised per row, int32 sums; SMLAD on cores with the DSP extension); only when
 //       selected by name (the image microattn_cm_bench_qd8), not in "all"
 //   MD1_qd8_kv8    MD1_qd8 with the int8 KV cache: the scores against it integer too (idem)
+//   MLD1  one decode step of a multi-head latent attention layer (LatentAttention, issue 34) at
+//         MD1's d_model, heads and T_max: d_c 32, d_R 16, d_nope 16, d_v 16 (a cached token is
+//         48 floats, MD1's 128), RoPE on k_R and q_R (adjacent pairs, base 10000); the 64th
+//         token over 63 cached ones (absorbed), truncating back to 63 as MD1; weights kInOut
+//   MLD1_panel16  MLD1 with the same weights stored as kPanel16
+//   MLF1  MLD1's layer prefilling a 64-token prompt into its emptied cache (unabsorbed, as
+//         LatentPrefill::kAuto chooses for an empty cache): M1's counterpart
+//   The latent cases run only when selected by name (the image microattn_cm_bench_latent), not
+//   in "all", for the reason the integer-compute ones do not (ports/cortex-m/CMakeLists.txt).
 //
 // Cases are chosen at build time (CMake MICROATTN_CM_BENCH_CASES="M1;MD1_q8", which defines
 // MICROATTN_CM_BENCH_CASES_SELECTED and MICROATTN_CM_BENCH_<case>=1 for each): only their
@@ -35,6 +44,7 @@
 //                Use it as a regression signal only.
 //   neither      SysTick under plain QEMU follows host time: printed, labelled as noise.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +60,12 @@
 #define MICROATTN_CM_BENCH_KV 1
 #else
 #define MICROATTN_CM_BENCH_KV 0
+#endif
+#if __has_include("microattn/latent_attention.hpp")
+#include "microattn/latent_attention.hpp"
+#define MICROATTN_CM_BENCH_LATENT 1
+#else
+#define MICROATTN_CM_BENCH_LATENT 0
 #endif
 
 // ---- which cases: all, unless the build selected some.
@@ -95,6 +111,16 @@
 #ifndef MICROATTN_CM_BENCH_MD1_qd8_kv8
 #define MICROATTN_CM_BENCH_MD1_qd8_kv8 0
 #endif
+// Latent attention: only when selected, too (its own image, microattn_cm_bench_latent).
+#ifndef MICROATTN_CM_BENCH_MLD1
+#define MICROATTN_CM_BENCH_MLD1 0
+#endif
+#ifndef MICROATTN_CM_BENCH_MLD1_panel16
+#define MICROATTN_CM_BENCH_MLD1_panel16 0
+#endif
+#ifndef MICROATTN_CM_BENCH_MLF1
+#define MICROATTN_CM_BENCH_MLF1 0
+#endif
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1
 #undef MICROATTN_CM_BENCH_MD1_panel16
@@ -109,6 +135,14 @@
 #define MICROATTN_CM_BENCH_MD1_q8 0
 #define MICROATTN_CM_BENCH_MD1_q8_kv8 0
 #endif
+#if !MICROATTN_CM_BENCH_LATENT  // the latent cases need latent_attention.hpp
+#undef MICROATTN_CM_BENCH_MLD1
+#undef MICROATTN_CM_BENCH_MLD1_panel16
+#undef MICROATTN_CM_BENCH_MLF1
+#define MICROATTN_CM_BENCH_MLD1 0
+#define MICROATTN_CM_BENCH_MLD1_panel16 0
+#define MICROATTN_CM_BENCH_MLF1 0
+#endif
 // What the selected cases need.
 #define NEED_W_INOUT (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_MD1)
 #define NEED_W_PANEL (MICROATTN_CM_BENCH_M1_panel16 || MICROATTN_CM_BENCH_MD1_panel16)
@@ -117,6 +151,9 @@
    MICROATTN_CM_BENCH_M1_qd8 || MICROATTN_CM_BENCH_MD1_qd8 || MICROATTN_CM_BENCH_MD1_qd8_kv8)
 #define NEED_LAYER (MICROATTN_CM_BENCH_M1 || MICROATTN_CM_BENCH_M2 || MICROATTN_CM_BENCH_M1_panel16)
 #define NEED_KV (MICROATTN_CM_BENCH_MD1 || MICROATTN_CM_BENCH_MD1_panel16)
+#define NEED_LW_INOUT (MICROATTN_CM_BENCH_MLD1 || MICROATTN_CM_BENCH_MLF1)
+#define NEED_LW_PANEL (MICROATTN_CM_BENCH_MLD1_panel16)
+#define NEED_LATENT (NEED_LW_INOUT || NEED_LW_PANEL)
 
 namespace {
 
@@ -143,6 +180,14 @@ using KvQ8 = microattn::KvAttention<CfgQ8>;
 using KvQ8Kv8 = microattn::KvAttention<CfgQ8Kv8>;
 using KvQd8 = microattn::KvAttention<CfgQd8>;
 using KvQd8Kv8 = microattn::KvAttention<CfgQd8Kv8>;
+#endif
+#if MICROATTN_CM_BENCH_LATENT
+// T_max 64, d_model 64, H 4 (MD1's), d_c 32, d_R 16, d_nope 16, d_v 16.
+using LCfg = microattn::LatentConfig<64, 64, 4, 32, 16, 16, 16>;
+using Mla = microattn::LatentAttention<LCfg>;
+static_assert(LCfg::kTMax == Cfg::kTMax && LCfg::kDModel == Cfg::kDModel,
+              "the latent cases share g_x, g_y and MD1's token counts");
+static_assert(microattn::LatentWeights<LCfg>::panel_fits(), "MLD1_panel16 needs kPanel16");
 #endif
 
 #if NEED_W_INOUT
@@ -173,6 +218,34 @@ constexpr auto kQo = example::quantize_int8<Cfg::kQDim, Cfg::kDModel>(
     example::make_weights<Cfg::kQDim * Cfg::kDModel>(4, 0.125f), true);
 #endif
 
+#if NEED_LW_INOUT || NEED_LW_PANEL
+/// The latent layer's weights in one layout: W_Q [64][128], W_DKV [64][48], g_KV [32],
+/// W_UKV [32][128], W_O [64][64] (seeds 11..15; U(+-0.125), the gains 1 + U(+-0.25)).
+template <bool kPanel>
+struct LatentArrays {
+  template <std::size_t In, std::size_t Out>
+  static constexpr std::array<float, In * Out> mat(std::uint32_t seed) {
+    if constexpr (kPanel) {
+      return example::panel16<In, Out>(example::make_weights<In * Out>(seed, 0.125f));
+    } else {
+      return example::make_weights<In * Out>(seed, 0.125f);
+    }
+  }
+  static constexpr std::size_t DM = LCfg::kDModel;
+  std::array<float, DM* LCfg::kQDim> q = mat<DM, LCfg::kQDim>(11);
+  std::array<float, DM* LCfg::kDCache> dkv = mat<DM, LCfg::kDCache>(12);
+  std::array<float, LCfg::kDLatent> g = example::make_gains<LCfg::kDLatent>(13, 0.25f);
+  std::array<float, LCfg::kDLatent* LCfg::kUkvDim> ukv = mat<LCfg::kDLatent, LCfg::kUkvDim>(14);
+  std::array<float, LCfg::kVDim* DM> o = mat<LCfg::kVDim, DM>(15);
+};
+#endif
+#if NEED_LW_INOUT
+constexpr LatentArrays<false> kLatentInOut{};
+#endif
+#if NEED_LW_PANEL
+constexpr LatentArrays<true> kLatentPanel{};
+#endif
+
 // ---- the arena: big enough and aligned enough for the object of every selected case.
 struct Nothing {};
 template <bool kUsed, class T>
@@ -190,6 +263,10 @@ using Arena =
              If<NEED_KV, Kv>, If<MICROATTN_CM_BENCH_MD1_q8, KvQ8>,
              If<MICROATTN_CM_BENCH_MD1_q8_kv8, KvQ8Kv8>, If<MICROATTN_CM_BENCH_MD1_qd8, KvQd8>,
              If<MICROATTN_CM_BENCH_MD1_qd8_kv8, KvQd8Kv8>
+#endif
+#if MICROATTN_CM_BENCH_LATENT
+             ,
+             If<NEED_LATENT, Mla>
 #endif
              >;
 alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
@@ -252,6 +329,17 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
                                                                             const float* x,
                                                                             float* y) {
   return kv.decode(x, y);
+}
+#endif
+
+#if MICROATTN_CM_BENCH_LATENT
+[[gnu::noinline, maybe_unused]] microattn::Status entry_latent_decode_step(Mla& mla, const float* x,
+                                                                           float* y) {
+  return mla.decode(x, y);
+}
+[[gnu::noinline, maybe_unused]] microattn::Status entry_latent_prefill(Mla& mla, const float* x,
+                                                                       std::size_t T, float* y) {
+  return mla.prefill(x, T, y);
 }
 #endif
 
@@ -359,6 +447,33 @@ microattn::Weights<C> weights_q8() {
 }
 #endif
 
+#if NEED_LATENT
+/// The latent layer's weights over LatentArrays (kPanel16 or kInOut).
+template <bool kPanel>
+microattn::LatentWeights<LCfg> latent_weights(const LatentArrays<kPanel>& a) {
+  microattn::LatentWeights<LCfg> w;
+  w.layout = kPanel ? microattn::WeightLayout::kPanel16 : microattn::WeightLayout::kInOut;
+  w.w_q = a.q.data(), w.w_dkv = a.dkv.data(), w.g_kv = a.g.data(), w.w_ukv = a.ukv.data();
+  w.w_o = a.o.data();
+  return w;
+}
+#endif
+
+/// What a case's layer is set to besides its weights: nothing for KvAttention.
+template <class Obj>
+[[maybe_unused]] microattn::Status configure(Obj&) {
+  return microattn::Status::kOk;
+}
+#if MICROATTN_CM_BENCH_LATENT
+/// The latent layer: RoPE on its decoupled parts (k_R, q_R; adjacent pairs, base 10000, as
+/// DeepSeek-V2's checkpoints and the host's ML1).
+[[maybe_unused]] microattn::Status configure(Mla& mla) {
+  microattn::RopeConfig rope;
+  rope.enabled = true, rope.pairing = microattn::RopePairing::kAdjacent;
+  return mla.set_rope(rope);
+}
+#endif
+
 /// An error entry for a case whose set-up failed.
 [[maybe_unused]] void run_failed(const char* name) {
   run(name, 1, [] { return microattn::Status::kBadArgument; });
@@ -374,20 +489,35 @@ void run_layer(const char* name, int iters, std::size_t T, const microattn::Weig
 }
 #endif
 
-#if MICROATTN_CM_BENCH_KV
-/// MD1 on a KvAttention Obj with weights w: prefill 63 tokens, then time Step (the
-/// entry_decode_step* of Obj; a template argument, so a direct call the stack check sees)
-/// decoding the 64th and truncating back.
+#if MICROATTN_CM_BENCH_KV || MICROATTN_CM_BENCH_LATENT
+/// MD1 on a KvAttention (MLD1 on a LatentAttention) Obj with weights w: prefill 63 tokens, then
+/// time Step (the entry_*decode_step* of Obj; a template argument, so a direct call the stack
+/// check sees) decoding the 64th and truncating back.
 template <class Obj, microattn::Status (*Step)(Obj&, const float*, float*), class W>
 [[maybe_unused]] void run_decode_step(const char* name, const W& w) {
   Scoped<Obj> scoped;
   Obj& kv = *scoped;
-  if (kv.set_weights(w) != microattn::Status::kOk ||
+  if (kv.set_weights(w) != microattn::Status::kOk || configure(kv) != microattn::Status::kOk ||
       kv.prefill(g_x, Cfg::kTMax - 1, g_y) != microattn::Status::kOk)
     return run_failed(name);
   run(name, 10, [&kv] {
     const microattn::Status st = Step(kv, g_x + (Cfg::kTMax - 1) * Cfg::kDModel, g_y);
     return st == microattn::Status::kOk ? kv.truncate(Cfg::kTMax - 1) : st;
+  });
+}
+#endif
+
+#if MICROATTN_CM_BENCH_MLF1
+/// MLF1: the latent layer prefilling the whole 64-token prompt into its emptied cache.
+void run_latent_prefill(const char* name, int iters) {
+  Scoped<Mla> scoped;
+  Mla& mla = *scoped;
+  if (mla.set_weights(latent_weights(kLatentInOut)) != microattn::Status::kOk ||
+      configure(mla) != microattn::Status::kOk)
+    return run_failed(name);
+  run(name, iters, [&mla] {
+    mla.reset();
+    return entry_latent_prefill(mla, g_x, LCfg::kTMax, g_y);
   });
 }
 #endif
@@ -500,6 +630,15 @@ int main(int argc, char** argv) {
 #endif
 #if MICROATTN_CM_BENCH_MD1_q8_kv8
   run_decode_step<KvQ8Kv8, entry_decode_step_q8_kv8>("MD1_q8_kv8", weights_q8<CfgQ8Kv8>());
+#endif
+#if MICROATTN_CM_BENCH_MLD1
+  run_decode_step<Mla, entry_latent_decode_step>("MLD1", latent_weights(kLatentInOut));
+#endif
+#if MICROATTN_CM_BENCH_MLD1_panel16
+  run_decode_step<Mla, entry_latent_decode_step>("MLD1_panel16", latent_weights(kLatentPanel));
+#endif
+#if MICROATTN_CM_BENCH_MLF1
+  run_latent_prefill("MLF1", 3);
 #endif
 #if MICROATTN_CM_BENCH_M1_qd8
   {

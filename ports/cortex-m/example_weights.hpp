@@ -27,6 +27,15 @@ constexpr std::array<float, N> make_weights(std::uint32_t seed, float scale) {
   return w;
 }
 
+/// N norm gains (an RMSNorm's weight) from stream `seed`: 1 + U(-spread, spread), so they
+/// stay positive and near 1 as trained gains do.
+template <std::size_t N>
+constexpr std::array<float, N> make_gains(std::uint32_t seed, float spread) {
+  std::array<float, N> g = make_weights<N>(seed, spread);
+  for (std::size_t i = 0; i < N; ++i) g[i] += 1.0f;
+  return g;
+}
+
 /// A [in][out] matrix rearranged as microattn::WeightLayout::kPanel16 (panels of 16 output
 /// columns, each [in][16]) at compile time: what `tools/export_pytorch.py --layout panel16`
 /// writes for real weights. out must be a multiple of 16.
