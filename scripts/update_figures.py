@@ -149,6 +149,14 @@ using Kv8 = microattn::KvAttention<Cfg, Arch, 8>;
 using Mla8 = microattn::LatentAttention<LCfg, Arch, 8>;
 using Kv256 = microattn::KvAttention<microattn::Config<256, 64, 4, 4, 16>, Arch, 8>;
 using Mla256 = microattn::LatentAttention<microattn::LatentConfig<256, 64, 4, 32, 16, 16, 16>, Arch, 8>;
+// ... with the option LatentPrefill::kAbsorbed (no unabsorbed staging), and with int8 caches.
+constexpr auto kAbs = microattn::LatentPrefill::kAbsorbed;
+constexpr auto kC8 = microattn::CacheType::kInt8;
+using MlaAbs8 = microattn::LatentAttention<microattn::LatentConfig<64, 64, 4, 32, 16, 16, 16, kAbs>, Arch, 8>;
+using MlaAbs256 = microattn::LatentAttention<microattn::LatentConfig<256, 64, 4, 32, 16, 16, 16, kAbs>, Arch, 8>;
+using Kv256c8 = microattn::KvAttention<microattn::Config<256, 64, 4, 4, 16, kC8>, Arch, 8>;
+using MlaAbs256c8 =
+    microattn::LatentAttention<microattn::LatentConfig<256, 64, 4, 32, 16, 16, 16, kAbs, kC8>, Arch, 8>;
 }  // namespace
 #define FIG(name, value) extern "C" { char microattn_fig_##name[(value) + 1]; }
 FIG(q, Mha::kQFloats * sizeof(float))
@@ -172,6 +180,12 @@ FIG(kv_256_chunk8, Kv256::ram_bytes())
 FIG(kv_256_cache, Kv256::kCacheBytes)
 FIG(mla_256_chunk8, Mla256::ram_bytes())
 FIG(mla_256_cache, Mla256::kCacheBytes)
+FIG(mla_abs_chunk8, MlaAbs8::ram_bytes())
+FIG(mla_abs_256_chunk8, MlaAbs256::ram_bytes())
+FIG(kv_256c8_chunk8, Kv256c8::ram_bytes())
+FIG(kv_256c8_cache, Kv256c8::kCacheBytes)
+FIG(mla_abs_256c8_chunk8, MlaAbs256c8::ram_bytes())
+FIG(mla_abs_256c8_cache, MlaAbs256c8::kCacheBytes)
 FIG(mla_weights, (LCfg::kDModel * (LCfg::kQDim + LCfg::kDCache) + LCfg::kDLatent +
                   LCfg::kDLatent * LCfg::kUkvDim + LCfg::kVDim * LCfg::kDModel) * sizeof(float))
 """
@@ -739,6 +753,11 @@ def latent_region(f):
             f"| the same with `kPrefillChunk` 8 (template argument) | {n(probe['kv_chunk8'])} B | {n(probe['mla_chunk8'])} B |",
             f"| the same at T_max 256 (`kPrefillChunk` 8; of which cache) | {n(probe['kv_256_chunk8'])} B "
             f"({n(probe['kv_256_cache'])} B) | {n(probe['mla_256_chunk8'])} B ({n(probe['mla_256_cache'])} B) |",
+            f"| MLA with the option `LatentPrefill::kAbsorbed` (no unabsorbed staging), `kPrefillChunk` 8, "
+            f"T_max 64 / 256 | | {n(probe['mla_abs_chunk8'])} B / {n(probe['mla_abs_256_chunk8'])} B |",
+            f"| T_max 256, `kPrefillChunk` 8, int8 caches (`CacheType::kInt8`; MLA with the option; of which "
+            f"cache) | {n(probe['kv_256c8_chunk8'])} B ({n(probe['kv_256c8_cache'])} B) | "
+            f"{n(probe['mla_abs_256c8_chunk8'])} B ({n(probe['mla_abs_256c8_cache'])} B) |",
             f"| one decode step over 63 cached tokens, `kInOut` (`MD1` / `MLD1`) | {counts('MD1')} | {counts('MLD1')} |",
             f"| the same, `kPanel16` (`MD1_panel16` / `MLD1_panel16`) | {counts('MD1_panel16')} | {counts('MLD1_panel16')} |",
             f"| 64 tokens in one call, `kInOut` (`M1`: `MultiHeadAttention::forward`, no cache; `MLF1`: "

@@ -436,6 +436,36 @@ TEST(LatentAttention, ExportImportTruncateReset) {
   EXPECT_EQ(b.layer.length(), std::size_t{0});
 }
 
+// The option LatentPrefill::kAbsorbed: no unabsorbed staging (a smaller object), every prefill
+// absorbed: bit for bit the default layer with the absorbed form forced, on the same calls
+// (chunked prefill, then decode), and within fp32 rounding of the reference.
+using CfgAAbs = LatentConfig<kT, 32, 4, 16, 8, 8, 8, microattn::LatentPrefill::kAbsorbed>;
+static_assert(LatentAttention<CfgAAbs>::kWorkspaceBytes + 4 * kT * (8 + 8 + 8) * sizeof(float) <=
+                  LatentAttention<CfgA>::kWorkspaceBytes,
+              "the absorbed-only layer holds no expanded keys and values");
+TEST(LatentAttention, AbsorbedOnlyOptionDropsTheStaging) {
+  static Case<CfgA, 5> ref;
+  static LatentAttention<CfgAAbs, microattn::DefaultArch, 5> layer;
+  static float y[kT * 32];
+  ref.init(16, WeightLayout::kOutIn);
+  LatentWeights<CfgAAbs> w;
+  const LatentWeights<CfgA> wa = ref.P.weights(WeightLayout::kOutIn);
+  w.layout = wa.layout, w.w_q = wa.w_q, w.w_dkv = wa.w_dkv, w.g_kv = wa.g_kv;
+  w.w_ukv = wa.w_ukv, w.w_o = wa.w_o;
+  ASSERT_EQ(layer.set_weights(w), Status::kOk);
+  ASSERT_EQ(layer.set_rope(ref.layer.rope()), Status::kOk);
+  EXPECT_EQ(layer.set_prefill_form(microattn::LatentPrefill::kUnabsorbed), Status::kBadArgument);
+  ASSERT_EQ(ref.layer.set_prefill_form(microattn::LatentPrefill::kAbsorbed), Status::kOk);
+  ASSERT_EQ(layer.prefill(ref.x, 7, y), Status::kOk);  // chunks of 5 and 2
+  ASSERT_EQ(ref.layer.prefill(ref.x, 7, ref.y), Status::kOk);
+  for (std::size_t t = 7; t < kT; ++t) {
+    ASSERT_EQ(layer.decode(ref.x + t * 32, y + t * 32), Status::kOk);
+    ASSERT_EQ(ref.layer.decode(ref.x + t * 32, ref.y + t * 32), Status::kOk);
+  }
+  EXPECT_TRUE(microattn_test::same_bits(y, ref.y, kT * 32));
+  EXPECT_LE(microattn_test::max_diff(y, ref.ref.y, kT * 32), ref.tol());
+}
+
 TEST(LatentAttention, StatusRulesLeaveStateUntouched) {
   static Case<CfgA> c;
   constexpr std::size_t DM = CfgA::kDModel;

@@ -44,7 +44,8 @@ namespace internal {
 template <class T>
 constexpr bool is_latent_option() noexcept {
   return std::is_same<T, QueryLatent>::value || std::is_same<T, MaxWorkers>::value ||
-         std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value;
+         std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value ||
+         std::is_same<T, LatentPrefill>::value;
 }
 }  // namespace internal
 
@@ -62,17 +63,19 @@ constexpr bool is_latent_option() noexcept {
 ///                    WeightType::kInt8 (int8 matrices, a scale per output column; the
 ///                    absorbed products stay per-head steps at run time, see LatentWeights),
 ///                    CacheType::kInt8 (int8 latent rows, a scale for c_KV and one for k_R
-///                    per token)
+///                    per token), LatentPrefill::kAbsorbed (prefill always absorbed: the layer
+///                    holds none of the unabsorbed form's staging, for RAM-bound devices)
 template <std::size_t kTMax_, std::size_t kDModel_, std::size_t kHeads_, std::size_t kDLatent_,
           std::size_t kDRope_, std::size_t kDNope_, std::size_t kDV_, auto... kOptions>
 struct LatentConfig {
   static_assert((internal::is_latent_option<decltype(kOptions)>() && ...),
                 "microattn::LatentConfig: an option is not a QueryLatent, MaxWorkers, "
-                "WeightType or CacheType value");
+                "WeightType, CacheType or LatentPrefill value");
   static_assert(internal::option_count<QueryLatent>(kOptions...) <= 1 &&
                     internal::option_count<MaxWorkers>(kOptions...) <= 1 &&
                     internal::option_count<WeightType>(kOptions...) <= 1 &&
-                    internal::option_count<CacheType>(kOptions...) <= 1,
+                    internal::option_count<CacheType>(kOptions...) <= 1 &&
+                    internal::option_count<LatentPrefill>(kOptions...) <= 1,
                 "microattn::LatentConfig: each option may be given once");
   static_assert(kTMax_ > 0 && kDModel_ > 0 && kHeads_ > 0 && kDLatent_ > 0 && kDV_ > 0,
                 "microattn::LatentConfig: T_max, d_model, H, d_c and d_v must be at least 1");
@@ -102,6 +105,14 @@ struct LatentConfig {
   using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
   static constexpr bool kInt8Cache =
       internal::option_or<CacheType>(CacheType::kF32, kOptions...) == CacheType::kInt8;
+  static_assert(internal::option_or<LatentPrefill>(LatentPrefill::kAuto, kOptions...) !=
+                    LatentPrefill::kUnabsorbed,
+                "microattn::LatentConfig: LatentPrefill::kUnabsorbed is a run-time choice "
+                "(set_prefill_form), not an option; the option is LatentPrefill::kAbsorbed");
+  /// Prefill always absorbed (option LatentPrefill::kAbsorbed): no unabsorbed staging.
+  static constexpr bool kAbsorbedOnly =
+      internal::option_or<LatentPrefill>(LatentPrefill::kAuto, kOptions...) ==
+      LatentPrefill::kAbsorbed;
 
   /// A head's query/key width before absorption, d_nope + d_R (the softmax scale's d).
   static constexpr std::size_t kDQk = kDNope_ + kDRope_;
@@ -262,21 +273,26 @@ class LatentAttention {
     alignas(Tl::kAlign) CE c[LCfg::kTMax * DCR + kernels::latent_cache_slack<Arch>()];
     float s[kInt8C ? 2 * LCfg::kTMax : 1];
   };
-  /// Prefill: the chunk's queries (and query latents), the concatenated heads, one head's
-  /// expanded keys (K^T tiles) and values per stage, the rows of keys being expanded, a GEMM
-  /// panel and a tile scratch per worker.
+  /// The unabsorbed prefill's staging: one head's expanded keys (K^T tiles) and values per
+  /// stage, the rows of keys being expanded (int8 cache: the cached rows dequantised first) and
+  /// a tile scratch per worker. None with the option LatentPrefill::kAbsorbed.
+  struct Staging {
+    alignas(Tl::kAlign) float kt[kStages][kTPad * DQK];
+    alignas(Tl::kAlign) float v[kStages][kTPad * kDPad];
+    alignas(Tl::kAlign) float krows[LCfg::kMaxWorkers][kBlockRows * DQK];
+    alignas(Tl::kAlign) float cdq[LCfg::kMaxWorkers][kInt8C ? kBlockRows * DCR : 1];
+    TileScratch tile[LCfg::kMaxWorkers];
+  };
+  struct NoStaging {};
+  /// Prefill: the chunk's queries (and query latents), the concatenated heads, (int8 cache) its
+  /// latent rows before quantisation, a GEMM panel per worker, the staging.
   struct PrefillWork {
     alignas(Tl::kAlign) float q[kPrefillChunk * QD];
     alignas(Tl::kAlign) float cq[LCfg::kHasQueryLatent ? kPrefillChunk * DCQ : 1];
     alignas(Tl::kAlign) float ctx[kPrefillChunk * VD];
-    alignas(Tl::kAlign) float kt[kStages][kTPad * DQK];
-    alignas(Tl::kAlign) float v[kStages][kTPad * kDPad];
-    alignas(Tl::kAlign) float krows[LCfg::kMaxWorkers][kBlockRows * DQK];
-    // int8 cache: the new latent rows before quantisation, the cached rows being expanded.
     alignas(Tl::kAlign) float lat[kInt8C ? kPrefillChunk * DCR : 1];
-    alignas(Tl::kAlign) float cdq[LCfg::kMaxWorkers][kInt8C ? kBlockRows * DCR : 1];
     alignas(Tl::kAlign) float pack[LCfg::kMaxWorkers][kPackFloats];
-    TileScratch tile[LCfg::kMaxWorkers];
+    std::conditional_t<LCfg::kAbsorbedOnly, NoStaging, Staging> st;
   };
   /// Decode: the token's queries, absorbed queries [q~_h | q_R_h] (int8 weights: with each
   /// head's q_nope scaled by W_UK_h's column scales first), latent-space outputs, heads.
@@ -297,8 +313,8 @@ class LatentAttention {
   /// Cache bytes per token: 4 (d_c + d_R), or d_c + d_R + 8 with CacheType::kInt8.
   static constexpr std::size_t kCacheBytesPerToken =
       DCR * sizeof(CE) + (kInt8C ? 2 * sizeof(float) : 0);
-  /// Bytes of working memory: prefill (a head's expanded K and V for T_max tokens per stage,
-  /// plus the chunk's queries and heads) and decode.
+  /// Bytes of working memory: prefill (the chunk's queries and heads, and unless the option
+  /// LatentPrefill::kAbsorbed, a head's expanded K and V for T_max tokens per stage) and decode.
   static constexpr std::size_t kWorkspaceBytes = sizeof(PrefillWork) + sizeof(DecodeWork);
 
   LatentAttention() = default;
@@ -344,10 +360,12 @@ class LatentAttention {
   float rms_eps() const noexcept { return eps_ > 0.0f ? eps_ : 1e-6f; }
 
   /// The form prefill attends in (default LatentPrefill::kAuto). Both give the same outputs
-  /// within fp32 rounding. @return kOk, or kBadArgument (nothing changed) for another value.
+  /// within fp32 rounding. With the option LatentPrefill::kAbsorbed every prefill is absorbed
+  /// (kAuto and kAbsorbed accepted). @return kOk, or kBadArgument (nothing changed) for
+  /// another value.
   [[nodiscard]] Status set_prefill_form(LatentPrefill f) noexcept {
     if (f != LatentPrefill::kAuto && f != LatentPrefill::kAbsorbed &&
-        f != LatentPrefill::kUnabsorbed)
+        (f != LatentPrefill::kUnabsorbed || LCfg::kAbsorbedOnly))
       return Status::kBadArgument;
     form_ = f;
     return Status::kOk;
@@ -531,7 +549,7 @@ class LatentAttention {
     if (absorbed_prefill(T, L)) {
       for (std::size_t t = 0; t < T; ++t)
         attend_absorbed(pw.q + t * QD, L + t + 1, pw.ctx + t * VD);
-    } else {
+    } else if constexpr (!LCfg::kAbsorbedOnly) {
       attend_unabsorbed(T, L);
     }
     auto out = [&](std::size_t i) {
@@ -557,8 +575,8 @@ class LatentAttention {
     auto attend = [&](std::size_t h, std::size_t s, std::size_t w, std::size_t part,
                       std::size_t n_parts) MICROATTN_NOINLINE {
       const kernels::QueryRows rows{pw.q + h * DQK, QD, DQK, pw.ctx + h * DV, VD, DV, T, 1, L};
-      kernels::f32_attn_rows<Arch, DQK>(rows, mask, pw.kt[s], pw.v[s], sc, pw.tile[w], nullptr,
-                                        nullptr, nullptr, part, n_parts);
+      kernels::f32_attn_rows<Arch, DQK>(rows, mask, pw.st.kt[s], pw.st.v[s], sc, pw.st.tile[w],
+                                        nullptr, nullptr, nullptr, part, n_parts);
     };
     internal::run_heads<Arch, H>(ex_, L + T, prepare, attend);
   }
@@ -574,20 +592,20 @@ class LatentAttention {
       n = internal::min_size(kBlockRows, e - rb);
       const float* c;
       if constexpr (kInt8C) {
-        load_rows(rb, n, pw.cdq[w]);
-        c = pw.cdq[w];
+        load_rows(rb, n, pw.st.cdq[w]);
+        c = pw.st.cdq[w];
       } else {
         c = cache_.c + rb * DCR;
       }
-      float* k = pw.krows[w];
+      float* k = pw.st.krows[w];
       if (DN > 0)
         internal::project<Arch>(n, DN, DC, c, DCR, wk, nullptr, kernels::StoreRowMajor{k, DQK},
                                 pw.pack[w]);
       for (std::size_t t = 0; t < n; ++t)
         std::memcpy(k + t * DQK + DN, c + t * DCR + DC, DR * sizeof(float));
-      kernels::store_key_tiles<Arch, DQK>(k, DQK, n, rb, Tl::kBK, pw.kt[s]);
+      kernels::store_key_tiles<Arch, DQK>(k, DQK, n, rb, Tl::kBK, pw.st.kt[s]);
       internal::project<Arch>(n, DV, DC, c, DCR, wv, nullptr,
-                              kernels::StoreRowMajor{pw.v[s] + rb * kDPad, kDPad}, pw.pack[w]);
+                              kernels::StoreRowMajor{pw.st.v[s] + rb * kDPad, kDPad}, pw.pack[w]);
     }
   }
 
@@ -668,6 +686,7 @@ class LatentAttention {
   /// (d_nope + d_v) each), the absorbed one absorbs and lifts every query as much: they differ by
   /// the L cached tokens before the call.
   bool absorbed_prefill(std::size_t T, std::size_t L) const noexcept {
+    if (LCfg::kAbsorbedOnly) return true;
     if (form_ != LatentPrefill::kAuto) return form_ == LatentPrefill::kAbsorbed;
     const double delta = 2.0 * DC - double(DN) - double(DV), expand = double(DC) * (DN + DV);
     const double pairs = double(T) * double(L) + double(T) * (double(T) + 1.0) / 2.0;
