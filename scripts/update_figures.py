@@ -154,7 +154,8 @@ constexpr auto kAbs = microattn::LatentPrefill::kAbsorbed;
 constexpr auto kC8 = microattn::CacheType::kInt8;
 using MlaAbs8 = microattn::LatentAttention<microattn::LatentConfig<64, 64, 4, 32, 16, 16, 16, kAbs>, Arch, 8>;
 using MlaAbs256 = microattn::LatentAttention<microattn::LatentConfig<256, 64, 4, 32, 16, 16, 16, kAbs>, Arch, 8>;
-using Kv256c8 = microattn::KvAttention<microattn::Config<256, 64, 4, 4, 16, kC8>, Arch, 8>;
+using Kv256c8 =
+    microattn::KvAttention<microattn::Config<256, 64, 4, 4, 16, kC8, microattn::Rope::kYes>, Arch, 8>;
 using MlaAbs256c8 =
     microattn::LatentAttention<microattn::LatentConfig<256, 64, 4, 32, 16, 16, 16, kAbs, kC8>, Arch, 8>;
 }  // namespace
@@ -755,8 +756,8 @@ def latent_region(f):
             f"({n(probe['kv_256_cache'])} B) | {n(probe['mla_256_chunk8'])} B ({n(probe['mla_256_cache'])} B) |",
             f"| MLA with the option `LatentPrefill::kAbsorbed` (no unabsorbed staging), `kPrefillChunk` 8, "
             f"T_max 64 / 256 | | {n(probe['mla_abs_chunk8'])} B / {n(probe['mla_abs_256_chunk8'])} B |",
-            f"| T_max 256, `kPrefillChunk` 8, int8 caches (`CacheType::kInt8`; MLA with the option; of which "
-            f"cache) | {n(probe['kv_256c8_chunk8'])} B ({n(probe['kv_256c8_cache'])} B) | "
+            f"| T_max 256, `kPrefillChunk` 8, int8 caches (`CacheType::kInt8`), RoPE tables in both (MLA with "
+            f"the option; of which cache) | {n(probe['kv_256c8_chunk8'])} B ({n(probe['kv_256c8_cache'])} B) | "
             f"{n(probe['mla_abs_256c8_chunk8'])} B ({n(probe['mla_abs_256c8_cache'])} B) |",
             f"| one decode step over 63 cached tokens, `kInOut` (`MD1` / `MLD1`) | {counts('MD1')} | {counts('MLD1')} |",
             f"| the same, `kPanel16` (`MD1_panel16` / `MLD1_panel16`) | {counts('MD1_panel16')} | {counts('MLD1_panel16')} |",
