@@ -65,6 +65,36 @@ struct MatrixView {
   }
 };
 
+/// What every block holds and checks: its weights (a view with check() and overlaps()) and its
+/// executor setting. The all-zero state is valid (no weights: calls return kNullPointer).
+template <class W, std::size_t kMaxWorkers>
+class BlockState {
+ public:
+  /// @return kOk, or the weights' check() status (nothing changed).
+  [[nodiscard]] Status set_weights(const W& w) noexcept {
+    const Status s = w.check();
+    if (s == Status::kOk) w_ = w;
+    return s;
+  }
+  /// @return kOk, or kBadArgument (nothing changed): more workers than MaxWorkers.
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
+
+ protected:
+  /// The rules of forward(x, M, y) with rows of `in` and `out` floats: kNullPointer (x, y or
+  /// the weights null), kBadTokenCount (M == 0), kOverlap (y over x or a weight array).
+  Status check_call(const float* x, std::size_t M, std::size_t in, const float* y,
+                    std::size_t out) const noexcept {
+    if (!x || !y) return Status::kNullPointer;
+    if (const Status s = w_.check(); s != Status::kOk) return s;
+    if (M == 0) return Status::kBadTokenCount;
+    const std::size_t xb = M * in * sizeof(float), yb = M * out * sizeof(float);
+    if (internal::overlaps(x, xb, y, yb) || w_.overlaps(y, yb)) return Status::kOverlap;
+    return Status::kOk;
+  }
+  W w_{};
+  ExecutorSetting<kMaxWorkers> ex_{};
+};
+
 /// C[M][N] = A[M][K] · W (+ b) by part `part` of `parts`: one row (decode) split by output
 /// columns (kernels::gemv_part), several split by rows in micro-tile units; the same arithmetic
 /// for every split. pack: gemm_pack_floats<Arch>() floats of this part's own.
@@ -128,8 +158,11 @@ struct LinearWeights {
 /// workers bit-identically. Fixed size, no heap; sizeof == ram_bytes(); the all-zero object is
 /// a valid layer without weights.
 template <class LCfg, class Arch = DefaultArch>
-class Linear {
+class Linear : public internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorkers> {
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
+  using Base = internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorkers>;
+  using Base::ex_;
+  using Base::w_;
 
  public:
   Linear() = default;
@@ -137,24 +170,12 @@ class Linear {
   Linear& operator=(const Linear&) = delete;
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(Linear); }
 
-  /// @return kOk, or LinearWeights::check()'s status (nothing changed).
-  [[nodiscard]] Status set_weights(const LinearWeights<LCfg>& w) noexcept {
-    const Status s = w.check();
-    if (s == Status::kOk) w_ = w;
-    return s;
-  }
-  /// @return kOk, or kBadArgument (nothing changed): more workers than MaxWorkers.
-  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
-
   /// y[M][kOut] = x[M][kIn] W (+ b).
   /// @return kOk; kNullPointer (x, y or the weights null); kBadTokenCount (M == 0); kOverlap
   ///         (y overlaps x or a weight array). y is written only on kOk.
   [[nodiscard]] Status forward(const float* x, std::size_t M, float* y) noexcept {
-    if (!x || !y) return Status::kNullPointer;
-    if (const Status s = w_.check(); s != Status::kOk) return s;
-    if (M == 0) return Status::kBadTokenCount;
-    const std::size_t xb = M * LCfg::kIn * sizeof(float), yb = M * LCfg::kOut * sizeof(float);
-    if (internal::overlaps(x, xb, y, yb) || w_.overlaps(y, yb)) return Status::kOverlap;
+    if (const Status s = this->check_call(x, M, LCfg::kIn, y, LCfg::kOut); s != Status::kOk)
+      return s;
     const auto slice = w_.view().slice(w_.layout, LCfg::kIn, LCfg::kOut, 0, LCfg::kInt8Weights);
     const float* bias = LCfg::kBias ? w_.b : nullptr;
     const std::size_t parts = ex_.parts();
@@ -167,8 +188,6 @@ class Linear {
   }
 
  private:
-  LinearWeights<LCfg> w_{};
-  internal::ExecutorSetting<LCfg::kMaxWorkers> ex_{};
   alignas(internal::Tiles<Arch>::kAlign) float pack_[LCfg::kMaxWorkers][kPackFloats] = {};
 };
 

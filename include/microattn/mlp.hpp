@@ -73,11 +73,14 @@ struct MlpWeights {
 /// by rows; bit-identical for any worker count. Fixed size, no heap, sizeof == ram_bytes(),
 /// the all-zero object valid (no weights: kNullPointer).
 template <class MCfg, class Arch = DefaultArch, std::size_t kMaxRows = 16>
-class Mlp {
+class Mlp : public internal::BlockState<MlpWeights<MCfg>, MCfg::kMaxWorkers> {
   static_assert(kMaxRows >= 1, "microattn::Mlp: kMaxRows must be at least 1");
   static constexpr std::size_t DM = MCfg::kDModel, DH = MCfg::kDHidden;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   static constexpr bool kQ = MCfg::kInt8Weights;
+  using Base = internal::BlockState<MlpWeights<MCfg>, MCfg::kMaxWorkers>;
+  using Base::ex_;
+  using Base::w_;
 
  public:
   Mlp() = default;
@@ -85,24 +88,11 @@ class Mlp {
   Mlp& operator=(const Mlp&) = delete;
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(Mlp); }
 
-  /// @return kOk, or MlpWeights::check()'s status (nothing changed).
-  [[nodiscard]] Status set_weights(const MlpWeights<MCfg>& w) noexcept {
-    const Status s = w.check();
-    if (s == Status::kOk) w_ = w;
-    return s;
-  }
-  /// @return kOk, or kBadArgument (nothing changed): more workers than MaxWorkers.
-  [[nodiscard]] Status set_executor(const Executor& e) noexcept { return ex_.set(e); }
-
   /// y[M][d_model] = MLP(x[M][d_model]).
   /// @return kOk; kNullPointer (x, y or the weights null); kBadTokenCount (M == 0); kOverlap
   ///         (y overlaps x or a weight array). y is written only on kOk.
   [[nodiscard]] Status forward(const float* x, std::size_t M, float* y) noexcept {
-    if (!x || !y) return Status::kNullPointer;
-    if (const Status s = w_.check(); s != Status::kOk) return s;
-    if (M == 0) return Status::kBadTokenCount;
-    const std::size_t bytes = M * DM * sizeof(float);
-    if (internal::overlaps(x, bytes, y, bytes) || w_.overlaps(y, bytes)) return Status::kOverlap;
+    if (const Status s = this->check_call(x, M, DM, y, DM); s != Status::kOk) return s;
     for (std::size_t r0 = 0; r0 < M; r0 += kMaxRows) {
       const std::size_t m = internal::min_size(kMaxRows, M - r0);
       if (m == 1)
@@ -161,8 +151,6 @@ class Mlp {
     kernels::f32_activate<MCfg::kAct>(h_ + r * DH, MCfg::kGated ? u_ + r * DH : nullptr, n * DH);
   }
 
-  MlpWeights<MCfg> w_{};
-  internal::ExecutorSetting<MCfg::kMaxWorkers> ex_{};
   alignas(internal::Tiles<Arch>::kAlign) float h_[kMaxRows * DH] = {};
   alignas(internal::Tiles<Arch>::kAlign) float u_[MCfg::kGated ? kMaxRows * DH : 1] = {};
   alignas(internal::Tiles<Arch>::kAlign) float pack_[MCfg::kMaxWorkers][kPackFloats] = {};
