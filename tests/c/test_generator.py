@@ -721,7 +721,7 @@ def refusal_checks(s, cxx, flags, include_dirs):
         (["--name", "x", "--kind", "latent", "--config", "24, 32, 4, 16, 7, 8, 8"],
          "d_R (the rotated part) must be even"),
         (["--name", "x", "--kind", "latent", "--config", "24, 32, 4, 16, 8, 8, 8, Bias::kYes"],
-         "an option is not a QueryLatent, MaxWorkers, WeightType or CacheType value"),
+         "an option is not a QueryLatent, MaxWorkers, WeightType, CacheType or LatentPrefill"),
         (["--name", "x", "--kind", "latent", "--chunk", "25", "--config", "24, 32, 4, 16, 8, 8, 8"],
          "kPrefillChunk must be in 1 .. T_max"),
         (["--name", "x", "--kind", "latent", "--config", "Config<24, 32, 4, 2, 8>"],
