@@ -678,9 +678,10 @@ def latent_settings(w, n, N, v):
 
 def latent_cache_functions(w, n, N, v):
     comment(w, "Appends T tokens x[T][%s_D_MODEL] to the cache and writes their outputs "
-            "y[T][%s_OUT_DIM] (the unabsorbed form: each head's keys and values expanded from "
-            "the cached latents): MICROATTN_CACHE_FULL past %s_T_MAX tokens in total; y must not "
-            "overlap x or a weight array." % (N, N, N))
+            "y[T][%s_OUT_DIM] (absorbed, or unabsorbed: each head's keys and values expanded "
+            "from the cached latents, whichever takes fewer flops for the call, "
+            "LatentPrefill::kAuto): MICROATTN_CACHE_FULL past %s_T_MAX tokens in total; y must "
+            "not overlap x or a weight array." % (N, N, N))
     w("microattn_status %s_prefill(%s* obj, const float* x, size_t T, float* y);" % (n, n))
     comment(w, "Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM] (the absorbed form: an "
             "MQA over the cached latent rows): MICROATTN_CACHE_FULL once %s_T_MAX tokens are "
