@@ -135,6 +135,17 @@ static void fill(float* p, size_t n, uint32_t salt, float amp) {
   }
 }
 
+/* max |a[i] - b[i]| over n values; *amax: max |a[i]|. */
+static float max_abs_diff(const float* a, const float* b, size_t n, float* amax) {
+  float err = 0.0f;
+  *amax = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    err = fmaxf(err, fabsf(a[i] - b[i]));
+    *amax = fmaxf(*amax, fabsf(a[i]));
+  }
+  return err;
+}
+
 static int run(const char* name, void (*test)(void)) {
   const int before = g_failed_checks;
   g_test = name;
@@ -974,11 +985,8 @@ static void test_q8_layer_forward_matches_cpp(void) {
   const microattn_weights wf = all_weights(MICROATTN_LAYOUT_OUT_IN);
   CHECK_STATUS(cmha_set_weights(&fp, &wf), MICROATTN_OK);
   CHECK_STATUS(cmha_forward(&fp, g_x, kT, f32), MICROATTN_OK);
-  float err = 0.0f, amax = 0.0f;
-  for (size_t i = 0; i < kT * kDM; ++i) {
-    err = fmaxf(err, fabsf(g_y[i] - f32[i]));
-    amax = fmaxf(amax, fabsf(f32[i]));
-  }
+  float amax = 0.0f;
+  const float err = max_abs_diff(f32, g_y, kT * kDM, &amax);
   CHECK(amax > 0.1f && err <= 0.02f * amax);
   if (!(err <= 0.02f * amax)) fprintf(stderr, "  int8 vs fp32: max |diff| %g of %g\n", err, amax);
   /* Scale and errors as for fp32: nothing written, y over an int8 matrix or a scale refused. */
@@ -1077,11 +1085,8 @@ static void test_q8_kv_sequence(void) {
   CHECK(ckv_q8_length(&other) == kN);
   CHECK_STATUS(ckv_q8_decode(&g_kv_q8, g_x2, g_y), MICROATTN_OK);
   CHECK_STATUS(ckv_q8_decode(&other, g_x2, y2), MICROATTN_OK);
-  float err = 0.0f, amax = 0.0f;
-  for (size_t i = 0; i < kDM; ++i) {
-    err = fmaxf(err, fabsf(g_y[i] - y2[i]));
-    amax = fmaxf(amax, fabsf(g_y[i]));
-  }
+  float amax = 0.0f;
+  const float err = max_abs_diff(g_y, y2, kDM, &amax);
   CHECK(amax > 0.0f && err <= 1e-5f * amax);
   CHECK(ref_kv_decode(2, g_x2, g_ref) == MICROATTN_OK);
   CHECK_SAME(g_y, g_ref, kDM);
@@ -1194,8 +1199,8 @@ _Static_assert(CLAT_CACHE_BYTES_PER_TOKEN == 4 * 24 && CLAT_Q_CACHE_BYTES_PER_TO
                    CLAT_CACHE_BYTES < CLAT_BYTES && CLAT_CONFIG_ID != CLAT_Q_CONFIG_ID,
                "latent cache bytes");
 
-static clat g_lat;     /* static, never initialised */
-static clat_q g_lat_q; /* which == 1 */
+static clat g_lat;         /* static, never initialised */
+static clat_q g_lat_q;     /* which == 1 */
 static clat_q8 g_lat_q8;   /* which == 2: int8 weights and cache, chunk 5 */
 static clat_q8n g_lat_q8n; /* which == 3: int8 weights, q = x W_Q */
 
@@ -1314,10 +1319,10 @@ static float* l_w_o(int which) {
 static float* l_g_kv(int which) { return which == 0 ? g_l_gkv : which == 1 ? g_lq_gkv : g_l8_g[1]; }
 
 /* fn of latent layer `which` on its object, then args (a parenthesised tail: (, x, T, y)). */
-#define L_CALL(which, fn, args)                                        \
-  ((which) == 0   ? clat_##fn(&g_lat L_ARGS_ args)                    \
-   : (which) == 1 ? clat_q_##fn(&g_lat_q L_ARGS_ args)                \
-   : (which) == 2 ? clat_q8_##fn(&g_lat_q8 L_ARGS_ args)              \
+#define L_CALL(which, fn, args)                          \
+  ((which) == 0   ? clat_##fn(&g_lat L_ARGS_ args)       \
+   : (which) == 1 ? clat_q_##fn(&g_lat_q L_ARGS_ args)   \
+   : (which) == 2 ? clat_q8_##fn(&g_lat_q8 L_ARGS_ args) \
                   : clat_q8n_##fn(&g_lat_q8n L_ARGS_ args))
 #define L_ARGS_(...) __VA_ARGS__
 
@@ -1590,11 +1595,8 @@ static void test_latent_q8_cache_export_import(void) {
   CHECK(clat_q8_length(&other) == kN);
   CHECK_STATUS(clat_q8_decode(&g_lat_q8, g_x2, g_y), MICROATTN_OK);
   CHECK_STATUS(clat_q8_decode(&other, g_x2, y2), MICROATTN_OK);
-  float err = 0.0f, amax = 0.0f;
-  for (size_t i = 0; i < kDM; ++i) {
-    err = fmaxf(err, fabsf(g_y[i] - y2[i]));
-    amax = fmaxf(amax, fabsf(g_y[i]));
-  }
+  float amax = 0.0f;
+  const float err = max_abs_diff(g_y, y2, kDM, &amax);
   CHECK(amax > 0.0f && err <= 1e-5f * amax);
 }
 
