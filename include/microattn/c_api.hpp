@@ -341,8 +341,9 @@ Weights<Cfg> weights_from_c(const microattn_weights_q8& w) noexcept {
                       w.s_o, w.b_q, w.b_k, w.b_v, w.b_o);
 }
 
-/// A C latent weight view as the C++ one (an unknown layout becomes one check() refuses; a
-/// fitting PANEL16 is taken as in C++). fp32 weights: the matrix pointers of either struct.
+/// The layout, matrices and RMSNorm weights of either C latent struct as a LatentWeights (an
+/// unknown layout becomes one check() refuses; PANEL16 is checked by check() as in C++); the
+/// struct's matrix type must be the LatentConfig's.
 template <class LCfg, class CW>
 LatentWeights<LCfg> latent_matrices_from_c(const CW& w) noexcept {
   static_assert(std::is_same<std::remove_cv_t<std::remove_pointer_t<decltype(w.w_q)>>,
