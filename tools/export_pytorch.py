@@ -112,14 +112,20 @@ NAME_LAYOUT, NAME_WEIGHT_TYPE, NAME_MASK, NAME_SCALE, NAME_ROPE_BASE, NAME_ROPE_
 microattn::RopePairing::kAdjacent) and NAME_RMS_EPS; in C++ name_shape, name_weights<LCfg>()
 (microattn::exported_latent_weights: a LatentConfig of another shape is a compile error naming
 the parameter) and name_rope(). Its first lines name the LatentConfig and the four set-up calls
-(set_weights, set_rope, set_rms_eps, set_scale). The RoPE pairing is kAdjacent: Hugging Face's
+(set_weights, set_rope, set_rms_eps, set_scale). --quant int8 writes the six matrices as int8
+arrays (kOutIn) with their scales, one per output column, NAME_sq or NAME_sdq and NAME_suq,
+NAME_sdkv, NAME_sukv, NAME_so, bit for bit what microattn::quantize_int8() makes; the RMSNorm
+weights stay fp32, the LatentConfig line gains microattn::WeightType::kInt8 (an fp32
+LatentConfig with that header is a compile error, and the reverse), and each matrix's
+quantisation error and the layer's output error on 32 random tokens (numpy, no RoPE) go to
+stderr and into the header's comment. The RoPE pairing is kAdjacent: Hugging Face's
 code permutes q_pe and k_pe from interleaved pairs to halves before rotate_half, which in every
 score is the adjacent-pair rotation of the weights' own outputs. Refused (one line, exit 2):
 biases, rope_scaling other than None (YaRN), an RMSNorm without a weight (or not an RMSNorm,
 or two different epsilons), an odd qk_rope_head_dim, v_head_dim > kv_lora_rank +
-qk_rope_head_dim, shapes that disagree, --quant int8 / --compute int8 (no int8 latent
-attention yet), --layout panel16, --kv-heads, a mask other than causal, and a state dict of
-such a module (it does not record the head widths: use --module).
+qk_rope_head_dim, shapes that disagree, --compute int8 (LatentAttention has no integer compute),
+--layout panel16, --kv-heads, a mask other than causal, and a state dict of such a module (it
+does not record the head widths: use --module).
 
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
 export_module(module, name=..., mask=...) and export_state_dict(sd, heads=..., name=...,
@@ -356,12 +362,42 @@ def layer_output_error(L, mask, deq, tokens=32, seed=0):
         return lin(np.concatenate(heads, axis=1), "wo")
 
     y = forward(L.t, False)
-    ny, my = float(np.linalg.norm(y)), float(np.abs(y).max())
+    return relative_errors(y, forward(deq, False)), relative_errors(y, forward(deq, True))
 
-    def err(z):
-        return (float(np.linalg.norm(z - y)) / ny if ny > 0 else 0.0,
-                float(np.abs(z - y).max()) / my if my > 0 else 0.0)
-    return err(forward(deq, False)), err(forward(deq, True))
+
+def quantize_matrices(t, roles, names):
+    """Each [out][in] matrix t[r] of roles -> int8 [out][in] + one scale per row (output column):
+    ({r: q, scale_role(r): scale}, {r: quant_error}, report lines naming each matrix by
+    names[r])."""
+    arrays, qerr, report = {}, {}, []
+    for r in roles:
+        q, s = quantize_int8(t[r])
+        qerr[r] = quant_error(t[r], q, s)
+        arrays[r], arrays[scale_role(r)] = q, s
+        rows, cols = t[r].shape
+        m, rms, rel = qerr[r]
+        report.append(f"int8 {names[r]} (out {rows}, in {cols}): max |w - s*q| {m:.3e}, "
+                      f"rms {rms:.3e}, ||W - Wq||_F/||W||_F {rel:.3e}")
+    return arrays, qerr, report
+
+
+def scale_role(r):
+    """The scales' array of matrix role r: wq -> sq, wdkv -> sdkv."""
+    return "s" + r[1:]
+
+
+def dequantized(arrays, roles):
+    """role -> the float64 [out][in] matrix s[o] * q(o, i) of quantize_matrices' arrays."""
+    import numpy as np
+    return {r: arrays[scale_role(r)].astype(np.float64)[:, None] * arrays[r] for r in roles}
+
+
+def relative_errors(y, z):
+    """(||z - y||_F / ||y||_F, max |z - y| / max |y|), 0 where y is all zero."""
+    import numpy as np
+    ny, my = float(np.linalg.norm(y)), float(np.abs(y).max())
+    return (float(np.linalg.norm(z - y)) / ny if ny > 0 else 0.0,
+            float(np.abs(z - y).max()) / my if my > 0 else 0.0)
 
 
 def quant_error(w, q, scale):
@@ -979,14 +1015,12 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
     scale = L.scale if L.scale is not None else 1.0 / math.sqrt(dh)
     default_scale = abs(scale * math.sqrt(dh) - 1.0) < 1e-6
     arrays = dict(L.t)
-    qerr = {}
+    qerr, qreport = {}, []
     if int8:  # each [out][in] matrix -> int8 [out][in] + one scale per row (output column)
-        for r in MATRIX_ROLES:
-            q, s = quantize_int8(L.t[r])
-            qerr[r] = quant_error(L.t[r], q, s)
-            arrays[r], arrays["s" + r[1]] = q, s
-        deq = {r: arrays["s" + r[1]].astype(np.float64)[:, None] * arrays[r] for r in MATRIX_ROLES}
-        (w8_rel, w8_max), (int_rel, int_max) = layer_output_error(L, mask, deq)
+        quantized, qerr, qreport = quantize_matrices(L.t, MATRIX_ROLES, MATRIX_NAMES)
+        arrays.update(quantized)
+        (w8_rel, w8_max), (int_rel, int_max) = layer_output_error(
+            L, mask, dequantized(arrays, MATRIX_ROLES))
         out_err = (f"layer output on 32 random N(0, 1) tokens, against fp32 (||e||/||y||, "
                    f"max |e| / max |y|): int8 weights {w8_rel:.2e}, {w8_max:.2e}; with integer "
                    f"compute (Compute::kInt8) {int_rel:.2e}, {int_max:.2e}")
@@ -1067,7 +1101,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
               f"#define {N}_WEIGHT_TYPE {wtype_num} /* microattn::WeightType::{wtype} */",
               f"#define {N}_SCALE {c_literals(np.array([scale], dtype=np.float32))[0]}",
               "", *(["#include <stdint.h>", ""] if int8 else []), ALIGN_MACRO]
-    order = [x for r in MATRIX_ROLES for x in (r, "s" + r[1])] + list(BIAS_ROLES)
+    order = [x for r in MATRIX_ROLES for x in (r, scale_role(r))] + list(BIAS_ROLES)
     roles = [r for r in order if r in arrays]
     for r in roles:
         a = arrays[r]
@@ -1098,7 +1132,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
     # exported_weights(w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o): positional, so a bias the
     # module does not have is an explicit nullptr (Qwen2's missing b_o, Whisper's b_k). The
     # int8 overload takes each matrix followed by its scales: (w_q, s_q, ..., w_o, s_o, b_q ...).
-    call_roles = ([x for r in MATRIX_ROLES for x in (r, "s" + r[1])] if int8
+    call_roles = ([x for r in MATRIX_ROLES for x in (r, scale_role(r))] if int8
                   else list(MATRIX_ROLES)) + list(BIAS_ROLES)
     ptrs = ", ".join(f"{name}_{r}" if r in arrays else "nullptr" for r in call_roles)
     call = [f"      {ptrs});"]
@@ -1167,11 +1201,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
         ""]
     if report is not None:
         report.extend(f"note: {h}" for h in hints)
-        for r in MATRIX_ROLES if int8 else ():
-            m, rms, rel = qerr[r]
-            rows, cols = L.t[r].shape
-            report.append(f"int8 {MATRIX_NAMES[r]} (out {rows}, in {cols}): max |w - s*q| {m:.3e}, "
-                          f"rms {rms:.3e}, ||W - Wq||_F/||W||_F {rel:.3e}")
+        report.extend(qreport)
         if int8:
             report.append(f"int8 {out_err}")
     return "\n".join(lines)
@@ -1187,6 +1217,10 @@ LATENT_LINEARS = {"wq": "q_proj", "wdq": "q_a_proj", "wuq": "q_b_proj",
 LATENT_NORMS = {"gq": "q_a_layernorm", "gkv": "kv_a_layernorm"}
 # The header's arrays in LatentWeights' order (w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o).
 LATENT_ROLES = ("wq", "wdq", "gq", "wuq", "wdkv", "gkv", "wukv", "wo")
+# The matrices (--quant int8 quantises these; the RMSNorm weights stay fp32), and their names.
+LATENT_MATRICES = ("wq", "wdq", "wuq", "wdkv", "wukv", "wo")
+LATENT_MATRIX_NAMES = {"wq": "W_Q", "wdq": "W_DQ", "wuq": "W_UQ", "wdkv": "W_DKV",
+                       "wukv": "W_UKV", "wo": "W_O"}
 
 
 class LatentLayer:
@@ -1375,13 +1409,46 @@ def check_latent_options(layout, quant, mask, compute):
     if layout != "outin":
         raise Refusal(f"--layout {layout}: latent attention is exported as outin only "
                       "(the exporter does not write latent panels yet)")
-    if quant != "none" or compute != "f32":
-        flag = f"--quant {quant}" if quant != "none" else f"--compute {compute}"
-        raise Refusal(f"{flag}: latent attention is exported in fp32 only (LatentAttention has "
-                      "no int8 weights or integer compute yet)")
+    if quant not in QUANTS:
+        raise Refusal(f"--quant {quant!r}: not one of {', '.join(QUANTS)}")
+    if compute != "f32":
+        raise Refusal(f"--compute {compute}: latent attention has no integer compute "
+                      "(LatentAttention takes int8 weights, --quant int8, with float arithmetic)")
     if mask.kind != "causal":
         raise Refusal(f"--mask {mask.arg}: latent attention is causal only (LatentAttention "
                       "has no other mask); pass --mask causal")
+
+
+def latent_output_error(L, deq, tokens=32, seed=0):
+    """The latent layer's output error from int8 weights: its output on `tokens` random N(0, 1)
+    rows (seeded), causal, in float64, without RoPE (q_R . k_R still counts), with deq (role ->
+    dequantised [out][in] matrix) against the fp32 weights: relative_errors(). A check of what
+    these weights lose, not of a trained model's real activations."""
+    import numpy as np
+    x = np.random.default_rng(seed).standard_normal((tokens, L.d_model))
+    H, dc, dn, dr, dv = L.heads, L.d_c, L.d_nope, L.d_r, L.d_v
+    causal = np.arange(tokens)[None, :] <= np.arange(tokens)[:, None]
+
+    def norm(a, g):
+        return a / np.sqrt((a * a).mean(axis=1, keepdims=True) + L.eps) * g.astype(np.float64)
+
+    def forward(w):
+        def lin(a, r):
+            return a @ w[r].astype(np.float64).T
+        q = lin(x, "wq") if "wq" in w else lin(norm(lin(x, "wdq"), L.t["gq"]), "wuq")
+        ckr = lin(x, "wdkv")
+        kv = lin(norm(ckr[:, :dc], L.t["gkv"]), "wukv")
+        heads = []
+        for h in range(H):
+            qh = q[:, h * (dn + dr):(h + 1) * (dn + dr)]
+            kvh = kv[:, h * (dn + dv):(h + 1) * (dn + dv)]
+            sc = (qh[:, :dn] @ kvh[:, :dn].T + qh[:, dn:] @ ckr[:, dc:].T) * L.scale
+            sc = np.where(causal, sc, -np.inf)
+            p = np.exp(sc - sc.max(axis=1, keepdims=True))
+            heads.append((p / p.sum(axis=1, keepdims=True)) @ kvh[:, dn:])
+        return lin(np.concatenate(heads, axis=1), "wo")
+
+    return relative_errors(forward(L.t), forward({**L.t, **deq}))
 
 
 def f32_lit(v):
@@ -1389,7 +1456,7 @@ def f32_lit(v):
     return c_literals(np.array([v], dtype=np.float32))[0]
 
 
-def latent_comment(L, name, cfg):
+def latent_comment(L, name, cfg, int8=False):
     """The header's opening comment: what it holds and how to set the layer up."""
     N = name.upper()
     q = (f"query latent d_cq {L.d_cq} (q_lora_rank: q_a_proj, q_a_layernorm, q_b_proj)"
@@ -1399,7 +1466,8 @@ def latent_comment(L, name, cfg):
         f"// {name}: {L.source}.",
         f"// d_model {L.d_model}, {L.heads} head{'s' * (L.heads > 1)}, d_c {L.d_c} "
         f"(kv_lora_rank), d_R {L.d_r} (qk_rope_head_dim), d_nope {L.d_nope}, d_v {L.d_v}, {q};",
-        "//   no biases; layout microattn::WeightLayout::kOutIn (nn.Linear's [out][in]); fp32.",
+        "//   no biases; layout microattn::WeightLayout::kOutIn (nn.Linear's [out][in]); "
+        + ("int8 weights (--quant int8)." if int8 else "fp32."),
         "// Mask (--mask causal): token i sees tokens 0 .. i (LatentAttention is causal).",
         f"// Use with {cfg}",
         "//   (T_max: the most tokens the cache holds) and microattn::LatentAttention<LCfg>,",
@@ -1419,11 +1487,18 @@ def latent_comment(L, name, cfg):
         "[H*(d_nope + d_v)][d_c],",
         f"//   {name}_wo [d_model][H*d_v], "
         + (f"{name}_wdq [d_cq][d_model], {name}_gq [d_cq],\n//   {name}_wuq "
-           "[H*(d_nope + d_R)][d_cq]." if L.d_cq else f"{name}_wq [H*(d_nope + d_R)][d_model].")]
+           "[H*(d_nope + d_R)][d_cq]." if L.d_cq else f"{name}_wq [H*(d_nope + d_R)][d_model]."),
+        *([f"//   int8 (--quant int8): the matrices int8_t, each with float scales "
+           f"{name}_s<matrix>",
+           f"//   ({', '.join(f'{name}_' + scale_role(r) for r in LATENT_MATRICES if r in L.t)}),",
+           "//   one per output column (row of the array): W(i, o) = s[o] * q(o, i); the RMSNorm",
+           "//   weights stay float. The LatentConfig needs microattn::WeightType::kInt8."]
+          if int8 else [])]
 
 
-def latent_macros(L, name):
+def latent_macros(L, name, int8=False):
     N = name.upper()
+    wtype, wtype_num = QUANTS["int8" if int8 else "none"]
     return [f"#define {N}_LATENT 1 /* a microattn::LatentAttention header */",
             f"#define {N}_D_MODEL {L.d_model}", f"#define {N}_HEADS {L.heads}",
             f"#define {N}_D_LATENT {L.d_c}", f"#define {N}_D_ROPE {L.d_r}",
@@ -1431,7 +1506,7 @@ def latent_macros(L, name):
             f"#define {N}_D_QLATENT {L.d_cq} /* 0: no query latent */",
             f"#define {N}_LAYOUT 1 /* microattn::WeightLayout::kOutIn */",
             f'#define {N}_LAYOUT_NAME "kOutIn"',
-            f"#define {N}_WEIGHT_TYPE 0 /* microattn::WeightType::kF32 */",
+            f"#define {N}_WEIGHT_TYPE {wtype_num} /* microattn::WeightType::{wtype} */",
             f"#define {N}_MASK 0 /* microattn::Mask::kCausal */",
             f"#define {N}_SCALE {f32_lit(L.scale)}",
             f"#define {N}_ROPE_BASE {f32_lit(L.theta)}",
@@ -1439,19 +1514,35 @@ def latent_macros(L, name):
             f"#define {N}_RMS_EPS {f32_lit(L.eps)}"]
 
 
-def latent_cxx(L, name):
+def latent_cxx(L, name, int8=False):
     """The C++ part: the shape struct, size checks, name_weights<LCfg>() and name_rope()."""
     N, n = name.upper(), name
+    wtype = QUANTS["int8" if int8 else "none"][0]
     sizes = {"wq": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_ROPE) * {N}_D_MODEL",
              "wdq": f"{N}_D_QLATENT * {N}_D_MODEL", "gq": f"{N}_D_QLATENT",
              "wuq": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_ROPE) * {N}_D_QLATENT",
              "wdkv": f"({N}_D_LATENT + {N}_D_ROPE) * {N}_D_MODEL", "gkv": f"{N}_D_LATENT",
              "wukv": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_V) * {N}_D_LATENT",
              "wo": f"{N}_D_MODEL * {N}_HEADS * {N}_D_V"}
-    checks = [f"static_assert(sizeof({n}_{r}) == sizeof(float) * {sizes[r]},\n"
+    # An int8 matrix's scales: one per output column (row of the [out][in] array).
+    outs = {"wq": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_ROPE)", "wdq": f"{N}_D_QLATENT",
+            "wuq": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_ROPE)", "wdkv": f"{N}_D_LATENT + {N}_D_ROPE",
+            "wukv": f"{N}_HEADS * ({N}_D_NOPE + {N}_D_V)", "wo": f"{N}_D_MODEL"}
+    quantized = int8 and [r for r in LATENT_MATRICES if r in L.t] or []
+    elem = {r: "int8_t" if r in quantized else "float" for r in LATENT_ROLES}
+    checks = [f"static_assert(sizeof({n}_{r}) == sizeof({elem[r]}) * {sizes[r]},\n"
               f"              \"{n}_{r}: array size and shape differ\");"
               for r in LATENT_ROLES if r in L.t]
-    ptrs = [f"{n}_{r}" if r in L.t else "nullptr" for r in LATENT_ROLES]
+    checks += [f"static_assert(sizeof({n}_{scale_role(r)}) == sizeof(float) * ({outs[r]}),\n"
+               f"              \"{n}_{scale_role(r)}: array size and shape differ\");"
+               for r in quantized]
+    # exported_latent_weights' arguments: LatentWeights' order, an int8 matrix followed by its
+    # scales; what the module does not have is nullptr.
+    call = [x for r in LATENT_ROLES
+            for x in ((r, scale_role(r)) if int8 and r in LATENT_MATRICES else (r,))]
+    have = set(L.t) | {scale_role(r) for r in quantized}
+    ptrs = [f"{n}_{r}" if r in have else "nullptr" for r in call]
+    per_line = 5 if int8 else 4
     return [
         "#ifdef __cplusplus",
         "#include <cstddef>",
@@ -1466,7 +1557,7 @@ def latent_cxx(L, name):
             ("kDRope", "D_ROPE"), ("kDNope", "D_NOPE"), ("kDV", "D_V"),
             ("kDQLatent", "D_QLATENT"))),
         "  static constexpr microattn::WeightLayout kLayout = microattn::WeightLayout::kOutIn;",
-        "  static constexpr microattn::WeightType kWeightType = microattn::WeightType::kF32;",
+        f"  static constexpr microattn::WeightType kWeightType = microattn::WeightType::{wtype};",
         f"  static constexpr float kScale = {N}_SCALE;",
         f"  static constexpr float kRopeBase = {N}_ROPE_BASE;",
         "  static constexpr microattn::RopePairing kRopePairing = "
@@ -1475,6 +1566,8 @@ def latent_cxx(L, name):
         "};",
         f"static_assert(static_cast<int>({n}_shape::kLayout) == {N}_LAYOUT,",
         f"              \"{N}_LAYOUT no longer matches microattn::WeightLayout\");",
+        f"static_assert(static_cast<int>({n}_shape::kWeightType) == {N}_WEIGHT_TYPE,",
+        f"              \"{N}_WEIGHT_TYPE no longer matches microattn::WeightType\");",
         f"static_assert(static_cast<int>({n}_shape::kRopePairing) == {N}_ROPE_PAIRING,",
         f"              \"{N}_ROPE_PAIRING no longer matches microattn::RopePairing\");",
         *checks,
@@ -1484,8 +1577,8 @@ def latent_cxx(L, name):
         "template <class LCfg>",
         f"static inline microattn::LatentWeights<LCfg> {n}_weights() noexcept {{",
         f"  return microattn::exported_latent_weights<LCfg, {n}_shape>(",
-        f"      {', '.join(ptrs[:4])},",
-        f"      {', '.join(ptrs[4:])});",
+        *(f"      {', '.join(ptrs[i:i + per_line])}" + (");" if i + per_line >= len(ptrs) else ",")
+          for i in range(0, len(ptrs), per_line)),
         "}",
         f"/// The module's RoPE: base {N}_ROPE_BASE, adjacent pairs, all d_R dimensions.",
         f"static inline microattn::RopeConfig {n}_rope() noexcept {{",
@@ -1494,24 +1587,45 @@ def latent_cxx(L, name):
         "#endif  // __cplusplus"]
 
 
-def render_latent(L, name, layout="outin", quant="none", mask=None, compute="f32"):
-    """The header text of a latent attention layer (see the module docstring)."""
+def render_latent(L, name, layout="outin", quant="none", mask=None, compute="f32", report=None):
+    """The header text of a latent attention layer (see the module docstring). quant "int8":
+    the six matrices quantised per output column (quantize_int8) with their scales, the RMSNorm
+    weights fp32; report (a list) receives one line per matrix with its quantisation error and
+    one with the layer's output error (latent_output_error), for stderr."""
     import numpy as np
     import torch
     mask = Mask.parse(mask)
     check_name(name)
     check_latent_options(layout, quant, mask, compute)
+    int8 = quant == "int8"
+    arrays, qerr, qreport = dict(L.t), {}, []
+    if int8:
+        roles = [r for r in LATENT_MATRICES if r in L.t]
+        quantized, qerr, qreport = quantize_matrices(L.t, roles, LATENT_MATRIX_NAMES)
+        arrays.update(quantized)
+        rel, mx = latent_output_error(L, dequantized(arrays, roles))
+        qreport.append(f"int8 layer output on 32 random N(0, 1) tokens, against fp32 (||e||/||y||, "
+                       f"max |e| / max |y|; no RoPE): {rel:.2e}, {mx:.2e}")
     cfg = (f"microattn::LatentConfig<T_max, {L.d_model}, {L.heads}, {L.d_c}, {L.d_r}, "
            f"{L.d_nope}, {L.d_v}" + (f", microattn::QueryLatent{{{L.d_cq}}}" if L.d_cq else "")
-           + ">")
+           + (", microattn::WeightType::kInt8" if int8 else "") + ">")
     g = f"MICROATTN_EXPORTED_{name.upper()}_H"
     lines = [f"// Generated by tools/export_pytorch.py (torch {torch.__version__}) -- do not edit.",
-             *latent_comment(L, name, cfg), "", f"#ifndef {g}", f"#define {g}", "",
-             *latent_macros(L, name), "", ALIGN_MACRO]
+             *latent_comment(L, name, cfg, int8)]
+    if int8:
+        lines.append("// int8 quantisation error (max |w - s*q|, rms, ||W - Wq||_F / ||W||_F):")
+        lines += [f"//   {LATENT_MATRIX_NAMES[r]} " + ", ".join(f"{v:.3e}" for v in qerr[r])
+                  for r in LATENT_MATRICES if r in qerr]
+        lines.append(f"// The {qreport[-1][len('int8 '):]}.")
+    lines += ["", f"#ifndef {g}", f"#define {g}", "", *latent_macros(L, name, int8), "",
+              *(["#include <stdint.h>", ""] if int8 else []), ALIGN_MACRO]
     for r in LATENT_ROLES:
-        if r in L.t:
-            lines.append(c_array(f"{name}_{r}", np.ascontiguousarray(L.t[r]).reshape(-1)))
-    lines += [*latent_cxx(L, name), "", f"#endif  // {g}", ""]
+        for a in (r, scale_role(r)) if r in qerr else (r,):
+            if a in arrays:
+                lines.append(c_array(f"{name}_{a}", np.ascontiguousarray(arrays[a]).reshape(-1)))
+    lines += [*latent_cxx(L, name, int8), "", f"#endif  // {g}", ""]
+    if report is not None:
+        report.extend(qreport)
     return "\n".join(lines)
 
 
@@ -1525,7 +1639,7 @@ def export_module(module, name="attn", layout="outin", path=None, heads=None, kv
     check_compute(compute, quant)
     L = layer_from_module(module, path, heads, kv_heads, origin)
     if isinstance(L, LatentLayer):
-        return render_latent(L, name, layout, quant, mask, compute)
+        return render_latent(L, name, layout, quant, mask, compute, report)
     return render(L, name, layout, quant, report, mask, compute)
 
 

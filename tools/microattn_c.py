@@ -37,7 +37,9 @@ length, oldest, RoPE; --chunk sets its prefill chunk), core (ScaledDotProductAtt
 on q, k, v), latent (LatentAttention, DeepSeek-V2's multi-head latent attention: set_weights takes
 a microattn_latent_weights, set_rms_eps, prefill, decode, truncate, reset, length, export/import
 of the latent rows; --config gives a LatentConfig's arguments, T_max, d_model, H, d_c, d_R,
-d_nope, d_v, then QueryLatent{d_cq} and MaxWorkers{n} bare or with microattn::; --chunk as kv).
+d_nope, d_v, then QueryLatent{d_cq}, MaxWorkers{n}, WeightType::kInt8 (set_weights takes a
+microattn_latent_weights_q8) and CacheType::kInt8 (an int8 latent cache, NAME_CACHE_BYTES its
+size) bare or with microattn::; --chunk as kv).
 The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
 SlidingWindow{8}, MaxWorkers{2}, ...): with WeightType::kInt8 set_weights takes a
 microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1; with Compute::kInt8 as well
@@ -129,7 +131,9 @@ LATENT_VALUES = [
     ("v_dim", "Cfg::kVDim"), ("out_dim", "Cfg::kOutDim"), ("chunk", "(@CHUNK@)"),
     ("cache_bytes", "Object::kCacheBytes"),
     ("cache_bytes_per_token", "Object::kCacheBytesPerToken"),
-    ("max_workers", "Cfg::kMaxWorkers")]
+    ("max_workers", "Cfg::kMaxWorkers"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
+    ("int8_cache", "Cfg::kInt8Cache ? 1u : 0u"),
+    ("panel16", "::microattn::LatentWeights<Cfg>::panel_fits() ? 1u : 0u")]
 
 
 def probe_values(kind):
@@ -550,8 +554,10 @@ def latent_header_text(args, config, v, header_name):
       " 0 .. i")
     w(" *   cache:   %d tokens in total (then MICROATTN_CACHE_FULL), one latent row [c_KV | k_R]"
       % v["t_max"])
-    w(" *            of %s_D_CACHE floats a token" % N)
-    w(" *   weights: fp32 (microattn_latent_weights)")
+    w(" *            of %s a token" % ("%s_D_CACHE int8 values and two fp32 scales (c_KV's, k_R's)"
+                                     % N if v["int8_cache"] else "%s_D_CACHE floats" % N))
+    w(" *   weights: %s" % ("int8 + fp32 scales (microattn_latent_weights_q8)" if v["int8_weights"]
+                            else "fp32 (microattn_latent_weights)"))
     target_and_glue(w, args, config, v, header_name)
     w("#include <stddef.h>")
     w("")
@@ -560,9 +566,10 @@ def latent_header_text(args, config, v, header_name):
     w("/* Bytes and alignment of the object: all the RAM the layer uses (weights are views). */")
     w("#define %s_BYTES %d" % (N, v["bytes"]))
     w("#define %s_ALIGN %d" % (N, v["align"]))
-    w("#define %s_CACHE_BYTES %d /* of which the latent cache */" % (N, v["cache_bytes"]))
-    w("#define %s_CACHE_BYTES_PER_TOKEN %d /* 4 * (d_c + d_R) */"
-      % (N, v["cache_bytes_per_token"]))
+    w("#define %s_CACHE_BYTES %d /* of which the latent cache%s */"
+      % (N, v["cache_bytes"], " (int8 values + scales)" if v["int8_cache"] else ""))
+    w("#define %s_CACHE_BYTES_PER_TOKEN %d /* %s */"
+      % (N, v["cache_bytes_per_token"], "d_c + d_R + 8" if v["int8_cache"] else "4 * (d_c + d_R)"))
     w("")
     w("/* Fingerprint of the configuration (kind, every LatentConfig parameter, prefill chunk; the")
     w(" * same on every target): the C++ line checks it, so another LatentConfig does not"
@@ -584,8 +591,8 @@ def latent_header_text(args, config, v, header_name):
     w("extern \"C\" {")
     w("#endif")
     w("")
-    latent_settings(w, n, N)
-    latent_cache_functions(w, n, N)
+    latent_settings(w, n, N, v)
+    latent_cache_functions(w, n, N, v)
     w("")
     w("#ifdef __cplusplus")
     w("} /* extern \"C\" */")
@@ -615,11 +622,15 @@ def latent_shape(w, N, v):
             ("ukv_dim", "UKV_DIM", "H * (d_nope + d_v): outputs of w_ukv"),
             ("v_dim", "V_DIM", "H * d_v: inputs of w_o"),
             ("out_dim", "OUT_DIM", "row length of y (d_model)"),
-            ("chunk", "PREFILL_CHUNK", "tokens prefill processes at a time")):
+            ("chunk", "PREFILL_CHUNK", "tokens prefill processes at a time"),
+            ("int8_weights", "INT8_WEIGHTS", "WeightType::kInt8: set_weights takes "
+             "microattn_latent_weights_q8"),
+            ("int8_cache", "INT8_CACHE", "CacheType::kInt8: latent rows cached as int8 + scales"),
+            ("panel16", "PANEL16", "set_weights takes PANEL16 (widths in panels of 16)")):
         w("#define %s_%s %d%s" % (N, name, v[key], " /* %s */" % what if what else ""))
 
 
-def latent_settings(w, n, N):
+def latent_settings(w, n, N, v):
     w("/* Zeroes *obj (for an object on the stack or one to reuse; NULL: nothing). */")
     w("void %s_init(%s* obj);" % (n, n))
     w("")
@@ -635,12 +646,17 @@ def latent_settings(w, n, N):
             "MICROATTN_EXECUTOR_NONE: the calling thread only." % N)
     w("microattn_status %s_set_executor(%s* obj, const microattn_executor* ex);" % (n, n))
     w("")
-    comment(w, "Points the layer at weights (views: the arrays must outlive its use; allowed at "
-            "any time, cached rows stay). MICROATTN_OK, MICROATTN_NULL_POINTER (w or a pointer "
-            "the layer needs is NULL: w_q, or w_dq, g_q and w_uq when %s_D_Q_LATENT > 0; w_dkv, "
-            "g_kv, w_ukv, w_o) or MICROATTN_BAD_ARGUMENT (a layout other than IN_OUT and "
-            "OUT_IN)." % N)
-    w("microattn_status %s_set_weights(%s* obj, const microattn_latent_weights* w);" % (n, n))
+    q8 = v["int8_weights"]
+    comment(w, "Points the layer at %s (views: the arrays must outlive its use; allowed at any "
+            "time, cached rows stay%s). MICROATTN_OK, MICROATTN_NULL_POINTER (w or a pointer the "
+            "layer needs is NULL: w_q, or w_dq, g_q and w_uq when %s_D_Q_LATENT > 0; w_dkv, g_kv, "
+            "w_ukv, w_o%s) or MICROATTN_BAD_ARGUMENT (an unknown layout%s)."
+            % ("int8 weights and their scales" if q8 else "weights",
+               "; microattn_quantize_int8() makes them" if q8 else "", N,
+               "; the scales of those matrices" if q8 else "",
+               ", or PANEL16: %s_PANEL16 is 0" % N if not v["panel16"] else ""))
+    w("microattn_status %s_set_weights(%s* obj, const microattn_latent_weights%s* w);"
+      % (n, n, "_q8" if q8 else ""))
     w("")
     comment(w, "Rotary embeddings on k_R and each head's q_R (rotary_dims 0 = %s_D_ROPE), only "
             "while the cache is empty. DeepSeek's checkpoints rotate adjacent pairs "
@@ -660,11 +676,12 @@ def latent_settings(w, n, N):
     w("")
 
 
-def latent_cache_functions(w, n, N):
+def latent_cache_functions(w, n, N, v):
     comment(w, "Appends T tokens x[T][%s_D_MODEL] to the cache and writes their outputs "
-            "y[T][%s_OUT_DIM] (the unabsorbed form: each head's keys and values expanded from "
-            "the cached latents): MICROATTN_CACHE_FULL past %s_T_MAX tokens in total; y must not "
-            "overlap x or a weight array." % (N, N, N))
+            "y[T][%s_OUT_DIM] (absorbed, or unabsorbed: each head's keys and values expanded "
+            "from the cached latents, whichever takes fewer flops for the call, "
+            "LatentPrefill::kAuto): MICROATTN_CACHE_FULL past %s_T_MAX tokens in total; y must "
+            "not overlap x or a weight array." % (N, N, N))
     w("microattn_status %s_prefill(%s* obj, const float* x, size_t T, float* y);" % (n, n))
     comment(w, "Appends one token x[%s_D_MODEL], writes y[%s_OUT_DIM] (the absorbed form: an "
             "MQA over the cached latent rows): MICROATTN_CACHE_FULL once %s_T_MAX tokens are "
@@ -678,15 +695,19 @@ def latent_cache_functions(w, n, N):
     w("/* Tokens in the cache: the position of the next one (0 for a NULL obj). */")
     w("size_t %s_length(const %s* obj);" % (n, n))
     comment(w, "Copies the cached latent rows of tokens first .. first + n - 1 out, rows[n]"
-            "[%s_D_CACHE] ([c_KV normalised | k_R rotated]), and describes them in *info "
-            "(kv_heads 1, d_head %s_D_CACHE): MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT "
-            "(n == 0 or past length())." % (N, N))
+            "[%s_D_CACHE] floats ([c_KV normalised | k_R rotated]%s), and describes them in "
+            "*info (kv_heads 1, d_head %s_D_CACHE): MICROATTN_NULL_POINTER, "
+            "MICROATTN_BAD_ARGUMENT (n == 0 or past length())."
+            % (N, "; the int8 cache's values dequantised, scale * q" if v["int8_cache"] else "",
+               N))
     w("microattn_status %s_export_cache(const %s* obj, size_t first, size_t n, float* rows,"
       % (n, n))
     w("    microattn_cache_slice* info);")
     comment(w, "Appends exported rows as if they had been prefilled; only where they continue "
             "this cache (info->first == length()) with this shape and RoPE "
-            "(MICROATTN_BAD_ARGUMENT), MICROATTN_CACHE_FULL past %s_T_MAX." % N)
+            "(MICROATTN_BAD_ARGUMENT), MICROATTN_CACHE_FULL past %s_T_MAX.%s"
+            % (N, " The int8 cache quantises the rows as it does new tokens."
+               if v["int8_cache"] else ""))
     w("microattn_status %s_import_cache(%s* obj, const microattn_cache_slice* info,"
       % (n, n))
     w("    const float* rows);")
@@ -804,7 +825,8 @@ def main(argv=None):
                    help="layer: MultiHeadAttention (default); kv: KvAttention; "
                         "core: ScaledDotProductAttention; latent: LatentAttention (multi-head "
                         "latent attention, --config gives a LatentConfig's arguments: '24, 32, "
-                        "4, 16, 8, 8, 8, QueryLatent{12}, MaxWorkers{2}')")
+                        "4, 16, 8, 8, 8, QueryLatent{12}, MaxWorkers{2}', also with "
+                        "WeightType::kInt8, CacheType::kInt8)")
     p.add_argument("--config",
                    help="the Config's arguments, e.g. '64, 64, 4, 2, 16, Bias::kYes', "
                         "'64, 64, 4, 2, 16, WeightType::kInt8, CacheType::kInt8', "

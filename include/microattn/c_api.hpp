@@ -15,8 +15,9 @@
 //      --kind layer | kv | core | latent (MultiHeadAttention, KvAttention,
 //      ScaledDotProductAttention, LatentAttention: --config gives a LatentConfig's arguments);
 //      --chunk N sets a KV or latent layer's prefill chunk. The Config may hold every option, also
-//      microattn::WeightType::kInt8 (set_weights then takes microattn_weights_q8) and, for kv,
-//      microattn::CacheType::kInt8 (an int8 cache: the header's NAME_CACHE_BYTES). Pass
+//      microattn::WeightType::kInt8 (set_weights then takes microattn_weights_q8, a latent
+//      layer's microattn_latent_weights_q8) and, for kv and latent, microattn::CacheType::kInt8
+//      (an int8 cache: the header's NAME_CACHE_BYTES). Pass
 //      every flag that changes the kernels' arch (-march, -mcpu, -mfpu,
 //      -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest. `--cpp-from a.h b.h --cpp-out
 //      layers.cpp` writes one C++ file for several layers (the kernels they share compiled once).
@@ -80,6 +81,8 @@
 //                MICROATTN_C_LATENT(NAME, LatentConfig), MICROATTN_C_LATENT_CHUNKED(NAME,
 //                chunk, LatentConfig); --kind latent)
 //                microattn_status NAME_set_weights(NAME* obj, const microattn_latent_weights* w);
+//                    (const microattn_latent_weights_q8* w when the LatentConfig has
+//                    WeightType::kInt8; PANEL16 where LatentWeights<LCfg>::panel_fits())
 //                NAME_set_rope, NAME_rope, NAME_prefill, NAME_decode, NAME_truncate,
 //                NAME_reset, NAME_length as kv;
 //                microattn_status NAME_set_rms_eps(NAME* obj, float eps);
@@ -153,7 +156,7 @@ constexpr std::uint32_t fnv1a(std::uint32_t h, std::uint64_t v) noexcept {
 }
 
 /// config_id() of a latent layer: every LatentConfig parameter (T_max, d_model, H, d_c, d_R,
-/// d_nope, d_v, d_cq, MaxWorkers) and the prefill chunk.
+/// d_nope, d_v, d_cq, MaxWorkers, WeightType, CacheType) and the prefill chunk.
 template <class LCfg, std::size_t kChunk>
 constexpr std::uint32_t latent_config_id() noexcept {
   // The first value is the version of this encoding: a change to it changes every fingerprint.
@@ -171,6 +174,9 @@ constexpr std::uint32_t latent_config_id() noexcept {
                                   kChunk};
   std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
   for (const std::uint64_t v : values) h = fnv1a(h, v);
+  // Options added after version 1, folded in only when set (older fingerprints stay valid).
+  if (LCfg::kInt8Weights) h = fnv1a(h, 0x57493855u);  // "WI8U": WeightType::kInt8
+  if (LCfg::kInt8Cache) h = fnv1a(h, 0x43493855u);    // "CI8U": CacheType::kInt8
   return h;
 }
 
@@ -289,11 +295,19 @@ Status object_of(Storage* storage, Object** out) noexcept {
 }
 
 /// The C weight struct of a configuration: microattn_weights (fp32 matrices), or
-/// microattn_weights_q8 (int8 matrices + scales) with WeightType::kInt8. NAME_set_weights
-/// takes a pointer to it, and tools/microattn_c.py declares it so in the generated header.
+/// microattn_weights_q8 (int8 matrices + scales) with WeightType::kInt8; for a LatentConfig
+/// microattn_latent_weights, or microattn_latent_weights_q8. NAME_set_weights takes a pointer
+/// to it, and tools/microattn_c.py declares it so in the generated header.
 template <class Cfg>
 struct CWeightsOf {
   using type = std::conditional_t<Cfg::kInt8Weights, microattn_weights_q8, microattn_weights>;
+};
+template <std::size_t kT, std::size_t kD, std::size_t kH, std::size_t kC, std::size_t kR,
+          std::size_t kN, std::size_t kV, auto... kOptions>
+struct CWeightsOf<LatentConfig<kT, kD, kH, kC, kR, kN, kV, kOptions...>> {
+  using type =
+      std::conditional_t<LatentConfig<kT, kD, kH, kC, kR, kN, kV, kOptions...>::kInt8Weights,
+                         microattn_latent_weights_q8, microattn_latent_weights>;
 };
 template <class Cfg>
 using CWeights = typename CWeightsOf<Cfg>::type;
@@ -325,6 +339,37 @@ Weights<Cfg> weights_from_c(const microattn_weights_q8& w) noexcept {
                 "microattn C API: int8_t of C is std::int8_t");
   return Weights<Cfg>(layout_from_c(w.layout), w.w_q, w.s_q, w.w_k, w.s_k, w.w_v, w.s_v, w.w_o,
                       w.s_o, w.b_q, w.b_k, w.b_v, w.b_o);
+}
+
+/// The layout, matrices and RMSNorm weights of either C latent struct as a LatentWeights (an
+/// unknown layout becomes one check() refuses; PANEL16 is checked by check() as in C++); the
+/// struct's matrix type must be the LatentConfig's.
+template <class LCfg, class CW>
+LatentWeights<LCfg> latent_matrices_from_c(const CW& w) noexcept {
+  static_assert(std::is_same<std::remove_cv_t<std::remove_pointer_t<decltype(w.w_q)>>,
+                             typename LCfg::WeightElem>::value,
+                "microattn C API: a latent layer's weight struct has the LatentConfig's "
+                "WeightType (fp32: microattn_latent_weights, int8: microattn_latent_weights_q8)");
+  LatentWeights<LCfg> c;
+  c.layout = layout_from_c(w.layout);
+  c.w_q = w.w_q, c.w_dq = w.w_dq, c.g_q = w.g_q, c.w_uq = w.w_uq;
+  c.w_dkv = w.w_dkv, c.g_kv = w.g_kv, c.w_ukv = w.w_ukv, c.w_o = w.w_o;
+  return c;
+}
+
+/// The latent weights (fp32) as LatentWeights; set_weights() picks the overload by struct.
+template <class LCfg>
+LatentWeights<LCfg> weights_from_c(const microattn_latent_weights& w) noexcept {
+  return latent_matrices_from_c<LCfg>(w);
+}
+
+/// The same for int8 latent weights (WeightType::kInt8): the matrices and their scales.
+template <class LCfg>
+LatentWeights<LCfg> weights_from_c(const microattn_latent_weights_q8& w) noexcept {
+  LatentWeights<LCfg> c = latent_matrices_from_c<LCfg>(w);
+  c.s_q = w.s_q, c.s_dq = w.s_dq, c.s_uq = w.s_uq;
+  c.s_dkv = w.s_dkv, c.s_ukv = w.s_ukv, c.s_o = w.s_o;
+  return c;
 }
 
 /// A C RoPE setting as the C++ one (an unknown pairing becomes one set_rope() refuses).
@@ -508,27 +553,8 @@ microattn_status import_cache(Storage* storage, const microattn_cache_slice* inf
   return to_c(o->import_cache(slice_from_c(*info), k, v));
 }
 
-// The latent layer's own operations (LatentAttention: fp32 weights of its own struct, the
-// RMSNorm epsilon, a cache of latent rows).
-
-/// A C latent weight view as the C++ one (an unknown layout becomes one check() refuses).
-template <class LCfg>
-LatentWeights<LCfg> latent_weights_from_c(const microattn_latent_weights& w) noexcept {
-  LatentWeights<LCfg> c;
-  c.layout = layout_from_c(w.layout);
-  c.w_q = w.w_q, c.w_dq = w.w_dq, c.g_q = w.g_q, c.w_uq = w.w_uq;
-  c.w_dkv = w.w_dkv, c.g_kv = w.g_kv, c.w_ukv = w.w_ukv, c.w_o = w.w_o;
-  return c;
-}
-
-template <class Object, class LCfg, class Storage>
-microattn_status latent_set_weights(Storage* storage, const microattn_latent_weights* w) noexcept {
-  Object* o = nullptr;
-  const Status s = object_of(storage, &o);
-  if (s != Status::kOk) return to_c(s);
-  if (w == nullptr) return MICROATTN_NULL_POINTER;
-  return to_c(o->set_weights(latent_weights_from_c<LCfg>(*w)));
-}
+// The latent layer's own operations (LatentAttention: weights of its own structs, the RMSNorm
+// epsilon, a cache of latent rows).
 
 template <class Object, class Storage>
 microattn_status set_rms_eps(Storage* storage, float eps) noexcept {
@@ -621,9 +647,9 @@ microattn_status latent_import_cache(Storage* storage, const microattn_cache_sli
   static_assert(true, "")
 
 /// LatentAttention<LatentConfig> (multi-head latent attention, prefill chunk T_max): NAME_init,
-/// NAME_set_weights (microattn_latent_weights), NAME_set_scale, NAME_scale, NAME_set_executor,
-/// NAME_set_rope, NAME_rope, NAME_set_rms_eps, NAME_rms_eps, NAME_prefill, NAME_decode,
-/// NAME_truncate, NAME_reset, NAME_length, NAME_export_cache, NAME_import_cache.
+/// NAME_set_weights (microattn_latent_weights or _q8), NAME_set_scale, NAME_scale,
+/// NAME_set_executor, NAME_set_rope, NAME_rope, NAME_set_rms_eps, NAME_rms_eps, NAME_prefill,
+/// NAME_decode, NAME_truncate, NAME_reset, NAME_length, NAME_export_cache, NAME_import_cache.
 #define MICROATTN_C_LATENT(name, ...) MICROATTN_C_LATENT_CHUNKED(name, Cfg::kTMax, __VA_ARGS__)
 
 /// LatentAttention<LatentConfig> whose prefill runs `chunk` tokens at a time (1 .. T_max).
@@ -685,8 +711,9 @@ microattn_status latent_import_cache(Storage* storage, const microattn_cache_sli
                                           name>::kFits,                                            \
       "microattn C API, layer '" #name                                                             \
       "': its C header declares set_weights for another weight type (fp32: "                       \
-      "microattn_weights, WeightType::kInt8: microattn_weights_q8) than this "                     \
-      "Config's (regenerate the header with tools/microattn_c.py)");                               \
+      "microattn_weights / microattn_latent_weights, WeightType::kInt8: microattn_weights_q8 / "   \
+      "microattn_latent_weights_q8) than this Config's (regenerate the header with "               \
+      "tools/microattn_c.py)");                                                                    \
   extern "C" microattn_status name##_set_weights(                                                  \
       name* obj, const ::microattn::c_api::CWeights<microattn_c_##name::Cfg>* w) {                 \
     return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>(   \
@@ -699,30 +726,15 @@ microattn_status latent_import_cache(Storage* storage, const microattn_cache_sli
     return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                              \
   }
 
-// Internal: a latent layer's weights (its own C struct, checked against the header's prototype
-// like the other kinds'), RoPE and RMSNorm epsilon.
-#define MICROATTN_C_LATENT_SETTINGS_(name)                                                         \
-  static_assert(                                                                                   \
-      ::microattn::c_api::SetWeightsCheck<microattn_c_##name::Layer, decltype(name##_set_weights), \
-                                          microattn_latent_weights, name>::kFits,                  \
-      "microattn C API, layer '" #name                                                             \
-      "': its C header declares set_weights for another weight type than a latent layer's "        \
-      "microattn_latent_weights (regenerate the header with tools/microattn_c.py)");               \
-  extern "C" microattn_status name##_set_weights(name* obj, const microattn_latent_weights* w) {   \
-    return ::microattn::c_api::latent_set_weights<microattn_c_##name::Object,                      \
-                                                  microattn_c_##name::Cfg>(obj, w);                \
-  }                                                                                                \
-  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) {             \
-    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);                    \
-  }                                                                                                \
-  extern "C" microattn_rope name##_rope(const name* obj) {                                         \
-    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                              \
-  }                                                                                                \
-  extern "C" microattn_status name##_set_rms_eps(name* obj, float eps) {                           \
-    return ::microattn::c_api::set_rms_eps<microattn_c_##name::Object>(obj, eps);                  \
-  }                                                                                                \
-  extern "C" float name##_rms_eps(const name* obj) {                                               \
-    return ::microattn::c_api::rms_eps<microattn_c_##name::Object>(obj);                           \
+// Internal: a latent layer's weights (its own C structs, CWeights of a LatentConfig), RoPE and
+// RMSNorm epsilon.
+#define MICROATTN_C_LATENT_SETTINGS_(name)                                        \
+  MICROATTN_C_WEIGHTS_ROPE_(name)                                                 \
+  extern "C" microattn_status name##_set_rms_eps(name* obj, float eps) {          \
+    return ::microattn::c_api::set_rms_eps<microattn_c_##name::Object>(obj, eps); \
+  }                                                                               \
+  extern "C" float name##_rms_eps(const name* obj) {                              \
+    return ::microattn::c_api::rms_eps<microattn_c_##name::Object>(obj);          \
   }
 
 // Internal: prefill, decode, truncate, reset, length (a KV or latent layer's cache).

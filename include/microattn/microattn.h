@@ -125,10 +125,9 @@ typedef struct microattn_weights_q8 {
 } microattn_weights_q8;
 
 /* The weights of a multi-head latent attention layer (microattn::LatentWeights; --kind latent,
- * DeepSeek-V2's MLA): views over the caller's arrays, fp32, no biases. Layout IN_OUT or OUT_IN
- * (PANEL16: MICROATTN_BAD_ARGUMENT). Shapes in IN_OUT, OUT_IN is each transposed (Hugging
- * Face's DeepseekV2Attention weights as they are, names on the right); QD = H * (d_nope + d_R),
- * UD = H * (d_nope + d_v), VD = H * d_v:
+ * DeepSeek-V2's MLA): views over the caller's arrays, fp32, no biases. Shapes in IN_OUT, OUT_IN
+ * is each transposed (Hugging Face's DeepseekV2Attention weights as they are, names on the
+ * right); QD = H * (d_nope + d_R), UD = H * (d_nope + d_v), VD = H * d_v:
  *   w_q    [d_model][QD]          q_proj            without a query latent (<NAME>_D_Q_LATENT 0)
  *   w_dq   [d_model][d_cq]        q_a_proj          with one (QueryLatent{d_cq}), and:
  *   g_q    [d_cq]                 q_a_layernorm
@@ -137,10 +136,12 @@ typedef struct microattn_weights_q8 {
  *   g_kv   [d_c]                  kv_a_layernorm
  *   w_ukv  [d_c][UD]              kv_b_proj
  *   w_o    [VD][d_model]          o_proj
- * A head's columns of w_q / w_uq are [q_nope | q_R], of w_ukv [k_nope | v]. Pointers the layer
- * does not use are ignored and may be NULL. */
+ * A head's columns of w_q / w_uq are [q_nope | q_R], of w_ukv [k_nope | v]. PANEL16 ([out/16]
+ * [in][16] for every matrix) only where <NAME>_PANEL16 is 1 (every output width, d_nope and d_v
+ * multiples of 16; otherwise MICROATTN_BAD_ARGUMENT). Pointers the layer does not use are
+ * ignored and may be NULL. For int8 weights: microattn_latent_weights_q8. */
 typedef struct microattn_latent_weights {
-  int layout; /* MICROATTN_LAYOUT_IN_OUT or MICROATTN_LAYOUT_OUT_IN */
+  int layout; /* MICROATTN_LAYOUT_* */
   const float* w_q;
   const float* w_dq;
   const float* g_q;
@@ -150,6 +151,39 @@ typedef struct microattn_latent_weights {
   const float* w_ukv;
   const float* w_o;
 } microattn_latent_weights;
+
+/* The weights of a latent layer whose LatentConfig has microattn::WeightType::kInt8
+ * (<NAME>_INT8_WEIGHTS; its <NAME>_set_weights takes this struct): the six matrices int8 in the
+ * shapes and layouts of microattn_latent_weights (PANEL16 where <NAME>_PANEL16), each with its
+ * fp32 scales, one per output column: W(i, o) = s_x[o] * w_x(i, o).
+ *   field  length      needed with
+ *   s_q    [QD]        w_q
+ *   s_dq   [d_cq]      w_dq
+ *   s_uq   [QD]        w_uq
+ *   s_dkv  [d_c + d_R] always
+ *   s_ukv  [UD]        always
+ *   s_o    [d_model]   always
+ * The RMSNorm weights g_q, g_kv stay fp32. A missing scale is MICROATTN_NULL_POINTER like a
+ * missing matrix. microattn_quantize_int8() makes a matrix and its scales (w_dkv: in_dim
+ * d_model, out_dim d_c + d_R; w_ukv: d_c, UD; w_o: VD, d_model; ...); tools/export_pytorch.py
+ * --quant int8 writes the same bits offline from a DeepSeek-V2-style module. */
+typedef struct microattn_latent_weights_q8 {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const int8_t* w_q;
+  const float* s_q;
+  const int8_t* w_dq;
+  const float* s_dq;
+  const float* g_q;
+  const int8_t* w_uq;
+  const float* s_uq;
+  const int8_t* w_dkv;
+  const float* s_dkv;
+  const float* g_kv;
+  const int8_t* w_ukv;
+  const float* s_ukv;
+  const int8_t* w_o;
+  const float* s_o;
+} microattn_latent_weights_q8;
 
 /* What microattn_quantize_int8() measured (microattn::QuantError): the error its rounding
  * introduced into one matrix. */

@@ -18,6 +18,8 @@
 #include "ckv_win.h"
 #include "clat.h"
 #include "clat_q.h"
+#include "clat_q8.h"
+#include "clat_q8n.h"
 #include "cmha.h"
 #include "cmha_mt.h"
 #include "cmha_none.h"
@@ -60,6 +62,20 @@ using LatQCfg = microattn::LatentConfig<24, 32, 3, 20, 6, 10, 12, microattn::Que
                                         microattn::MaxWorkers{3}>;
 MICROATTN_C_LATENT(clat, LatCfg);
 MICROATTN_C_LATENT_CHUNKED(clat_q, 5, LatQCfg);
+// int8 weights: with a query latent and an int8 latent cache (prefill chunk 5), and without
+// either (q = x W_Q, fp32 cache). Every width a multiple of 16: PANEL16 fits.
+using LatQ8Cfg = microattn::LatentConfig<24, 32, 2, 16, 16, 16, 16, microattn::QueryLatent{16},
+                                         microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+using LatQ8nCfg = microattn::LatentConfig<24, 32, 2, 16, 16, 16, 16, microattn::WeightType::kInt8>;
+MICROATTN_C_LATENT_CHUNKED(clat_q8, 5, LatQ8Cfg);
+MICROATTN_C_LATENT(clat_q8n, LatQ8nCfg);
+static_assert(
+    microattn::LatentWeights<LatQ8Cfg>::panel_fits() &&
+        std::is_same<decltype(&clat_q8_set_weights),
+                     microattn_status (*)(clat_q8*, const microattn_latent_weights_q8*)>::value &&
+        std::is_same<microattn::c_api::CWeights<LatQ8nCfg>, microattn_latent_weights_q8>::value &&
+        std::is_same<microattn::c_api::CWeights<LatCfg>, microattn_latent_weights>::value,
+    "int8 latent layers take microattn_latent_weights_q8");
 static_assert(
     std::is_same<microattn_c_clat_q::Object,
                  microattn::LatentAttention<LatQCfg, microattn::DefaultArch, 5>>::value &&
@@ -115,10 +131,16 @@ microattn::MultiHeadAttention<NoneCfg> g_mha_none;
 microattn::KvAttention<WinCfg, microattn::DefaultArch, 4> g_kv_win;
 microattn::LatentAttention<LatCfg> g_lat;
 microattn::LatentAttention<LatQCfg, microattn::DefaultArch, 5> g_lat_q;
+microattn::LatentAttention<LatQ8Cfg, microattn::DefaultArch, 5> g_lat_q8;
+microattn::LatentAttention<LatQ8nCfg> g_lat_q8n;
 
+// Latent layer `which`: 0 clat, 1 clat_q, 2 clat_q8, 3 clat_q8n.
 template <class Fn>
 auto with_lat(int which, Fn fn) {
-  return which == 0 ? fn(g_lat) : fn(g_lat_q);
+  return which == 0   ? fn(g_lat)
+         : which == 1 ? fn(g_lat_q)
+         : which == 2 ? fn(g_lat_q8)
+                      : fn(g_lat_q8n);
 }
 
 // Latent weights from the raw pointers (w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o).
@@ -128,6 +150,19 @@ microattn::LatentWeights<LCfg> latent_weights(int layout, const float* const w[8
   l.layout = static_cast<WeightLayout>(layout);
   l.w_q = w[0], l.w_dq = w[1], l.g_q = w[2], l.w_uq = w[3];
   l.w_dkv = w[4], l.g_kv = w[5], l.w_ukv = w[6], l.w_o = w[7];
+  return l;
+}
+
+// int8 latent weights from the raw pointers: m = w_q, w_dq, w_uq, w_dkv, w_ukv, w_o, s their
+// scales, g = g_q, g_kv.
+template <class LCfg>
+microattn::LatentWeights<LCfg> latent_weights_q8(int layout, const int8_t* const m[6],
+                                                 const float* const s[6], const float* const g[2]) {
+  microattn::LatentWeights<LCfg> l;
+  l.layout = static_cast<WeightLayout>(layout);
+  l.w_q = m[0], l.w_dq = m[1], l.w_uq = m[2], l.w_dkv = m[3], l.w_ukv = m[4], l.w_o = m[5];
+  l.s_q = s[0], l.s_dq = s[1], l.s_uq = s[2], l.s_dkv = s[3], l.s_ukv = s[4], l.s_o = s[5];
+  l.g_q = g[0], l.g_kv = g[1];
   return l;
 }
 
@@ -184,6 +219,8 @@ void ref_object_size(const char* name, size_t* bytes, size_t* align) {
   if (!std::strcmp(name, "ckv_q8")) set(sizeof(g_kv_q8), alignof(decltype(g_kv_q8)));
   if (!std::strcmp(name, "clat")) set(sizeof(g_lat), alignof(decltype(g_lat)));
   if (!std::strcmp(name, "clat_q")) set(sizeof(g_lat_q), alignof(decltype(g_lat_q)));
+  if (!std::strcmp(name, "clat_q8")) set(sizeof(g_lat_q8), alignof(decltype(g_lat_q8)));
+  if (!std::strcmp(name, "clat_q8n")) set(sizeof(g_lat_q8n), alignof(decltype(g_lat_q8n)));
 }
 
 void ref_kv_q8_cache_bytes(size_t* int8_cache, size_t* f32_cache) {
@@ -314,6 +351,15 @@ uint32_t ref_config_id(const char* name) {
   if (!std::strcmp(name, "ckv_win")) return c::config_id<c::Kind::kKv, WinCfg, 4>();
   if (!std::strcmp(name, "clat")) return c::config_id<c::Kind::kLatent, LatCfg, 24>();
   if (!std::strcmp(name, "clat_q")) return c::config_id<c::Kind::kLatent, LatQCfg, 5>();
+  if (!std::strcmp(name, "clat_q8")) return c::config_id<c::Kind::kLatent, LatQ8Cfg, 5>();
+  if (!std::strcmp(name, "clat_q8n")) return c::config_id<c::Kind::kLatent, LatQ8nCfg, 24>();
+  // clat_q8 with fp32 weights, and with an fp32 cache: other fingerprints.
+  using F32W = microattn::LatentConfig<24, 32, 2, 16, 16, 16, 16, microattn::QueryLatent{16},
+                                       microattn::CacheType::kInt8>;
+  using F32C = microattn::LatentConfig<24, 32, 2, 16, 16, 16, 16, microattn::QueryLatent{16},
+                                       microattn::WeightType::kInt8>;
+  if (!std::strcmp(name, "clat_q8 fp32 weights")) return c::config_id<c::Kind::kLatent, F32W, 5>();
+  if (!std::strcmp(name, "clat_q8 fp32 cache")) return c::config_id<c::Kind::kLatent, F32C, 5>();
   return 0;
 }
 
@@ -325,8 +371,15 @@ void ref_lat_fresh(int which) {
   });
 }
 int ref_lat_set_weights(int which, int layout, const float* const w[8]) {
+  if (which > 1) return code(Status::kBadArgument);  // int8 weights: ref_lat_q8_set_weights
   return which == 0 ? code(g_lat.set_weights(latent_weights<LatCfg>(layout, w)))
                     : code(g_lat_q.set_weights(latent_weights<LatQCfg>(layout, w)));
+}
+int ref_lat_q8_set_weights(int which, int layout, const int8_t* const m[6], const float* const s[6],
+                           const float* const g[2]) {
+  if (which == 2) return code(g_lat_q8.set_weights(latent_weights_q8<LatQ8Cfg>(layout, m, s, g)));
+  if (which == 3) return code(g_lat_q8n.set_weights(latent_weights_q8<LatQ8nCfg>(layout, m, s, g)));
+  return code(Status::kBadArgument);
 }
 int ref_lat_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
                      size_t start_position) {

@@ -74,9 +74,16 @@ size_t ref_kv_win_length(void);
 size_t ref_kv_win_oldest(void);
 /* Latent layers, which = 0: clat's LatentAttention<LatentConfig<24, 32, 4, 16, 8, 8, 8>>, 1:
  * clat_q's LatentAttention<LatentConfig<24, 32, 3, 20, 6, 10, 12, QueryLatent{12},
- * MaxWorkers{3}>, DefaultArch, 5>. w[8] = w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o. */
+ * MaxWorkers{3}>, DefaultArch, 5>, 2: clat_q8's <LatentConfig<24, 32, 2, 16, 16, 16, 16,
+ * QueryLatent{16}, WeightType::kInt8, CacheType::kInt8>, DefaultArch, 5>, 3: clat_q8n's
+ * <LatentConfig<24, 32, 2, 16, 16, 16, 16, WeightType::kInt8>>.
+ * w[8] = w_q, w_dq, g_q, w_uq, w_dkv, g_kv, w_ukv, w_o (fp32 layers 0 and 1 only). */
 void ref_lat_fresh(int which);
 int ref_lat_set_weights(int which, int layout, const float* const w[8]);
+/* The int8 layers 2 and 3: m[6] = w_q, w_dq, w_uq, w_dkv, w_ukv, w_o, s[6] their scales,
+ * g[2] = g_q, g_kv. */
+int ref_lat_q8_set_weights(int which, int layout, const int8_t* const m[6],
+                           const float* const s[6], const float* const g[2]);
 int ref_lat_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
                      size_t start_position);
 int ref_lat_set_scale(int which, float scale);
@@ -91,8 +98,8 @@ size_t ref_lat_length(int which);
 int ref_lat_export(int which, size_t first, size_t n, float* rows, size_t* d_head);
 /* kCacheBytes of the C++ object (and kCacheBytesPerToken). */
 size_t ref_lat_cache_bytes(int which, size_t* per_token);
-/* microattn::c_api::config_id of the C layer `name` (cmha, cmha_none, ckv_win, clat, clat_q; 0
- * otherwise). */
+/* microattn::c_api::config_id of the C layer `name` (cmha, cmha_none, ckv_win, clat, clat_q,
+ * clat_q8, clat_q8n; "clat_q8 fp32 weights", "clat_q8 fp32 cache": its twins; 0 otherwise). */
 uint32_t ref_config_id(const char* name);
 
 #ifdef __cplusplus

@@ -30,6 +30,8 @@
 #include "ckv_win.h"
 #include "clat.h"
 #include "clat_q.h"
+#include "clat_q8.h"
+#include "clat_q8n.h"
 #include "cmha.h"
 #include "cmha_mt.h"
 #include "cmha_none.h"
@@ -131,6 +133,17 @@ static void fill(float* p, size_t n, uint32_t salt, float amp) {
     s = s * 1664525u + 1013904223u;
     p[i] = amp * ((float)(s >> 8) / 16777216.0f * 2.0f - 1.0f);
   }
+}
+
+/* max |a[i] - b[i]| over n values; *amax: max |a[i]|. */
+static float max_abs_diff(const float* a, const float* b, size_t n, float* amax) {
+  float err = 0.0f;
+  *amax = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    err = fmaxf(err, fabsf(a[i] - b[i]));
+    *amax = fmaxf(*amax, fabsf(a[i]));
+  }
+  return err;
 }
 
 static int run(const char* name, void (*test)(void)) {
@@ -972,11 +985,8 @@ static void test_q8_layer_forward_matches_cpp(void) {
   const microattn_weights wf = all_weights(MICROATTN_LAYOUT_OUT_IN);
   CHECK_STATUS(cmha_set_weights(&fp, &wf), MICROATTN_OK);
   CHECK_STATUS(cmha_forward(&fp, g_x, kT, f32), MICROATTN_OK);
-  float err = 0.0f, amax = 0.0f;
-  for (size_t i = 0; i < kT * kDM; ++i) {
-    err = fmaxf(err, fabsf(g_y[i] - f32[i]));
-    amax = fmaxf(amax, fabsf(f32[i]));
-  }
+  float amax = 0.0f;
+  const float err = max_abs_diff(f32, g_y, kT * kDM, &amax);
   CHECK(amax > 0.1f && err <= 0.02f * amax);
   if (!(err <= 0.02f * amax)) fprintf(stderr, "  int8 vs fp32: max |diff| %g of %g\n", err, amax);
   /* Scale and errors as for fp32: nothing written, y over an int8 matrix or a scale refused. */
@@ -1075,11 +1085,8 @@ static void test_q8_kv_sequence(void) {
   CHECK(ckv_q8_length(&other) == kN);
   CHECK_STATUS(ckv_q8_decode(&g_kv_q8, g_x2, g_y), MICROATTN_OK);
   CHECK_STATUS(ckv_q8_decode(&other, g_x2, y2), MICROATTN_OK);
-  float err = 0.0f, amax = 0.0f;
-  for (size_t i = 0; i < kDM; ++i) {
-    err = fmaxf(err, fabsf(g_y[i] - y2[i]));
-    amax = fmaxf(amax, fabsf(g_y[i]));
-  }
+  float amax = 0.0f;
+  const float err = max_abs_diff(g_y, y2, kDM, &amax);
   CHECK(amax > 0.0f && err <= 1e-5f * amax);
   CHECK(ref_kv_decode(2, g_x2, g_ref) == MICROATTN_OK);
   CHECK_SAME(g_y, g_ref, kDM);
@@ -1192,8 +1199,10 @@ _Static_assert(CLAT_CACHE_BYTES_PER_TOKEN == 4 * 24 && CLAT_Q_CACHE_BYTES_PER_TO
                    CLAT_CACHE_BYTES < CLAT_BYTES && CLAT_CONFIG_ID != CLAT_Q_CONFIG_ID,
                "latent cache bytes");
 
-static clat g_lat;     /* static, never initialised */
-static clat_q g_lat_q; /* which == 1 */
+static clat g_lat;         /* static, never initialised */
+static clat_q g_lat_q;     /* which == 1 */
+static clat_q8 g_lat_q8;   /* which == 2: int8 weights and cache, chunk 5 */
+static clat_q8n g_lat_q8n; /* which == 3: int8 weights, q = x W_Q */
 
 /* Each layer's weights in RAM (outputs overlapping them are tried); norm weights near 1. */
 static float g_l_wq[kDM * CLAT_Q_DIM], g_l_wdkv[kDM * CLAT_D_CACHE], g_l_gkv[CLAT_D_LATENT],
@@ -1240,44 +1249,105 @@ static void latent_array(const microattn_latent_weights* w, const float* a[8]) {
   a[4] = w->w_dkv, a[5] = w->g_kv, a[6] = w->w_ukv, a[7] = w->w_o;
 }
 
+/* The int8 latent layers (clat_q8, clat_q8n: the same widths): fp32 matrices w_q, w_dq, w_uq,
+ * w_dkv, w_ukv, w_o in OUT_IN ([out][in]) and g_q, g_kv, quantised by microattn_quantize_int8
+ * into a layout. Aligned so that an output can be pointed at them. */
+enum { kL8Mats = 6, kL8Max = CLAT_Q8_Q_DIM * CLAT_Q8_D_MODEL };
+static const size_t kL8In[kL8Mats] = {CLAT_Q8_D_MODEL, CLAT_Q8_D_MODEL,  CLAT_Q8_D_Q_LATENT,
+                                      CLAT_Q8_D_MODEL, CLAT_Q8_D_LATENT, CLAT_Q8_V_DIM};
+static const size_t kL8Out[kL8Mats] = {CLAT_Q8_Q_DIM,   CLAT_Q8_D_Q_LATENT, CLAT_Q8_Q_DIM,
+                                       CLAT_Q8_D_CACHE, CLAT_Q8_UKV_DIM,    CLAT_Q8_D_MODEL};
+static float g_l8_src[kL8Mats][kL8Max], g_l8_g[2][CLAT_Q8_D_LATENT];
+typedef struct lq8_set {
+  alignas(16) int8_t m[kL8Mats][kL8Max];
+  float s[kL8Mats][CLAT_Q8_Q_DIM];
+} lq8_set;
+static lq8_set g_lq8[2]; /* clat_q8's, clat_q8n's */
+_Static_assert(CLAT_Q8_D_Q_LATENT == CLAT_Q8_D_LATENT && CLAT_Q8N_D_Q_LATENT == 0 &&
+                   CLAT_Q8N_Q_DIM == CLAT_Q8_Q_DIM && CLAT_Q8N_D_CACHE == CLAT_Q8_D_CACHE &&
+                   CLAT_Q8N_UKV_DIM == CLAT_Q8_UKV_DIM && CLAT_Q8N_V_DIM == CLAT_Q8_V_DIM,
+               "clat_q8 and clat_q8n share their widths");
+
+static void fill_latent_q8_data(void) {
+  for (size_t i = 0; i < kL8Mats; ++i) fill(g_l8_src[i], kL8Max, 60 + (uint32_t)i, 0.25f);
+  fill_norm(g_l8_g[0], CLAT_Q8_D_LATENT, 66);
+  fill_norm(g_l8_g[1], CLAT_Q8_D_LATENT, 67);
+}
+/* Layer which (2 or 3)'s int8 weights in `layout`, quantised now (only the pointers it needs). */
+static microattn_latent_weights_q8 latent_q8_weights(int which, int layout) {
+  lq8_set* q = &g_lq8[which - 2];
+  for (size_t i = 0; i < kL8Mats; ++i)
+    CHECK_STATUS(microattn_quantize_int8(g_l8_src[i], MICROATTN_LAYOUT_OUT_IN, kL8In[i], kL8Out[i],
+                                         layout, q->m[i], q->s[i], NULL),
+                 MICROATTN_OK);
+  microattn_latent_weights_q8 w;
+  memset(&w, 0, sizeof w);
+  w.layout = layout;
+  if (which == 2) {
+    w.w_dq = q->m[1], w.s_dq = q->s[1], w.g_q = g_l8_g[0], w.w_uq = q->m[2], w.s_uq = q->s[2];
+  } else {
+    w.w_q = q->m[0], w.s_q = q->s[0];
+  }
+  w.w_dkv = q->m[3], w.s_dkv = q->s[3], w.g_kv = g_l8_g[1], w.w_ukv = q->m[4], w.s_ukv = q->s[4];
+  w.w_o = q->m[5], w.s_o = q->s[5];
+  return w;
+}
 static microattn_status l_set_weights(int which, const microattn_latent_weights* w) {
   return which == 0 ? clat_set_weights(&g_lat, w) : clat_q_set_weights(&g_lat_q, w);
 }
+static microattn_status l_q8_set_weights(int which, const microattn_latent_weights_q8* w) {
+  return which == 2 ? clat_q8_set_weights(&g_lat_q8, w) : clat_q8n_set_weights(&g_lat_q8n, w);
+}
+/* Gives layer which's weights in `layout` to the C layer (ref 0) or to the reference (ref 1). */
+static int l_weights(int which, int layout, int ref) {
+  if (which < 2) {
+    const microattn_latent_weights w = latent_weights(which, layout);
+    const float* a[8];
+    latent_array(&w, a);
+    return ref ? ref_lat_set_weights(which, layout, a) : (int)l_set_weights(which, &w);
+  }
+  const microattn_latent_weights_q8 w = latent_q8_weights(which, layout);
+  const int8_t* const m[6] = {w.w_q, w.w_dq, w.w_uq, w.w_dkv, w.w_ukv, w.w_o};
+  const float* const sc[6] = {w.s_q, w.s_dq, w.s_uq, w.s_dkv, w.s_ukv, w.s_o};
+  const float* const g[2] = {w.g_q, w.g_kv};
+  return ref ? ref_lat_q8_set_weights(which, layout, m, sc, g) : (int)l_q8_set_weights(which, &w);
+}
+/* Two of layer which's weight arrays (for overlap checks): W_O's and g_kv. */
+static float* l_w_o(int which) {
+  return which == 0 ? g_l_wo : which == 1 ? g_lq_wo : (float*)(void*)g_lq8[which - 2].m[5];
+}
+static float* l_g_kv(int which) { return which == 0 ? g_l_gkv : which == 1 ? g_lq_gkv : g_l8_g[1]; }
+
+/* fn of latent layer `which` on its object, then args (a parenthesised tail: (, x, T, y)). */
+#define L_CALL(which, fn, args)                          \
+  ((which) == 0   ? clat_##fn(&g_lat L_ARGS_ args)       \
+   : (which) == 1 ? clat_q_##fn(&g_lat_q L_ARGS_ args)   \
+   : (which) == 2 ? clat_q8_##fn(&g_lat_q8 L_ARGS_ args) \
+                  : clat_q8n_##fn(&g_lat_q8n L_ARGS_ args))
+#define L_ARGS_(...) __VA_ARGS__
+
 static microattn_status l_set_rope(int which, const microattn_rope* r) {
-  return which == 0 ? clat_set_rope(&g_lat, r) : clat_q_set_rope(&g_lat_q, r);
+  return L_CALL(which, set_rope, (, r));
 }
-static microattn_rope l_rope(int which) {
-  return which == 0 ? clat_rope(&g_lat) : clat_q_rope(&g_lat_q);
-}
-static microattn_status l_set_scale(int which, float s) {
-  return which == 0 ? clat_set_scale(&g_lat, s) : clat_q_set_scale(&g_lat_q, s);
-}
-static float l_scale(int which) { return which == 0 ? clat_scale(&g_lat) : clat_q_scale(&g_lat_q); }
+static microattn_rope l_rope(int which) { return L_CALL(which, rope, ()); }
+static microattn_status l_set_scale(int which, float s) { return L_CALL(which, set_scale, (, s)); }
+static float l_scale(int which) { return L_CALL(which, scale, ()); }
 static microattn_status l_set_rms_eps(int which, float e) {
-  return which == 0 ? clat_set_rms_eps(&g_lat, e) : clat_q_set_rms_eps(&g_lat_q, e);
+  return L_CALL(which, set_rms_eps, (, e));
 }
-static float l_rms_eps(int which) {
-  return which == 0 ? clat_rms_eps(&g_lat) : clat_q_rms_eps(&g_lat_q);
-}
+static float l_rms_eps(int which) { return L_CALL(which, rms_eps, ()); }
 static microattn_status l_prefill(int which, const float* x, size_t T, float* y) {
-  return which == 0 ? clat_prefill(&g_lat, x, T, y) : clat_q_prefill(&g_lat_q, x, T, y);
+  return L_CALL(which, prefill, (, x, T, y));
 }
 static microattn_status l_decode(int which, const float* x, float* y) {
-  return which == 0 ? clat_decode(&g_lat, x, y) : clat_q_decode(&g_lat_q, x, y);
+  return L_CALL(which, decode, (, x, y));
 }
-static microattn_status l_truncate(int which, size_t n) {
-  return which == 0 ? clat_truncate(&g_lat, n) : clat_q_truncate(&g_lat_q, n);
-}
-static microattn_status l_reset(int which) {
-  return which == 0 ? clat_reset(&g_lat) : clat_q_reset(&g_lat_q);
-}
-static size_t l_length(int which) {
-  return which == 0 ? clat_length(&g_lat) : clat_q_length(&g_lat_q);
-}
+static microattn_status l_truncate(int which, size_t n) { return L_CALL(which, truncate, (, n)); }
+static microattn_status l_reset(int which) { return L_CALL(which, reset, ()); }
+static size_t l_length(int which) { return L_CALL(which, length, ()); }
 static microattn_status l_export(int which, size_t first, size_t n, float* rows,
                                  microattn_cache_slice* info) {
-  return which == 0 ? clat_export_cache(&g_lat, first, n, rows, info)
-                    : clat_q_export_cache(&g_lat_q, first, n, rows, info);
+  return L_CALL(which, export_cache, (, first, n, rows, info));
 }
 
 static void l_prefill_both(int which, const float* x, size_t T) {
@@ -1298,17 +1368,33 @@ static void l_decode_both(int which, const float* x) {
 }
 
 static void test_latent_storage_matches_cpp(void) {
-  static const char* const kNames[] = {"clat", "clat_q"};
-  const size_t want[2][4] = {
+  static const char* const kNames[] = {"clat", "clat_q", "clat_q8", "clat_q8n"};
+  const size_t want[4][4] = {
       {CLAT_BYTES, CLAT_ALIGN, CLAT_CACHE_BYTES, CLAT_CACHE_BYTES_PER_TOKEN},
-      {CLAT_Q_BYTES, CLAT_Q_ALIGN, CLAT_Q_CACHE_BYTES, CLAT_Q_CACHE_BYTES_PER_TOKEN}};
-  for (int i = 0; i < 2; ++i) {
+      {CLAT_Q_BYTES, CLAT_Q_ALIGN, CLAT_Q_CACHE_BYTES, CLAT_Q_CACHE_BYTES_PER_TOKEN},
+      {CLAT_Q8_BYTES, CLAT_Q8_ALIGN, CLAT_Q8_CACHE_BYTES, CLAT_Q8_CACHE_BYTES_PER_TOKEN},
+      {CLAT_Q8N_BYTES, CLAT_Q8N_ALIGN, CLAT_Q8N_CACHE_BYTES, CLAT_Q8N_CACHE_BYTES_PER_TOKEN}};
+  for (int i = 0; i < 4; ++i) {
     size_t bytes = 0, align = 0, per_token = 0;
     ref_object_size(kNames[i], &bytes, &align);
     CHECK(bytes == want[i][0] && align == want[i][1]);
     CHECK(ref_lat_cache_bytes(i, &per_token) == want[i][2] && per_token == want[i][3]);
   }
   CHECK(CLAT_CONFIG_ID == ref_config_id("clat") && CLAT_Q_CONFIG_ID == ref_config_id("clat_q"));
+  /* int8: the headers say so; a token of the int8 cache is d_c + d_R bytes and two scales; the
+   * fingerprint tells the weight and cache types apart. */
+  CHECK(CLAT_Q8_CONFIG_ID == ref_config_id("clat_q8") &&
+        CLAT_Q8N_CONFIG_ID == ref_config_id("clat_q8n"));
+  CHECK(CLAT_Q8_CONFIG_ID != ref_config_id("clat_q8 fp32 weights") &&
+        CLAT_Q8_CONFIG_ID != ref_config_id("clat_q8 fp32 cache") &&
+        ref_config_id("clat_q8 fp32 weights") != ref_config_id("clat_q8 fp32 cache"));
+  CHECK(CLAT_Q8_INT8_WEIGHTS == 1 && CLAT_Q8_INT8_CACHE == 1 && CLAT_Q8N_INT8_WEIGHTS == 1 &&
+        CLAT_Q8N_INT8_CACHE == 0 && CLAT_INT8_WEIGHTS == 0 && CLAT_INT8_CACHE == 0);
+  CHECK(CLAT_Q8_PANEL16 == 1 && CLAT_Q8N_PANEL16 == 1 && CLAT_PANEL16 == 0 && CLAT_Q_PANEL16 == 0);
+  CHECK(CLAT_Q8_CACHE_BYTES_PER_TOKEN == CLAT_Q8_D_CACHE + 8 &&
+        CLAT_Q8N_CACHE_BYTES_PER_TOKEN == 4 * CLAT_Q8N_D_CACHE &&
+        CLAT_Q8_CACHE_BYTES >= CLAT_Q8_T_MAX * CLAT_Q8_CACHE_BYTES_PER_TOKEN &&
+        CLAT_Q8_CACHE_BYTES < CLAT_Q8N_CACHE_BYTES / 2);
 }
 
 /* set_weights: what is missing or wrong is refused and changes nothing (the layer still has no
@@ -1342,6 +1428,31 @@ static void latent_weights_errors(int which) {
   CHECK(poisoned(g_y, kT * kDM) && l_length(which) == 0);
 }
 
+/* The same for the int8 layers (which 2, 3): each scale array is needed like its matrix. */
+static void latent_q8_weights_errors(int which) {
+  const microattn_latent_weights_q8 good = latent_q8_weights(which, MICROATTN_LAYOUT_OUT_IN);
+  microattn_latent_weights_q8 w = good;
+  CHECK_STATUS(l_q8_set_weights(which, NULL), MICROATTN_NULL_POINTER);
+  const float** scales[] = {&w.s_dkv, &w.s_ukv, &w.s_o, which == 2 ? &w.s_dq : &w.s_q,
+                            which == 2 ? &w.s_uq : &w.s_q};
+  for (size_t i = 0; i < sizeof scales / sizeof scales[0]; ++i) {
+    w = good;
+    *scales[i] = NULL;
+    CHECK_STATUS(l_q8_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  }
+  w = good, w.w_ukv = NULL;
+  CHECK_STATUS(l_q8_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  w = good, w.g_kv = NULL;
+  CHECK_STATUS(l_q8_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  w = good, w.layout = 256;
+  CHECK_STATUS(l_q8_set_weights(which, &w), MICROATTN_BAD_ARGUMENT);
+  w.s_o = NULL; /* NULL is checked before the layout, as in C++ */
+  CHECK_STATUS(l_q8_set_weights(which, &w), MICROATTN_NULL_POINTER);
+  poison(g_y, kT * kDM);
+  CHECK_STATUS(l_prefill(which, g_x, 3, g_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_y, kT * kDM) && l_length(which) == 0);
+}
+
 /* Settings: refusals change nothing; what is accepted is read back and given to the
  * reference. */
 static void latent_settings(int which, float default_scale) {
@@ -1351,7 +1462,7 @@ static void latent_settings(int which, float default_scale) {
   r.enabled = 1;
   r.rotary_dims = 3; /* odd */
   CHECK_STATUS(l_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
-  r.rotary_dims = 10; /* > d_R */
+  r.rotary_dims = 18; /* > d_R */
   CHECK_STATUS(l_set_rope(which, &r), MICROATTN_BAD_ARGUMENT);
   r.rotary_dims = 0;
   r.pairing = 7;
@@ -1381,13 +1492,14 @@ static void latent_settings(int which, float default_scale) {
  * settings, prefill (clat_q: in chunks of 5), absorbed decode, truncate, errors, reset. */
 static void latent_sequence(int which, int layout, float default_scale) {
   ref_lat_fresh(which);
+  L_CALL(which, init, ()); /* a layer run before starts over */
   CHECK(l_length(which) == 0);
-  latent_weights_errors(which);
-  const microattn_latent_weights w = latent_weights(which, layout);
-  const float* wa[8];
-  latent_array(&w, wa);
-  CHECK_STATUS(l_set_weights(which, &w), MICROATTN_OK);
-  CHECK(ref_lat_set_weights(which, layout, wa) == MICROATTN_OK);
+  if (which < 2)
+    latent_weights_errors(which);
+  else
+    latent_q8_weights_errors(which);
+  CHECK(l_weights(which, layout, 0) == MICROATTN_OK);
+  CHECK(l_weights(which, layout, 1) == MICROATTN_OK);
   latent_settings(which, default_scale);
 
   l_prefill_both(which, g_x, 7);
@@ -1395,7 +1507,7 @@ static void latent_sequence(int which, int layout, float default_scale) {
   l_prefill_both(which, g_x + 8 * kDM, 3);
   CHECK(l_length(which) == 11);
   /* The cached latent rows are the C++ object's. */
-  static float rows[11 * CLAT_Q_D_CACHE], ref_rows[11 * CLAT_Q_D_CACHE];
+  static float rows[11 * CLAT_Q8_D_CACHE], ref_rows[11 * CLAT_Q8_D_CACHE]; /* the widest */
   microattn_cache_slice info;
   size_t d_head = 0;
   CHECK_STATUS(l_export(which, 0, 11, rows, &info), MICROATTN_OK);
@@ -1424,8 +1536,8 @@ static void latent_sequence(int which, int layout, float default_scale) {
   CHECK_STATUS(l_decode(which, g_x, NULL), MICROATTN_NULL_POINTER);
   CHECK(poisoned(g_y, kT * kDM));
   CHECK_STATUS(l_prefill(which, g_y, 2, g_y + 3), MICROATTN_OVERLAP);
-  CHECK_STATUS(l_decode(which, g_x, (float*)w.w_o + 1), MICROATTN_OVERLAP);
-  CHECK_STATUS(l_decode(which, g_x, (float*)w.g_kv), MICROATTN_OVERLAP);
+  CHECK_STATUS(l_decode(which, g_x, l_w_o(which) + 1), MICROATTN_OVERLAP);
+  CHECK_STATUS(l_decode(which, g_x, l_g_kv(which)), MICROATTN_OVERLAP);
   CHECK(poisoned(g_y, kT * kDM) && l_length(which) == 18);
   l_prefill_both(which, g_x, 6); /* ... and the cache is intact */
   CHECK(l_length(which) == kT);
@@ -1439,7 +1551,7 @@ static void latent_sequence(int which, int layout, float default_scale) {
   CHECK_STATUS(l_prefill(which, g_x, 7, first), MICROATTN_OK);
   CHECK_STATUS(l_truncate(which, 0), MICROATTN_OK);
   ref_lat_fresh(which); /* back in step: weights and settings again, then the 7 tokens */
-  CHECK(ref_lat_set_weights(which, layout, wa) == MICROATTN_OK &&
+  CHECK(l_weights(which, layout, 1) == MICROATTN_OK &&
         ref_lat_set_rope(which, 1, 10000.0f, MICROATTN_ROPE_ADJACENT, 0, 17) == MICROATTN_OK &&
         ref_lat_set_rms_eps(which, 1e-5f) == MICROATTN_OK &&
         ref_lat_set_scale(which, 0.2f) == MICROATTN_OK);
@@ -1450,6 +1562,42 @@ static void latent_sequence(int which, int layout, float default_scale) {
 static void test_latent_sequence(void) { latent_sequence(0, MICROATTN_LAYOUT_IN_OUT, 0.25f); }
 static void test_latent_query_latent_sequence(void) {
   latent_sequence(1, MICROATTN_LAYOUT_OUT_IN, 0.25f); /* 1 / sqrt(10 + 6) */
+}
+
+/* int8 weights (PANEL16 from flash-like arrays; clat_q8n IN_OUT) and clat_q8's int8 cache,
+ * bit for bit against the C++ layers. */
+static void test_latent_q8_sequence(void) {
+  ref_lat_fresh(2);
+  const float default_scale = ref_lat_scale(2); /* 1/sqrt(16 + 16), both layers */
+  CHECK(fabsf(default_scale - 0.1767767f) < 1e-6f);
+  latent_sequence(2, MICROATTN_LAYOUT_PANEL16, default_scale);
+  latent_sequence(3, MICROATTN_LAYOUT_IN_OUT, default_scale);
+  latent_sequence(3, MICROATTN_LAYOUT_PANEL16, default_scale);
+  latent_sequence(2, MICROATTN_LAYOUT_OUT_IN, default_scale);
+}
+
+/* clat_q8's int8 cache exports dequantised rows; another object imports (quantises) them and
+ * continues as the original does, within a rounding of the scales. */
+static void test_latent_q8_cache_export_import(void) {
+  enum { kN = 7, kD = CLAT_Q8_D_CACHE };
+  static float rows[kN * kD], y2[kDM];
+  static clat_q8 other; /* zero */
+  microattn_cache_slice info;
+  CHECK(clat_q8_length(&g_lat_q8) == kN); /* the end of latent_sequence(2, ..) */
+  CHECK_STATUS(clat_q8_export_cache(&g_lat_q8, 0, kN, rows, &info), MICROATTN_OK);
+  CHECK(info.tokens == kN && info.kv_heads == 1 && info.d_head == kD);
+  const microattn_latent_weights_q8 w = latent_q8_weights(2, MICROATTN_LAYOUT_OUT_IN);
+  CHECK_STATUS(clat_q8_set_weights(&other, &w), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_set_rope(&other, &info.rope), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_set_rms_eps(&other, clat_q8_rms_eps(&g_lat_q8)), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_set_scale(&other, clat_q8_scale(&g_lat_q8)), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_import_cache(&other, &info, rows), MICROATTN_OK);
+  CHECK(clat_q8_length(&other) == kN);
+  CHECK_STATUS(clat_q8_decode(&g_lat_q8, g_x2, g_y), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_decode(&other, g_x2, y2), MICROATTN_OK);
+  float amax = 0.0f;
+  const float err = max_abs_diff(g_y, y2, kDM, &amax);
+  CHECK(amax > 0.0f && err <= 1e-5f * amax);
 }
 
 static void test_latent_export_import(void) {
@@ -1633,12 +1781,15 @@ int main(void) {
   RUN(test_mask_none_layer);
   RUN(test_kv_window_ring);
   fill_latent_data();
+  fill_latent_q8_data();
   RUN(test_latent_storage_matches_cpp);
   RUN(test_latent_sequence);
   RUN(test_latent_query_latent_sequence);
   RUN(test_latent_export_import);
   RUN(test_latent_executor);
   RUN(test_latent_null_and_misaligned);
+  RUN(test_latent_q8_sequence);
+  RUN(test_latent_q8_cache_export_import);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }

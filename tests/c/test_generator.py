@@ -11,7 +11,9 @@ WeightType::kInt8) must stop the C++ file with an error that names the layer; he
 their mask and window (NAME_MASK, NAME_WINDOW, a ring's comments); int8 headers declare
 set_weights with microattn_weights_q8 and give the int8 cache's bytes; --kind latent (a
 LatentConfig: the shape, the latent cache's bytes, its functions; a header for another
-LatentConfig or chunk, or of another kind, stops the C++ file naming the layer); options are
+LatentConfig or chunk, or of another kind, stops the C++ file naming the layer; with
+WeightType::kInt8 and CacheType::kInt8 set_weights takes microattn_latent_weights_q8 and the
+cache is int8, for the host and arm-none-eabi); options are
 accepted as --help spells them (a --cxxflags value starting with '-', bare Mask::, SlidingWindow{},
 MaxWorkers{}); --cpp-from writes one C++ file for several layers, and on Cortex-M its image,
 linked by arm-none-eabi-gcc with no C++ runtime, is smaller than one file per layer; the tool
@@ -125,6 +127,9 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         # multi-head latent attention (a LatentConfig) with a query latent.
         "latent": ("glatent", "latent", "24, 32, 3, 20, 6, 10, 12, QueryLatent{12}, MaxWorkers{2}",
                    ("--chunk", "5")),
+        # ... with int8 weights (microattn_latent_weights_q8) and an int8 latent cache.
+        "latent_q8": ("glatent_q8", "latent", "24, 32, 3, 20, 6, 10, 12, QueryLatent{12}, "
+                      "WeightType::kInt8, CacheType::kInt8", ("--chunk", "5")),
     }
     for kind in kinds:
         name, k, config, extra = cases[kind]
@@ -143,7 +148,9 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         check(r.returncode == 0,
               "%s: %s C++ file compiles with the same compiler and flags (%.1f s)"
               % (tag, kind, time.time() - t0), r.stdout)
-        if kind.endswith("_q8"):
+        if kind == "latent_q8":
+            latent_int8_checks(s, tag, cxx, flags, include_dirs, h, v)
+        elif kind.endswith("_q8"):
             int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v)
         if kind == "kv_qd8":
             qd8_checks(s, tag, cxx, flags, include_dirs, h, v)
@@ -173,6 +180,44 @@ def latent_header_checks(tag, h, v):
     check(not missing and "_oldest(" not in text and "microattn_weights*" not in text,
           "%s: latent header declares set_weights (microattn_latent_weights), set_rms_eps, "
           "export/import of latent rows" % tag, "\n".join(missing))
+
+
+def latent_int8_checks(s, tag, cxx, flags, include_dirs, h, v):
+    """An int8 latent header declares set_weights with microattn_latent_weights_q8 and says so
+    (NAME_INT8_WEIGHTS, NAME_INT8_CACHE, the weights and cache lines); a token of its cache is
+    d_c + d_R int8 values and two fp32 scales, and its CACHE_BYTES less than half its
+    fp32-cache twin's, whose fingerprint differs; a header for fp32 weights with this
+    LatentConfig's line is a compile error naming the layer."""
+    text = open(h).read()
+    name = os.path.splitext(os.path.basename(h))[0]
+    check("%s_set_weights(%s* obj, const microattn_latent_weights_q8* w);" % (name, name) in text
+          and v.get("INT8_WEIGHTS") == "1" and v.get("INT8_CACHE") == "1" and
+          "weights: int8 + fp32 scales (microattn_latent_weights_q8)" in text and
+          "int8 values and two fp32 scales" in text and v.get("CACHE_BYTES_PER_TOKEN") == "34",
+          "%s: latent_q8 header: set_weights takes microattn_latent_weights_q8, int8 cache of "
+          "26 + 8 bytes a token (%s)" % (tag, v.get("CACHE_BYTES_PER_TOKEN")))
+    base = "24, 32, 3, 20, 6, 10, 12, QueryLatent{12}%s"
+    rc, out, fh, fcpp, f = s.generate(tag, name + "_f32", "latent", base % ", WeightType::kInt8",
+                                      cxx, flags, ("--chunk", "5"), include_dirs)
+    ok = rc == 0 and f.get("INT8_CACHE") == "0" and f.get("CACHE_BYTES_PER_TOKEN") == "104"
+    if ok:
+        ok = (2 * int(v["CACHE_BYTES"]) < int(f["CACHE_BYTES"]) and
+              v["CONFIG_ID"] != f["CONFIG_ID"])
+    check(ok, "%s: latent_q8 header: CACHE_BYTES %s (int8) vs %s (fp32), CONFIG_ID %s vs %s"
+          % (tag, v.get("CACHE_BYTES"), f.get("CACHE_BYTES"), v.get("CONFIG_ID"),
+             f.get("CONFIG_ID")), out)
+    rc, out, wh, wcpp, _ = s.generate(tag, name + "_w32", "latent", base % ", CacheType::kInt8",
+                                      cxx, flags, ("--chunk", "5"), include_dirs)
+    if rc == 0:
+        write_line(wcpp, name + "_w32.h", "MICROATTN_C_LATENT_CHUNKED(%s_w32, 5, microattn::"
+                   "LatentConfig<24, 32, 3, 20, 6, 10, 12, microattn::QueryLatent{12}, "
+                   "microattn::WeightType::kInt8, microattn::CacheType::kInt8>);" % name)
+        r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", wcpp,
+                          include_dirs)
+        check(r.returncode != 0 and "layer '%s_w32'" % name in r.stdout and
+              "SetWeightsCheck<" in r.stdout,
+              "%s: a latent header for fp32 weights used with WeightType::kInt8 is a compile "
+              "error naming the layer" % tag, r.stdout[-3000:])
 
 
 def qd8_checks(s, tag, cxx, flags, include_dirs, h, v):
@@ -756,7 +801,8 @@ def main():
     t0 = time.time()
 
     target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
-                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8", "latent"], inc)
+                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8", "latent", "latent_q8"],
+                  inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
     latent_config_checks(s, args.cxx, args.cxxflags, inc)
     config_checks(s, args.cxx, args.cxxflags, inc)
@@ -781,7 +827,8 @@ def main():
             arm_cc = ""
         flags = ARM_FLAGS + " -fno-exceptions -fno-rtti"
         target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags,
-                      ["layer", "kv", "core", "kv_q8", "kv_qd8", "latent"], cflags=ARM_FLAGS)
+                      ["layer", "kv", "core", "kv_q8", "kv_qd8", "latent", "latent_q8"],
+                      cflags=ARM_FLAGS)
         # The Cortex-M header: 32-bit pointers, scalar kernels.
         h = os.path.join(s.work, "arm-none-eabi", "glayer.h")
         if os.path.exists(h):
