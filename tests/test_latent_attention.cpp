@@ -526,5 +526,13 @@ static_assert(LatentAttention<CfgA>::kCacheBytesPerToken == (16 + 8) * sizeof(fl
               "the cache holds d_c + d_R floats a token");
 static_assert(LatentAttention<CfgAC8>::kCacheBytesPerToken == 16 + 8 + 2 * sizeof(float),
               "the int8 cache: d_c + d_R bytes and two scales a token");
+// The int8 cache's staging (the rows it dequantises to expand) stays below what it saves: the
+// Cortex-M bench's latent shape, chunks of 8.
+using CfgM = LatentConfig<64, 64, 4, 32, 16, 16, 16, QueryLatent{32}>;
+using CfgMC8 =
+    LatentConfig<64, 64, 4, 32, 16, 16, 16, QueryLatent{32}, microattn::CacheType::kInt8>;
+static_assert(LatentAttention<CfgMC8, microattn::DefaultArch, 8>::ram_bytes() <
+                  LatentAttention<CfgM, microattn::DefaultArch, 8>::ram_bytes(),
+              "the int8 latent cache makes the object smaller");
 
 }  // namespace

@@ -38,8 +38,9 @@ on q, k, v), latent (LatentAttention, DeepSeek-V2's multi-head latent attention:
 a microattn_latent_weights, set_rms_eps, prefill, decode, truncate, reset, length, export/import
 of the latent rows; --config gives a LatentConfig's arguments, T_max, d_model, H, d_c, d_R,
 d_nope, d_v, then QueryLatent{d_cq}, MaxWorkers{n}, WeightType::kInt8 (set_weights takes a
-microattn_latent_weights_q8) and CacheType::kInt8 (an int8 latent cache, NAME_CACHE_BYTES its
-size) bare or with microattn::; --chunk as kv).
+microattn_latent_weights_q8), CacheType::kInt8 (an int8 latent cache, NAME_CACHE_BYTES its
+size) and LatentPrefill::kAbsorbed (prefill always absorbed: a smaller object), bare or with
+microattn::; --chunk as kv).
 The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
 SlidingWindow{8}, MaxWorkers{2}, ...): with WeightType::kInt8 set_weights takes a
 microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1; with Compute::kInt8 as well
@@ -133,6 +134,7 @@ LATENT_VALUES = [
     ("cache_bytes_per_token", "Object::kCacheBytesPerToken"),
     ("max_workers", "Cfg::kMaxWorkers"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
     ("int8_cache", "Cfg::kInt8Cache ? 1u : 0u"),
+    ("absorbed_only", "Cfg::kAbsorbedOnly ? 1u : 0u"),
     ("panel16", "::microattn::LatentWeights<Cfg>::panel_fits() ? 1u : 0u")]
 
 
@@ -176,7 +178,8 @@ def normalize_latent_config(c, text):
         c = "microattn::LatentConfig<%s>" % c
     # The other kinds' option names too, so that one given here meets LatentConfig's own
     # static_assert (which names the options it takes) rather than an unknown name.
-    c = re.sub(r"(?<![\w:])(LatentConfig\s*<|QueryLatent\s*\{|" + OPTION_NAMES + ")",
+    c = re.sub(r"(?<![\w:])(LatentConfig\s*<|QueryLatent\s*\{|LatentPrefill\s*::|" + OPTION_NAMES +
+               ")",
                r"microattn::\1", c)
     if not c.startswith("microattn::LatentConfig<") or not c.endswith(">"):
         raise Refused("--config: for --kind latent give the LatentConfig's arguments ('32, 64, "
@@ -626,6 +629,8 @@ def latent_shape(w, N, v):
             ("int8_weights", "INT8_WEIGHTS", "WeightType::kInt8: set_weights takes "
              "microattn_latent_weights_q8"),
             ("int8_cache", "INT8_CACHE", "CacheType::kInt8: latent rows cached as int8 + scales"),
+            ("absorbed_only", "ABSORBED_ONLY", "LatentPrefill::kAbsorbed: prefill always absorbed, "
+             "no unabsorbed staging in NAME_BYTES"),
             ("panel16", "PANEL16", "set_weights takes PANEL16 (widths in panels of 16)")):
         w("#define %s_%s %d%s" % (N, name, v[key], " /* %s */" % what if what else ""))
 

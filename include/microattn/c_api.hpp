@@ -175,8 +175,9 @@ constexpr std::uint32_t latent_config_id() noexcept {
   std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
   for (const std::uint64_t v : values) h = fnv1a(h, v);
   // Options added after version 1, folded in only when set (older fingerprints stay valid).
-  if (LCfg::kInt8Weights) h = fnv1a(h, 0x57493855u);  // "WI8U": WeightType::kInt8
-  if (LCfg::kInt8Cache) h = fnv1a(h, 0x43493855u);    // "CI8U": CacheType::kInt8
+  if (LCfg::kInt8Weights) h = fnv1a(h, 0x57493855u);   // "WI8U": WeightType::kInt8
+  if (LCfg::kInt8Cache) h = fnv1a(h, 0x43493855u);     // "CI8U": CacheType::kInt8
+  if (LCfg::kAbsorbedOnly) h = fnv1a(h, 0x4c504142u);  // "LPAB": LatentPrefill::kAbsorbed
   return h;
 }
 

@@ -267,6 +267,10 @@ class LatentAttention {
   static constexpr std::size_t kDPad = TileScratch::kDPad;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   static constexpr std::size_t kBlockRows = internal::row_block<Arch, LCfg::kTMax>(LCfg::kTMax);
+  // Cached rows expanded at a time: an int8 cache dequantises them first into a staging block,
+  // kept to two micro-tiles so that it does not cost the RAM the int8 cache saves.
+  static constexpr std::size_t kExpandRows =
+      kInt8C && 2 * Tl::kMR < kBlockRows ? 2 * Tl::kMR : kBlockRows;
 
   /// The latent rows; int8: each row's c_KV scale and k_R scale (s[2t], s[2t + 1]).
   struct Cache {
@@ -279,8 +283,8 @@ class LatentAttention {
   struct Staging {
     alignas(Tl::kAlign) float kt[kStages][kTPad * DQK];
     alignas(Tl::kAlign) float v[kStages][kTPad * kDPad];
-    alignas(Tl::kAlign) float krows[LCfg::kMaxWorkers][kBlockRows * DQK];
-    alignas(Tl::kAlign) float cdq[LCfg::kMaxWorkers][kInt8C ? kBlockRows * DCR : 1];
+    alignas(Tl::kAlign) float krows[LCfg::kMaxWorkers][kExpandRows * DQK];
+    alignas(Tl::kAlign) float cdq[LCfg::kMaxWorkers][kInt8C ? kExpandRows * DCR : 1];
     TileScratch tile[LCfg::kMaxWorkers];
   };
   struct NoStaging {};
@@ -589,7 +593,7 @@ class LatentAttention {
     const auto wk = slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV));
     const auto wv = slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV) + DN);
     for (std::size_t rb = b, n = 0; rb < e; rb += n) {
-      n = internal::min_size(kBlockRows, e - rb);
+      n = internal::min_size(kExpandRows, e - rb);
       const float* c;
       if constexpr (kInt8C) {
         load_rows(rb, n, pw.st.cdq[w]);

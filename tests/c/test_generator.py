@@ -206,6 +206,16 @@ def latent_int8_checks(s, tag, cxx, flags, include_dirs, h, v):
     check(ok, "%s: latent_q8 header: CACHE_BYTES %s (int8) vs %s (fp32), CONFIG_ID %s vs %s"
           % (tag, v.get("CACHE_BYTES"), f.get("CACHE_BYTES"), v.get("CONFIG_ID"),
              f.get("CONFIG_ID")), out)
+    # The option LatentPrefill::kAbsorbed: a smaller object (no unabsorbed staging), said in
+    # the header, and another fingerprint.
+    rc, out, ah, acpp, a = s.generate(tag, name + "_abs", "latent",
+                                      base % ", WeightType::kInt8, CacheType::kInt8, "
+                                      "LatentPrefill::kAbsorbed", cxx, flags, ("--chunk", "5"),
+                                      include_dirs)
+    ok = (rc == 0 and a.get("ABSORBED_ONLY") == "1" and v.get("ABSORBED_ONLY") == "0" and
+          int(a["BYTES"]) < int(v["BYTES"]) and a["CONFIG_ID"] != v["CONFIG_ID"])
+    check(ok, "%s: latent header with LatentPrefill::kAbsorbed: BYTES %s vs %s, CONFIG_ID %s vs %s"
+          % (tag, a.get("BYTES"), v.get("BYTES"), a.get("CONFIG_ID"), v.get("CONFIG_ID")), out)
     rc, out, wh, wcpp, _ = s.generate(tag, name + "_w32", "latent", base % ", CacheType::kInt8",
                                       cxx, flags, ("--chunk", "5"), include_dirs)
     if rc == 0:
