@@ -31,6 +31,7 @@ ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
 ARGS, UNITTEST_ARGS = ap.parse_known_args()
 ROOT = os.path.abspath(ARGS.source_dir)
 
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as tools/train_tiny_lm.py
 try:
     import numpy as np
     import torch
@@ -61,7 +62,7 @@ def reference_logits(model, ids):
     """The documented recipe in float64 with explicit loops over heads (no PyTorch modules)."""
     c = model.config
     sd = {k: v.double() for k, v in model.state_dict().items()}
-    D, H, K, dh, eps = c["d_model"], c["n_heads"], c["n_kv_heads"], c["d_head"], c["norm_eps"]
+    H, K, dh, eps = c["n_heads"], c["n_kv_heads"], c["d_head"], c["norm_eps"]
     T = len(ids)
 
     def rms(x, g):
@@ -168,7 +169,7 @@ class TinyLmWeights(unittest.TestCase):
             if quant == "none":
                 m = re.search(r"float tiny_lm_l0_wq\[(\d+)\] = \{(.*?)\};", text, re.S)
                 self.assertIsNotNone(m)
-                vals = np.array([float(s.rstrip("f")) for s in m.group(2).split(",")],
+                vals = np.array([float(s.strip().rstrip("f")) for s in m.group(2).split(",")],
                                 dtype=np.float32)
                 self.assertEqual(vals.tobytes(), w.astype(np.float32).tobytes())
 
