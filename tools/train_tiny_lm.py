@@ -10,7 +10,7 @@
       [--prompt "The artist painted"] [--n 64] [--sample --seed 1]
       loads the committed weights (no corpus, no training) and prints a continuation.
   /usr/bin/python3 tools/train_tiny_lm.py --load examples/tiny_lm/tiny_lm.pt --eval
-      also evaluates train/validation loss (needs the corpus installed).
+      also evaluates the validation loss (needs the corpus installed).
 
 Options for training: --steps, --batch, --lr, --seed, --threads (defaults: the committed run).
 Needs Debian's python3-torch (run with /usr/bin/python3; a pyenv python3 does not see it).
