@@ -82,8 +82,8 @@ void ref_lat_fresh(int which);
 int ref_lat_set_weights(int which, int layout, const float* const w[8]);
 /* The int8 layers 2 and 3: m[6] = w_q, w_dq, w_uq, w_dkv, w_ukv, w_o, s[6] their scales,
  * g[2] = g_q, g_kv. */
-int ref_lat_q8_set_weights(int which, int layout, const int8_t* const m[6],
-                           const float* const s[6], const float* const g[2]);
+int ref_lat_q8_set_weights(int which, int layout, const int8_t* const m[6], const float* const s[6],
+                           const float* const g[2]);
 int ref_lat_set_rope(int which, int enabled, float base, int pairing, size_t rotary_dims,
                      size_t start_position);
 int ref_lat_set_scale(int which, float scale);
