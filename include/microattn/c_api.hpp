@@ -156,7 +156,7 @@ constexpr std::uint32_t fnv1a(std::uint32_t h, std::uint64_t v) noexcept {
 }
 
 /// config_id() of a latent layer: every LatentConfig parameter (T_max, d_model, H, d_c, d_R,
-/// d_nope, d_v, d_cq, MaxWorkers, WeightType, CacheType) and the prefill chunk.
+/// d_nope, d_v, d_cq, MaxWorkers, WeightType, CacheType, LatentPrefill) and the prefill chunk.
 template <class LCfg, std::size_t kChunk>
 constexpr std::uint32_t latent_config_id() noexcept {
   // The first value is the version of this encoding: a change to it changes every fingerprint.
