@@ -508,12 +508,8 @@ class LatentAttention {
   /// Cache rows first .. first + n - 1 as fp32 rows [n][d_c + d_R] (int8: dequantised).
   void load_rows(std::size_t first, std::size_t n, float* rows) const noexcept {
     if constexpr (kInt8C) {
-      for (std::size_t t = 0; t < n; ++t) {
-        const CE* c = cache_.c + (first + t) * DCR;
-        const float s0 = cache_.s[2 * (first + t)], s1 = cache_.s[2 * (first + t) + 1];
-        for (std::size_t d = 0; d < DC; ++d) rows[t * DCR + d] = s0 * static_cast<float>(c[d]);
-        for (std::size_t d = DC; d < DCR; ++d) rows[t * DCR + d] = s1 * static_cast<float>(c[d]);
-      }
+      kernels::latent_dequantise_rows<DCR, DC>(cache_.c + first * DCR, DCR, n, cache_.s + 2 * first,
+                                               rows);
     } else {
       std::memcpy(rows, cache_.c + first * DCR, n * DCR * sizeof(float));
     }

@@ -52,6 +52,20 @@ struct LatentDecodeScratch {
   alignas(Tl::kAlign) float stage[kScaled ? kStageRows * kDK : 1];  ///< dequantised rows
 };
 
+/// n int8 latent rows (row stride ldc, kDK values) as fp32 rows [n][kDK]: row j's first kDV
+/// values times rs[2j], the rest times rs[2j + 1] (the two scales of an int8 latent cache).
+template <std::size_t kDK, std::size_t kDV>
+inline void latent_dequantise_rows(const std::int8_t* c, std::size_t ldc, std::size_t n,
+                                   const float* rs, float* dst) noexcept {
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::int8_t* row = c + t * ldc;
+    float* out = dst + t * kDK;
+    const float s0 = rs[2 * t], s1 = rs[2 * t + 1];
+    for (std::size_t d = 0; d < kDV; ++d) out[d] = s0 * static_cast<float>(row[d]);
+    for (std::size_t d = kDV; d < kDK; ++d) out[d] = s1 * static_cast<float>(row[d]);
+  }
+}
+
 /// Elements a latent cache must hold past its last row for f32_attn_latent_decode (its value
 /// blocks read whole vectors: up to W - 1 elements past the d_v-th column of the last row).
 template <class Arch>
@@ -171,13 +185,7 @@ inline void latent_all_scores(const CE* c, std::size_t ldc, std::size_t n, const
   } else {
     for (std::size_t j0 = 0; j0 < n; j0 += Sc::kStageRows) {
       const std::size_t nb = internal::min_size(Sc::kStageRows, n - j0);
-      for (std::size_t t = 0; t < nb; ++t) {
-        const CE* row = c + (j0 + t) * ldc;
-        float* dst = sc.stage + t * kDK;
-        const float s0 = rs[2 * (j0 + t)], s1 = rs[2 * (j0 + t) + 1];
-        for (std::size_t d = 0; d < kDV; ++d) dst[d] = s0 * static_cast<float>(row[d]);
-        for (std::size_t d = kDV; d < kDK; ++d) dst[d] = s1 * static_cast<float>(row[d]);
-      }
+      latent_dequantise_rows<kDK, kDV>(c + j0 * ldc, ldc, nb, rs + 2 * j0, sc.stage);
       run(sc.stage, kDK, nb, sc.st + j0 * RP);
     }
   }
