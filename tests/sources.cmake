@@ -15,6 +15,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_kv_cache.cpp
   test_latent_attention.cpp
   test_blocks.cpp
+  test_decoder.cpp
   test_masks.cpp
   test_numeric_contract.cpp
   test_rope.cpp

@@ -5,6 +5,7 @@
 #include "microattn/arch.hpp"
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
+#include "microattn/decoder.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/latent_attention.hpp"
 #include "microattn/latent_export.hpp"

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn: a whole LLaMA-style decoder language model (token embedding, pre-norm blocks of
+// RMSNorm + GQA attention with RoPE and a KV cache + RMSNorm + gated MLP, final RMSNorm, LM head)
+// on the building blocks, and the reader of its weight file (docs/model-format.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/config.hpp"
+#include "microattn/kv_cache.hpp"
+#include "microattn/linear.hpp"
+#include "microattn/mlp.hpp"
+#include "microattn/norm.hpp"
+#include "microattn/weights.hpp"
+
+namespace microattn {
+
+/// Whether the LM head is the embedding matrix itself (tied, as GPT-2 and small LLaMA-style
+/// models) or a matrix of its own.
+enum class LmHead : unsigned char { kSeparate, kTied };
+
+namespace internal {
+template <class T>
+constexpr bool is_decoder_option() noexcept {
+  return std::is_same<T, WeightType>::value || std::is_same<T, CacheType>::value ||
+         std::is_same<T, Compute>::value || std::is_same<T, MaxWorkers>::value ||
+         std::is_same<T, LmHead>::value || std::is_same<T, Activation>::value;
+}
+}  // namespace internal
+
+/// The shape of a Decoder: vocabulary, d_model, layers, query heads, key/value heads, d_head,
+/// MLP hidden width, context T_max, and options in any order, each at most once:
+/// WeightType::kInt8 (every matrix and the embedding int8, a scale per output row),
+/// CacheType::kInt8, Compute::kInt8 (the attention's integer option), MaxWorkers{n},
+/// LmHead::kTied (default kSeparate), Activation::kGeGlu (default kSwiGlu; gated only).
+template <std::size_t kVocab_, std::size_t kDModel_, std::size_t kLayers_, std::size_t kHeads_,
+          std::size_t kKvHeads_, std::size_t kDHead_, std::size_t kDHidden_, std::size_t kTMax_,
+          auto... kOptions>
+struct DecoderConfig {
+  static_assert((internal::is_decoder_option<decltype(kOptions)>() && ...),
+                "microattn::DecoderConfig: an option is not a WeightType, CacheType, Compute, "
+                "MaxWorkers, LmHead or Activation value");
+  static_assert(internal::option_count<LmHead>(kOptions...) <= 1 &&
+                    internal::option_count<Activation>(kOptions...) <= 1,
+                "microattn::DecoderConfig: each option may be given once");
+  static_assert(kVocab_ >= 1 && kLayers_ >= 1, "microattn::DecoderConfig: empty model");
+  static_assert(kVocab_ <= (std::size_t{1} << 24) && kLayers_ <= 256,
+                "microattn::DecoderConfig: vocabulary or layer count too large");
+  static constexpr std::size_t kVocab = kVocab_, kDModel = kDModel_, kLayers = kLayers_;
+  static constexpr std::size_t kDHidden = kDHidden_, kTMax = kTMax_;
+  static constexpr WeightType kWeightType =
+      internal::option_or<WeightType>(WeightType::kF32, kOptions...);
+  static constexpr bool kInt8Weights = kWeightType == WeightType::kInt8;
+  static constexpr std::size_t kMaxWorkers =
+      static_cast<std::size_t>(internal::option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
+  static constexpr bool kTiedHead =
+      internal::option_or<LmHead>(LmHead::kSeparate, kOptions...) == LmHead::kTied;
+  static constexpr Activation kAct =
+      internal::option_or<Activation>(Activation::kSwiGlu, kOptions...);
+  static_assert(is_gated(kAct), "microattn::DecoderConfig: the MLP is gated (kSwiGlu, kGeGlu)");
+  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  /// The blocks' own configurations.
+  using Attn =
+      Config<kTMax_, kDModel_, kHeads_, kKvHeads_, kDHead_, Rope::kYes, kWeightType,
+             internal::option_or<CacheType>(CacheType::kF32, kOptions...),
+             internal::option_or<Compute>(Compute::kF32, kOptions...), MaxWorkers{kMaxWorkers}>;
+  using Ffn = MlpConfig<kDModel_, kDHidden_, kAct, kWeightType, MaxWorkers{kMaxWorkers}>;
+  using Head = LinearConfig<kDModel_, kVocab_, kWeightType, MaxWorkers{kMaxWorkers}>;
+};
+
+/// The weights of one block: views over caller arrays (flash). Set attn.layout (the all-zero
+/// struct says kInOut) and mlp.layout; PyTorch's matrices are kOutIn.
+template <class DCfg>
+struct DecoderLayerWeights {
+  const float* attn_norm = nullptr;  ///< [d_model], RMSNorm before the attention
+  Weights<typename DCfg::Attn> attn{WeightLayout::kInOut};
+  const float* mlp_norm = nullptr;  ///< [d_model], RMSNorm before the MLP
+  MlpWeights<typename DCfg::Ffn> mlp{};
+};
+
+/// The weights of a Decoder and the model's settings: views over caller arrays (flash). The
+/// embedding is [vocab][d_model] (int8: a scale per token row); the LM head [vocab][d_model]
+/// (kOutIn, PyTorch's lm_head.weight; int8: a scale per token row) is unused with
+/// LmHead::kTied (the embedding is the head). Zero bytes mean the defaults (RoPE base 10000,
+/// RMSNorm eps 1e-6). decoder_weights_from_blob() fills it from a model file.
+template <class DCfg>
+struct DecoderWeights {
+  using Elem = typename DCfg::WeightElem;
+  const Elem* embed = nullptr;
+  const float* s_embed = nullptr;
+  const Elem* head = nullptr;
+  const float* s_head = nullptr;
+  const float* norm = nullptr;  ///< [d_model], the final RMSNorm
+  DecoderLayerWeights<DCfg> layers[DCfg::kLayers] = {};
+  float rope_base = 0.0f;  ///< every layer's RoPE base (0: 10000)
+  /// kAdjacent: Meta's LLaMA code; kHalfSplit: Hugging Face checkpoints.
+  RopePairing rope_pairing = RopePairing::kAdjacent;
+  std::size_t rotary_dims = 0;  ///< rotated dimensions of each head (0: all)
+  float norm_eps = 0.0f;        ///< every RMSNorm's epsilon (0: 1e-6)
+
+  /// kOk; kNullPointer (an array the configuration needs is null); kBadArgument (a layout that
+  /// is not a WeightLayout value, a negative or non-finite eps).
+  Status check() const noexcept {
+    constexpr bool q = DCfg::kInt8Weights;
+    if (!embed || !norm || (q && !s_embed)) return Status::kNullPointer;
+    if (!DCfg::kTiedHead && (!head || (q && !s_head))) return Status::kNullPointer;
+    for (const auto& l : layers) {
+      if (!l.attn_norm || !l.mlp_norm) return Status::kNullPointer;
+      if (const Status s = l.attn.check(); s != Status::kOk) return s;
+      if (const Status s = l.mlp.check(); s != Status::kOk) return s;
+    }
+    if (norm_eps < 0.0f || !internal::finite_bits(norm_eps)) return Status::kBadArgument;
+    return Status::kOk;
+  }
+  /// The RoPE every layer applies.
+  RopeConfig rope() const noexcept {
+    return RopeConfig{true, rope_base > 0.0f ? rope_base : 10000.0f, rope_pairing, rotary_dims, 0};
+  }
+  float eps() const noexcept { return norm_eps > 0.0f ? norm_eps : 1e-6f; }
+  /// The LM head as a Linear layer's weights (the embedding when tied).
+  LinearWeights<typename DCfg::Head> head_weights() const noexcept {
+    LinearWeights<typename DCfg::Head> h;
+    h.layout = WeightLayout::kOutIn;
+    h.w = DCfg::kTiedHead ? embed : head;
+    h.s = DCfg::kTiedHead ? s_embed : s_head;
+    return h;
+  }
+  /// True when [p, p + bytes) overlaps a weight array.
+  bool overlaps(const void* p, std::size_t bytes) const noexcept {
+    constexpr std::size_t V = DCfg::kVocab, DM = DCfg::kDModel;
+    const std::size_t row = DCfg::kInt8Weights ? 1 : sizeof(float);
+    if (internal::overlaps(p, bytes, embed, V * DM * row) ||
+        internal::overlaps(p, bytes, norm, DM * sizeof(float)) || head_weights().overlaps(p, bytes))
+      return true;
+    if (DCfg::kInt8Weights && internal::overlaps(p, bytes, s_embed, V * sizeof(float))) return true;
+    for (const auto& l : layers)
+      if (internal::overlaps(p, bytes, l.attn_norm, DM * sizeof(float)) ||
+          internal::overlaps(p, bytes, l.mlp_norm, DM * sizeof(float)) ||
+          internal::overlaps_weights(l.attn, p, bytes) || l.mlp.overlaps(p, bytes))
+        return true;
+    return false;
+  }
+};
+
+/// A decoder-only language model: tokens in, next-token logits out, with a KV cache per layer.
+/// Per block (pre-norm): x += attn(rms_norm(x)), x += mlp(rms_norm(x)); then logits =
+/// head(rms_norm(x)). Prefill runs kChunk tokens at a time through every layer (working memory
+/// grows with kChunk). Fixed size, no heap, sizeof == ram_bytes(), the all-zero object valid
+/// (no weights: kNullPointer); results bit-identical for any worker count.
+template <class DCfg, class Arch = DefaultArch,
+          std::size_t kChunk = (DCfg::kTMax < 16 ? DCfg::kTMax : 16)>
+class Decoder {
+  static_assert(kChunk >= 1 && kChunk <= DCfg::kTMax, "microattn::Decoder: 1 <= kChunk <= T_max");
+  static constexpr std::size_t V = DCfg::kVocab, DM = DCfg::kDModel, L = DCfg::kLayers;
+
+ public:
+  using AttnLayer = KvAttention<typename DCfg::Attn, Arch, kChunk>;
+  using FfnBlock = Mlp<typename DCfg::Ffn, Arch, kChunk>;
+  using HeadBlock = Linear<typename DCfg::Head, Arch>;
+
+  Decoder() = default;
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+  static constexpr std::size_t ram_bytes() noexcept { return sizeof(Decoder); }
+  /// Bytes of the KV caches of all layers.
+  static constexpr std::size_t kCacheBytes = L * AttnLayer::kCacheBytes;
+
+  /// Points the model at weights (views) and applies their RoPE and epsilon to every layer.
+  /// @return kOk; the weights' check() status; kBadArgument when the RoPE settings are invalid
+  ///         or differ from the current ones while tokens are cached. Nothing changes on error.
+  [[nodiscard]] Status set_weights(const DecoderWeights<DCfg>& w) noexcept {
+    if (const Status s = w.check(); s != Status::kOk) return s;
+    if (const Status s = apply_rope(w.rope()); s != Status::kOk) return s;
+    w_ = w;
+    for (std::size_t l = 0; l < L; ++l) (void)attn_[l].set_weights(w.layers[l].attn);
+    (void)norm_.set_eps(w.eps());
+    (void)head_.set_weights(w.head_weights());
+    ready_ = true;
+    return Status::kOk;
+  }
+  /// Splits every later call over the executor's workers (at most DCfg's MaxWorkers).
+  /// @return kOk, or kBadArgument (nothing changed).
+  [[nodiscard]] Status set_executor(const Executor& e) noexcept {
+    if (const Status s = attn_[0].set_executor(e); s != Status::kOk) return s;
+    for (auto& a : attn_) (void)a.set_executor(e);
+    (void)mlp_.set_executor(e);
+    (void)head_.set_executor(e);
+    return Status::kOk;
+  }
+  /// Softmax scale of every layer (default 1/sqrt(d_head)). @return kOk or kBadScale.
+  [[nodiscard]] Status set_scale(float scale) noexcept {
+    if (const Status s = attn_[0].set_scale(scale); s != Status::kOk) return s;
+    for (auto& a : attn_) (void)a.set_scale(scale);
+    return Status::kOk;
+  }
+  float scale() const noexcept { return attn_[0].scale(); }
+  /// The RoPE settings in use (those of the weights given to set_weights).
+  RopeConfig rope() const noexcept { return attn_[0].rope(); }
+
+  /// Appends T tokens and writes the logits of the last one ([vocab] floats).
+  /// @return kOk; kNullPointer (tokens, logits or the weights null); kBadTokenCount (T == 0 or
+  ///         T > T_max); kCacheFull (length() + T > T_max); kBadArgument (a token id outside
+  ///         0 .. vocab - 1); kOverlap (logits over a weight array). Nothing changes on error.
+  [[nodiscard]] Status prefill(const std::int32_t* tokens, std::size_t T, float* logits) noexcept {
+    return run(tokens, T, logits, false);
+  }
+  /// prefill() that writes the logits of every token: [T][vocab] floats.
+  [[nodiscard]] Status prefill_all(const std::int32_t* tokens, std::size_t T,
+                                   float* logits) noexcept {
+    return run(tokens, T, logits, true);
+  }
+  /// Appends one token and writes its logits ([vocab] floats). As prefill(&token, 1, logits).
+  [[nodiscard]] Status decode(std::int32_t token, float* logits) noexcept {
+    return run(&token, 1, logits, true);
+  }
+  /// Forgets the cached tokens at positions >= length. @return kOk or kBadArgument.
+  [[nodiscard]] Status truncate(std::size_t length) noexcept {
+    if (length > this->length()) return Status::kBadArgument;
+    for (auto& a : attn_) (void)a.truncate(length);
+    return Status::kOk;
+  }
+  /// Empties every cache (weights and settings stay).
+  void reset() noexcept {
+    for (auto& a : attn_) a.reset();
+  }
+  /// Tokens in the cache (the position of the next token).
+  std::size_t length() const noexcept { return attn_[0].length(); }
+  static constexpr std::size_t capacity() noexcept { return DCfg::kTMax; }
+
+  /// The layers, for inspection (export_cache) and per-layer settings; the weights stay the
+  /// Decoder's (set_weights replaces them).
+  AttnLayer& attention(std::size_t layer) noexcept { return attn_[layer < L ? layer : 0]; }
+
+ private:
+  Status apply_rope(const RopeConfig& r) noexcept {
+    const RopeConfig cur = attn_[0].rope();
+    if (cur.enabled && cur.base == r.base && cur.pairing == r.pairing &&
+        cur.rotary_dims == r.rotary_dims && cur.start_position == r.start_position)
+      return Status::kOk;
+    if (const Status s = attn_[0].set_rope(r); s != Status::kOk) return s;
+    for (auto& a : attn_) (void)a.set_rope(r);
+    return Status::kOk;
+  }
+  Status check_run(const std::int32_t* tokens, std::size_t T, const float* logits,
+                   bool all) const noexcept {
+    if (!tokens || !logits || !ready_) return Status::kNullPointer;
+    if (T == 0 || T > DCfg::kTMax) return Status::kBadTokenCount;
+    if (length() + T > DCfg::kTMax) return Status::kCacheFull;
+    for (std::size_t i = 0; i < T; ++i)
+      if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= V) return Status::kBadArgument;
+    if (w_.overlaps(logits, (all ? T : 1) * V * sizeof(float))) return Status::kOverlap;
+    return Status::kOk;
+  }
+  Status run(const std::int32_t* tokens, std::size_t T, float* logits, bool all) noexcept {
+    if (const Status s = check_run(tokens, T, logits, all); s != Status::kOk) return s;
+    for (std::size_t r0 = 0; r0 < T; r0 += kChunk) {
+      const std::size_t m = internal::min_size(kChunk, T - r0);
+      forward_chunk(tokens + r0, m);
+      // Logits of every row (all), or of the sequence's last row only.
+      const std::size_t first = all ? 0 : (r0 + m == T ? m - 1 : m);
+      if (first < m) logits_of(first, m - first, logits + (all ? r0 * V : 0));
+    }
+    return Status::kOk;
+  }
+  /// m tokens (1 .. kChunk) through the embedding and every block: x_ holds their residual
+  /// stream after the last block.
+  void forward_chunk(const std::int32_t* tokens, std::size_t m) noexcept {
+    embed(tokens, m);
+    for (std::size_t l = 0; l < L; ++l) {
+      const DecoderLayerWeights<DCfg>& lw = w_.layers[l];
+      normalise(lw.attn_norm, x_, m);
+      const Status a = m == 1 ? attn_[l].decode(n_, t_) : attn_[l].prefill(n_, m, t_);
+      MICROATTN_ASSERT(a == Status::kOk);
+      add_residual(m);
+      normalise(lw.mlp_norm, x_, m);
+      const Status f = mlp_.set_weights(lw.mlp);
+      MICROATTN_ASSERT(f == Status::kOk);
+      const Status g = mlp_.forward(n_, m, t_);
+      MICROATTN_ASSERT(g == Status::kOk);
+      add_residual(m);
+      (void)a, (void)f, (void)g;
+    }
+  }
+  /// logits[k][vocab] of rows first .. first + k - 1 of the chunk.
+  void logits_of(std::size_t first, std::size_t k, float* logits) noexcept {
+    normalise(w_.norm, x_ + first * DM, k);
+    const Status s = head_.forward(n_, k, logits);
+    MICROATTN_ASSERT(s == Status::kOk);
+    (void)s;
+  }
+  void embed(const std::int32_t* tokens, std::size_t m) noexcept {
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t t = static_cast<std::size_t>(tokens[i]);
+      const auto* row = w_.embed + t * DM;
+      const float s = DCfg::kInt8Weights ? w_.s_embed[t] : 1.0f;
+      for (std::size_t j = 0; j < DM; ++j)
+        x_[i * DM + j] = DCfg::kInt8Weights ? s * static_cast<float>(row[j]) : row[j];
+    }
+  }
+  /// n_ = RMSNorm(x rows) with weight g.
+  void normalise(const float* g, const float* x, std::size_t m) noexcept {
+    const Status a = norm_.set_weight(g);
+    const Status b = norm_.forward(x, m, n_);
+    MICROATTN_ASSERT(a == Status::kOk && b == Status::kOk);
+    (void)a, (void)b;
+  }
+  void add_residual(std::size_t m) noexcept {
+    for (std::size_t i = 0; i < m * DM; ++i) x_[i] += t_[i];
+  }
+
+  DecoderWeights<DCfg> w_{};
+  bool ready_ = false;
+  RmsNorm<DCfg::kDModel> norm_{};
+  AttnLayer attn_[L] = {};
+  FfnBlock mlp_{};
+  HeadBlock head_{};
+  alignas(internal::Tiles<Arch>::kAlign) float x_[kChunk * DM] = {};  // residual stream
+  alignas(internal::Tiles<Arch>::kAlign) float n_[kChunk * DM] = {};  // normed rows
+  alignas(internal::Tiles<Arch>::kAlign) float t_[kChunk * DM] = {};  // a block's output
+};
+
+namespace internal {
+/// Reads a model file's tensors in order (docs/model-format.md): each at the next 16-byte
+/// offset, bounds-checked.
+class BlobCursor {
+ public:
+  BlobCursor(const unsigned char* base, std::size_t bytes) noexcept : base_(base), bytes_(bytes) {}
+  template <class E>
+  const E* take(std::size_t count) noexcept {
+    pos_ = (pos_ + 15u) & ~std::size_t{15};
+    if (!ok_ || pos_ > bytes_ || count > (bytes_ - pos_) / sizeof(E)) {
+      ok_ = false;
+      return nullptr;
+    }
+    const E* p = reinterpret_cast<const E*>(base_ + pos_);
+    pos_ += count * sizeof(E);
+    return p;
+  }
+  /// A matrix [out][in] (int8: followed by its scales).
+  template <class E>
+  const E* matrix(std::size_t out, std::size_t in, const float** scales) noexcept {
+    const E* m = take<E>(out * in);
+    if (std::is_same<E, std::int8_t>::value) *scales = take<float>(out);
+    return m;
+  }
+  bool ok() const noexcept { return ok_; }
+  std::size_t end() const noexcept { return (pos_ + 15u) & ~std::size_t{15}; }
+
+ private:
+  const unsigned char* base_;
+  std::size_t bytes_;
+  std::size_t pos_ = 64;  // after the header
+  bool ok_ = true;
+};
+
+inline std::uint32_t blob_word(const unsigned char* b, std::size_t i) noexcept {
+  return static_cast<std::uint32_t>(b[4 * i]) | static_cast<std::uint32_t>(b[4 * i + 1]) << 8 |
+         static_cast<std::uint32_t>(b[4 * i + 2]) << 16 |
+         static_cast<std::uint32_t>(b[4 * i + 3]) << 24;
+}
+inline float blob_float(const unsigned char* b, std::size_t i) noexcept {
+  const std::uint32_t u = blob_word(b, i);
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// The header of a model file against DCfg: magic, version, weight type, every dimension, the
+/// head's tying and the activation.
+template <class DCfg>
+bool blob_header_fits(const unsigned char* b, std::size_t bytes) noexcept {
+  using A = typename DCfg::Attn;
+  const std::uint32_t expect[] = {0x4D4C414Du,
+                                  1u,
+                                  64u,
+                                  DCfg::kInt8Weights ? 1u : 0u,
+                                  static_cast<std::uint32_t>(DCfg::kVocab),
+                                  static_cast<std::uint32_t>(DCfg::kDModel),
+                                  static_cast<std::uint32_t>(DCfg::kLayers),
+                                  static_cast<std::uint32_t>(A::kHeads),
+                                  static_cast<std::uint32_t>(A::kKvHeads),
+                                  static_cast<std::uint32_t>(A::kDHead),
+                                  static_cast<std::uint32_t>(DCfg::kDHidden),
+                                  static_cast<std::uint32_t>(DCfg::kTMax)};
+  for (std::size_t i = 0; i < sizeof expect / sizeof expect[0]; ++i)
+    if (blob_word(b, i) != expect[i]) return false;
+  const std::uint32_t flags = blob_word(b, 12);
+  const std::uint32_t act = (flags >> 8) & 0xffu;
+  if ((flags & ~std::uint32_t{0xff03}) != 0 || ((flags & 1u) != 0) != DCfg::kTiedHead ||
+      act != static_cast<std::uint32_t>(DCfg::kAct))
+    return false;
+  return blob_word(b, 15) <= bytes;
+}
+}  // namespace internal
+
+/// Points *out at the tensors of a model file (docs/model-format.md; tools/export_pytorch.py
+/// --kind decoder writes it) and sets its RoPE and epsilon: views into the blob, which must
+/// stay (flash). The file's header must describe DCfg exactly (dimensions, weight type, tied
+/// head, activation).
+/// @return kOk; kNullPointer (blob or out null); kBadArgument (blob not 16-byte aligned,
+///         shorter than its header says, or made for another configuration). *out is written
+///         only on kOk.
+template <class DCfg>
+Status decoder_weights_from_blob(const void* blob, std::size_t bytes,
+                                 DecoderWeights<DCfg>* out) noexcept {
+  if (!blob || !out) return Status::kNullPointer;
+  const auto* b = static_cast<const unsigned char*>(blob);
+  if (reinterpret_cast<std::uintptr_t>(b) % 16 != 0 || bytes < 64 ||
+      !internal::blob_header_fits<DCfg>(b, bytes))
+    return Status::kBadArgument;
+  using A = typename DCfg::Attn;
+  using E = typename DCfg::WeightElem;
+  constexpr std::size_t DM = DCfg::kDModel, DH = DCfg::kDHidden;
+  internal::BlobCursor c(b, internal::blob_word(b, 15));
+  DecoderWeights<DCfg> w;
+  w.embed = c.matrix<E>(DCfg::kVocab, DM, &w.s_embed);
+  for (auto& l : w.layers) {
+    l.attn.layout = l.mlp.layout = WeightLayout::kOutIn;
+    l.attn_norm = c.take<float>(DM);
+    l.attn.w_q = c.matrix<E>(A::kQDim, DM, &l.attn.s_q);
+    l.attn.w_k = c.matrix<E>(A::kKvDim, DM, &l.attn.s_k);
+    l.attn.w_v = c.matrix<E>(A::kKvDim, DM, &l.attn.s_v);
+    l.attn.w_o = c.matrix<E>(DM, A::kQDim, &l.attn.s_o);
+    l.mlp_norm = c.take<float>(DM);
+    l.mlp.w_gate = c.matrix<E>(DH, DM, &l.mlp.s_gate);
+    l.mlp.w_up = c.matrix<E>(DH, DM, &l.mlp.s_up);
+    l.mlp.w_down = c.matrix<E>(DM, DH, &l.mlp.s_down);
+  }
+  w.norm = c.take<float>(DM);
+  if (!DCfg::kTiedHead) w.head = c.matrix<E>(DCfg::kVocab, DM, &w.s_head);
+  const std::uint32_t flags = internal::blob_word(b, 12);
+  w.rope_pairing = (flags & 2u) ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
+  w.rope_base = internal::blob_float(b, 13);
+  w.norm_eps = internal::blob_float(b, 14);
+  if (!c.ok() || c.end() != internal::blob_word(b, 15) || w.check() != Status::kOk ||
+      !(w.rope_base > 0.0f) || !(w.norm_eps > 0.0f))
+    return Status::kBadArgument;
+  *out = w;
+  return Status::kOk;
+}
+
+}  // namespace microattn

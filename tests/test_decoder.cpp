@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn::Decoder (decoder.hpp), a whole LLaMA-style model on the blocks, against a
+// double-precision reference of the same recipe written here from the maths: fp32 and int8
+// weights (the reference then uses the dequantised weights), tied and separate LM heads, both
+// RoPE pairings, prefill in several chunks against decode token by token, the executor split
+// bit-identical, the status rules, and the model file reader (decoder_weights_from_blob).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/decoder.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
+#include "support/serial_executor.hpp"
+#include "support/unit.hpp"
+
+namespace {
+
+using microattn::LmHead;
+using microattn::RopePairing;
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::WeightType;
+
+// vocab 11, d_model 16, 2 layers, 4 query heads on 2 key/value heads of 4, hidden 24, T_max 12.
+template <auto... kOptions>
+using SmallCfg = microattn::DecoderConfig<11, 16, 2, 4, 2, 4, 24, 12, kOptions...>;
+using TiedCfg = SmallCfg<LmHead::kTied, microattn::MaxWorkers{3}>;
+using SeparateCfg = SmallCfg<>;
+using Int8Cfg = SmallCfg<LmHead::kTied, WeightType::kInt8>;
+constexpr std::size_t kChunk = 5;  // prefill of T_max tokens in three chunks
+
+/// A model's weights as PyTorch holds them ([out][in]); int8: quantised copies, and the float
+/// arrays then hold the dequantised values the reference uses.
+template <class DCfg>
+struct TestModel {
+  static constexpr std::size_t V = DCfg::kVocab, DM = DCfg::kDModel, L = DCfg::kLayers;
+  static constexpr std::size_t DH = DCfg::kDHidden, QD = DCfg::Attn::kQDim, KD = DCfg::Attn::kKvDim;
+  static constexpr std::size_t kPerLayer = 2 * DM + QD * DM + 2 * KD * DM + DM * QD + 3 * DH * DM;
+  static constexpr std::size_t kFloats = 2 * V * DM + DM + L * kPerLayer;
+  using E = typename DCfg::WeightElem;
+  float f[kFloats];
+  E q[kFloats];
+  float s[kFloats];  // scales (only the first entries of each matrix's slot are used)
+  microattn::DecoderWeights<DCfg> w;
+
+  struct Layer {
+    const float *an, *wq, *wk, *wv, *wo, *mn, *gate, *up, *down;
+  };
+  const float* embed() const { return f; }
+  const float* head() const { return DCfg::kTiedHead ? f : f + V * DM; }
+  const float* norm() const { return f + 2 * V * DM; }
+  Layer layer(std::size_t l) const {
+    const float* p = f + 2 * V * DM + DM + l * kPerLayer;
+    Layer r;
+    r.an = p, p += DM;
+    r.wq = p, p += QD * DM;
+    r.wk = p, p += KD * DM;
+    r.wv = p, p += KD * DM;
+    r.wo = p, p += DM * QD;
+    r.mn = p, p += DM;
+    r.gate = p, p += DH * DM;
+    r.up = p, p += DH * DM;
+    r.down = p;
+    return r;
+  }
+
+  /// Random weights (matrices ~ U(+-1/sqrt(in)), embedding ~ U(+-1), norms ~ U(0.5, 1.5)).
+  void init(std::uint64_t seed, RopePairing pairing) {
+    microattn_test::Rng rng(seed);
+    rng.fill(f, 2 * V * DM, -1.0f, 1.0f);
+    rng.fill(f + 2 * V * DM, DM, 0.5f, 1.5f);
+    for (std::size_t l = 0; l < L; ++l) {
+      const Layer r = layer(l);
+      rng.fill(const_cast<float*>(r.an), DM, 0.5f, 1.5f);
+      rng.fill(const_cast<float*>(r.mn), DM, 0.5f, 1.5f);
+      fill(rng, r.wq, QD, DM), fill(rng, r.wk, KD, DM), fill(rng, r.wv, KD, DM);
+      fill(rng, r.wo, DM, QD), fill(rng, r.gate, DH, DM), fill(rng, r.up, DH, DM);
+      fill(rng, r.down, DM, DH);
+    }
+    w = microattn::DecoderWeights<DCfg>();
+    w.embed = view(embed(), V, DM, &w.s_embed);
+    if (!DCfg::kTiedHead) w.head = view(head(), V, DM, &w.s_head);
+    w.norm = norm();
+    for (std::size_t l = 0; l < L; ++l) {
+      const Layer r = layer(l);
+      auto& lw = w.layers[l];
+      lw.attn.layout = lw.mlp.layout = WeightLayout::kOutIn;
+      lw.attn_norm = r.an, lw.mlp_norm = r.mn;
+      lw.attn.w_q = view(r.wq, QD, DM, &lw.attn.s_q);
+      lw.attn.w_k = view(r.wk, KD, DM, &lw.attn.s_k);
+      lw.attn.w_v = view(r.wv, KD, DM, &lw.attn.s_v);
+      lw.attn.w_o = view(r.wo, DM, QD, &lw.attn.s_o);
+      lw.mlp.w_gate = view(r.gate, DH, DM, &lw.mlp.s_gate);
+      lw.mlp.w_up = view(r.up, DH, DM, &lw.mlp.s_up);
+      lw.mlp.w_down = view(r.down, DM, DH, &lw.mlp.s_down);
+    }
+    w.rope_base = 500.0f;  // a small base: positions up to 12 turn every pair visibly
+    w.rope_pairing = pairing;
+    w.norm_eps = 1e-5f;
+  }
+  static void fill(microattn_test::Rng& rng, const float* m, std::size_t out, std::size_t in) {
+    const float a = 1.0f / std::sqrt(float(in));
+    rng.fill(const_cast<float*>(m), out * in, -a, a);
+  }
+  /// The array under test for matrix m [out][in]: itself (fp32), or its quantised copy; the
+  /// float array then becomes the dequantised values.
+  const E* view(const float* m, std::size_t out, std::size_t in, const float** scales) {
+    const std::size_t at = static_cast<std::size_t>(m - f);
+    if constexpr (std::is_same<E, float>::value) {
+      (void)scales, (void)out, (void)in;
+      return m;
+    } else {
+      float* mf = f + at;
+      const Status st = microattn::quantize_int8(mf, WeightLayout::kOutIn, in, out,
+                                                 WeightLayout::kOutIn, q + at, s + at);
+      MICROATTN_ASSERT(st == Status::kOk);
+      (void)st;
+      for (std::size_t o = 0; o < out; ++o)
+        for (std::size_t i = 0; i < in; ++i) mf[o * in + i] = s[at + o] * float(q[at + o * in + i]);
+      *scales = s + at;
+      return q + at;
+    }
+  }
+};
+
+// ---- the double reference
+
+/// y[T][out] = x[T][in] W^T, W [out][in].
+void ref_linear(const double* x, std::size_t T, std::size_t in, std::size_t out, const float* w,
+                double* y) {
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t o = 0; o < out; ++o) {
+      double a = 0;
+      for (std::size_t i = 0; i < in; ++i) a += x[t * in + i] * double(w[o * in + i]);
+      y[t * out + o] = a;
+    }
+}
+void ref_rms(const double* x, std::size_t T, std::size_t d, const float* g, double eps, double* y) {
+  for (std::size_t t = 0; t < T; ++t) {
+    double ss = 0;
+    for (std::size_t j = 0; j < d; ++j) ss += x[t * d + j] * x[t * d + j];
+    const double r = 1.0 / std::sqrt(ss / double(d) + eps);
+    for (std::size_t j = 0; j < d; ++j) y[t * d + j] = x[t * d + j] * r * double(g[j]);
+  }
+}
+/// RoPE on row x (heads of d, n of them) at position p.
+void ref_rope(double* x, std::size_t heads, std::size_t d, std::size_t p, double base,
+              RopePairing pairing) {
+  for (std::size_t h = 0; h < heads; ++h)
+    for (std::size_t i = 0; i < d / 2; ++i) {
+      const double th = double(p) * std::pow(base, -2.0 * double(i) / double(d));
+      const std::size_t a = pairing == RopePairing::kAdjacent ? 2 * i : i;
+      const std::size_t b = pairing == RopePairing::kAdjacent ? 2 * i + 1 : i + d / 2;
+      const double u = x[h * d + a], v = x[h * d + b];
+      x[h * d + a] = u * std::cos(th) - v * std::sin(th);
+      x[h * d + b] = u * std::sin(th) + v * std::cos(th);
+    }
+}
+
+template <class DCfg>
+struct RefScratch {
+  static constexpr std::size_t T = DCfg::kTMax, DM = DCfg::kDModel, DH = DCfg::kDHidden;
+  static constexpr std::size_t QD = DCfg::Attn::kQDim, KD = DCfg::Attn::kKvDim;
+  double x[T * DM], n[T * DM], q[T * QD], k[T * KD], v[T * KD], c[T * QD], o[T * DM];
+  double g[T * DH], u[T * DH];
+};
+
+/// Causal GQA attention of T tokens: c = softmax(q k^T / sqrt(d)) v per head.
+template <class DCfg>
+void ref_attention(RefScratch<DCfg>& s, std::size_t T) {
+  constexpr std::size_t H = DCfg::Attn::kHeads, D = DCfg::Attn::kDHead, G = DCfg::Attn::kGroup;
+  constexpr std::size_t QD = H * D, KD = QD / G;
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t i = 0; i < T; ++i) {
+      double p[DCfg::kTMax], mx = -1e300, sum = 0;
+      for (std::size_t j = 0; j <= i; ++j) {
+        double a = 0;
+        for (std::size_t e = 0; e < D; ++e)
+          a += s.q[i * QD + h * D + e] * s.k[j * KD + h / G * D + e];
+        p[j] = a / std::sqrt(double(D));
+        mx = p[j] > mx ? p[j] : mx;
+      }
+      for (std::size_t j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - mx));
+      for (std::size_t e = 0; e < D; ++e) {
+        double a = 0;
+        for (std::size_t j = 0; j <= i; ++j) a += p[j] * s.v[j * KD + h / G * D + e];
+        s.c[i * QD + h * D + e] = a / sum;
+      }
+    }
+}
+
+/// logits[T][V] of the whole sequence, in double.
+template <class DCfg>
+void ref_logits(const TestModel<DCfg>& m, const std::int32_t* tok, std::size_t T, double* logits) {
+  using M = TestModel<DCfg>;
+  static RefScratch<DCfg> s;
+  const double eps = m.w.norm_eps, base = m.w.rope_base;
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t j = 0; j < M::DM; ++j) s.x[t * M::DM + j] = m.embed()[tok[t] * M::DM + j];
+  for (std::size_t l = 0; l < M::L; ++l) {
+    const typename M::Layer r = m.layer(l);
+    ref_rms(s.x, T, M::DM, r.an, eps, s.n);
+    ref_linear(s.n, T, M::DM, M::QD, r.wq, s.q);
+    ref_linear(s.n, T, M::DM, M::KD, r.wk, s.k);
+    ref_linear(s.n, T, M::DM, M::KD, r.wv, s.v);
+    for (std::size_t t = 0; t < T; ++t) {
+      ref_rope(s.q + t * M::QD, DCfg::Attn::kHeads, DCfg::Attn::kDHead, t, base, m.w.rope_pairing);
+      ref_rope(s.k + t * M::KD, DCfg::Attn::kKvHeads, DCfg::Attn::kDHead, t, base,
+               m.w.rope_pairing);
+    }
+    ref_attention<DCfg>(s, T);
+    ref_linear(s.c, T, M::QD, M::DM, r.wo, s.o);
+    for (std::size_t i = 0; i < T * M::DM; ++i) s.x[i] += s.o[i];
+    ref_rms(s.x, T, M::DM, r.mn, eps, s.n);
+    ref_linear(s.n, T, M::DM, M::DH, r.gate, s.g);
+    ref_linear(s.n, T, M::DM, M::DH, r.up, s.u);
+    for (std::size_t i = 0; i < T * M::DH; ++i)
+      s.g[i] = s.g[i] / (1.0 + std::exp(-s.g[i])) * s.u[i];
+    ref_linear(s.g, T, M::DH, M::DM, r.down, s.o);
+    for (std::size_t i = 0; i < T * M::DM; ++i) s.x[i] += s.o[i];
+  }
+  ref_rms(s.x, T, M::DM, m.norm(), eps, s.n);
+  ref_linear(s.n, T, M::DM, M::V, m.head(), logits);
+}
+
+/// Tolerance relative to the largest logit: check.hpp's linear bound for the longest chain of
+/// rounded operations, a layer's dot products (d_model twice, QD, T, d_hidden) per layer plus
+/// the head's.
+template <class DCfg>
+double logit_tolerance(double magnitude) {
+  constexpr double chain = double(DCfg::kLayers) * (2 * DCfg::kDModel + DCfg::Attn::kQDim +
+                                                    DCfg::kTMax + DCfg::kDHidden) +
+                           DCfg::kDModel;
+  return microattn_test::tolerance(chain, magnitude);
+}
+
+template <class DCfg>
+struct Case {
+  static constexpr std::size_t T = DCfg::kTMax, V = DCfg::kVocab;
+  TestModel<DCfg> m;
+  microattn::Decoder<DCfg, microattn::DefaultArch, kChunk> dec;
+  std::int32_t tok[T];
+  double ref[T * V];
+  float out[T * V];
+
+  void init(std::uint64_t seed, RopePairing pairing) {
+    m.init(seed, pairing);
+    for (std::size_t t = 0; t < T; ++t) tok[t] = std::int32_t((t * 7 + seed) % V);
+    ref_logits(m, tok, T, ref);
+    dec.reset();
+  }
+};
+
+template <class DCfg>
+void check_prefill_and_decode(Case<DCfg>& c, const char* what) {
+  constexpr std::size_t T = DCfg::kTMax, V = DCfg::kVocab;
+  ASSERT_EQ(c.dec.set_weights(c.m.w), Status::kOk) << what;
+  ASSERT_EQ(c.dec.prefill_all(c.tok, T, c.out), Status::kOk) << what;
+  const double mag = microattn_test::max_abs(c.ref, T * V);
+  const double tol = logit_tolerance<DCfg>(mag);
+  EXPECT_LE(microattn_test::max_diff(c.out, c.ref, T * V), tol) << what << ": prefill_all";
+  microattn_test::report("decoder %s: |logits| %.3g, error %.3g (tolerance %.3g)\n", what, mag,
+                         microattn_test::max_diff(c.out, c.ref, T * V), tol);
+  // Token by token: the same logits within the tolerance (decode's GEMVs sum in another order).
+  static float row[DCfg::kVocab];
+  c.dec.reset();
+  for (std::size_t t = 0; t < T; ++t) {
+    ASSERT_EQ(c.dec.decode(c.tok[t], row), Status::kOk) << what;
+    EXPECT_LE(microattn_test::max_diff(row, c.ref + t * V, V), tol) << what << ": decode " << t;
+  }
+  EXPECT_EQ(c.dec.length(), T);
+  // prefill(): only the last row, and it is prefill_all's.
+  static float last[DCfg::kVocab];
+  c.dec.reset();
+  ASSERT_EQ(c.dec.prefill(c.tok, 7, last), Status::kOk);
+  ASSERT_EQ(c.dec.prefill(c.tok + 7, T - 7, last), Status::kOk);
+  EXPECT_LE(microattn_test::max_diff(last, c.ref + (T - 1) * V, V), tol) << what << ": prefill";
+}
+
+Case<TiedCfg> g_tied;
+Case<SeparateCfg> g_separate;
+Case<Int8Cfg> g_int8;
+
+TEST(Decoder, TiedHeadMatchesDoubleReference) {
+  g_tied.init(1, RopePairing::kAdjacent);
+  check_prefill_and_decode(g_tied, "tied, adjacent RoPE");
+  g_tied.init(2, RopePairing::kHalfSplit);
+  check_prefill_and_decode(g_tied, "tied, half-split RoPE");
+}
+
+TEST(Decoder, SeparateHeadMatchesDoubleReference) {
+  g_separate.init(3, RopePairing::kHalfSplit);
+  check_prefill_and_decode(g_separate, "separate head");
+}
+
+TEST(Decoder, Int8WeightsMatchDequantisedReference) {
+  g_int8.init(4, RopePairing::kAdjacent);
+  check_prefill_and_decode(g_int8, "int8 weights");
+}
+
+TEST(Decoder, ExecutorSplitIsBitIdentical) {
+  constexpr std::size_t T = TiedCfg::kTMax, V = TiedCfg::kVocab;
+  g_tied.init(5, RopePairing::kAdjacent);
+  static float one[T * V], three[T * V];
+  ASSERT_EQ(g_tied.dec.set_weights(g_tied.m.w), Status::kOk);
+  ASSERT_EQ(g_tied.dec.prefill_all(g_tied.tok, T, one), Status::kOk);
+  g_tied.dec.reset();
+  ASSERT_EQ(g_tied.dec.set_executor(microattn_test::serial_executor(3)), Status::kOk);
+  ASSERT_EQ(g_tied.dec.prefill_all(g_tied.tok, T, three), Status::kOk);
+  EXPECT_EQ(std::memcmp(one, three, sizeof one), 0);
+  EXPECT_EQ(g_tied.dec.set_executor(microattn_test::serial_executor(4)), Status::kBadArgument);
+  ASSERT_EQ(g_tied.dec.set_executor(microattn_test::serial_executor(1)), Status::kOk);
+}
+
+TEST(Decoder, BadInputChangesNothing) {
+  constexpr std::size_t T = TiedCfg::kTMax, V = TiedCfg::kVocab;
+  static microattn::Decoder<TiedCfg> zero;  // all-zero: no weights
+  static float out[T * V];
+  std::int32_t tok[2] = {1, 2};
+  EXPECT_EQ(zero.decode(1, out), Status::kNullPointer);
+  g_tied.init(6, RopePairing::kAdjacent);
+  auto& d = g_tied.dec;
+  ASSERT_EQ(d.set_weights(g_tied.m.w), Status::kOk);
+  ASSERT_EQ(d.prefill(tok, 2, out), Status::kOk);
+  for (float& v : out) v = 42.0f;
+  tok[1] = std::int32_t(V);  // not a token
+  EXPECT_EQ(d.prefill(tok, 2, out), Status::kBadArgument);
+  EXPECT_EQ(d.decode(-1, out), Status::kBadArgument);
+  EXPECT_EQ(d.prefill(tok, 0, out), Status::kBadTokenCount);
+  EXPECT_EQ(d.prefill(nullptr, 1, out), Status::kNullPointer);
+  EXPECT_EQ(d.decode(1, nullptr), Status::kNullPointer);
+  EXPECT_EQ(d.prefill_all(g_tied.tok, T - 1, out), Status::kCacheFull);
+  EXPECT_EQ(d.decode(1, const_cast<float*>(g_tied.m.norm())), Status::kOverlap);
+  EXPECT_EQ(d.length(), 2u);
+  for (float v : out) ASSERT_EQ(v, 42.0f);
+  // Weights with a missing array, another RoPE while tokens are cached: refused, unchanged.
+  auto w = g_tied.m.w;
+  w.layers[1].mlp.w_up = nullptr;
+  EXPECT_EQ(d.set_weights(w), Status::kNullPointer);
+  w = g_tied.m.w;
+  w.rope_base = 1000.0f;
+  EXPECT_EQ(d.set_weights(w), Status::kBadArgument);
+  EXPECT_EQ(d.rope().base, 500.0f);
+  EXPECT_EQ(d.truncate(3), Status::kBadArgument);
+  ASSERT_EQ(d.truncate(1), Status::kOk);
+  EXPECT_EQ(d.length(), 1u);
+  d.reset();
+  EXPECT_EQ(d.set_weights(w), Status::kOk);  // an empty cache takes a new RoPE
+  EXPECT_EQ(d.rope().base, 1000.0f);
+}
+
+// ---- the model file (docs/model-format.md)
+
+/// Writes g_int8's or g_tied's model as a model file into buf; returns its size.
+template <class DCfg>
+std::size_t write_blob(const TestModel<DCfg>& m, unsigned char* buf, std::size_t cap) {
+  using M = TestModel<DCfg>;
+  std::size_t pos = 64;
+  const auto put = [&](const void* p, std::size_t bytes) {
+    pos = (pos + 15) / 16 * 16;
+    MICROATTN_ASSERT(pos + bytes <= cap);
+    std::memcpy(buf + pos, p, bytes);
+    pos += bytes;
+  };
+  constexpr bool q = DCfg::kInt8Weights;
+  const auto mat = [&](const typename M::E* w, const float* s, std::size_t out, std::size_t in) {
+    put(w, out * in * sizeof(*w));
+    if (q) put(s, out * sizeof(float));
+  };
+  std::memset(buf, 0, cap);
+  mat(m.w.embed, m.w.s_embed, M::V, M::DM);
+  for (const auto& l : m.w.layers) {
+    put(l.attn_norm, M::DM * 4);
+    mat(l.attn.w_q, l.attn.s_q, M::QD, M::DM), mat(l.attn.w_k, l.attn.s_k, M::KD, M::DM);
+    mat(l.attn.w_v, l.attn.s_v, M::KD, M::DM), mat(l.attn.w_o, l.attn.s_o, M::DM, M::QD);
+    put(l.mlp_norm, M::DM * 4);
+    mat(l.mlp.w_gate, l.mlp.s_gate, M::DH, M::DM), mat(l.mlp.w_up, l.mlp.s_up, M::DH, M::DM);
+    mat(l.mlp.w_down, l.mlp.s_down, M::DM, M::DH);
+  }
+  put(m.w.norm, M::DM * 4);
+  if (!DCfg::kTiedHead) mat(m.w.head, m.w.s_head, M::V, M::DM);
+  pos = (pos + 15) / 16 * 16;
+  float base = m.w.rope_base, eps = m.w.norm_eps;
+  std::uint32_t b, e;
+  std::memcpy(&b, &base, 4), std::memcpy(&e, &eps, 4);
+  const std::uint32_t flags =
+      (DCfg::kTiedHead ? 1u : 0u) | (m.w.rope_pairing == RopePairing::kAdjacent ? 2u : 0u);
+  const std::uint32_t head[16] = {0x4D4C414Du,
+                                  1,
+                                  64,
+                                  q ? 1u : 0u,
+                                  std::uint32_t(M::V),
+                                  std::uint32_t(M::DM),
+                                  std::uint32_t(M::L),
+                                  std::uint32_t(DCfg::Attn::kHeads),
+                                  std::uint32_t(DCfg::Attn::kKvHeads),
+                                  std::uint32_t(DCfg::Attn::kDHead),
+                                  std::uint32_t(M::DH),
+                                  std::uint32_t(DCfg::kTMax),
+                                  flags,
+                                  b,
+                                  e,
+                                  std::uint32_t(pos)};
+  for (std::size_t i = 0; i < 16; ++i)
+    for (std::size_t k = 0; k < 4; ++k) buf[4 * i + k] = (head[i] >> (8 * k)) & 0xffu;
+  return pos;
+}
+
+alignas(16) unsigned char g_blob[16384];
+
+TEST(Decoder, ModelFileGivesTheSameModel) {
+  constexpr std::size_t T = Int8Cfg::kTMax, V = Int8Cfg::kVocab;
+  g_int8.init(7, RopePairing::kAdjacent);
+  const std::size_t n = write_blob(g_int8.m, g_blob, sizeof g_blob);
+  microattn::DecoderWeights<Int8Cfg> w;
+  ASSERT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, n, &w), Status::kOk);
+  EXPECT_EQ(w.rope_base, 500.0f);
+  EXPECT_EQ(w.rope_pairing, RopePairing::kAdjacent);
+  EXPECT_EQ(w.norm_eps, 1e-5f);
+  static float a[T * V], b[T * V];
+  ASSERT_EQ(g_int8.dec.set_weights(g_int8.m.w), Status::kOk);
+  ASSERT_EQ(g_int8.dec.prefill_all(g_int8.tok, T, a), Status::kOk);
+  g_int8.dec.reset();
+  ASSERT_EQ(g_int8.dec.set_weights(w), Status::kOk);
+  ASSERT_EQ(g_int8.dec.prefill_all(g_int8.tok, T, b), Status::kOk);
+  EXPECT_EQ(std::memcmp(a, b, sizeof a), 0);
+  // Refusals: short, misaligned, another configuration, another weight type.
+  microattn::DecoderWeights<Int8Cfg> keep = w;
+  EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, n - 16, &w),
+            Status::kBadArgument);
+  EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob + 16, n - 16, &w),
+            Status::kBadArgument);
+  microattn::DecoderWeights<TiedCfg> wf;
+  EXPECT_EQ(microattn::decoder_weights_from_blob<TiedCfg>(g_blob, n, &wf), Status::kBadArgument);
+  g_blob[4 * 5] = 17;  // d_model
+  EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, n, &w), Status::kBadArgument);
+  EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(nullptr, n, &w), Status::kNullPointer);
+  EXPECT_TRUE(keep.embed == w.embed && keep.layers[1].mlp.w_down == w.layers[1].mlp.w_down &&
+              keep.norm_eps == w.norm_eps);
+}
+
+}  // namespace
