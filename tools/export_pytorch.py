@@ -127,6 +127,41 @@ qk_rope_head_dim, shapes that disagree, --compute int8 (LatentAttention has no i
 --layout panel16, --kv-heads, a mask other than causal, and a state dict of such a module (it
 does not record the head widths: use --module).
 
+A whole LLaMA-style decoder (--kind decoder) as one binary "model blob" for microattn::Decoder
+(docs/model-format.md), with the PyTorch reference and the vocabulary as C headers:
+
+  /usr/bin/python3 tools/export_pytorch.py --kind decoder --tiny-lm examples/tiny_lm/tiny_lm.pt \
+      --name tiny_lm --blob tiny_lm_f32.bin --reference tiny_lm_reference.h \
+      --vocab-header tiny_lm_vocab.h
+  /usr/bin/python3 tools/export_pytorch.py --kind decoder --tiny-lm examples/tiny_lm/tiny_lm.pt \
+      --quant int8 --blob tiny_lm_q8.bin
+
+reads a checkpoint of tools/train_tiny_lm.py (--tiny-lm; --module detects one too: a dict with
+config, vocab, state_dict) or a pickled module (--module) shaped like its TinyLM: embed
+(nn.Embedding), layers[i].attn_norm, layers[i].attn.{q,k,v,o}_proj, layers[i].mlp_norm,
+layers[i].mlp.{gate,up,down}_proj (SwiGLU), norm, lm_head unless the head is tied; the shape
+from module.config (d_model, n_layers, n_heads, n_kv_heads, d_head, d_hidden, t_max, rope_base,
+rope_pairing "adjacent" or "half"/"half_split", norm_eps, tied_head), every tensor's shape
+checked against it. Refused (one line, exit 2): biases, missing or unknown parameters, a shape
+the config does not give, a head tied in the config and not in the module (or the reverse), and
+the attention-only options (--mask, --path, --layout, --compute, --out ...).
+  --blob FILE       the blob: fp32, or with --quant int8 every matrix (the embedding too: one
+                    scale per token, which the tied head shares) int8 with one fp32 scale per
+                    output row, bit for bit microattn::quantize_int8(); the norms stay fp32.
+  --reference FILE  a C header (C11 and C++17) of the module's own fp32 forward (one thread,
+                    deterministic): --prompt (default the TRAINING.md prompt) encoded one
+                    character to one id, --n (default 64) greedy tokens after it, and the logits
+                    at every position of one forward over the whole sequence (%.9g: they read
+                    back to the same float32): NAME_REF_PROMPT, NAME_REF_PROMPT_TOKENS,
+                    NAME_REF_CONTINUATION, NAME_REF_POSITIONS, NAME_REF_VOCAB,
+                    name_ref_tokens[], name_ref_logits[][]. Refused when the whole-sequence
+                    argmax differs from a greedy token (a near-tie: the reference would
+                    contradict itself); the smallest top-1/top-2 margin goes to stderr and into
+                    the header.
+  --vocab-header FILE  NAME_VOCAB_SIZE and name_vocab[] (each id's character as a UTF-8 C
+                    string; id 0 is the unknown character U+FFFD).
+--name (default tiny_lm here) prefixes the macros and arrays of both headers.
+
 From Python (e.g. when the module's class lives in a script, where torch.load cannot find it):
 export_module(module, name=..., mask=...) and export_state_dict(sd, heads=..., name=...,
 mask=...) return the text (mask: "causal", "none" or "window:W", required there too).
@@ -1663,6 +1698,370 @@ def check_compute(compute, quant):
                       "weights)")
 
 
+# --- whole decoder (--kind decoder): the model blob, the PyTorch reference, the vocabulary ------
+
+BLOB_MAGIC = 0x4D4C414D  # the bytes "MALM" read as a little-endian uint32
+BLOB_VERSION = 1
+BLOB_HEADER_BYTES = 64
+BLOB_ALIGN = 16
+DEFAULT_PROMPT = "The artist painted the portrait of a woman with a brush"
+# module.config's keys that the blob needs (vocab comes from the embedding); rope_pairing is
+# "adjacent" (pairs 2i, 2i+1) or "half"/"half_split" (pairs i, i + d_head/2).
+DECODER_KEYS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_head", "d_hidden", "t_max",
+                "rope_base", "rope_pairing", "norm_eps", "tied_head")
+ROPE_PAIRINGS = {"adjacent": True, "half": False, "half_split": False}
+
+
+class Decoder:
+    """A LLaMA-style decoder's weights in the blob's order: tensors [(state-dict key, float32
+    array, is_matrix)], the shape (cfg: DECODER_KEYS plus vocab), the vocabulary string (or
+    None) and the module itself (for the reference)."""
+
+    def __init__(self, module, cfg, tensors, vocab):
+        self.module, self.cfg, self.tensors, self.vocab = module, cfg, tensors, vocab
+
+
+def decoder_config(m, subj):
+    """module.config (a dict or an object with attributes) -> dict of DECODER_KEYS, checked."""
+    c = getattr(m, "config", None)
+    if c is None:
+        raise Refusal(f"{subj} has no .config: a decoder's shape (d_model, n_layers, n_heads, "
+                      "n_kv_heads, d_head, d_hidden, t_max, rope_base, rope_pairing, norm_eps, "
+                      "tied_head) is read from it")
+    get = c.get if isinstance(c, dict) else (lambda k: getattr(c, k, None))
+    missing = [k for k in DECODER_KEYS if get(k) is None]
+    if missing:
+        raise Refusal(f"{subj}.config lacks {', '.join(missing)}")
+    cfg = {k: get(k) for k in DECODER_KEYS}
+    for k in DECODER_KEYS[:7]:
+        v = cfg[k]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise Refusal(f"{subj}.config {k} = {v!r}: not a whole number >= 1")
+        cfg[k] = int(v)
+    if cfg["n_heads"] % cfg["n_kv_heads"] or cfg["d_head"] % 2:
+        raise Refusal(f"{subj}.config: n_heads {cfg['n_heads']} is not a multiple of n_kv_heads "
+                      f"{cfg['n_kv_heads']}, or d_head {cfg['d_head']} is odd")
+    if cfg["rope_pairing"] not in ROPE_PAIRINGS:
+        raise Refusal(f"{subj}.config rope_pairing {cfg['rope_pairing']!r}: not one of "
+                      f"{', '.join(ROPE_PAIRINGS)}")
+    for k in ("rope_base", "norm_eps"):
+        v = cfg[k]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < math.inf:
+            raise Refusal(f"{subj}.config {k} = {v!r}: not a positive finite number")
+        cfg[k] = float(v)
+    act = get("activation")
+    if act not in (None, "silu", "swiglu", "SwiGLU"):
+        raise Refusal(f"{subj}.config activation {act!r}: the blob holds SwiGLU MLPs only")
+    cfg["tied_head"] = bool(cfg["tied_head"])
+    return cfg
+
+
+def decoder_expected(cfg, vocab_size):
+    """The state dict the blob holds, in blob order: [(key, shape, is_matrix)]."""
+    D, H, K, dh, F = (cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"], cfg["d_head"],
+                      cfg["d_hidden"])
+    out = [("embed.weight", (vocab_size, D), True)]
+    for i in range(cfg["n_layers"]):
+        p = f"layers.{i}."
+        out += [(p + "attn_norm.weight", (D,), False),
+                (p + "attn.q_proj.weight", (H * dh, D), True),
+                (p + "attn.k_proj.weight", (K * dh, D), True),
+                (p + "attn.v_proj.weight", (K * dh, D), True),
+                (p + "attn.o_proj.weight", (D, H * dh), True),
+                (p + "mlp_norm.weight", (D,), False),
+                (p + "mlp.gate_proj.weight", (F, D), True),
+                (p + "mlp.up_proj.weight", (F, D), True),
+                (p + "mlp.down_proj.weight", (D, F), True)]
+    out.append(("norm.weight", (D,), False))
+    if not cfg["tied_head"]:
+        out.append(("lm_head.weight", (vocab_size, D), True))
+    return out
+
+
+def decoder_from_module(m, subj="the module"):
+    """The Decoder of a module shaped like tools/train_tiny_lm.py's TinyLM (see the module
+    docstring's --kind decoder); raises Refusal on biases, missing or unknown parameters, wrong
+    shapes, a head that is tied in one place and not the other, non-finite weights."""
+    import torch
+    if not isinstance(m, torch.nn.Module):
+        raise Refusal(f"{subj} is a {type(m).__name__}, not an nn.Module")
+    cfg = decoder_config(m, subj)
+    emb = getattr(m, "embed", None)
+    if not isinstance(emb, torch.nn.Embedding):
+        raise Refusal(f"{subj} has no nn.Embedding child named embed")
+    sd = m.state_dict()
+    biases = sorted(k for k in sd if k.endswith("bias"))
+    if biases:
+        raise Refusal(f"{subj} has biases ({summary(biases, 4)}): the model blob has no biases "
+                      "(LLaMA-style decoders have none)")
+    head = getattr(m, "lm_head", None)
+    if cfg["tied_head"] and head is not None and head.weight is not emb.weight:
+        raise Refusal(f"{subj}.config says tied_head but the module has its own lm_head")
+    if not cfg["tied_head"] and head is None:
+        raise Refusal(f"{subj}.config says tied_head False but the module has no lm_head")
+    sd = {k: v for k, v in sd.items() if not (cfg["tied_head"] and k == "lm_head.weight")}
+    want = decoder_expected(cfg, emb.weight.shape[0])
+    extra = sorted(set(sd) - {k for k, _, _ in want})
+    missing = [k for k, _, _ in want if k not in sd]
+    if missing or extra:
+        raise Refusal(f"{subj}: " + "; ".join(
+            s for s in (f"missing {summary(missing, 4)}" if missing else "",
+                        f"unknown parameters {summary(extra, 4)}" if extra else "") if s))
+    tensors = []
+    for k, shape, is_matrix in want:
+        if tuple(sd[k].shape) != shape:
+            raise Refusal(f"{subj}: {k} has shape {tuple(sd[k].shape)}, the config says {shape}")
+        tensors.append((k, to_float32(k, sd[k]), is_matrix))
+    vs = getattr(m, "vocab", None)
+    cfg["vocab"] = emb.weight.shape[0]
+    if vs is not None and len(vs) != cfg["vocab"]:
+        raise Refusal(f"{subj}.vocab has {len(vs)} characters, the embedding {cfg['vocab']} rows")
+    return Decoder(m, cfg, tensors, vs)
+
+
+def blob_flags(cfg):
+    """Header word 12: bit 0 tied head, bit 1 adjacent RoPE pairs, bits 8..15 activation
+    (0 = SwiGLU, the only one)."""
+    return int(cfg["tied_head"]) | (int(ROPE_PAIRINGS[cfg["rope_pairing"]]) << 1)
+
+
+def blob_bytes(dec, quant="none", report=None):
+    """The model blob (docs/model-format.md): a 64-byte header of 16 little-endian uint32
+    words, then every tensor at the next 16-byte boundary; with quant "int8" each matrix as
+    int8 [out][in] followed by its float32 scales (quantize_int8: bit for bit
+    microattn::quantize_int8), the norms fp32. report receives the int8 error lines."""
+    import struct
+    import numpy as np
+    c = dec.cfg
+    body = bytearray(BLOB_HEADER_BYTES)
+
+    def put(raw):
+        body.extend(b"\0" * (-len(body) % BLOB_ALIGN))
+        body.extend(raw)
+
+    worst = (0.0, "")
+    for key, a, is_matrix in dec.tensors:
+        if quant == "int8" and is_matrix:
+            q, s = quantize_int8(a)
+            put(q.tobytes())
+            put(s.astype("<f4").tobytes())
+            rel = quant_error(a, q, s)[2]
+            worst = max(worst, (rel, key))
+        else:
+            put(np.ascontiguousarray(a, dtype="<f4").tobytes())
+    body.extend(b"\0" * (-len(body) % BLOB_ALIGN))
+    f32 = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]  # noqa: E731
+    words = [BLOB_MAGIC, BLOB_VERSION, BLOB_HEADER_BYTES, QUANTS[quant][1], c["vocab"],
+             c["d_model"], c["n_layers"], c["n_heads"], c["n_kv_heads"], c["d_head"],
+             c["d_hidden"], c["t_max"], blob_flags(c), f32(c["rope_base"]), f32(c["norm_eps"]),
+             len(body)]
+    body[:BLOB_HEADER_BYTES] = struct.pack("<16I", *words)
+    if report is not None:
+        report.append(f"blob: {len(body)} bytes, {quant_label(quant)}" + (
+            f"; largest int8 ||W - Wq||_F/||W||_F {worst[0]:.3e} ({worst[1]})"
+            if quant == "int8" else ""))
+    return bytes(body)
+
+
+def quant_label(quant):
+    return "int8 matrices, fp32 norms" if quant == "int8" else "fp32"
+
+
+def c_string(text):
+    """A C string literal (valid C11 and C++17) of text's UTF-8: printable ASCII as it is,
+    quotes and backslash escaped, everything else as three-digit octal escapes (a hex escape
+    would swallow a following hex digit; '?' is escaped so that no trigraph can form)."""
+    named = {ord('"'): '\\"', ord("\\"): "\\\\", ord("?"): "\\?", ord("\n"): "\\n",
+             ord("\t"): "\\t", 7: "\\a", 8: "\\b", ord("\r"): "\\r"}
+    out = []
+    for b in text.encode("utf-8"):
+        out.append(named.get(b, chr(b) if 0x20 <= b < 0x7F else f"\\{b:03o}"))
+    return '"' + "".join(out) + '"'
+
+
+def f32_text(v):
+    """printf %.9g of a float32 (nine significant digits identify every float32), as a float
+    literal: '.0' added where %.9g wrote an integer, then 'f'."""
+    s = "%.9g" % float(v)
+    if not any(ch in s for ch in ".e"):
+        s += ".0"
+    return s + "f"
+
+
+def encode_ids(text, vocab):
+    """Character ids as tools/train_tiny_lm.py's encode: index in vocab, 0 when absent."""
+    index = {ch: i for i, ch in enumerate(vocab)}
+    return [index.get(ch, 0) for ch in text]
+
+
+def module_logits(m, ids):
+    """The module's own fp32 forward over ids (one sequence) -> float32 numpy [T][vocab]."""
+    import torch
+    with torch.no_grad():
+        out = m(torch.tensor(ids, dtype=torch.long)[None])
+    out = getattr(out, "logits", out)  # a Hugging Face model returns an output object
+    return out[0].float().numpy()
+
+
+def reference_data(dec, prompt, n):
+    """(prompt ids, all ids, logits [len(all)][vocab], smallest greedy margin, torch version):
+    greedy continuation by the module's forward one token at a time (argmax, the lowest id on
+    a tie), then one forward over the whole sequence; refuses a sequence longer than t_max and
+    a full forward whose argmax disagrees with the greedy token at any continuation position."""
+    import numpy as np
+    import torch
+    if dec.vocab is None:
+        raise Refusal("--reference needs the module's vocab (a string: id = index) to encode "
+                      "--prompt")
+    prompt_ids = encode_ids(prompt, dec.vocab)
+    if not prompt_ids or len(prompt_ids) + n > dec.cfg["t_max"]:
+        raise Refusal(f"--prompt of {len(prompt_ids)} characters and --n {n}: prompt + n must "
+                      f"be 1 .. t_max = {dec.cfg['t_max']} positions")
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    dec.module.eval()
+    ids = list(prompt_ids)
+    for _ in range(n):
+        ids.append(int(np.argmax(module_logits(dec.module, ids)[-1])))
+    logits = module_logits(dec.module, ids)
+    margin = math.inf
+    for p in range(len(prompt_ids) - 1, len(ids) - 1):
+        top = np.sort(logits[p].astype(np.float64))[::-1]
+        if int(np.argmax(logits[p])) != ids[p + 1]:
+            raise Refusal(f"the whole-sequence forward's argmax at position {p} is "
+                          f"{int(np.argmax(logits[p]))}, the greedy step chose {ids[p + 1]}: a "
+                          "tie or a near-tie, choose another --prompt or --n")
+        margin = min(margin, float(top[0] - top[1]))
+    return prompt_ids, ids, logits, margin, torch.__version__
+
+
+def reference_header(dec, name, prompt, n, source, report=None):
+    """The C header of the PyTorch reference (see the module docstring, --reference)."""
+    prompt_ids, ids, logits, margin, tv = reference_data(dec, prompt, n)
+    N, g = name.upper(), f"{name.upper()}_REFERENCE_H"
+    cont = "".join(dec.vocab[i] for i in ids[len(prompt_ids):])
+    c = dec.cfg
+    lines = [
+        "/* SPDX-License-Identifier: Apache-2.0 */",
+        "/* Generated by tools/export_pytorch.py --kind decoder --reference -- do not edit.",
+        f"   The PyTorch reference of {source} (vocab {c['vocab']}, d_model {c['d_model']}, "
+        f"{c['n_layers']} layers): the module's own",
+        f"   forward in fp32 (torch {tv}, one thread, deterministic algorithms).",
+        f"   {N}_REF_PROMPT is encoded one character to one id ({name}_ref_tokens' first",
+        f"   {N}_REF_PROMPT_TOKENS entries); the next {N}_REF_CONTINUATION ids are the greedy",
+        "   continuation (argmax of the last position's logits, one token at a time).",
+        f"   {name}_ref_logits[p] are the logits at position p of ONE forward over the whole",
+        f"   sequence {name}_ref_tokens (causal: they depend on tokens 0 .. p only). Checked by",
+        "   the exporter: argmax(logits[p]) == tokens[p + 1] at every continuation position",
+        f"   (p = {N}_REF_PROMPT_TOKENS - 1 .. {N}_REF_POSITIONS - 2); the smallest top-1 minus",
+        f"   top-2 logit there is {margin:.6g}. Values printed with %.9g: they read back to the",
+        "   same float32.",
+        f"   Greedy continuation: {json_text(cont)} */",
+        f"#ifndef {g}", f"#define {g}", "", "#include <stdint.h>", "",
+        f"#define {N}_REF_PROMPT {c_string(prompt)}",
+        f"#define {N}_REF_PROMPT_TOKENS {len(prompt_ids)}",
+        f"#define {N}_REF_CONTINUATION {n}",
+        f"#define {N}_REF_POSITIONS {len(ids)}",
+        f"#define {N}_REF_VOCAB {c['vocab']}", "",
+        f"static const int32_t {name}_ref_tokens[{N}_REF_POSITIONS] = {{"]
+    lines += ["  " + ", ".join(str(v) for v in ids[i:i + 16]) + ","
+              for i in range(0, len(ids), 16)]
+    lines += ["};", "", f"static const float {name}_ref_logits[{N}_REF_POSITIONS][{N}_REF_VOCAB] = {{"]
+    for p, row in enumerate(logits):
+        vals = [f32_text(v) for v in row]
+        lines.append(f"  {{ /* {p} */")
+        lines += ["    " + ", ".join(vals[i:i + 6]) + "," for i in range(0, len(vals), 6)]
+        lines.append("  },")
+    lines += ["};", "", f"#endif /* {g} */", ""]
+    if report is not None:
+        report.append(f"reference: {len(prompt_ids)} prompt + {n} greedy tokens, continuation "
+                      f"{json_text(cont)}; smallest greedy top-1/top-2 margin {margin:.6g}")
+    return "\n".join(lines)
+
+
+def json_text(s):
+    """A string quoted for a comment (control characters escaped, no '*/' can appear)."""
+    import json
+    return json.dumps(s, ensure_ascii=True).replace("*/", "*\\/")
+
+
+def vocab_header(dec, name):
+    """The C header of the vocabulary (see the module docstring, --vocab-header)."""
+    if dec.vocab is None:
+        raise Refusal("--vocab-header needs the module's vocab (a string: id = index)")
+    N, g = name.upper(), f"{name.upper()}_VOCAB_H"
+    lines = [
+        "/* SPDX-License-Identifier: Apache-2.0 */",
+        "/* Generated by tools/export_pytorch.py --kind decoder --vocab-header -- do not edit.",
+        f"   {name}_vocab[id] is the UTF-8 text of token id (one character each; id 0 is the",
+        "   unknown character, printed U+FFFD). Encoding: at each point of the text, the id whose",
+        "   string matches the text there (each is one whole UTF-8 character, so at most one",
+        "   matches), else id 0 for that character. */",
+        f"#ifndef {g}", f"#define {g}", "",
+        f"#define {N}_VOCAB_SIZE {len(dec.vocab)}", "",
+        f"static const char* const {name}_vocab[{N}_VOCAB_SIZE] = {{"]
+    for i, ch in enumerate(dec.vocab):
+        lines.append(f"  {c_string(ch)}, /* {i}: U+{ord(ch):04X} */")
+    lines += ["};", "", f"#endif /* {g} */", ""]
+    return "\n".join(lines)
+
+
+def load_decoder(path, tiny_lm):
+    """The Decoder of --module FILE (a pickled module, or a checkpoint dict) or --tiny-lm FILE
+    (tools/train_tiny_lm.py's checkpoint: config, vocab, state_dict)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # train_tiny_lm's classes
+    obj = None if tiny_lm else load(path, weights_only=False)
+    if tiny_lm or (isinstance(obj, dict) and {"config", "vocab", "state_dict"} <= set(obj)):
+        import train_tiny_lm
+        try:
+            obj = train_tiny_lm.load(path)
+        except FileNotFoundError:
+            raise Refusal(f"{path}: no such file") from None
+        except (KeyError, AssertionError, RuntimeError, TypeError) as e:
+            raise Refusal(f"{path}: not a tools/train_tiny_lm.py checkpoint ({one_line(e)[:300]})"
+                          ) from None
+    return decoder_from_module(obj, os.path.basename(path))
+
+
+def run_decoder(a):
+    """--kind decoder: writes --blob, --reference and --vocab-header (at least one)."""
+    unused = [f for f, v in (("--state-dict", a.state_dict), ("--fixtures", a.fixtures),
+                             ("--path", a.path), ("--prefix", a.prefix), ("--heads", a.heads),
+                             ("--kv-heads", a.kv_heads), ("--mask", a.mask),
+                             ("--out", a.out != "-"), ("--layout", a.layout != "outin"),
+                             ("--compute", a.compute != "f32")) if v]
+    if unused:
+        raise Refusal(f"{', '.join(unused)}: not with --kind decoder (a whole causal decoder; "
+                      "give --blob, --reference, --vocab-header)")
+    if not (a.module or a.tiny_lm):
+        raise Refusal("--kind decoder needs --module FILE or --tiny-lm FILE")
+    outs = [(f, v) for f, v in (("--blob", a.blob), ("--reference", a.reference),
+                                ("--vocab-header", a.vocab_header)) if v]
+    if not outs:
+        raise Refusal("--kind decoder writes --blob FILE, --reference FILE and/or "
+                      "--vocab-header FILE: give at least one")
+    name = a.name or "tiny_lm"
+    check_name(name)
+    if a.n < 0:
+        raise Refusal(f"--n {a.n}: must be at least 0")
+    for flag, dest in outs:
+        check_out(dest, flag)
+    need_torch()
+    src = a.module or a.tiny_lm
+    dec = load_decoder(src, bool(a.tiny_lm))
+    report, files = [], []
+    if a.blob:
+        files.append((a.blob, blob_bytes(dec, a.quant, report)))
+    if a.reference:
+        files.append((a.reference, reference_header(dec, name, a.prompt, a.n,
+                                                    os.path.basename(src), report).encode()))
+    if a.vocab_header:
+        files.append((a.vocab_header, vocab_header(dec, name).encode()))
+    for dest, data in files:  # after all the work: a refusal leaves no file behind
+        write_out(dest, data)
+    return report
+
+
 # --- test fixtures ----------------------------------------------------------------------------
 
 def fixtures_header(entries, comment):
@@ -1766,7 +2165,24 @@ def run(argv):
     ap.add_argument("--path", help="with --module: the submodule to export (e.g. layers.0)")
     ap.add_argument("--prefix", default="",
                     help="with --state-dict: key prefix (e.g. layers.0.attn.)")
-    ap.add_argument("--name", default="attn", help="prefix of the arrays and macros (default attn)")
+    src.add_argument("--tiny-lm", metavar="FILE", help="with --kind decoder: a checkpoint of "
+                     "tools/train_tiny_lm.py (a dict: config, vocab, state_dict)")
+    ap.add_argument("--kind", metavar="{attention,decoder}", default="attention",
+                    help="attention: one attention layer as a header (default); decoder: a "
+                    "whole LLaMA-style decoder as a model blob (--blob), its PyTorch reference "
+                    "(--reference) and its vocabulary (--vocab-header)")
+    ap.add_argument("--blob", metavar="FILE", help="with --kind decoder: the model blob "
+                    "(docs/model-format.md; fp32, or int8 with --quant int8)")
+    ap.add_argument("--reference", metavar="FILE", help="with --kind decoder: a C header of "
+                    "the module's greedy continuation of --prompt and its logits")
+    ap.add_argument("--vocab-header", metavar="FILE", help="with --kind decoder: a C header of "
+                    "the vocabulary (UTF-8 of each id)")
+    ap.add_argument("--prompt", default=DEFAULT_PROMPT, help="with --reference: the prompt "
+                    f"(default {DEFAULT_PROMPT!r})")
+    ap.add_argument("--n", type=int, default=64, help="with --reference: greedy tokens after "
+                    "the prompt (default 64)")
+    ap.add_argument("--name", help="prefix of the arrays and macros (default attn; tiny_lm "
+                    "with --kind decoder)")
     ap.add_argument("--heads", type=int, help="query heads (required with --state-dict; with "
                     "--module, checked against the module)")
     ap.add_argument("--kv-heads", type=int, help="key/value heads (optional; checked)")
@@ -1787,6 +2203,20 @@ def run(argv):
     a = ap.parse_args(argv)
     if a.quant not in QUANTS:  # checked here, not by argparse: one line and exit 2, like the rest
         raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(QUANTS)}")
+    if a.kind not in ("attention", "decoder"):
+        raise Refusal(f"--kind {a.kind!r}: not one of attention, decoder")
+    if a.kind == "decoder":
+        for line in run_decoder(a):
+            print(f"export_pytorch.py: {line}", file=sys.stderr)
+        return 0
+    decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--blob", a.blob),
+                                   ("--reference", a.reference),
+                                   ("--vocab-header", a.vocab_header),
+                                   ("--prompt", a.prompt != DEFAULT_PROMPT), ("--n", a.n != 64))
+                    if v]
+    if decoder_only:
+        raise Refusal(f"{', '.join(decoder_only)}: only with --kind decoder")
+    a.name = a.name or "attn"
     check_compute(a.compute, a.quant)
     # Everything that needs no file is checked before torch loads one (it may be large).
     if a.fixtures and a.mask is not None:
@@ -1828,23 +2258,28 @@ def run(argv):
     if dest == "-":
         sys.stdout.write(text)
     else:
-        try:  # check_out looked at the folder, but the disk may still refuse
-            f = open(dest, "w")
-        except OSError as e:
-            raise Refusal(f"cannot write {dest}: {e.strerror or one_line(e)}") from None
-        try:
-            with f:
-                f.write(text)
-        except OSError as e:  # a full disk: no half header left behind (only a plain file)
-            if os.path.isfile(dest) and not os.path.islink(dest):
-                try:
-                    os.remove(dest)
-                except OSError:
-                    pass
-            raise Refusal(f"cannot write {dest}: {e.strerror or one_line(e)}") from None
+        write_out(dest, text)
     for line in report:  # notes on the mask; --quant int8: the error of each matrix
         print(f"export_pytorch.py: {line}", file=sys.stderr)
     return 0
+
+
+def write_out(dest, data):
+    """Writes text (str) or bytes to the file dest; a failed write leaves no half file behind."""
+    try:  # check_out looked at the folder, but the disk may still refuse
+        f = open(dest, "wb" if isinstance(data, bytes) else "w")
+    except OSError as e:
+        raise Refusal(f"cannot write {dest}: {e.strerror or one_line(e)}") from None
+    try:
+        with f:
+            f.write(data)
+    except OSError as e:  # a full disk: no half header left behind (only a plain file)
+        if os.path.isfile(dest) and not os.path.islink(dest):
+            try:
+                os.remove(dest)
+            except OSError:
+                pass
+        raise Refusal(f"cannot write {dest}: {e.strerror or one_line(e)}") from None
 
 
 def check_out(dest, flag):
