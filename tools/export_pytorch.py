@@ -142,7 +142,14 @@ config, vocab, state_dict) or a pickled module (--module) shaped like its TinyLM
 layers[i].mlp.{gate,up,down}_proj (SwiGLU), norm, lm_head unless the head is tied; the shape
 from module.config (d_model, n_layers, n_heads, n_kv_heads, d_head, d_hidden, t_max, rope_base,
 rope_pairing "adjacent" or "half"/"half_split", norm_eps, tied_head), every tensor's shape
-checked against it. Refused (one line, exit 2): biases, missing or unknown parameters, a shape
+checked against it. A module named like Hugging Face's LlamaForCausalLM is read too:
+model.embed_tokens, model.layers[i].input_layernorm, .self_attn.{q,k,v,o}_proj,
+.post_attention_layernorm, .mlp.{gate,up,down}_proj, model.norm, lm_head (tied when
+config.tie_word_embeddings, and then the embedding's own Parameter); the shape from its config
+(hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+intermediate_size, max_position_embeddings, rope_theta, rms_norm_eps), RoPE half-split
+(rotate_half); refused also: rope_scaling, hidden_act other than silu. It has no vocab string,
+so --reference and --vocab-header are refused for it. Refused (one line, exit 2): biases, missing or unknown parameters, a shape
 the config does not give, a head tied in the config and not in the module (or the reverse), and
 the attention-only options (--mask, --path, --layout, --compute, --out ...).
   --blob FILE       the blob: fp32, or with --quant int8 every matrix (the embedding too: one
@@ -1779,27 +1786,19 @@ def decoder_expected(cfg, vocab_size):
 
 
 def decoder_from_module(m, subj="the module"):
-    """The Decoder of a module shaped like tools/train_tiny_lm.py's TinyLM (see the module
-    docstring's --kind decoder); raises Refusal on biases, missing or unknown parameters, wrong
-    shapes, a head that is tied in one place and not the other, non-finite weights."""
+    """The Decoder of a module shaped like tools/train_tiny_lm.py's TinyLM, or named like
+    Hugging Face's LlamaForCausalLM (see the module docstring's --kind decoder); raises Refusal
+    on biases, missing or unknown parameters, wrong shapes, a head that is tied in one place and
+    not the other, non-finite weights."""
     import torch
     if not isinstance(m, torch.nn.Module):
         raise Refusal(f"{subj} is a {type(m).__name__}, not an nn.Module")
-    cfg = decoder_config(m, subj)
-    emb = getattr(m, "embed", None)
-    if not isinstance(emb, torch.nn.Embedding):
-        raise Refusal(f"{subj} has no nn.Embedding child named embed")
-    sd = m.state_dict()
+    hf = isinstance(getattr(getattr(m, "model", None), "embed_tokens", None), torch.nn.Embedding)
+    cfg, sd, emb = hf_decoder_parts(m, subj) if hf else tiny_decoder_parts(m, subj)
     biases = sorted(k for k in sd if k.endswith("bias"))
     if biases:
         raise Refusal(f"{subj} has biases ({summary(biases, 4)}): the model blob has no biases "
                       "(LLaMA-style decoders have none)")
-    head = getattr(m, "lm_head", None)
-    if cfg["tied_head"] and head is not None and head.weight is not emb.weight:
-        raise Refusal(f"{subj}.config says tied_head but the module has its own lm_head")
-    if not cfg["tied_head"] and head is None:
-        raise Refusal(f"{subj}.config says tied_head False but the module has no lm_head")
-    sd = {k: v for k, v in sd.items() if not (cfg["tied_head"] and k == "lm_head.weight")}
     want = decoder_expected(cfg, emb.weight.shape[0])
     extra = sorted(set(sd) - {k for k, _, _ in want})
     missing = [k for k, _, _ in want if k not in sd]
@@ -1814,9 +1813,83 @@ def decoder_from_module(m, subj="the module"):
         tensors.append((k, to_float32(k, sd[k]), is_matrix))
     vs = getattr(m, "vocab", None)
     cfg["vocab"] = emb.weight.shape[0]
-    if vs is not None and len(vs) != cfg["vocab"]:
-        raise Refusal(f"{subj}.vocab has {len(vs)} characters, the embedding {cfg['vocab']} rows")
+    if vs is not None and (not isinstance(vs, str) or len(vs) != cfg["vocab"]):
+        raise Refusal(f"{subj}.vocab is not a string of {cfg['vocab']} characters (one per "
+                      "embedding row)")
     return Decoder(m, cfg, tensors, vs)
+
+
+def tiny_decoder_parts(m, subj):
+    """(config, state dict without a tied lm_head, the embedding) of a TinyLM-shaped module."""
+    import torch
+    cfg = decoder_config(m, subj)
+    emb = getattr(m, "embed", None)
+    if not isinstance(emb, torch.nn.Embedding):
+        raise Refusal(f"{subj} has no nn.Embedding child named embed (nor model.embed_tokens, "
+                      "Hugging Face's LlamaForCausalLM)")
+    head = getattr(m, "lm_head", None)
+    if cfg["tied_head"] and head is not None and head.weight is not emb.weight:
+        raise Refusal(f"{subj}.config says tied_head but the module has its own lm_head")
+    if not cfg["tied_head"] and head is None:
+        raise Refusal(f"{subj}.config says tied_head False but the module has no lm_head")
+    sd = {k: v for k, v in m.state_dict().items()
+          if not (cfg["tied_head"] and k == "lm_head.weight")}
+    return cfg, sd, emb
+
+
+# Hugging Face LlamaForCausalLM's names -> the blob's (tools/train_tiny_lm.py's).
+HF_RENAMES = (("model.embed_tokens.", "embed."), ("model.norm.", "norm."),
+              ("model.layers.", "layers."), (".input_layernorm.", ".attn_norm."),
+              (".post_attention_layernorm.", ".mlp_norm."), (".self_attn.", ".attn."))
+
+
+def hf_decoder_parts(m, subj):
+    """(config, renamed state dict, the embedding) of a module named like Hugging Face's
+    LlamaForCausalLM: config hidden_size, num_hidden_layers, num_attention_heads,
+    num_key_value_heads, head_dim (default hidden_size / heads), intermediate_size,
+    max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings, hidden_act "silu",
+    rope_scaling None; RoPE half-split (rotate_half). The rotary inv_freq buffer is not a
+    weight and is dropped."""
+    c = getattr(m, "config", None)
+    get = (c.get if isinstance(c, dict) else (lambda k, d=None: getattr(c, k, d))) if c else None
+    if get is None:
+        raise Refusal(f"{subj} (Hugging Face names) has no .config")
+    heads = get("num_attention_heads")
+    hidden = get("hidden_size")
+    d_head = get("head_dim") or (hidden // heads if hidden and heads else None)
+    if get("rope_scaling") is not None:
+        raise Refusal(f"{subj}.config rope_scaling {get('rope_scaling')!r}: the blob's RoPE has "
+                      "no scaling")
+    if get("hidden_act", "silu") != "silu":
+        raise Refusal(f"{subj}.config hidden_act {get('hidden_act')!r}: the blob holds SwiGLU "
+                      "(silu) MLPs only")
+    cfg = decoder_config(_Namespace(config={
+        "d_model": hidden, "n_layers": get("num_hidden_layers"), "n_heads": heads,
+        "n_kv_heads": get("num_key_value_heads") or heads, "d_head": d_head,
+        "d_hidden": get("intermediate_size"), "t_max": get("max_position_embeddings"),
+        "rope_base": get("rope_theta", 10000.0), "rope_pairing": "half",
+        "norm_eps": get("rms_norm_eps"), "tied_head": bool(get("tie_word_embeddings", False))}),
+        subj)
+    emb = m.model.embed_tokens
+    head = getattr(m, "lm_head", None)
+    if head is None:
+        raise Refusal(f"{subj} (Hugging Face names) has no lm_head")
+    if cfg["tied_head"] != (head.weight is emb.weight):
+        raise Refusal(f"{subj}.config tie_word_embeddings is {cfg['tied_head']} but lm_head "
+                      f"{'is not' if cfg['tied_head'] else 'is'} the embedding")
+    sd = {}
+    for k, v in m.state_dict().items():
+        if k.endswith("rotary_emb.inv_freq") or (cfg["tied_head"] and k == "lm_head.weight"):
+            continue
+        for a, b in HF_RENAMES:
+            k = k.replace(a, b)
+        sd[k] = v
+    return cfg, sd, emb
+
+
+class _Namespace:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
 
 
 def blob_flags(cfg):

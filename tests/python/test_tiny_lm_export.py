@@ -20,6 +20,10 @@
   order without hiding a wrong formula, which moves logits by far more), its tokens are the prompt's encoding and then the greedy argmax of
   that float64 computation;
 - the vocabulary header's strings are the vocab's characters;
+- a module named like Hugging Face's LlamaForCausalLM (tests/python/hf_llama_like.py: the
+  same names, config fields and forward, as transformers is not installed), tied and untied:
+  its blob's words (half-split RoPE) and tensors, and the float64 model of the blob equals its
+  forward;
 - refusals: a module with a bias and a module whose tensor has a shape the config does not give
   exit with status 2 and a one-line message.
 Exits 77 (ctest: skipped) without torch.
@@ -66,9 +70,11 @@ SD = {k: v.detach().numpy() for k, v in MODEL.state_dict().items()}
 
 
 def export(*args):
-    """Runs the exporter; (exit status, stderr)."""
+    """Runs the exporter (this folder on PYTHONPATH: hf_llama_like's classes); (exit status,
+    stderr)."""
+    env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, EXPORTER, "--kind", "decoder", *args],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=env)
     return r.returncode, r.stderr
 
 
@@ -92,10 +98,11 @@ def blob_order(c):
     return out
 
 
-def read_blob(data, int8):
+def read_blob(data, int8, c=MODEL.config, sd=SD):
     """key -> float32 array (fp32 blob) or (int8 [out][in], float32 scales [out]), read at the
-    documented offsets; also checks that every gap is zero and the total is rounded to 16."""
-    c, pos, out, gaps = MODEL.config, 64, {}, []
+    documented offsets for config c, shapes from the state dict sd (the blob's names); also
+    returns the end and the gaps (padding) between tensors."""
+    pos, out, gaps = 64, {}, []
 
     def take(n, dtype, shape):
         nonlocal pos
@@ -105,21 +112,20 @@ def read_blob(data, int8):
         return np.frombuffer(data[start:pos], dtype=dtype).reshape(shape)
 
     for key, is_matrix in blob_order(c):
-        shape = SD[key].shape
+        shape = sd[key].shape
         if int8 and is_matrix:
-            out[key] = (take(SD[key].size, np.int8, shape), take(shape[0], "<f4", (shape[0],)))
+            out[key] = (take(sd[key].size, np.int8, shape), take(shape[0], "<f4", (shape[0],)))
         else:
-            out[key] = take(SD[key].size, "<f4", shape)
+            out[key] = take(sd[key].size, "<f4", shape)
     end = -(-pos // 16) * 16
     gaps.append(data[pos:end])
     return out, end, gaps
 
 
-def reference_logits64(ids):
-    """The model in float64 from the state dict with numpy (RMSNorm, RoPE by pairing, GQA
-    causal softmax, SwiGLU, tied or separate head)."""
-    c = MODEL.config
-    w = {k: v.astype(np.float64) for k, v in SD.items()}
+def reference_logits64(ids, c=MODEL.config, sd=SD):
+    """The model of config c (train_tiny_lm's keys) and state dict sd (its names) in float64
+    with numpy (RMSNorm, RoPE by pairing, GQA causal softmax, SwiGLU, tied or separate head)."""
+    w = {k: v.astype(np.float64) for k, v in sd.items()}
     H, K, dh, T = c["n_heads"], c["n_kv_heads"], c["d_head"], len(ids)
     ang = np.arange(T)[:, None] * c["rope_base"] ** (-2.0 * np.arange(dh // 2) / dh)
     cos, sin = np.cos(ang), np.sin(ang)
@@ -270,6 +276,54 @@ class TinyLmExport(unittest.TestCase):
         body = re.search(r"tiny_lm_vocab\[\w+\] = \{(.*?)\n\};", text, re.S).group(1)
         strings = re.findall(r'^  "((?:[^"\\]|\\.)*)",', body, re.M)
         self.assertEqual([c_unescape(s).decode("utf-8") for s in strings], list(MODEL.vocab))
+
+    def test_hugging_face_llama_names(self):
+        """A module named like LlamaForCausalLM (tests/python/hf_llama_like.py), tied and not:
+        header words (half-split RoPE: flag bit 1 clear), tensors under the blob's names, and
+        the float64 model of the blob's config on those tensors equals the module's forward."""
+        import hf_llama_like as hf
+        rename = (("model.embed_tokens.", "embed."), ("model.norm.", "norm."),
+                  ("model.layers.", "layers."), (".input_layernorm.", ".attn_norm."),
+                  (".post_attention_layernorm.", ".mlp_norm."), (".self_attn.", ".attn."))
+        for tied in (True, False):
+            torch.manual_seed(5)
+            m = hf.LlamaForCausalLM(hf.config(tie_word_embeddings=tied)).eval()
+            c = m.config
+            cfg = {"n_layers": c.num_hidden_layers, "n_heads": c.num_attention_heads,
+                   "n_kv_heads": c.num_key_value_heads, "d_head": c.head_dim,
+                   "rope_base": c.rope_theta, "rope_pairing": "half",
+                   "norm_eps": c.rms_norm_eps, "tied_head": tied}
+            sd = {}
+            for k, v in m.state_dict().items():
+                if k.endswith("inv_freq") or (tied and k == "lm_head.weight"):
+                    continue
+                for a, b in rename:
+                    k = k.replace(a, b)
+                sd[k] = v.numpy()
+            with tempfile.TemporaryDirectory() as d:
+                pt, out = os.path.join(d, "hf.pt"), os.path.join(d, "hf.bin")
+                torch.save(m, pt)
+                rc, err = export("--module", pt, "--blob", out)
+                self.assertEqual(rc, 0, err)
+                data = read(out)
+                rc, err = export("--module", pt, "--reference", os.path.join(d, "r.h"))
+                self.assertEqual(rc, 2, err)  # no vocab string: nothing to encode a prompt
+                self.assertIn("vocab", err)
+            words = struct.unpack("<16I", data[:64])
+            self.assertEqual(words[3:13], (0, c.vocab_size, c.hidden_size, c.num_hidden_layers,
+                                           c.num_attention_heads, c.num_key_value_heads,
+                                           c.head_dim, c.intermediate_size,
+                                           c.max_position_embeddings, int(tied)))
+            got, end, _ = read_blob(data, False, cfg, sd)
+            self.assertEqual(end, len(data))
+            self.assertEqual(set(got), set(sd))
+            for k, a in got.items():
+                self.assertEqual(a.tobytes(), sd[k].astype("<f4").tobytes(), k)
+            ids = [int(i) for i in torch.randint(0, c.vocab_size, (20,))]
+            with torch.no_grad():
+                want = m(torch.tensor(ids)[None]).logits[0].double().numpy()
+            err = float(np.abs(reference_logits64(ids, cfg, got) - want).max())
+            self.assertLess(err, 1e-4 * float(np.abs(want).max()), tied)
 
     def refused(self, module, word):
         """Saves module, exports it; asserts exit 2 with a one-line message containing word."""
