@@ -106,6 +106,7 @@
 
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
+#include "microattn/decoder.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/latent_attention.hpp"
 #include "microattn/microattn.h"
@@ -124,10 +125,12 @@ template <class Cfg>
 using Core = ScaledDotProductAttention<Cfg>;
 template <class LCfg, std::size_t kPrefillChunk = LCfg::kTMax>
 using Latent = LatentAttention<LCfg, DefaultArch, kPrefillChunk>;
+template <class DCfg, std::size_t kPrefillChunk>
+using DecoderModel = Decoder<DCfg, DefaultArch, kPrefillChunk>;
 
 /// The object of each kind (kChunk: a KV or latent layer's prefill chunk, unused by the
-/// others). kLatent's Cfg is a LatentConfig.
-enum class Kind { kLayer, kKv, kCore, kLatent };
+/// others). kLatent's Cfg is a LatentConfig, kDecoder's a DecoderConfig.
+enum class Kind { kLayer, kKv, kCore, kLatent, kDecoder };
 template <Kind kKind, class Cfg, std::size_t kChunk>
 struct ObjectOf;
 template <class Cfg, std::size_t kChunk>
@@ -145,6 +148,10 @@ struct ObjectOf<Kind::kCore, Cfg, kChunk> {
 template <class Cfg, std::size_t kChunk>
 struct ObjectOf<Kind::kLatent, Cfg, kChunk> {
   using type = Latent<Cfg, kChunk>;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kDecoder, Cfg, kChunk> {
+  using type = DecoderModel<Cfg, kChunk>;
 };
 
 namespace detail {
@@ -178,6 +185,33 @@ constexpr std::uint32_t latent_config_id() noexcept {
   if (LCfg::kInt8Weights) h = fnv1a(h, 0x57493855u);   // "WI8U": WeightType::kInt8
   if (LCfg::kInt8Cache) h = fnv1a(h, 0x43493855u);     // "CI8U": CacheType::kInt8
   if (LCfg::kAbsorbedOnly) h = fnv1a(h, 0x4c504142u);  // "LPAB": LatentPrefill::kAbsorbed
+  return h;
+}
+
+/// config_id() of a Decoder: every DecoderConfig parameter and option, and the prefill chunk.
+template <class DCfg, std::size_t kChunk>
+constexpr std::uint32_t decoder_config_id() noexcept {
+  using A = typename DCfg::Attn;
+  // The first value is the version of this encoding: a change to it changes every fingerprint.
+  const std::uint64_t values[] = {1u,
+                                  static_cast<std::uint64_t>(Kind::kDecoder),
+                                  DCfg::kVocab,
+                                  DCfg::kDModel,
+                                  DCfg::kLayers,
+                                  A::kHeads,
+                                  A::kKvHeads,
+                                  A::kDHead,
+                                  DCfg::kDHidden,
+                                  DCfg::kTMax,
+                                  static_cast<std::uint64_t>(A::kWeightType),
+                                  static_cast<std::uint64_t>(A::kCacheType),
+                                  static_cast<std::uint64_t>(A::kCompute),
+                                  DCfg::kMaxWorkers,
+                                  DCfg::kTiedHead ? 1u : 0u,
+                                  static_cast<std::uint64_t>(DCfg::kAct),
+                                  kChunk};
+  std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
+  for (const std::uint64_t v : values) h = fnv1a(h, v);
   return h;
 }
 
@@ -223,6 +257,8 @@ template <Kind kKind, class Cfg, std::size_t kChunk>
 constexpr std::uint32_t config_id() noexcept {
   if constexpr (kKind == Kind::kLatent) {
     return detail::latent_config_id<Cfg, kChunk>();
+  } else if constexpr (kKind == Kind::kDecoder) {
+    return detail::decoder_config_id<Cfg, kChunk>();
   } else {
     return detail::attention_config_id<kKind, Cfg, kChunk>();
   }
@@ -593,6 +629,35 @@ microattn_status latent_import_cache(Storage* storage, const microattn_cache_sli
   return to_c(o->import_cache(slice_from_c(*info), rows));
 }
 
+// A decoder model's own operations (Decoder: weights from a model file, tokens in, logits out).
+
+template <class Object, class Storage>
+microattn_status set_weights_blob(Storage* storage, const void* blob, std::size_t bytes) noexcept {
+  using DCfg = typename Object::Config;
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  DecoderWeights<DCfg> w;
+  const Status b = decoder_weights_from_blob<DCfg>(blob, bytes, &w);
+  return to_c(b != Status::kOk ? b : o->set_weights(w));
+}
+
+template <class Object, class Storage>
+microattn_status decoder_prefill(Storage* storage, const std::int32_t* tokens, std::size_t T,
+                                 float* logits, bool all) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  if (s != Status::kOk) return to_c(s);
+  return to_c(all ? o->prefill_all(tokens, T, logits) : o->prefill(tokens, T, logits));
+}
+
+template <class Object, class Storage>
+microattn_status decoder_decode(Storage* storage, std::int32_t token, float* logits) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->decode(token, logits));
+}
+
 }  // namespace c_api
 }  // namespace microattn
 
@@ -667,6 +732,42 @@ microattn_status latent_import_cache(Storage* storage, const microattn_cache_sli
                                                   const float* rows) {                           \
     return ::microattn::c_api::latent_import_cache<microattn_c_##name::Object>(obj, info, rows); \
   }                                                                                              \
+  static_assert(true, "")
+
+/// Decoder<DecoderConfig> (a whole decoder model, prefill chunk min(16, T_max)): NAME_init,
+/// NAME_set_weights_blob, NAME_set_scale, NAME_scale, NAME_set_executor, NAME_prefill,
+/// NAME_prefill_all, NAME_decode, NAME_truncate, NAME_reset, NAME_length.
+#define MICROATTN_C_DECODER(name, ...) \
+  MICROATTN_C_DECODER_CHUNKED(name, (Cfg::kTMax < 16 ? Cfg::kTMax : 16), __VA_ARGS__)
+
+/// Decoder<DecoderConfig> whose prefill runs `chunk` tokens at a time (1 .. T_max).
+#define MICROATTN_C_DECODER_CHUNKED(name, chunk, ...)                                              \
+  MICROATTN_C_OBJECT_(name, kDecoder, chunk, __VA_ARGS__)                                          \
+  extern "C" microattn_status name##_set_weights_blob(name* obj, const void* blob, size_t bytes) { \
+    return ::microattn::c_api::set_weights_blob<microattn_c_##name::Object>(obj, blob, bytes);     \
+  }                                                                                                \
+  extern "C" microattn_status name##_prefill(name* obj, const int32_t* tokens, size_t T,           \
+                                             float* logits) {                                      \
+    return ::microattn::c_api::decoder_prefill<microattn_c_##name::Object>(obj, tokens, T, logits, \
+                                                                           false);                 \
+  }                                                                                                \
+  extern "C" microattn_status name##_prefill_all(name* obj, const int32_t* tokens, size_t T,       \
+                                                 float* logits) {                                  \
+    return ::microattn::c_api::decoder_prefill<microattn_c_##name::Object>(obj, tokens, T, logits, \
+                                                                           true);                  \
+  }                                                                                                \
+  extern "C" microattn_status name##_decode(name* obj, int32_t token, float* logits) {             \
+    return ::microattn::c_api::decoder_decode<microattn_c_##name::Object>(obj, token, logits);     \
+  }                                                                                                \
+  extern "C" microattn_status name##_truncate(name* obj, size_t length) {                          \
+    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length);                  \
+  }                                                                                                \
+  extern "C" microattn_status name##_reset(name* obj) {                                            \
+    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);                             \
+  }                                                                                                \
+  extern "C" size_t name##_length(const name* obj) {                                               \
+    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                            \
+  }                                                                                                \
   static_assert(true, "")
 
 // Internal: the configuration and object type (microattn_c_NAME::Cfg and ::Object, usable from

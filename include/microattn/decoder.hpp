@@ -156,6 +156,7 @@ class Decoder {
   static constexpr std::size_t V = DCfg::kVocab, DM = DCfg::kDModel, L = DCfg::kLayers;
 
  public:
+  using Config = DCfg;
   using AttnLayer = KvAttention<typename DCfg::Attn, Arch, kChunk>;
   using FfnBlock = Mlp<typename DCfg::Ffn, Arch, kChunk>;
   using HeadBlock = Linear<typename DCfg::Head, Arch>;

@@ -130,6 +130,9 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         # ... with int8 weights (microattn_latent_weights_q8) and an int8 latent cache.
         "latent_q8": ("glatent_q8", "latent", "24, 32, 3, 20, 6, 10, 12, QueryLatent{12}, "
                       "WeightType::kInt8, CacheType::kInt8", ("--chunk", "5")),
+        # a whole decoder model (DecoderConfig): tokens in, logits out, weights from a model file.
+        "decoder": ("gdecoder", "decoder", "11, 16, 2, 4, 2, 4, 24, 12, LmHead::kTied, "
+                    "WeightType::kInt8, CacheType::kInt8", ("--chunk", "5")),
     }
     for kind in kinds:
         name, k, config, extra = cases[kind]
@@ -156,6 +159,25 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
             qd8_checks(s, tag, cxx, flags, include_dirs, h, v)
         if kind == "latent":
             latent_header_checks(tag, h, v)
+        if kind == "decoder":
+            decoder_header_checks(tag, h, v)
+
+
+def decoder_header_checks(tag, h, v):
+    """A decoder header gives the DecoderConfig's shape and declares token and logit functions."""
+    text = open(h).read()
+    name = os.path.splitext(os.path.basename(h))[0]
+    want = {"VOCAB": "11", "D_MODEL": "16", "LAYERS": "2", "HEADS": "4", "KV_HEADS": "2",
+            "D_HEAD": "4", "D_HIDDEN": "24", "T_MAX": "12", "PREFILL_CHUNK": "5",
+            "INT8_WEIGHTS": "1", "INT8_CACHE": "1", "TIED_HEAD": "1"}
+    got = {k: v.get(k) for k in want}
+    decls = ["%s_set_weights_blob(%s* obj, const void* blob, size_t bytes);",
+             "%s_prefill(%s* obj, const int32_t* tokens, size_t T, float* logits);",
+             "%s_decode(%s* obj, int32_t token, float* logits);"]
+    missing = [d % (name, name) for d in decls if d % (name, name) not in text]
+    check(got == want and not missing and 0 < int(v.get("CACHE_BYTES", 0)) < int(v.get("BYTES", 0)),
+          "%s: decoder header: the shape, CACHE_BYTES %s, the token/logit functions"
+          % (tag, v.get("CACHE_BYTES")), "got %s, missing %s" % (got, missing))
 
 
 def latent_header_checks(tag, h, v):
@@ -762,7 +784,7 @@ def refusal_checks(s, cxx, flags, include_dirs):
         (["--name", "x", "--config", "24, 32, 3, 2, 8"], "H_kv (key/value heads) must divide H"),
         (["--name", "1x", "--config", "24, 32, 4, 2, 8"], "is not a C identifier"),
         (["--name", "x", "--kind", "layer", "--chunk", "4", "--config", "24, 32, 4, 2, 8"],
-         "--chunk applies to --kind kv and latent only"),
+         "--chunk applies to --kind kv, latent and decoder only"),
         (["--name", "x", "--kind", "kv", "--chunk", "25", "--config", "24, 32, 4, 2, 8"],
          "kPrefillChunk must be in 1 .. T_max"),
         (["--name", "x", "--config", "float"], "--config: give the Config's arguments"),
@@ -781,6 +803,10 @@ def refusal_checks(s, cxx, flags, include_dirs):
          "kPrefillChunk must be in 1 .. T_max"),
         (["--name", "x", "--kind", "latent", "--config", "Config<24, 32, 4, 2, 8>"],
          "--config: for --kind latent give the LatentConfig's arguments"),
+        (["--name", "x", "--kind", "decoder", "--config", "Config<24, 32, 4, 2, 8>"],
+         "--config: for --kind decoder give the DecoderConfig's arguments"),
+        (["--name", "x", "--kind", "decoder", "--config", "11, 16, 2, 4, 2, 4, 24, 12, Bias::kYes"],
+         "an option is not a WeightType, CacheType, Compute"),
         (["--name", "x", "--kind", "layer", "--config", "LatentConfig<24, 32, 4, 16, 8, 8, 8>"],
          "--config: give the Config's arguments"),
     ]
@@ -811,8 +837,8 @@ def main():
     t0 = time.time()
 
     target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
-                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8", "latent", "latent_q8"],
-                  inc)
+                  ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8", "latent", "latent_q8",
+                   "decoder"], inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
     latent_config_checks(s, args.cxx, args.cxxflags, inc)
     config_checks(s, args.cxx, args.cxxflags, inc)
@@ -837,8 +863,8 @@ def main():
             arm_cc = ""
         flags = ARM_FLAGS + " -fno-exceptions -fno-rtti"
         target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags,
-                      ["layer", "kv", "core", "kv_q8", "kv_qd8", "latent", "latent_q8"],
-                      cflags=ARM_FLAGS)
+                      ["layer", "kv", "core", "kv_q8", "kv_qd8", "latent", "latent_q8",
+                       "decoder"], cflags=ARM_FLAGS)
         # The Cortex-M header: 32-bit pointers, scalar kernels.
         h = os.path.join(s.work, "arm-none-eabi", "glayer.h")
         if os.path.exists(h):

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+# The tiny trained language model from C on the board (examples/tiny_lm; included by
+# ports/cortex-m/CMakeLists.txt): tiny_lm.c linked by the C compiler with the start-up that runs
+# no C++ constructors, as a C firmware is.
+#   microattn_cm_tiny_lm        the board's image: int8 weights and int8 cache (the model file
+#                               in flash), prefill 4 tokens at a time; prints the prompt's
+#                               greedy continuation and the instructions per token
+#   microattn_cm_tiny_lm_budget the same objects linked for linker/template (512 KiB flash,
+#                               128 KiB RAM): the build fails if the image does not fit
+#   microattn_cm_tiny_lm_check  QEMU only (big-memory layout): fp32 and int8 models and the
+#                               PyTorch reference; `--check` compares (ctest
+#                               tiny_lm.cortex_m.<board>.check)
+# Tests: cortex_m.<board>.tiny_lm (runs the demo under -icount), tiny_lm.cortex_m.<board>.check,
+# cortex_m.<board>.tiny_lm_stack (worst-case stack of main within firmware.ld's reserve).
+if(NOT Python3_Interpreter_FOUND)
+  message(STATUS "microattn: no Python 3 interpreter: the Cortex-M tiny_lm images are skipped")
+  return()
+endif()
+enable_language(C)
+include(${PROJECT_SOURCE_DIR}/examples/tiny_lm/tiny_lm.cmake)
+
+set(_tlm_dir ${CMAKE_CURRENT_BINARY_DIR}/tiny_lm)
+microattn_tiny_lm_glue(${_tlm_dir} _tlm WORKERS 1 Q8_CHUNK 4 NO_F32)
+add_library(microattn_cm_tiny_lm_objs OBJECT ${_tlm})
+microattn_tiny_lm_setup(microattn_cm_tiny_lm_objs ${_tlm_dir} NO_F32)
+target_link_libraries(microattn_cm_tiny_lm_objs PRIVATE microattn)
+target_compile_options(microattn_cm_tiny_lm_objs PRIVATE ${MICROATTN_WARNINGS}
+                       ${MICROATTN_CM_STACK_FLAGS})
+
+function(microattn_cm_tiny_lm_image name port)
+  microattn_cm_firmware(${name} firmware PORT ${port} tiny_lm_port.cpp
+                        $<TARGET_OBJECTS:microattn_cm_tiny_lm_objs>)
+  target_include_directories(${name} PRIVATE ${MICROATTN_TINY_LM_DIR})
+  set_target_properties(${name} PROPERTIES LINKER_LANGUAGE C)
+  target_link_libraries(${name} PRIVATE m)
+endfunction()
+microattn_cm_tiny_lm_image(microattn_cm_tiny_lm microattn_cm_port_no_ctors)
+if(MICROATTN_CM_QEMU_BOARD)
+  target_compile_definitions(microattn_cm_tiny_lm PRIVATE MICROATTN_TINY_LM_QEMU=1)
+  microattn_cm_qemu_test(cortex_m.${MICROATTN_BOARD}.tiny_lm microattn_cm_tiny_lm 600
+                         QEMU_ARGS -icount shift=0)
+  set_tests_properties(cortex_m.${MICROATTN_BOARD}.tiny_lm PROPERTIES
+    PASS_REGULAR_EXPRESSION "decode: +[0-9]+ tokens, [0-9]+ instructions")
+  # The template board's memory map (a 512 KiB flash, 128 KiB RAM part).
+  microattn_cm_port_library(microattn_cm_port_template_no_ctors
+    BOARD_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/boards/template_port.cpp
+    MEMORY ${_ld_dir}/template CLOCK_HZ 216000000 BOARD template
+    DEFINITIONS MICROATTN_PORT_NO_CONSTRUCTORS=1)
+  microattn_cm_tiny_lm_image(microattn_cm_tiny_lm_budget microattn_cm_port_template_no_ctors)
+
+  set(_tlmc_dir ${CMAKE_CURRENT_BINARY_DIR}/tiny_lm_check)
+  microattn_tiny_lm_glue(${_tlmc_dir} _tlmc WORKERS 1 Q8_CHUNK 4)
+  microattn_cm_firmware(microattn_cm_tiny_lm_check tests PORT microattn_cm_port_no_ctors
+                        ${_tlmc} tiny_lm_port.cpp)
+  microattn_tiny_lm_setup(microattn_cm_tiny_lm_check ${_tlmc_dir} CHECK)
+  target_compile_definitions(microattn_cm_tiny_lm_check PRIVATE MICROATTN_TINY_LM_QEMU=1)
+  set_target_properties(microattn_cm_tiny_lm_check PROPERTIES LINKER_LANGUAGE C)
+  target_link_libraries(microattn_cm_tiny_lm_check PRIVATE m)
+  microattn_cm_qemu_test(tiny_lm.cortex_m.${MICROATTN_BOARD}.check microattn_cm_tiny_lm_check 900
+                         ARGS --check)
+  set_tests_properties(tiny_lm.cortex_m.${MICROATTN_BOARD}.check PROPERTIES
+    PASS_REGULAR_EXPRESSION "tiny_lm: check OK" FAIL_REGULAR_EXPRESSION "FAIL")
+endif()
+
+add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_stack
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/stack_usage.py
+                 --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_tiny_lm_objs.dir
+                 --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_port_no_ctors.dir
+                 --dir ${CMAKE_BINARY_DIR}/CMakeFiles/microattn.dir
+                 --entry "main" --limit 8192)
+set_tests_properties(cortex_m.${MICROATTN_BOARD}.tiny_lm_stack PROPERTIES LABELS "cortex-m;static")
