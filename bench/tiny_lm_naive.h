@@ -7,9 +7,10 @@
  * the same model.
  *
  * The sizes are this model's, fixed at compile time (the TLM_* macros); tlm_naive_load refuses a
- * blob of any other shape. The weights are copied out of the fp32 model blob (the "MALM" file,
- * format version 1, examples/tiny_lm/tiny_lm_f32.bin) into the struct's arrays, so the blob may
- * be freed after loading; the struct is about 1.4 MB: keep it static or on the heap. */
+ * blob of any other shape. The weights are copied out of the fp32 model blob
+ * (docs/model-format.md, version 1: examples/tiny_lm/tiny_lm_f32.bin) into the struct's arrays,
+ * so the blob may be freed after loading; the struct is about 1.4 MB: keep it static or on the
+ * heap. */
 #ifndef MICROATTN_BENCH_TINY_LM_NAIVE_H
 #define MICROATTN_BENCH_TINY_LM_NAIVE_H
 
