@@ -34,15 +34,9 @@
 #include <string>
 
 #include "bench_util.hpp"
-#include "tiny_lm_naive.h"
-
-#if __has_include("microattn/decoder.hpp")
 #include "microattn/decoder.hpp"
 #include "microattn/thread_pool.hpp"
-#define MICROATTN_BENCH_HAVE_DECODER 1
-#else
-#define MICROATTN_BENCH_HAVE_DECODER 0
-#endif
+#include "tiny_lm_naive.h"
 
 namespace microattn_bench {
 namespace {
@@ -145,7 +139,6 @@ void bm_naive_decode(benchmark::State& state) {
   state.SetLabel("plain C11, naive loops, 1 thread, 128 tokens from an empty cache, real time");
 }
 
-#if MICROATTN_BENCH_HAVE_DECODER
 using microattn::MaxWorkers;
 using Tiny =
     microattn::DecoderConfig<TLM_VOCAB, TLM_DM, TLM_LAYERS, TLM_H, TLM_HKV, TLM_DH, TLM_HIDDEN,
@@ -268,7 +261,6 @@ void bm_prefill(benchmark::State& state) {
   state.SetLabel(arch_label<microattn::DefaultArch>() + ", " + std::to_string(kThreads) +
                  " worker(s), 128 tokens into an empty cache, real time");
 }
-#endif
 
 void reg(const char* name, void (*f)(benchmark::State&)) {
   benchmark::RegisterBenchmark(name, f)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -278,13 +270,11 @@ void reg(const char* name, void (*f)(benchmark::State&)) {
 
 void register_tiny_lm_benchmarks() {
   reg("TLM_naive_decode", bm_naive_decode);
-#if MICROATTN_BENCH_HAVE_DECODER
   reg("TLM_decode", bm_decode<Tiny, 1>);
   reg("TLM_decode_2t", bm_decode<Tiny, 2>);
   reg("TLM_prefill", bm_prefill<Tiny, 1>);
   reg("TLM_prefill_2t", bm_prefill<Tiny, 2>);
   reg("TLM_decode_q8", bm_decode<TinyQ8, 1>);
-#endif
 }
 
 }  // namespace microattn_bench
