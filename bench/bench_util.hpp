@@ -58,6 +58,8 @@ void register_block_benchmarks();    ///< FF1, FF1_q8, FFP1 (blocks.cpp)
 /// M1..M3, MD1 and variants: the Cortex-M bench's cases on this machine (cortex_m_shapes.cpp)
 void register_cortex_m_shape_benchmarks();
 void register_thread_benchmarks();  ///< <case>/threads:1 and :2 (threads.cpp)
+/// TLM_*: the tiny trained LM, microattn::Decoder against a plain C baseline (tiny_lm.cpp)
+void register_tiny_lm_benchmarks();
 
 // ---- counters ---------------------------------------------------------------------------------
 

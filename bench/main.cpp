@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   register_block_benchmarks();
   register_cortex_m_shape_benchmarks();
   register_thread_benchmarks();
+  register_tiny_lm_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   measure_machine();

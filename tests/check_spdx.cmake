@@ -4,7 +4,8 @@
 file(GLOB_RECURSE _files RELATIVE ${SRC}
      ${SRC}/include/*.hpp ${SRC}/include/*.h ${SRC}/lib/*.cpp ${SRC}/tests/*.cpp ${SRC}/tests/*.hpp
      ${SRC}/tests/*.c ${SRC}/tests/*.h ${SRC}/tests/*.py ${SRC}/tests/*.cmake
-     ${SRC}/bench/*.cpp ${SRC}/bench/*.hpp ${SRC}/examples/*.cpp ${SRC}/ports/*.cpp ${SRC}/ports/*.c
+     ${SRC}/bench/*.cpp ${SRC}/bench/*.hpp ${SRC}/bench/*.c ${SRC}/bench/*.h
+     ${SRC}/examples/*.cpp ${SRC}/ports/*.cpp ${SRC}/ports/*.c
      ${SRC}/ports/*.h ${SRC}/ports/*.hpp ${SRC}/ports/*.py ${SRC}/ports/*.sh ${SRC}/ports/*.cmake
      ${SRC}/tools/*.py ${SRC}/scripts/*.sh ${SRC}/scripts/*.py ${SRC}/toolchains/*.cmake
      ${SRC}/cmake/*.cmake ${SRC}/cmake/*.in)
