@@ -241,6 +241,38 @@ void print_summary(const Text& t) {
     }
 }
 
+bool is_initial(const Text& t, std::size_t j) { return !is_space(t, j) && word_start(t, j) == j; }
+
+// Which word boundary a head looks back to: per head, the mean weight on the latest, second
+// and third latest word-initial letter before the query (not the query itself), and the same
+// for spaces; over the queries with at least three of each before them.
+void print_boundaries(const Text& t) {
+  constexpr std::size_t kBack = 3;
+  std::printf(
+      "  layer head   word-initial letters before the query   spaces before the query\n"
+      "                latest  2nd  3rd                         latest  2nd  3rd\n");
+  for (std::size_t l = 0; l < kLayers; ++l)
+    for (std::size_t h = 0; h < kHeads; ++h) {
+      double wi[kBack] = {}, sp[kBack] = {};
+      std::size_t n = 0;
+      for (std::size_t i = 0; i < t.T; ++i) {
+        const float* row = g_maps[l] + (h * t.T + i) * t.T;
+        double w[kBack] = {}, s[kBack] = {};
+        std::size_t nw = 0, ns = 0;
+        for (std::size_t j = i; j-- > 0;) {
+          if (is_initial(t, j) && nw < kBack) w[nw++] = row[j];
+          if (is_space(t, j) && ns < kBack) s[ns++] = row[j];
+        }
+        if (nw < kBack || ns < kBack) continue;
+        for (std::size_t b = 0; b < kBack; ++b) wi[b] += w[b], sp[b] += s[b];
+        ++n;
+      }
+      const double d = n ? static_cast<double>(n) : 1.0;
+      std::printf("  %5zu %4zu  %8.2f %4.2f %4.2f  %30.2f %4.2f %4.2f\n", l, h, wi[0] / d,
+                  wi[1] / d, wi[2] / d, sp[0] / d, sp[1] / d, sp[2] / d);
+    }
+}
+
 // A character as a CSV field: quoted when it is a comma, a quote or whitespace.
 void csv_char(std::FILE* f, const char* c) {
   if (std::strpbrk(c, ",\" \t\r\n") == nullptr) {
@@ -354,6 +386,7 @@ int run(const Options& opt, const Text* texts) {
       continue;
     }
     print_summary(t);
+    print_boundaries(t);
     ok &= check_maps(t.T);
     ok &= check_logits(w, t);
     if (csv) write_csv_maps(csv, k, t);
