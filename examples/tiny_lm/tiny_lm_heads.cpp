@@ -202,23 +202,25 @@ std::size_t word_start(const Text& t, std::size_t i) {
 }
 
 // Per head, the mean over the text's queries of: the weight on the query itself, on the
-// previous character, on the first letter of the query's word (queries 2+ letters into a word,
+// previous character, on the text's first character (queries 1..T-1: an attention sink?), on
+// the first letter of the query's word (queries 2+ letters into a word,
 // so neither itself nor the previous one), on the space before the word (queries 1+ letters
 // after it: not the previous character), the weight on all spaces and on all word-initial
 // letters (with what a uniform row would give), and the mean distance back.
 void print_summary(const Text& t) {
   const std::size_t T = t.T;
   std::printf(
-      "  layer head   self   prev  word-start  space-before  on-spaces (uniform)  "
+      "  layer head   self   prev  first  word-start  space-before  on-spaces (uniform)  "
       "on-word-starts (uniform)  mean-distance\n");
   for (std::size_t l = 0; l < kLayers; ++l)
     for (std::size_t h = 0; h < kHeads; ++h) {
-      double self = 0, prev = 0, ws = 0, sb = 0, sp = 0, sp_u = 0, wi = 0, wi_u = 0, dist = 0;
+      double self = 0, prev = 0, first = 0, ws = 0, sb = 0, sp = 0, sp_u = 0, wi = 0, wi_u = 0,
+             dist = 0;
       std::size_t n_ws = 0, n_sb = 0;
       for (std::size_t i = 0; i < T; ++i) {
         const float* row = g_maps[l] + (h * T + i) * T;
         self += row[i];
-        if (i > 0) prev += row[i - 1];
+        if (i > 0) prev += row[i - 1], first += row[0];
         for (std::size_t j = 0; j <= i; ++j) {
           const bool initial = !is_space(t, j) && word_start(t, j) == j;
           sp += is_space(t, j) ? row[j] : 0.0;
@@ -232,10 +234,10 @@ void print_summary(const Text& t) {
         if (i >= s + 2) ws += row[s], ++n_ws;
         if (s >= 1 && i >= s + 1) sb += row[s - 1], ++n_sb;
       }
-      const double n = static_cast<double>(T);
+      const double n = static_cast<double>(T), n1 = T > 1 ? n - 1 : 1;
       std::printf(
-          "  %5zu %4zu  %5.2f  %5.2f  %10.2f  %12.2f  %9.2f (%.2f)  %14.2f (%.2f)  %13.1f\n", l, h,
-          self / n, prev / (n - 1), n_ws ? ws / static_cast<double>(n_ws) : 0.0,
+          "  %5zu %4zu  %5.2f  %5.2f  %5.2f  %10.2f  %12.2f  %9.2f (%.2f)  %14.2f (%.2f)  %13.1f\n",
+          l, h, self / n, prev / n1, first / n1, n_ws ? ws / static_cast<double>(n_ws) : 0.0,
           n_sb ? sb / static_cast<double>(n_sb) : 0.0, sp / n, sp_u / n, wi / n, wi_u / n,
           dist / n);
     }
