@@ -8,7 +8,7 @@
 // weights (~ U(-1/sqrt(fan_in), +1/sqrt(fan_in)), nn.Linear's initialisation) come from a small
 // PRNG (splitmix64) with a fixed seed, so the maps show the mechanics of multi-head attention
 // (two heads, two different maps of the same tokens, each row a softmax that sums to 1), not
-// linguistics. A trained model's weights replace them in a later example.
+// linguistics. examples/tiny_lm/tiny_lm_heads.cpp shows the heads of a trained model.
 //
 // The program also checks the library: every row of every map sums to 1 (1e-6), masked keys
 // are exactly 0, the maps equal softmax(scale Q_h K_h^T) computed in double (1e-5), the layer's
