@@ -129,17 +129,6 @@ static void write_f(double v, int decimals) {
   }
 }
 
-/* v >= 0 as d.ddd e-N (4 significant digits). */
-static void write_e(double v) {
-  int e = 0;
-  if (v > 0)
-    while (v < 1.0) v *= 10.0, --e;
-  while (v >= 10.0) v /= 10.0, ++e;
-  write_f(v, 3);
-  tlm_write(e < 0 ? "e-" : "e+");
-  write_u((unsigned long)(e < 0 ? -e : e));
-}
-
 /* ---- choosing the next token */
 
 static int32_t argmax(const float* logits) {
@@ -245,6 +234,17 @@ static int generate(const model* m, const options* o) {
 }
 
 #if defined(TINY_LM_CHECK)
+/* v >= 0 as d.ddd e-N (4 significant digits). */
+static void write_e(double v) {
+  int e = 0;
+  if (v > 0)
+    while (v < 1.0) v *= 10.0, --e;
+  while (v >= 10.0) v /= 10.0, ++e;
+  write_f(v, 3);
+  tlm_write(e < 0 ? "e-" : "e+");
+  write_u((unsigned long)(e < 0 ? -e : e));
+}
+
 /* The logits of the reference sequence against PyTorch's (relative to the largest), and the
  * greedy continuation of its prompt. fp32: 1e-4 and every token; int8 weights: reported, and
  * gated loosely (5e-2, 3/4 of the tokens) as a smoke test of the quantised model. */

@@ -24,8 +24,11 @@
 //   MLD1_panel16  MLD1 with the same weights stored as kPanel16
 //   MLF1  MLD1's layer prefilling a 64-token prompt into its emptied cache (unabsorbed, as
 //         LatentPrefill::kAuto chooses for an empty cache): M1's counterpart
-//   The latent cases run only when selected by name (the image microattn_cm_bench_latent), not
-//   in "all", for the reason the integer-compute ones do not (ports/cortex-m/CMakeLists.txt).
+//   TLD1  one decode step of the trained tiny language model (examples/tiny_lm: microattn::Decoder,
+//         int8 weights from the model file in flash, int8 cache, prefill chunk 4, the board
+//         image's configuration): the 64th token over 63 cached ones, truncating back
+//   The latent cases and TLD1 run only when selected by name (the image microattn_cm_bench_latent),
+//   not in "all", for the reason the integer-compute ones do not (ports/cortex-m/CMakeLists.txt).
 //
 // Cases are chosen at build time (CMake MICROATTN_CM_BENCH_CASES="M1;MD1_q8", which defines
 // MICROATTN_CM_BENCH_CASES_SELECTED and MICROATTN_CM_BENCH_<case>=1 for each): only their
@@ -121,6 +124,10 @@
 #ifndef MICROATTN_CM_BENCH_MLF1
 #define MICROATTN_CM_BENCH_MLF1 0
 #endif
+// The tiny language model: only when selected (its own image, microattn_cm_bench_tiny_lm).
+#ifndef MICROATTN_CM_BENCH_TLD1
+#define MICROATTN_CM_BENCH_TLD1 0
+#endif
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1
 #undef MICROATTN_CM_BENCH_MD1_panel16
@@ -155,6 +162,11 @@
 #define NEED_LW_PANEL (MICROATTN_CM_BENCH_MLD1_panel16)
 #define NEED_LATENT (NEED_LW_INOUT || NEED_LW_PANEL)
 
+#if MICROATTN_CM_BENCH_TLD1
+#include "microattn/decoder.hpp"
+#include "tiny_lm_blobs.h"
+#endif
+
 namespace {
 
 using namespace microattn::port;
@@ -185,6 +197,12 @@ using KvQd8Kv8 = microattn::KvAttention<CfgQd8Kv8>;
 // T_max 64, d_model 64, H 4 (MD1's), d_c 32, d_R 16, d_nope 16, d_v 16.
 using LCfg = microattn::LatentConfig<64, 64, 4, 32, 16, 16, 16>;
 using Mla = microattn::LatentAttention<LCfg>;
+#endif
+#if MICROATTN_CM_BENCH_TLD1
+using TinyLmCfg =
+    microattn::DecoderConfig<100, 128, 2, 4, 2, 32, 256, 128, microattn::LmHead::kTied,
+                             microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+using TinyLm = microattn::Decoder<TinyLmCfg, microattn::DefaultArch, 4>;
 static_assert(LCfg::kTMax == Cfg::kTMax && LCfg::kDModel == Cfg::kDModel,
               "the latent cases share g_x, g_y and MD1's token counts");
 static_assert(microattn::LatentWeights<LCfg>::panel_fits(), "MLD1_panel16 needs kPanel16");
@@ -268,6 +286,10 @@ using Arena =
              ,
              If<NEED_LATENT, Mla>
 #endif
+#if MICROATTN_CM_BENCH_TLD1
+             ,
+             TinyLm
+#endif
              >;
 alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
 
@@ -340,6 +362,12 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
 [[gnu::noinline, maybe_unused]] microattn::Status entry_latent_prefill(Mla& mla, const float* x,
                                                                        std::size_t T, float* y) {
   return mla.prefill(x, T, y);
+}
+#endif
+#if MICROATTN_CM_BENCH_TLD1
+[[gnu::noinline]] microattn::Status entry_tiny_lm_decode(TinyLm& m, std::int32_t token,
+                                                         float* logits) {
+  return m.decode(token, logits);
 }
 #endif
 
@@ -507,6 +535,27 @@ template <class Obj, microattn::Status (*Step)(Obj&, const float*, float*), clas
 }
 #endif
 
+#if MICROATTN_CM_BENCH_TLD1
+/// TLD1: the tiny model prefills 63 tokens, then each iteration decodes the 64th and truncates.
+void run_tiny_lm_decode(const char* name, int iters) {
+  Scoped<TinyLm> scoped;
+  TinyLm& m = *scoped;
+  static std::int32_t tokens[64];
+  static float logits[TinyLmCfg::kVocab];
+  for (std::size_t i = 0; i < 64; ++i) tokens[i] = static_cast<std::int32_t>((i * 37 + 11) % 100);
+  microattn::DecoderWeights<TinyLmCfg> w;
+  if (microattn::decoder_weights_from_blob<TinyLmCfg>(tiny_lm_q8_blob, tiny_lm_q8_blob_bytes, &w) !=
+          microattn::Status::kOk ||
+      m.set_weights(w) != microattn::Status::kOk ||
+      m.prefill(tokens, 63, logits) != microattn::Status::kOk)
+    return run_failed(name);
+  run(name, iters, [&m] {
+    const microattn::Status st = entry_tiny_lm_decode(m, tokens[63], logits);
+    return st == microattn::Status::kOk ? m.truncate(63) : st;
+  });
+}
+#endif
+
 #if MICROATTN_CM_BENCH_MLF1
 /// MLF1: the latent layer prefilling the whole 64-token prompt into its emptied cache.
 void run_latent_prefill(const char* name, int iters) {
@@ -639,6 +688,9 @@ int main(int argc, char** argv) {
 #endif
 #if MICROATTN_CM_BENCH_MLF1
   run_latent_prefill("MLF1", 3);
+#endif
+#if MICROATTN_CM_BENCH_TLD1
+  run_tiny_lm_decode("TLD1", 3);
 #endif
 #if MICROATTN_CM_BENCH_M1_qd8
   {

@@ -65,6 +65,7 @@ endif()
 add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_stack
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/stack_usage.py
                  --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_tiny_lm_objs.dir
+                 --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_tiny_lm.dir
                  --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_port_no_ctors.dir
                  --dir ${CMAKE_BINARY_DIR}/CMakeFiles/microattn.dir
                  --entry "main" --limit 8192)
