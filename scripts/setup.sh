@@ -22,7 +22,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
-host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev
+host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev python3
            libxsimd-dev libgtest-dev libbenchmark-dev)
 # The exporter's tests (tests/python) need PyTorch, the attention-map plot test
 # (examples/plot_attention_maps.py) matplotlib; they are skipped, saying so, without them.

@@ -15,7 +15,8 @@ message(STATUS "README usage example matches examples/demo.cpp")
 # (between the same readme markers), which the c_api test builds and runs; its integer-compute
 # block is tests/readme_int8.cpp's (ctest ReadmeInt8.*).
 foreach(_case "tests/c/readme_layer.cpp|readme-c-layer|cpp" "tests/c/readme_example.c|readme-c-example|c"
-              "tests/readme_int8.cpp|readme-int8|cpp")
+              "tests/readme_int8.cpp|readme-int8|cpp"
+              "examples/tiny_lm/readme_tiny_lm.c|readme-tiny-lm|c")
   string(REPLACE "|" ";" _case "${_case}")
   list(GET _case 0 _file)
   list(GET _case 1 _marker)

@@ -140,29 +140,32 @@ static int32_t argmax(const float* logits) {
 
 /* splitmix64: the same stream on every target. */
 static uint64_t g_rng;
-static double uniform(void) {
+/* Uniform in [0, 1), 24 bits (exact in float). */
+static float uniform(void) {
   uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (double)((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
+  return (float)((z ^ (z >> 31)) >> 40) * (1.0f / 16777216.0f);
 }
 
-/* exp without libm (the board image links none): exp(x) for x <= 0, relative error ~1e-12. */
-static double exp_neg(double x) {
-  double r = 1.0, t = 1.0;
+/* exp(x) for x <= 0 without libm (the board image links none), in float: the boards' FPUs
+ * have no double (soft-float doubles cost as much as the model). Relative error ~1e-6;
+ * C11 (no FMA contraction) makes it the same bits on every target. */
+static float exp_neg(float x) {
+  float r = 1.0f, t = 1.0f;
   int k, halvings = 0;
-  while (x < -0.5) x *= 0.5, ++halvings;
-  for (k = 1; k < 16; ++k) t *= x / k, r += t;
+  while (x < -0.5f) x *= 0.5f, ++halvings;
+  for (k = 1; k < 10; ++k) t *= x / (float)k, r += t;
   while (halvings-- > 0) r *= r;
   return r;
 }
 
 /* A token drawn from softmax(logits) (temperature 1). */
 static int32_t sample(const float* logits) {
-  double p[VOCAB], sum = 0.0, u, c = 0.0;
-  const double top = logits[argmax(logits)];
+  float p[VOCAB], sum = 0.0f, u, c = 0.0f;
+  const float top = logits[argmax(logits)];
   int32_t i;
-  for (i = 0; i < VOCAB; ++i) sum += (p[i] = exp_neg((double)logits[i] - top));
+  for (i = 0; i < VOCAB; ++i) sum += (p[i] = exp_neg(logits[i] - top));
   u = uniform() * sum;
   for (i = 0; i < VOCAB; ++i)
     if ((c += p[i]) > u) return i;
@@ -286,6 +289,20 @@ static int check(const model* m, int int8) {
 }
 #endif
 
+/* The words after argv[*i] up to the next option, joined by spaces: a board's command line
+ * (semihosting) arrives split at every space, quotes or not. */
+static const char* join_words(int argc, char** argv, int* i) {
+  static char text[4 * MAX_TOKENS + 1];
+  size_t n = 0;
+  while (*i + 1 < argc && (n == 0 || strncmp(argv[*i + 1], "--", 2) != 0)) {
+    const char* w = argv[++*i];
+    if (n > 0 && n < sizeof text - 1) text[n++] = ' ';
+    while (*w && n < sizeof text - 1) text[n++] = *w++;
+  }
+  text[n] = '\0';
+  return text;
+}
+
 static int parse(int argc, char** argv, options* o) {
   int i;
   for (i = 1; i < argc; ++i) {
@@ -298,7 +315,7 @@ static int parse(int argc, char** argv, options* o) {
     else if (strcmp(a, "--check") == 0)
       o->check = 1;
     else if (v && strcmp(a, "--prompt") == 0)
-      o->prompt = v, ++i;
+      o->prompt = join_words(argc, argv, &i);
     else if (v && strcmp(a, "--n") == 0)
       o->n = strtoul(v, NULL, 10), ++i;
     else if (v && strcmp(a, "--seed") == 0)

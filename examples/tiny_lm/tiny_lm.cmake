@@ -57,12 +57,15 @@ function(microattn_tiny_lm_glue dir out)
   set(${out} ${_outs} ${dir}/tiny_lm_model.cpp PARENT_SCOPE)
 endfunction()
 
-# microattn_tiny_lm_setup(<target> <dir> [NO_F32] [CHECK]): the program's sources and settings
-# (<dir>: microattn_tiny_lm_glue's; the platform file is added by the caller).
+# microattn_tiny_lm_setup(<target> <dir> [NO_F32] [CHECK] [README]): the program's sources and
+# settings (<dir>: microattn_tiny_lm_glue's; the platform file is added by the caller; README:
+# without tiny_lm.c).
 function(microattn_tiny_lm_setup target dir)
-  cmake_parse_arguments(ARG "NO_F32;CHECK" "" "" ${ARGN})
-  target_sources(${target} PRIVATE ${MICROATTN_TINY_LM_DIR}/tiny_lm.c
-                                   ${MICROATTN_TINY_LM_DIR}/tiny_lm_blobs.cpp)
+  cmake_parse_arguments(ARG "NO_F32;CHECK;README" "" "" ${ARGN})
+  if(NOT ARG_README)  # README's example has a main of its own
+    target_sources(${target} PRIVATE ${MICROATTN_TINY_LM_DIR}/tiny_lm.c)
+  endif()
+  target_sources(${target} PRIVATE ${MICROATTN_TINY_LM_DIR}/tiny_lm_blobs.cpp)
   target_include_directories(${target} PRIVATE ${dir} ${MICROATTN_TINY_LM_DIR})
   set_target_properties(${target} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
   set_source_files_properties(${MICROATTN_TINY_LM_DIR}/tiny_lm_blobs.cpp PROPERTIES

@@ -11,6 +11,7 @@
 #                               PyTorch reference; `--check` compares (ctest
 #                               tiny_lm.cortex_m.<board>.check)
 # Tests: cortex_m.<board>.tiny_lm (runs the demo under -icount), tiny_lm.cortex_m.<board>.check,
+# tiny_lm.cortex_m.<board>.sampled (seeded sampling gives the host's text),
 # cortex_m.<board>.tiny_lm_stack (worst-case stack of main within firmware.ld's reserve).
 if(NOT Python3_Interpreter_FOUND)
   message(STATUS "microattn: no Python 3 interpreter: the Cortex-M tiny_lm images are skipped")
@@ -60,6 +61,11 @@ if(MICROATTN_CM_QEMU_BOARD)
                          ARGS --check)
   set_tests_properties(tiny_lm.cortex_m.${MICROATTN_BOARD}.check PROPERTIES
     PASS_REGULAR_EXPRESSION "tiny_lm: check OK" FAIL_REGULAR_EXPRESSION "FAIL")
+  # Seeded sampling gives the host's text (tests/CMakeLists.txt, tiny_lm_c_sampled).
+  microattn_cm_qemu_test(tiny_lm.cortex_m.${MICROATTN_BOARD}.sampled microattn_cm_tiny_lm_check
+                         600 ARGS --fp32 --prompt Love is --sample --seed 3)
+  set_tests_properties(tiny_lm.cortex_m.${MICROATTN_BOARD}.sampled PROPERTIES
+    PASS_REGULAR_EXPRESSION "\" on Ul thisse> shaghitt ou aourrate jull loueis marneh; Onlee th\"")
 endif()
 
 add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_stack
