@@ -41,6 +41,28 @@ static microattn::Mlp<Swi> g_swiglu;
 using Gelu8 = microattn::MlpConfig<64, 128, microattn::Activation::kGelu,
                                    microattn::WeightType::kInt8, microattn::Bias::kYes>;
 static microattn::Mlp<Gelu8, microattn::ScalarArch, 4> g_gelu8;
+// A whole decoder: int8 weights and cache, tied head, a prefill chunk; and fp32, separate head.
+using Dec8 = microattn::DecoderConfig<50, 64, 2, 4, 2, 16, 96, 32, microattn::LmHead::kTied,
+                                      microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
+static microattn::Decoder<Dec8, microattn::DefaultArch, 4> g_dec8;
+using Dec = microattn::DecoderConfig<50, 64, 1, 4, 4, 16, 96, 32, microattn::MaxWorkers{2}>;
+static microattn::Decoder<Dec, microattn::ScalarArch> g_dec;
+
+static int user_decoders(const void* blob, std::size_t bytes, float* logits) {
+  const std::int32_t tokens[3] = {1, 2, 3};
+  microattn::DecoderWeights<Dec8> w8;
+  if (microattn::decoder_weights_from_blob<Dec8>(blob, bytes, &w8) != microattn::Status::kOk ||
+      g_dec8.set_weights(w8) != microattn::Status::kOk ||
+      g_dec8.prefill_all(tokens, 3, logits) != microattn::Status::kOk ||
+      g_dec8.decode(4, logits) != microattn::Status::kOk)
+    return 1;
+  microattn::DecoderWeights<Dec> w;
+  if (microattn::decoder_weights_from_blob<Dec>(blob, bytes, &w) != microattn::Status::kOk ||
+      g_dec.set_weights(w) != microattn::Status::kOk ||
+      g_dec.prefill(tokens, 3, logits) != microattn::Status::kOk)
+    return 1;
+  return g_dec.truncate(1) == microattn::Status::kOk ? 0 : 1;
+}
 
 static int user_blocks(const float* w, const float* x, float* y) {
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
@@ -122,5 +144,6 @@ int user_run(const float* w, const float* x, float* y, float* k, float* v) {
       g_mla_scalar.export_cache(0, 2, k, &s) != microattn::Status::kOk)
     return 1;
   if (user_blocks(w, x, y) != 0) return 1;
+  if (user_decoders(w, 4096, y) != 0) return 1;
   return microattn_status_string(MICROATTN_OK)[0] == 'o' ? 0 : 1;
 }

@@ -12,7 +12,8 @@
 #                               tiny_lm.cortex_m.<board>.check)
 # Tests: cortex_m.<board>.tiny_lm (runs the demo under -icount), tiny_lm.cortex_m.<board>.check,
 # tiny_lm.cortex_m.<board>.sampled (seeded sampling gives the host's text),
-# cortex_m.<board>.tiny_lm_stack (worst-case stack of main within firmware.ld's reserve).
+# cortex_m.<board>.tiny_lm_stack (worst-case stack of main within firmware.ld's reserve),
+# cortex_m.<board>.tiny_lm_zero_init (the model object in .bss, no constructors).
 if(NOT Python3_Interpreter_FOUND)
   message(STATUS "microattn: no Python 3 interpreter: the Cortex-M tiny_lm images are skipped")
   return()
@@ -68,6 +69,12 @@ if(MICROATTN_CM_QEMU_BOARD)
     PASS_REGULAR_EXPRESSION "\" on Ul thisse> shaghitt ou aourrate jull loueis marneh; Onlee th\"")
 endif()
 
+# The model object is a never-constructed static in .bss, and nothing needs a constructor.
+add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_zero_init
+         COMMAND ${CMAKE_COMMAND} -DNM=${MICROATTN_ARM_NM} -DELF=$<TARGET_FILE:microattn_cm_tiny_lm>
+                 -DSYMBOLS=g_tlm_q8 -P ${CMAKE_CURRENT_SOURCE_DIR}/check_zero_init.cmake)
+set_tests_properties(cortex_m.${MICROATTN_BOARD}.tiny_lm_zero_init PROPERTIES
+                     LABELS "cortex-m;static")
 add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_stack
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/stack_usage.py
                  --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_tiny_lm_objs.dir
