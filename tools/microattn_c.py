@@ -40,7 +40,14 @@ of the latent rows; --config gives a LatentConfig's arguments, T_max, d_model, H
 d_nope, d_v, then QueryLatent{d_cq}, MaxWorkers{n}, WeightType::kInt8 (set_weights takes a
 microattn_latent_weights_q8), CacheType::kInt8 (an int8 latent cache, NAME_CACHE_BYTES its
 size) and LatentPrefill::kAbsorbed (prefill always absorbed: a smaller object), bare or with
-microattn::; --chunk as kv).
+microattn::; --chunk as kv) and decoder (Decoder: a whole LLaMA-style model from a model file, tokens in and logits out). The
+building blocks, without a softmax scale, forward on M rows of any number: linear (Linear,
+--config gives a LinearConfig's arguments: in, out, options; set_weights takes a
+microattn_linear_weights, _q8 with WeightType::kInt8), mlp (Mlp, an MlpConfig's: d_model,
+d_hidden, Activation::kSwiGlu | kGeGlu | kGelu | kGeluTanh | kRelu, options; set_weights takes a
+microattn_mlp_weights or _q8; --chunk sets its rows per pass, default 16), rmsnorm (RmsNorm<d>:
+--config "d"; set_weight, set_eps, eps) and layernorm (LayerNorm<d, Bias>: "d" or "d, Bias::kNo";
+set_weights(g, b), set_eps, eps).
 The Config may hold any option, bare or with microattn:: (Bias::kYes, Mask::kNone,
 SlidingWindow{8}, MaxWorkers{2}, ...): with WeightType::kInt8 set_weights takes a
 microattn_weights_q8 (int8 matrices + scales; NAME_INT8_WEIGHTS 1; with Compute::kInt8 as well
@@ -72,7 +79,18 @@ KINDS = {
     "core": ("kCore", "microattn::ScaledDotProductAttention", "MICROATTN_C_CORE"),
     "latent": ("kLatent", "microattn::LatentAttention", "MICROATTN_C_LATENT"),
     "decoder": ("kDecoder", "microattn::Decoder", "MICROATTN_C_DECODER"),
+    "linear": ("kLinear", "microattn::Linear", "MICROATTN_C_LINEAR"),
+    "mlp": ("kMlp", "microattn::Mlp", "MICROATTN_C_MLP"),
+    "rmsnorm": ("kRmsNorm", "microattn::RmsNorm", "MICROATTN_C_RMSNORM"),
+    "layernorm": ("kLayerNorm", "microattn::LayerNorm", "MICROATTN_C_LAYERNORM"),
 }
+
+# The building blocks around attention (no softmax scale, forward on M rows of any number).
+BLOCK_KINDS = ("linear", "mlp", "rmsnorm", "layernorm")
+# Kinds whose --chunk means something: a prefill chunk, an MLP's rows per pass.
+CHUNK_KINDS = ("kv", "latent", "decoder", "mlp")
+# An MLP's rows per pass without --chunk (Mlp's default kMaxRows).
+MLP_DEFAULT_ROWS = 16
 
 # The probe: the values the header needs as decimal text in a constant char array, which the
 # object file stores verbatim (CMake's CheckTypeSize reads type sizes the same way). Text, not a
@@ -147,8 +165,29 @@ DECODER_VALUES = [
     ("max_workers", "Cfg::kMaxWorkers"), ("cache_bytes", "Object::kCacheBytes")]
 
 
+LINEAR_VALUES = [
+    ("in", "Cfg::kIn"), ("out", "Cfg::kOut"), ("bias", "Cfg::kBias ? 1u : 0u"),
+    ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"), ("max_workers", "Cfg::kMaxWorkers")]
+
+MLP_VALUES = [
+    ("d_model", "Cfg::kDModel"), ("d_hidden", "Cfg::kDHidden"),
+    ("activation", "static_cast<std::size_t>(Cfg::kAct)"), ("gated", "Cfg::kGated ? 1u : 0u"),
+    ("bias", "Cfg::kBias ? 1u : 0u"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
+    ("max_workers", "Cfg::kMaxWorkers"), ("max_rows", "(@CHUNK@)")]
+
+NORM_VALUES = [
+    ("d", "::microattn::c_api::NormShape<Cfg>::kDim"),
+    ("bias", "::microattn::c_api::NormShape<Cfg>::kBias ? 1u : 0u")]
+
+# microattn::Activation's values, as the MLP header names them.
+ACTIVATIONS = ["SwiGLU (silu(x W_gate) * x W_up)", "GeGLU (gelu(x W_gate) * x W_up)",
+               "GELU (erf)", "GELU (tanh approximation)", "ReLU"]
+
+
 def probe_values(kind):
-    return {"latent": LATENT_VALUES, "decoder": DECODER_VALUES}.get(kind, ATTENTION_VALUES)
+    return {"latent": LATENT_VALUES, "decoder": DECODER_VALUES, "linear": LINEAR_VALUES,
+            "mlp": MLP_VALUES, "rmsnorm": NORM_VALUES,
+            "layernorm": NORM_VALUES}.get(kind, ATTENTION_VALUES)
 
 
 def probe_fields(kind):
@@ -175,6 +214,8 @@ def normalize_config(text, kind="layer"):
         return normalize_latent_config(c, text)
     if kind == "decoder":
         return normalize_decoder_config(c, text)
+    if kind in BLOCK_KINDS:
+        return normalize_block_config(c, text, kind)
     if c[0].isdigit():
         c = "microattn::Config<%s>" % c
     c = re.sub(r"(?<![\w:])(Config\s*<|" + OPTION_NAMES + ")", r"microattn::\1", c)
@@ -209,6 +250,30 @@ def normalize_decoder_config(c, text):
                       "128, 2, 4, 2, 32, 256, 128, LmHead::kTied': vocab, d_model, layers, H, "
                       "H_kv, d_head, d_hidden, T_max, options) or the type "
                       "'microattn::DecoderConfig<...>', not %r" % text)
+    return c
+
+
+# Each block kind: its configuration type, extra names to qualify, and what --config takes.
+BLOCK_CONFIGS = {
+    "linear": ("LinearConfig", "", "'64, 32, Bias::kYes': in, out, options (Bias, WeightType, "
+               "MaxWorkers)"),
+    "mlp": ("MlpConfig", r"Activation\s*::|", "'64, 256, Activation::kSwiGlu': d_model, "
+            "d_hidden, activation (kSwiGlu, kGeGlu, kGelu, kGeluTanh, kRelu), options (Bias, "
+            "WeightType, MaxWorkers)"),
+    "rmsnorm": ("RmsNorm", "", "'64': the width d"),
+    "layernorm": ("LayerNorm", "", "'64' or '64, Bias::kNo': the width d and the bias "
+                  "(default Bias::kYes)"),
+}
+
+
+def normalize_block_config(c, text, kind):
+    cls, extra, what = BLOCK_CONFIGS[kind]
+    if c[0].isdigit():
+        c = "microattn::%s<%s>" % (cls, c)
+    c = re.sub(r"(?<![\w:])(%s\s*<|%s%s)" % (cls, extra, OPTION_NAMES), r"microattn::\1", c)
+    if not c.startswith("microattn::%s<" % cls) or not c.endswith(">"):
+        raise Refused("--config: for --kind %s give the %s's arguments (%s) or the type "
+                      "'microattn::%s<...>', not %r" % (kind, cls, what, cls, text))
     return c
 
 
@@ -287,6 +352,11 @@ def macro_line(args, config):
         return "MICROATTN_C_LATENT_CHUNKED(%s, %d, %s);" % (args.name, args.chunk, config)
     if args.kind == "decoder" and args.chunk is not None:
         return "MICROATTN_C_DECODER_CHUNKED(%s, %d, %s);" % (args.name, args.chunk, config)
+    if args.kind == "mlp" and args.chunk is not None:
+        return "MICROATTN_C_MLP_CHUNKED(%s, %d, %s);" % (args.name, args.chunk, config)
+    if args.kind in ("rmsnorm", "layernorm"):
+        # The norm's macro takes the class's template arguments: d (, Bias).
+        config = config[config.index("<") + 1:-1]
     return "%s(%s, %s);" % (KINDS[args.kind][2], args.name, config)
 
 
@@ -339,6 +409,8 @@ def target_and_glue(w, args, config, v, header_name):
 
 
 def header_text(args, config, v, header_name):
+    if args.kind in BLOCK_KINDS:
+        return block_header_text(args, config, v, header_name)
     if args.kind == "latent":
         return latent_header_text(args, config, v, header_name)
     if args.kind == "decoder":
@@ -844,6 +916,155 @@ def decoder_functions(w, n, N):
     w("size_t %s_length(const %s* obj);" % (n, n))
 
 
+def block_header_text(args, config, v, header_name):
+    """The header of a building block: --kind linear, mlp, rmsnorm or layernorm."""
+    n, N, kind = args.name, args.name.upper(), args.kind
+    norm = kind in ("rmsnorm", "layernorm")
+    L = []
+    w = L.append
+    w("/* %s: C interface of the microattn block '%s'. Generated by tools/microattn_c.py;"
+      % (header_name, n))
+    w(" * do not edit: regenerate it when the configuration, the target or its flags change.")
+    if kind == "linear":
+        w(" *   object:  %s<%s, DefaultArch>" % (KINDS[kind][1], config))
+        w(" *   block:   y = x W%s, rows of %s_IN floats in, %s_OUT out"
+          % (" + b" if v["bias"] else "", N, N))
+    elif kind == "mlp":
+        w(" *   object:  %s<%s, DefaultArch, %d>" % (KINDS[kind][1], config, v["max_rows"]))
+        w(" *   block:   %s" % ("y = act(x W_gate%s) * (x W_up%s) W_down%s"
+                               % ((" + b_gate", " + b_up", " + b_down") if v["bias"] else
+                                  ("", "", "")) if v["gated"] else
+                               "y = act(x W_up%s) W_down%s"
+                               % ((" + b_up", " + b_down") if v["bias"] else ("", ""))))
+        w(" *            act: %s" % ACTIVATIONS[v["activation"]])
+    elif kind == "rmsnorm":
+        w(" *   object:  %s" % config)
+        w(" *   block:   y = x / sqrt(mean(x^2) + eps) * g over rows of %s_D floats (LLaMA's)" % N)
+    else:
+        w(" *   object:  %s" % config)
+        w(" *   block:   y = (x - mean) / sqrt(var + eps) * g%s over rows of %s_D floats"
+          % (" + b" if v["bias"] else "", N))
+    if not norm:
+        w(" *   weights: %s" % ("int8 + fp32 scales (microattn_%s_weights_q8)" % kind
+                                if v["int8_weights"] else "fp32 (microattn_%s_weights)" % kind))
+    target_and_glue(w, args, config, v, header_name)
+    w("#include <stddef.h>")
+    w("")
+    w("#include \"microattn/microattn.h\"")
+    w("")
+    w("/* Bytes and alignment of the object: all the RAM the block uses (weights are views). */")
+    w("#define %s_BYTES %d" % (N, v["bytes"]))
+    w("#define %s_ALIGN %d" % (N, v["align"]))
+    w("")
+    comment(w, "Fingerprint of the configuration (kind, every parameter and option%s; the same "
+            "on every target): the C++ line checks it, so another configuration does not compile."
+            % (", rows per pass" if kind == "mlp" else ""))
+    w("#define %s_CONFIG_ID %du" % (N, v["config_id"]))
+    w("#define MICROATTN_C_CONFIG_ID_%s %s_CONFIG_ID" % (n, N))
+    w("")
+    w("/* Shape. Row counts M are 1 or more (no upper bound: the block keeps no rows). */")
+    if kind == "linear":
+        rows = (("in", "IN", "row length of x; inputs of w"),
+                ("out", "OUT", "row length of y; outputs of w, length of b%s"
+                 % (" and s" if v["int8_weights"] else "")),
+                ("bias", "BIAS", "b needed (Bias::kYes)"))
+    elif kind == "mlp":
+        rows = (("d_model", "D_MODEL", "row length of x and y"),
+                ("d_hidden", "D_HIDDEN", "outputs of w_gate and w_up, inputs of w_down"),
+                ("activation", "ACTIVATION", "microattn::Activation: 0 SwiGLU, 1 GeGLU, 2 GELU, "
+                 "3 tanh GELU, 4 ReLU"),
+                ("gated", "GATED", "w_gate needed (SwiGLU, GeGLU)"),
+                ("bias", "BIAS", "b_gate, b_up, b_down needed (Bias::kYes)"),
+                ("max_rows", "MAX_ROWS", "rows per pass through the hidden buffers"))
+    elif kind == "rmsnorm":
+        rows = (("d", "D", "row length of x, y and g"),)
+    else:
+        rows = (("d", "D", "row length of x, y, g and b"),
+                ("bias", "BIAS", "b needed (Bias::kYes)"))
+    if not norm:
+        rows += (("int8_weights", "INT8_WEIGHTS", "WeightType::kInt8: set_weights takes "
+                  "microattn_%s_weights_q8" % kind),
+                 ("max_workers", "MAX_WORKERS", "most workers set_executor takes (MaxWorkers)"))
+    for key, name, what in rows:
+        w("#define %s_%s %d /* %s */" % (N, name, v[key], what))
+    w("")
+    w("/* The object. Place it anywhere (static, a RAM section, the stack) aligned to %s_ALIGN:"
+      % N)
+    w(" * all-zero bytes are a ready object (no weights%s), so a static needs no init call. */"
+      % (", default epsilon" if norm else ""))
+    w("typedef struct %s {" % n)
+    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
+    w("} %s;" % n)
+    w("")
+    w("#ifdef __cplusplus")
+    w("extern \"C\" {")
+    w("#endif")
+    w("")
+    w("/* Zeroes *obj (for an object on the stack or one to reuse; NULL: nothing). */")
+    w("void %s_init(%s* obj);" % (n, n))
+    w("")
+    if norm:
+        if kind == "rmsnorm":
+            comment(w, "Points the norm at its weight g[%s_D] (a view: the array must outlive "
+                    "its use; nn.RMSNorm.weight): MICROATTN_OK or MICROATTN_NULL_POINTER." % N)
+            w("microattn_status %s_set_weight(%s* obj, const float* g);" % (n, n))
+        else:
+            comment(w, "Points the norm at its weights g[%s_D] and b[%s_D] (views: the arrays "
+                    "must outlive their use; nn.LayerNorm.weight, .bias%s): MICROATTN_OK or "
+                    "MICROATTN_NULL_POINTER." % (N, N, "" if v["bias"] else
+                                                 "; b is ignored and may be NULL: Bias::kNo"))
+            w("microattn_status %s_set_weights(%s* obj, const float* g, const float* b);"
+              % (n, n))
+        comment(w, "Epsilon for every later call (default %s): MICROATTN_OK, or "
+                "MICROATTN_BAD_ARGUMENT (not finite or not > 0; nothing changed)."
+                % ("1e-6, Hugging Face LLaMA's rms_norm_eps" if kind == "rmsnorm" else
+                   "1e-5, nn.LayerNorm's"))
+        w("microattn_status %s_set_eps(%s* obj, float eps);" % (n, n))
+        w("/* The epsilon in use (0 for a NULL obj). */")
+        w("float %s_eps(const %s* obj);" % (n, n))
+        w("")
+        comment(w, "y[M][%s_D] = the norm of x[M][%s_D], row by row; y may be x (in place). "
+                "MICROATTN_NULL_POINTER (x, y or the weights NULL), MICROATTN_BAD_TOKEN_COUNT "
+                "(M == 0), MICROATTN_OVERLAP (y partly over x, or over a weight array)." % (N, N))
+        w("microattn_status %s_forward(%s* obj, const float* x, size_t M, float* y);" % (n, n))
+    else:
+        q8 = "_q8" if v["int8_weights"] else ""
+        comment(w, "Points the block at %s (views: the arrays must outlive its use%s). "
+                "MICROATTN_OK, MICROATTN_NULL_POINTER (w or a pointer the block needs is NULL%s) "
+                "or MICROATTN_BAD_ARGUMENT (an unknown layout)."
+                % ("int8 weights and their scales" if q8 else "weights",
+                   "; microattn_quantize_int8() makes them" if q8 else "",
+                   ", a scale array included" if q8 else ""))
+        w("microattn_status %s_set_weights(%s* obj, const microattn_%s_weights%s* w);"
+          % (n, n, kind, q8))
+        w("")
+        comment(w, "Splits every later call over ex's workers (microattn_executor; copied): "
+                "MICROATTN_OK, MICROATTN_NULL_POINTER (ex NULL) or MICROATTN_BAD_ARGUMENT (more "
+                "than %s_MAX_WORKERS workers, or workers > 1 without run; nothing changed). "
+                "MICROATTN_EXECUTOR_NONE: the calling thread only; the results are the same "
+                "bits for every worker count." % N)
+        w("microattn_status %s_set_executor(%s* obj, const microattn_executor* ex);" % (n, n))
+        w("")
+        if kind == "linear":
+            comment(w, "y[M][%s_OUT] = x[M][%s_IN] W%s (one row: the GEMV, several: the GEMM). "
+                    "MICROATTN_NULL_POINTER (x, y or the weights NULL), MICROATTN_BAD_TOKEN_COUNT "
+                    "(M == 0), MICROATTN_OVERLAP (y overlaps x or a weight array)."
+                    % (N, N, " + b" if v["bias"] else ""))
+        else:
+            comment(w, "y[M][%s_D_MODEL] = the MLP of x[M][%s_D_MODEL], %s_MAX_ROWS rows at a "
+                    "time. MICROATTN_NULL_POINTER (x, y or the weights NULL), "
+                    "MICROATTN_BAD_TOKEN_COUNT (M == 0), MICROATTN_OVERLAP (y overlaps x or a "
+                    "weight array)." % (N, N, N))
+        w("microattn_status %s_forward(%s* obj, const float* x, size_t M, float* y);" % (n, n))
+    w("")
+    w("#ifdef __cplusplus")
+    w("} /* extern \"C\" */")
+    w("#endif")
+    w("")
+    w("#endif /* MICROATTN_C_%s_H */" % N)
+    return "\n".join(L) + "\n"
+
+
 # What a C link lacks, and the flag that removes the need (also in the generated C++ file).
 NO_EXCEPTIONS_GUARD = """\
 // A C program's linker brings no C++ runtime: with exceptions on, the kernels' noexcept
@@ -890,7 +1111,8 @@ def cpp_text(layers, cpp_name):
 
 
 HEADER_LINE = re.compile(r"^ \*   (MICROATTN_C_(?:LAYER|KV_LAYER|KV_LAYER_CHUNKED|CORE|LATENT|"
-                         r"LATENT_CHUNKED|DECODER|DECODER_CHUNKED)\("
+                         r"LATENT_CHUNKED|DECODER|DECODER_CHUNKED|LINEAR|MLP|MLP_CHUNKED|"
+                         r"RMSNORM|LAYERNORM)\("
                          r"([A-Za-z_][A-Za-z0-9_]*),.*\);)$", re.M)
 HEADER_TARGET = re.compile(r"^ \*   target:  (.*) \(kernels: ([^)]*)\)$", re.M)
 
@@ -959,7 +1181,11 @@ def main(argv=None):
                         "4, 16, 8, 8, 8, QueryLatent{12}, MaxWorkers{2}', also with "
                         "WeightType::kInt8, CacheType::kInt8); decoder: Decoder (a whole "
                         "LLaMA-style model, --config gives a DecoderConfig's arguments: '100, "
-                        "128, 2, 4, 2, 32, 256, 128, LmHead::kTied')")
+                        "128, 2, 4, 2, 32, 256, 128, LmHead::kTied'); the building blocks: "
+                        "linear (Linear, a LinearConfig's arguments: '64, 32, Bias::kYes'), mlp "
+                        "(Mlp, an MlpConfig's: '64, 256, Activation::kSwiGlu, "
+                        "WeightType::kInt8'), rmsnorm (RmsNorm<d>: '64'), layernorm "
+                        "(LayerNorm<d, Bias>: '64' or '64, Bias::kNo')")
     p.add_argument("--config",
                    help="the Config's arguments, e.g. '64, 64, 4, 2, 16, Bias::kYes', "
                         "'64, 64, 4, 2, 16, WeightType::kInt8, CacheType::kInt8', "
@@ -967,8 +1193,9 @@ def main(argv=None):
                         "(options with or without microattn::), or the type "
                         "microattn::Config<...>")
     p.add_argument("--chunk", type=int, default=None,
-                   help="kv and latent only: tokens prefill processes at a time, 1 .. T_max "
-                        "(default T_max)")
+                   help="kv, latent and decoder: tokens prefill processes at a time, 1 .. T_max "
+                        "(default T_max; decoder min(16, T_max)); mlp: rows per pass, the "
+                        "height of its hidden buffers (default 16)")
     p.add_argument("--cxx", default=os.environ.get("CXX", "c++"),
                    help="the target's C++ compiler (default: $CXX, else c++)")
     p.add_argument("--cxxflags", default="",
@@ -996,8 +1223,8 @@ def main(argv=None):
             raise Refused("--name and --config are needed (or --cpp-from HEADER... --cpp-out)")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", args.name):
             raise Refused("--name %r is not a C identifier" % args.name)
-        if args.chunk is not None and args.kind not in ("kv", "latent", "decoder"):
-            raise Refused("--chunk applies to --kind kv, latent and decoder only")
+        if args.chunk is not None and args.kind not in CHUNK_KINDS:
+            raise Refused("--chunk applies to --kind kv, latent, decoder and mlp only")
         if args.chunk is not None and args.chunk < 1:
             raise Refused("--chunk must be at least 1")
         if not args.microattn_include:
@@ -1008,8 +1235,10 @@ def main(argv=None):
         if args.kind == "decoder":
             chunk_expr = ("(Cfg::kTMax < 16 ? Cfg::kTMax : 16)" if args.chunk is None
                           else str(args.chunk))
+        if args.kind == "mlp":
+            chunk_expr = str(MLP_DEFAULT_ROWS if args.chunk is None else args.chunk)
         values = probe(args, config, chunk_expr)
-        if args.chunk is not None and args.chunk > values["t_max"]:
+        if args.chunk is not None and "t_max" in values and args.chunk > values["t_max"]:
             raise Refused("--chunk %d is larger than T_max %d" % (args.chunk, values["t_max"]))
         out = args.out or (args.name + ".h")
         header_name = os.path.basename(out)

@@ -17,7 +17,10 @@
 //      --chunk N sets a KV or latent layer's prefill chunk. The Config may hold every option, also
 //      microattn::WeightType::kInt8 (set_weights then takes microattn_weights_q8, a latent
 //      layer's microattn_latent_weights_q8) and, for kv and latent, microattn::CacheType::kInt8
-//      (an int8 cache: the header's NAME_CACHE_BYTES). Pass
+//      (an int8 cache: the header's NAME_CACHE_BYTES). The building blocks: --kind linear
+//      (--config gives a LinearConfig's arguments, "64, 32, Bias::kYes"), mlp (an MlpConfig's,
+//      "64, 256, Activation::kSwiGlu, WeightType::kInt8"; --chunk N: rows per pass, default 16),
+//      rmsnorm ("64": RmsNorm<64>), layernorm ("64" or "64, Bias::kNo"). Pass
 //      every flag that changes the kernels' arch (-march, -mcpu, -mfpu,
 //      -DMICROATTN_FORCE_SCALAR=1); `--help` lists the rest. `--cpp-from a.h b.h --cpp-out
 //      layers.cpp` writes one C++ file for several layers (the kernels they share compiled once).
@@ -29,7 +32,10 @@
 //        #include "microattn/c_api.hpp"
 //        MICROATTN_C_LAYER(mylayer, microattn::Config<64, 64, 4, 2, 16, microattn::Bias::kYes>);
 //      Other kinds: MICROATTN_C_KV_LAYER(NAME, Config), MICROATTN_C_KV_LAYER_CHUNKED(NAME, chunk,
-//      Config), MICROATTN_C_CORE(NAME, Config) (--cpp-out writes the right line). A header
+//      Config), MICROATTN_C_CORE(NAME, Config), MICROATTN_C_LINEAR(NAME, LinearConfig),
+//      MICROATTN_C_MLP(NAME, MlpConfig), MICROATTN_C_MLP_CHUNKED(NAME, rows, MlpConfig),
+//      MICROATTN_C_RMSNORM(NAME, d), MICROATTN_C_LAYERNORM(NAME, d[, Bias]) (--cpp-out writes
+//      the right line). A header
 //      generated for another configuration (any Config parameter, the kind, the chunk) does not
 //      compile here: the header's NAME_CONFIG_ID is config_id<>() of the configuration it was
 //      made for, and a static_assert names the layer (ConfigCheck<microattn_c_NAME::Layer, ...>
@@ -47,7 +53,8 @@
 // The object: `typedef struct mylayer { MICROATTN_ALIGNAS(A) unsigned char opaque[N]; } mylayer;`
 // with MYLAYER_BYTES == N == sizeof and MYLAYER_ALIGN == A == alignof of the C++ object, which
 // the functions use in place. All-zero bytes are a ready object (default scale, RoPE off, empty
-// cache, no weights), so a static in .bss needs no init call and no C++ constructor;
+// cache, no weights; a norm's default epsilon), so a static in .bss needs no init call and no
+// C++ constructor;
 // mylayer_init() zeroes one on the stack or for reuse. An object that is not aligned to
 // MYLAYER_ALIGN (e.g. from malloc on a target with 64-byte SIMD alignment) gets
 // MICROATTN_BAD_ARGUMENT from every function.
@@ -55,6 +62,7 @@
 // Functions the macros define (all extern "C"; obj NULL -> MICROATTN_NULL_POINTER; statuses
 // and rules as the C++ methods of the same name, README "Status codes", docs/numeric-contract.md):
 //   every kind   void NAME_init(NAME* obj);
+//   attention    (layer, kv, core, latent, decoder: the building blocks have no softmax scale)
 //                microattn_status NAME_set_scale(NAME* obj, float scale);
 //                float NAME_scale(const NAME* obj);                  (0 for a NULL obj)
 //                microattn_status NAME_set_executor(NAME* obj, const microattn_executor* ex);
@@ -94,6 +102,21 @@
 //   core         microattn_status NAME_forward(NAME* obj, const float* q, size_t ldq,
 //                    const float* k, size_t ldk, const float* v, size_t ldv, size_t T,
 //                    float* out, size_t ldo);
+//   decoder      set_weights_blob, prefill, prefill_all, decode, truncate, reset, length
+//                (MICROATTN_C_DECODER: tokens in, logits out; the generated header lists them)
+//   linear, mlp  (Linear<LinearConfig>, Mlp<MlpConfig>: M rows of any number, no scale)
+//                microattn_status NAME_set_weights(NAME* obj, const microattn_linear_weights* w);
+//                    (microattn_mlp_weights for an MLP; microattn_linear_weights_q8 /
+//                    microattn_mlp_weights_q8 with WeightType::kInt8)
+//                microattn_status NAME_set_executor(NAME* obj, const microattn_executor* ex);
+//                microattn_status NAME_forward(NAME* obj, const float* x, size_t M, float* y);
+//   rmsnorm,     (RmsNorm<d>, LayerNorm<d, Bias>: no weights struct, no executor; y may be x)
+//   layernorm    microattn_status NAME_set_weight(NAME* obj, const float* g);     (rmsnorm)
+//                microattn_status NAME_set_weights(NAME* obj, const float* g,
+//                    const float* b);                  (layernorm; b unused with Bias::kNo)
+//                microattn_status NAME_set_eps(NAME* obj, float eps);
+//                float NAME_eps(const NAME* obj);                    (0 for a NULL obj)
+//                microattn_status NAME_forward(NAME* obj, const float* x, size_t M, float* y);
 //
 // Use each macro at namespace scope, once per layer in the whole program (the functions have
 // external linkage).
@@ -109,7 +132,10 @@
 #include "microattn/decoder.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/latent_attention.hpp"
+#include "microattn/linear.hpp"
 #include "microattn/microattn.h"
+#include "microattn/mlp.hpp"
+#include "microattn/norm.hpp"
 #include "microattn/status.hpp"
 #include "microattn/weights.hpp"
 
@@ -127,10 +153,37 @@ template <class LCfg, std::size_t kPrefillChunk = LCfg::kTMax>
 using Latent = LatentAttention<LCfg, DefaultArch, kPrefillChunk>;
 template <class DCfg, std::size_t kPrefillChunk>
 using DecoderModel = Decoder<DCfg, DefaultArch, kPrefillChunk>;
+template <class LCfg>
+using LinearBlock = Linear<LCfg, DefaultArch>;
+template <class MCfg, std::size_t kMaxRows>
+using MlpBlock = Mlp<MCfg, DefaultArch, kMaxRows>;
 
-/// The object of each kind (kChunk: a KV or latent layer's prefill chunk, unused by the
-/// others). kLatent's Cfg is a LatentConfig, kDecoder's a DecoderConfig.
-enum class Kind { kLayer, kKv, kCore, kLatent, kDecoder };
+/// The object of each kind (kChunk: a KV, latent or decoder layer's prefill chunk, an MLP's rows
+/// per pass, unused by the others). kLatent's Cfg is a LatentConfig, kDecoder's a
+/// DecoderConfig, kLinear's a LinearConfig, kMlp's an MlpConfig; a norm's Cfg is the norm class
+/// itself (RmsNorm<d>, LayerNorm<d, Bias>: its whole configuration). New kinds go last: the
+/// value is part of every fingerprint.
+enum class Kind { kLayer, kKv, kCore, kLatent, kDecoder, kLinear, kMlp, kRmsNorm, kLayerNorm };
+
+/// The shape of a norm class: its width, its bias, and its kind.
+template <class Norm>
+struct NormShape {
+  static_assert(sizeof(Norm) == 0,
+                "microattn C API: a norm's configuration is microattn::RmsNorm<d> or "
+                "microattn::LayerNorm<d, Bias>");
+};
+template <std::size_t kD>
+struct NormShape<RmsNorm<kD>> {
+  static constexpr Kind kKind = Kind::kRmsNorm;
+  static constexpr std::size_t kDim = kD;
+  static constexpr bool kBias = false;
+};
+template <std::size_t kD, Bias kB>
+struct NormShape<LayerNorm<kD, kB>> {
+  static constexpr Kind kKind = Kind::kLayerNorm;
+  static constexpr std::size_t kDim = kD;
+  static constexpr bool kBias = kB != Bias::kNo;
+};
 template <Kind kKind, class Cfg, std::size_t kChunk>
 struct ObjectOf;
 template <class Cfg, std::size_t kChunk>
@@ -152,6 +205,27 @@ struct ObjectOf<Kind::kLatent, Cfg, kChunk> {
 template <class Cfg, std::size_t kChunk>
 struct ObjectOf<Kind::kDecoder, Cfg, kChunk> {
   using type = DecoderModel<Cfg, kChunk>;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kLinear, Cfg, kChunk> {
+  using type = LinearBlock<Cfg>;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kMlp, Cfg, kChunk> {
+  using type = MlpBlock<Cfg, kChunk>;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kRmsNorm, Cfg, kChunk> {
+  static_assert(NormShape<Cfg>::kKind == Kind::kRmsNorm,
+                "microattn C API: MICROATTN_C_RMSNORM / --kind rmsnorm is an RmsNorm<d>");
+  using type = Cfg;
+};
+template <class Cfg, std::size_t kChunk>
+struct ObjectOf<Kind::kLayerNorm, Cfg, kChunk> {
+  static_assert(
+      NormShape<Cfg>::kKind == Kind::kLayerNorm,
+      "microattn C API: MICROATTN_C_LAYERNORM / --kind layernorm is a LayerNorm<d, Bias>");
+  using type = Cfg;
 };
 
 namespace detail {
@@ -215,6 +289,51 @@ constexpr std::uint32_t decoder_config_id() noexcept {
   return h;
 }
 
+/// FNV-1a over a list of values (the fingerprints of the building blocks).
+template <std::size_t kN>
+constexpr std::uint32_t fnv1a_all(const std::uint64_t (&values)[kN]) noexcept {
+  std::uint32_t h = 2166136261u;  // FNV-1a's offset basis
+  for (const std::uint64_t v : values) h = fnv1a(h, v);
+  return h;
+}
+
+/// config_id() of a Linear (every LinearConfig parameter and option) or an Mlp (every
+/// MlpConfig parameter and option, the activation, the rows per pass kChunk).
+template <Kind kKind, class Cfg, std::size_t kChunk>
+constexpr std::uint32_t block_config_id() noexcept {
+  // The first value is the version of this encoding: a change to it changes every fingerprint.
+  if constexpr (kKind == Kind::kLinear) {
+    const std::uint64_t values[] = {1u,
+                                    static_cast<std::uint64_t>(kKind),
+                                    Cfg::kIn,
+                                    Cfg::kOut,
+                                    Cfg::kBias,
+                                    Cfg::kInt8Weights,
+                                    Cfg::kMaxWorkers};
+    return fnv1a_all(values);
+  } else {
+    const std::uint64_t values[] = {1u,
+                                    static_cast<std::uint64_t>(kKind),
+                                    Cfg::kDModel,
+                                    Cfg::kDHidden,
+                                    static_cast<std::uint64_t>(Cfg::kAct),
+                                    Cfg::kBias,
+                                    Cfg::kInt8Weights,
+                                    Cfg::kMaxWorkers,
+                                    kChunk};
+    return fnv1a_all(values);
+  }
+}
+
+/// config_id() of a norm: its kind, width and bias.
+template <class Norm>
+constexpr std::uint32_t norm_config_id() noexcept {
+  using S = NormShape<Norm>;
+  // The first value is the version of this encoding: a change to it changes every fingerprint.
+  const std::uint64_t values[] = {1u, static_cast<std::uint64_t>(S::kKind), S::kDim, S::kBias};
+  return fnv1a_all(values);
+}
+
 /// config_id() of a MultiHeadAttention, KvAttention or ScaledDotProductAttention Config.
 template <Kind kKind, class Cfg, std::size_t kChunk>
 constexpr std::uint32_t attention_config_id() noexcept {
@@ -259,6 +378,10 @@ constexpr std::uint32_t config_id() noexcept {
     return detail::latent_config_id<Cfg, kChunk>();
   } else if constexpr (kKind == Kind::kDecoder) {
     return detail::decoder_config_id<Cfg, kChunk>();
+  } else if constexpr (kKind == Kind::kLinear || kKind == Kind::kMlp) {
+    return detail::block_config_id<kKind, Cfg, kChunk>();
+  } else if constexpr (kKind == Kind::kRmsNorm || kKind == Kind::kLayerNorm) {
+    return detail::norm_config_id<Cfg>();
   } else {
     return detail::attention_config_id<kKind, Cfg, kChunk>();
   }
@@ -346,6 +469,16 @@ struct CWeightsOf<LatentConfig<kT, kD, kH, kC, kR, kN, kV, kOptions...>> {
       std::conditional_t<LatentConfig<kT, kD, kH, kC, kR, kN, kV, kOptions...>::kInt8Weights,
                          microattn_latent_weights_q8, microattn_latent_weights>;
 };
+template <std::size_t kI, std::size_t kO, auto... kOptions>
+struct CWeightsOf<LinearConfig<kI, kO, kOptions...>> {
+  using type = std::conditional_t<LinearConfig<kI, kO, kOptions...>::kInt8Weights,
+                                  microattn_linear_weights_q8, microattn_linear_weights>;
+};
+template <std::size_t kD, std::size_t kH, Activation kA, auto... kOptions>
+struct CWeightsOf<MlpConfig<kD, kH, kA, kOptions...>> {
+  using type = std::conditional_t<MlpConfig<kD, kH, kA, kOptions...>::kInt8Weights,
+                                  microattn_mlp_weights_q8, microattn_mlp_weights>;
+};
 template <class Cfg>
 using CWeights = typename CWeightsOf<Cfg>::type;
 
@@ -406,6 +539,52 @@ LatentWeights<LCfg> weights_from_c(const microattn_latent_weights_q8& w) noexcep
   LatentWeights<LCfg> c = latent_matrices_from_c<LCfg>(w);
   c.s_q = w.s_q, c.s_dq = w.s_dq, c.s_uq = w.s_uq;
   c.s_dkv = w.s_dkv, c.s_ukv = w.s_ukv, c.s_o = w.s_o;
+  return c;
+}
+
+/// A linear layer's C weights (fp32) as LinearWeights.
+template <class LCfg>
+LinearWeights<LCfg> weights_from_c(const microattn_linear_weights& w) noexcept {
+  static_assert(!LCfg::kInt8Weights,
+                "microattn C API: int8 weights come as microattn_linear_weights_q8");
+  LinearWeights<LCfg> c;
+  c.layout = layout_from_c(w.layout);
+  c.w = w.w, c.b = w.b;
+  return c;
+}
+
+/// The same for int8 weights (WeightType::kInt8): the matrix, its scales, the fp32 bias.
+template <class LCfg>
+LinearWeights<LCfg> weights_from_c(const microattn_linear_weights_q8& w) noexcept {
+  static_assert(LCfg::kInt8Weights,
+                "microattn C API: fp32 weights come as microattn_linear_weights");
+  LinearWeights<LCfg> c;
+  c.layout = layout_from_c(w.layout);
+  c.w = w.w, c.s = w.s, c.b = w.b;
+  return c;
+}
+
+/// An MLP's C weights (fp32) as MlpWeights.
+template <class MCfg>
+MlpWeights<MCfg> weights_from_c(const microattn_mlp_weights& w) noexcept {
+  static_assert(!MCfg::kInt8Weights,
+                "microattn C API: int8 weights come as microattn_mlp_weights_q8");
+  MlpWeights<MCfg> c;
+  c.layout = layout_from_c(w.layout);
+  c.w_gate = w.w_gate, c.w_up = w.w_up, c.w_down = w.w_down;
+  c.b_gate = w.b_gate, c.b_up = w.b_up, c.b_down = w.b_down;
+  return c;
+}
+
+/// The same for int8 weights (WeightType::kInt8): the matrices, their scales, fp32 biases.
+template <class MCfg>
+MlpWeights<MCfg> weights_from_c(const microattn_mlp_weights_q8& w) noexcept {
+  static_assert(MCfg::kInt8Weights, "microattn C API: fp32 weights come as microattn_mlp_weights");
+  MlpWeights<MCfg> c;
+  c.layout = layout_from_c(w.layout);
+  c.w_gate = w.w_gate, c.w_up = w.w_up, c.w_down = w.w_down;
+  c.s_gate = w.s_gate, c.s_up = w.s_up, c.s_down = w.s_down;
+  c.b_gate = w.b_gate, c.b_up = w.b_up, c.b_down = w.b_down;
   return c;
 }
 
@@ -658,6 +837,35 @@ microattn_status decoder_decode(Storage* storage, std::int32_t token, float* log
   return to_c(s != Status::kOk ? s : o->decode(token, logits));
 }
 
+// A norm's own operations (RmsNorm, LayerNorm: a weight, an epsilon; forward is forward()).
+
+template <class Object, class Storage>
+microattn_status norm_set_weight(Storage* storage, const float* g) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->set_weight(g));
+}
+
+template <class Object, class Storage>
+microattn_status norm_set_weights(Storage* storage, const float* g, const float* b) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->set_weights(g, b));
+}
+
+template <class Object, class Storage>
+microattn_status set_eps(Storage* storage, float eps) noexcept {
+  Object* o = nullptr;
+  const Status s = object_of(storage, &o);
+  return to_c(s != Status::kOk ? s : o->set_eps(eps));
+}
+
+template <class Object, class Storage>
+float eps(const Storage* storage) noexcept {
+  const Object* o = nullptr;
+  return object_of(storage, &o) == Status::kOk ? o->eps() : 0.0f;
+}
+
 }  // namespace c_api
 }  // namespace microattn
 
@@ -770,9 +978,96 @@ microattn_status decoder_decode(Storage* storage, std::int32_t token, float* log
   }                                                                                                \
   static_assert(true, "")
 
+/// Linear<LinearConfig> (y = x W + b): NAME_init, NAME_set_weights
+/// (microattn_linear_weights or _q8), NAME_set_executor, NAME_forward (x, M, y).
+#define MICROATTN_C_LINEAR(name, ...)               \
+  MICROATTN_C_BLOCK_(name, kLinear, 0, __VA_ARGS__) \
+  static_assert(true, "")
+
+/// Mlp<MlpConfig> (16 rows per pass): NAME_init, NAME_set_weights (microattn_mlp_weights or
+/// _q8), NAME_set_executor, NAME_forward (x, M, y).
+#define MICROATTN_C_MLP(name, ...) MICROATTN_C_MLP_CHUNKED(name, 16, __VA_ARGS__)
+
+/// Mlp<MlpConfig> that runs `rows` rows at a time (>= 1; its hidden buffers hold `rows` rows:
+/// less RAM for fewer, same results).
+#define MICROATTN_C_MLP_CHUNKED(name, rows, ...)    \
+  MICROATTN_C_BLOCK_(name, kMlp, rows, __VA_ARGS__) \
+  static_assert(true, "")
+
+/// RmsNorm<d>: NAME_init, NAME_set_weight, NAME_set_eps, NAME_eps, NAME_forward (x, M, y).
+#define MICROATTN_C_RMSNORM(name, ...)                                              \
+  MICROATTN_C_BASE_(name, kRmsNorm, 0, ::microattn::RmsNorm<__VA_ARGS__>)           \
+  MICROATTN_C_NORM_(name)                                                           \
+  extern "C" microattn_status name##_set_weight(name* obj, const float* g) {        \
+    return ::microattn::c_api::norm_set_weight<microattn_c_##name::Object>(obj, g); \
+  }                                                                                 \
+  static_assert(true, "")
+
+/// LayerNorm<d, Bias> (d, or d and microattn::Bias::kNo): NAME_init, NAME_set_weights (g, b),
+/// NAME_set_eps, NAME_eps, NAME_forward (x, M, y).
+#define MICROATTN_C_LAYERNORM(name, ...)                                                      \
+  MICROATTN_C_BASE_(name, kLayerNorm, 0, ::microattn::LayerNorm<__VA_ARGS__>)                 \
+  MICROATTN_C_NORM_(name)                                                                     \
+  extern "C" microattn_status name##_set_weights(name* obj, const float* g, const float* b) { \
+    return ::microattn::c_api::norm_set_weights<microattn_c_##name::Object>(obj, g, b);       \
+  }                                                                                           \
+  static_assert(true, "")
+
 // Internal: the configuration and object type (microattn_c_NAME::Cfg and ::Object, usable from
-// the project's C++ code), the storage check, and the functions every kind has.
-#define MICROATTN_C_OBJECT_(name, kind, chunk, ...)                                             \
+// the project's C++ code), the storage check, and the functions every attention kind has (the
+// softmax scale, the executor).
+#define MICROATTN_C_OBJECT_(name, kind, chunk, ...)                                          \
+  MICROATTN_C_BASE_(name, kind, chunk, __VA_ARGS__)                                          \
+  extern "C" microattn_status name##_set_scale(name* obj, float scale) {                     \
+    return ::microattn::c_api::set_scale<microattn_c_##name::Object>(obj, scale);            \
+  }                                                                                          \
+  extern "C" float name##_scale(const name* obj) {                                           \
+    return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                       \
+  }                                                                                          \
+  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) { \
+    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);            \
+  }
+
+// Internal: a building block with weights (Linear, Mlp): no softmax scale; set_weights of its own
+// C struct (checked against the header's prototype), the executor, forward on M rows.
+#define MICROATTN_C_BLOCK_(name, kind, chunk, ...)                                                 \
+  MICROATTN_C_BASE_(name, kind, chunk, __VA_ARGS__)                                                \
+  static_assert(                                                                                   \
+      ::microattn::c_api::SetWeightsCheck<microattn_c_##name::Layer, decltype(name##_set_weights), \
+                                          ::microattn::c_api::CWeights<microattn_c_##name::Cfg>,   \
+                                          name>::kFits,                                            \
+      "microattn C API, layer '" #name                                                             \
+      "': its C header declares set_weights for another weight type (fp32: "                       \
+      "microattn_linear_weights / microattn_mlp_weights, WeightType::kInt8: "                      \
+      "microattn_linear_weights_q8 / microattn_mlp_weights_q8) than this Config's (regenerate "    \
+      "the header with tools/microattn_c.py)");                                                    \
+  extern "C" microattn_status name##_set_weights(                                                  \
+      name* obj, const ::microattn::c_api::CWeights<microattn_c_##name::Cfg>* w) {                 \
+    return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>(   \
+        obj, w);                                                                                   \
+  }                                                                                                \
+  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {       \
+    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);                  \
+  }                                                                                                \
+  extern "C" microattn_status name##_forward(name* obj, const float* x, size_t M, float* y) {      \
+    return ::microattn::c_api::forward<microattn_c_##name::Object>(obj, x, M, y);                  \
+  }
+
+// Internal: a norm's epsilon and forward (y may be x).
+#define MICROATTN_C_NORM_(name)                                                               \
+  extern "C" microattn_status name##_set_eps(name* obj, float eps) {                          \
+    return ::microattn::c_api::set_eps<microattn_c_##name::Object>(obj, eps);                 \
+  }                                                                                           \
+  extern "C" float name##_eps(const name* obj) {                                              \
+    return ::microattn::c_api::eps<microattn_c_##name::Object>(obj);                          \
+  }                                                                                           \
+  extern "C" microattn_status name##_forward(name* obj, const float* x, size_t M, float* y) { \
+    return ::microattn::c_api::forward<microattn_c_##name::Object>(obj, x, M, y);             \
+  }
+
+// Internal: the configuration and object type, the fingerprint and storage checks, NAME_init:
+// what every kind has.
+#define MICROATTN_C_BASE_(name, kind, chunk, ...)                                               \
   namespace microattn_c_##name {                                                                \
     using Cfg = __VA_ARGS__;                                                                    \
     using Object =                                                                              \
@@ -795,16 +1090,7 @@ microattn_status decoder_decode(Storage* storage, std::int32_t token, float* log
                 "': the storage struct of its C header "                                        \
                 "does not match this target's object (regenerate the header with "              \
                 "tools/microattn_c.py and this compiler and flags)");                           \
-  extern "C" void name##_init(name* obj) { ::microattn::c_api::init(obj); }                     \
-  extern "C" microattn_status name##_set_scale(name* obj, float scale) {                        \
-    return ::microattn::c_api::set_scale<microattn_c_##name::Object>(obj, scale);               \
-  }                                                                                             \
-  extern "C" float name##_scale(const name* obj) {                                              \
-    return ::microattn::c_api::scale<microattn_c_##name::Object>(obj);                          \
-  }                                                                                             \
-  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {    \
-    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);               \
-  }
+  extern "C" void name##_init(name* obj) { ::microattn::c_api::init(obj); }
 
 #define MICROATTN_C_WEIGHTS_ROPE_(name)                                                            \
   static_assert(                                                                                   \

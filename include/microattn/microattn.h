@@ -185,6 +185,62 @@ typedef struct microattn_latent_weights_q8 {
   const float* s_o;
 } microattn_latent_weights_q8;
 
+/* The weights of a linear layer, y = x W (+ b) (microattn::LinearWeights; --kind linear): views
+ * over the caller's arrays. w: [in][out] in IN_OUT, [out][in] in OUT_IN (PyTorch's
+ * nn.Linear.weight as it is), [out/16][in][16] in PANEL16 (out rounded up to a multiple of 16,
+ * the padding zero); b: [out] where <NAME>_BIAS is 1 (ignored, may be NULL, otherwise). Two
+ * structs, as for the attention layers, so that an int8 array given to an fp32 layer (or the
+ * reverse) is a compile error: microattn_linear_weights_q8 where <NAME>_INT8_WEIGHTS is 1. */
+typedef struct microattn_linear_weights {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const float* w;
+  const float* b;
+} microattn_linear_weights;
+
+/* int8 weights of a linear layer (WeightType::kInt8): w int8 in the shapes of
+ * microattn_linear_weights, s its [out] fp32 scales, W(i, o) = s[o] * w(i, o)
+ * (microattn_quantize_int8() makes both); the bias stays fp32. */
+typedef struct microattn_linear_weights_q8 {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const int8_t* w;
+  const float* s;
+  const float* b;
+} microattn_linear_weights_q8;
+
+/* The weights of an MLP (microattn::MlpWeights; --kind mlp), every matrix in `layout`:
+ *   field   IN_OUT              OUT_IN (PyTorch)     Hugging Face LLaMA (OUT_IN)
+ *   w_gate  [d_model][d_hidden] [d_hidden][d_model]  gate_proj.weight (gated activations only)
+ *   w_up    [d_model][d_hidden] [d_hidden][d_model]  up_proj.weight (ungated: the first Linear)
+ *   w_down  [d_hidden][d_model] [d_model][d_hidden]  down_proj.weight
+ *   b_gate, b_up: [d_hidden], b_down: [d_model], where <NAME>_BIAS is 1.
+ * Pointers the MLP does not use (w_gate of an ungated one, biases without <NAME>_BIAS) are
+ * ignored and may be NULL. For int8 weights: microattn_mlp_weights_q8. */
+typedef struct microattn_mlp_weights {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const float* w_gate;
+  const float* w_up;
+  const float* w_down;
+  const float* b_gate;
+  const float* b_up;
+  const float* b_down;
+} microattn_mlp_weights;
+
+/* int8 weights of an MLP (WeightType::kInt8): the matrices int8 in the shapes of
+ * microattn_mlp_weights, each with its fp32 scales, one per output column (s_gate, s_up:
+ * [d_hidden], s_down: [d_model]); the biases stay fp32. */
+typedef struct microattn_mlp_weights_q8 {
+  int layout; /* MICROATTN_LAYOUT_* */
+  const int8_t* w_gate;
+  const float* s_gate;
+  const int8_t* w_up;
+  const float* s_up;
+  const int8_t* w_down;
+  const float* s_down;
+  const float* b_gate;
+  const float* b_up;
+  const float* b_down;
+} microattn_mlp_weights_q8;
+
 /* What microattn_quantize_int8() measured (microattn::QuantError): the error its rounding
  * introduced into one matrix. */
 typedef struct microattn_quant_error {

@@ -102,6 +102,29 @@ size_t ref_lat_cache_bytes(int which, size_t* per_token);
  * clat_q8, clat_q8n; "clat_q8 fp32 weights", "clat_q8 fp32 cache": its twins; 0 otherwise). */
 uint32_t ref_config_id(const char* name);
 
+/* The building blocks (c_api_blocks.cpp), each call on a fresh C++ object:
+ * linear, which = 0: clin's Linear<LinearConfig<32, 24, Bias::kYes>> (w float), 1: clin_q8's
+ * Linear<LinearConfig<32, 48, WeightType::kInt8, MaxWorkers{3}>> (w int8_t, s its scales). */
+int ref_linear_forward(int which, int layout, const void* w, const float* s, const float* b,
+                       const float* x, size_t M, float* y);
+/* mlp, which = 0: cmlp's Mlp<MlpConfig<32, 48, kSwiGlu>>, 1: cmlp_gelu's Mlp<MlpConfig<32, 40,
+ * kGelu, Bias::kYes, MaxWorkers{3}>, DefaultArch, 5>, 2: cmlp_q8's Mlp<MlpConfig<32, 48, kGeGlu,
+ * WeightType::kInt8, Bias::kYes>>. w[3] = w_gate, w_up, w_down (float, or int8_t for 2), s[3]
+ * their scales, b[3] their biases. */
+int ref_mlp_forward(int which, int layout, const void* const w[3], const float* const s[3],
+                    const float* const b[3], const float* x, size_t M, float* y);
+/* norms of width 32, which = 0: RmsNorm (b unused), 1: LayerNorm, 2: LayerNorm<32, Bias::kNo>;
+ * eps 0: the default. */
+int ref_norm_forward(int which, const float* g, const float* b, float eps, const float* x, size_t M,
+                     float* y);
+/* The default epsilon of RmsNorm (which 0) and LayerNorm (1). */
+float ref_norm_default_eps(int which);
+/* sizeof / alignof of the C++ object behind the C block `name` (0 for an unknown name). */
+void ref_block_size(const char* name, size_t* bytes, size_t* align);
+/* microattn::c_api::config_id of the C block `name` (clin, cmlp, cmlp_gelu, crms, cln) or of a
+ * twin ("clin without bias", "cmlp_gelu chunk 16", "cmlp as kGeGlu"); 0 otherwise. */
+uint32_t ref_block_config_id(const char* name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,10 @@
  * and export_cache bounded by it), and the headers' NAME_MASK, NAME_WINDOW, NAME_CONFIG_ID;
  * latent attention (--kind latent) with and without a query latent against the C++
  * LatentAttention bit for bit: prefill, absorbed decode, truncate, reset, RoPE, scale and RMSNorm
- * epsilon, the latent rows' export and import, the executor, and every refusal.
+ * epsilon, the latent rows' export and import, the executor, and every refusal; the building
+ * blocks (--kind linear, mlp, rmsnorm, layernorm: fp32 and int8 weights in every layout, biases,
+ * the executor, an MLP's rows per pass) against the C++ Linear, Mlp, RmsNorm and LayerNorm bit
+ * for bit, with their refusals (NULL, no weights, M == 0, overlap, misaligned object).
  * The C objects are static (all-zero .bss, never initialised) unless a test says otherwise.
  * Prints one line per test and each failed check; exits 0 when every check passed. */
 #include <float.h>
@@ -32,11 +35,19 @@
 #include "clat_q.h"
 #include "clat_q8.h"
 #include "clat_q8n.h"
+#include "clin.h"
+#include "clin_q8.h"
+#include "cln.h"
+#include "cln_nb.h"
 #include "cmha.h"
 #include "cmha_mt.h"
 #include "cmha_none.h"
 #include "cmha_p.h"
 #include "cmha_q8.h"
+#include "cmlp.h"
+#include "cmlp_gelu.h"
+#include "cmlp_q8.h"
+#include "crms.h"
 #include "demo_layer.h"
 #include "microattn/microattn.h"
 
@@ -1734,6 +1745,440 @@ static void test_latent_null_and_misaligned(void) {
   CHECK(clat_length(odd) == 0 && clat_rms_eps(odd) == 0.0f);
 }
 
+/* ------------------------------------------------------------------------ building blocks */
+
+/* What the blocks' headers say (the probe's values), usable in constant expressions. */
+_Static_assert(CLIN_IN == 32 && CLIN_OUT == 24 && CLIN_BIAS == 1 && CLIN_INT8_WEIGHTS == 0 &&
+                   CLIN_MAX_WORKERS == 1 && CLIN_Q8_OUT == 48 && CLIN_Q8_BIAS == 0 &&
+                   CLIN_Q8_INT8_WEIGHTS == 1 && CLIN_Q8_MAX_WORKERS == 3,
+               "linear shape");
+_Static_assert(CMLP_D_MODEL == 32 && CMLP_D_HIDDEN == 48 && CMLP_ACTIVATION == 0 &&
+                   CMLP_GATED == 1 && CMLP_BIAS == 0 && CMLP_MAX_ROWS == 16 &&
+                   CMLP_GELU_D_HIDDEN == 40 && CMLP_GELU_ACTIVATION == 2 && CMLP_GELU_GATED == 0 &&
+                   CMLP_GELU_BIAS == 1 && CMLP_GELU_MAX_ROWS == 5 && CMLP_GELU_MAX_WORKERS == 3 &&
+                   CMLP_Q8_ACTIVATION == 1 && CMLP_Q8_INT8_WEIGHTS == 1 && CMLP_Q8_BIAS == 1,
+               "mlp shape");
+_Static_assert(CRMS_D == 32 && CLN_D == 32 && CLN_BIAS == 1 && CLN_NB_BIAS == 0, "norm shape");
+_Static_assert(sizeof(cmlp_gelu) == CMLP_GELU_BYTES && alignof(cmlp_gelu) == CMLP_GELU_ALIGN &&
+                   sizeof(crms) == CRMS_BYTES,
+               "block storage");
+_Static_assert(CLN_CONFIG_ID != CLN_NB_CONFIG_ID && CLN_CONFIG_ID != CRMS_CONFIG_ID &&
+                   CMLP_CONFIG_ID != CMLP_Q8_CONFIG_ID && CLIN_CONFIG_ID != CLIN_Q8_CONFIG_ID,
+               "block fingerprints differ");
+
+enum { kBH = 48 }; /* the widest hidden / output width of the blocks */
+
+static clin g_lin;           /* static, never initialised */
+static clin_q8 g_lin_q8;     /* int8 weights, 3 workers */
+static cmlp g_mlp;           /* SwiGLU */
+static cmlp_gelu g_mlp_gelu; /* GELU, biases, 3 workers, 5 rows a pass */
+static cmlp_q8 g_mlp_q8;     /* GeGLU, int8, biases */
+static crms g_rms;
+static cln g_ln;
+static cln_nb g_ln_nb;
+
+/* Block weights in RAM (OUT_IN as read; IN_OUT is the same floats read the other way), their
+ * biases, a PANEL16 copy of the linear matrix, int8 copies, and outputs of up to kBH columns. */
+static float g_b_w[3][kDM * kBH], g_b_bias[3][kBH], g_b_panel[kDM * 32];
+static float g_b_g[kDM], g_b_beta[kDM];
+static alignas(16) int8_t g_b_q[3][kDM * kBH];
+static float g_b_s[3][kBH];
+static float g_b_y[kT * kBH], g_b_ref[kT * kBH];
+
+static void fill_block_data(void) {
+  for (int i = 0; i < 3; ++i) {
+    fill(g_b_w[i], kDM * kBH, 41 + (uint32_t)i, 0.2f);
+    fill(g_b_bias[i], kBH, 44 + (uint32_t)i, 0.1f);
+  }
+  fill(g_b_g, kDM, 47, 0.5f);
+  for (size_t i = 0; i < kDM; ++i) g_b_g[i] += 1.0f;
+  fill(g_b_beta, kDM, 48, 0.2f);
+  /* clin's matrix (OUT_IN [24][32]) as PANEL16 [2][32][16], the padding columns zero. */
+  for (size_t p = 0; p < 2; ++p)
+    for (size_t i = 0; i < kDM; ++i)
+      for (size_t c = 0; c < 16; ++c) {
+        const size_t o = 16 * p + c;
+        g_b_panel[(p * kDM + i) * 16 + c] = o < CLIN_OUT ? g_b_w[0][o * kDM + i] : 0.0f;
+      }
+}
+
+/* The three matrices of an MLP of hidden width dh, int8 in `layout` (their fp32 source read as
+ * OUT_IN): g_b_q / g_b_s. */
+static void quantize_blocks(size_t dh, int layout) {
+  CHECK_STATUS(microattn_quantize_int8(g_b_w[0], MICROATTN_LAYOUT_OUT_IN, kDM, dh, layout, g_b_q[0],
+                                       g_b_s[0], NULL),
+               MICROATTN_OK);
+  CHECK_STATUS(microattn_quantize_int8(g_b_w[1], MICROATTN_LAYOUT_OUT_IN, kDM, dh, layout, g_b_q[1],
+                                       g_b_s[1], NULL),
+               MICROATTN_OK);
+  CHECK_STATUS(microattn_quantize_int8(g_b_w[2], MICROATTN_LAYOUT_OUT_IN, dh, kDM, layout, g_b_q[2],
+                                       g_b_s[2], NULL),
+               MICROATTN_OK);
+}
+
+static void test_blocks_storage_matches_cpp(void) {
+  static const struct {
+    const char* name;
+    size_t bytes, align;
+  } kBlocks[] = {{"clin", CLIN_BYTES, CLIN_ALIGN},
+                 {"clin_q8", CLIN_Q8_BYTES, CLIN_Q8_ALIGN},
+                 {"cmlp", CMLP_BYTES, CMLP_ALIGN},
+                 {"cmlp_gelu", CMLP_GELU_BYTES, CMLP_GELU_ALIGN},
+                 {"cmlp_q8", CMLP_Q8_BYTES, CMLP_Q8_ALIGN},
+                 {"crms", CRMS_BYTES, CRMS_ALIGN},
+                 {"cln", CLN_BYTES, CLN_ALIGN},
+                 {"cln_nb", CLN_NB_BYTES, CLN_NB_ALIGN}};
+  for (size_t i = 0; i < sizeof kBlocks / sizeof kBlocks[0]; ++i) {
+    size_t bytes = 0, align = 0;
+    ref_block_size(kBlocks[i].name, &bytes, &align);
+    CHECK(bytes == kBlocks[i].bytes && align == kBlocks[i].align);
+  }
+  CHECK(ref_block_config_id("clin") == CLIN_CONFIG_ID);
+  CHECK(ref_block_config_id("cmlp") == CMLP_CONFIG_ID);
+  CHECK(ref_block_config_id("cmlp_gelu") == CMLP_GELU_CONFIG_ID);
+  CHECK(ref_block_config_id("crms") == CRMS_CONFIG_ID);
+  CHECK(ref_block_config_id("cln") == CLN_CONFIG_ID);
+  /* One option apart (a bias, the rows per pass, the activation): another fingerprint. */
+  CHECK(ref_block_config_id("clin without bias") != CLIN_CONFIG_ID);
+  CHECK(ref_block_config_id("cmlp_gelu chunk 16") != CMLP_GELU_CONFIG_ID);
+  CHECK(ref_block_config_id("cmlp as kGeGlu") != CMLP_CONFIG_ID);
+}
+
+static microattn_linear_weights lin_weights(int layout) {
+  const microattn_linear_weights w = {
+      .layout = layout,
+      .w = layout == MICROATTN_LAYOUT_PANEL16 ? g_b_panel : g_b_w[0],
+      .b = g_b_bias[0]};
+  return w;
+}
+
+static void test_linear(void) {
+  static const size_t kRows[] = {1, 2, 5, 16, 17, kT};
+  microattn_linear_weights w = lin_weights(MICROATTN_LAYOUT_OUT_IN);
+  /* No weights yet; NULLs; refused weights change nothing. */
+  poison(g_b_y, kT * kBH);
+  CHECK_STATUS(clin_forward(&g_lin, g_x, kT, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clin_forward(NULL, g_x, kT, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clin_set_weights(NULL, &w), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clin_set_weights(&g_lin, NULL), MICROATTN_NULL_POINTER);
+  w.b = NULL; /* Bias::kYes: b needed */
+  CHECK_STATUS(clin_set_weights(&g_lin, &w), MICROATTN_NULL_POINTER);
+  static const int kBadLayouts[] = {3, -1, 256};
+  for (size_t i = 0; i < 3; ++i) {
+    w = lin_weights(MICROATTN_LAYOUT_OUT_IN);
+    w.layout = kBadLayouts[i];
+    CHECK_STATUS(clin_set_weights(&g_lin, &w), MICROATTN_BAD_ARGUMENT);
+  }
+  CHECK_STATUS(clin_forward(&g_lin, g_x, kT, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_b_y, kT * kBH));
+  /* Every layout and row count: the C++ Linear's bits. */
+  static const int kLayouts[] = {MICROATTN_LAYOUT_OUT_IN, MICROATTN_LAYOUT_IN_OUT,
+                                 MICROATTN_LAYOUT_PANEL16};
+  for (size_t l = 0; l < 3; ++l) {
+    w = lin_weights(kLayouts[l]);
+    CHECK_STATUS(clin_set_weights(&g_lin, &w), MICROATTN_OK);
+    for (size_t i = 0; i < sizeof kRows / sizeof kRows[0]; ++i) {
+      const size_t M = kRows[i];
+      poison(g_b_y, kT * kBH);
+      CHECK_STATUS(clin_forward(&g_lin, g_x, M, g_b_y), MICROATTN_OK);
+      CHECK(ref_linear_forward(0, kLayouts[l], w.w, NULL, w.b, g_x, M, g_b_ref) == MICROATTN_OK);
+      CHECK_SAME(g_b_y, g_b_ref, M * CLIN_OUT);
+      CHECK(poisoned(g_b_y + M * CLIN_OUT, (kT - M) * CLIN_OUT)); /* nothing past row M */
+    }
+  }
+  /* PANEL16 is OUT_IN's matrix rearranged: the same result. */
+  w = lin_weights(MICROATTN_LAYOUT_OUT_IN);
+  CHECK(ref_linear_forward(0, MICROATTN_LAYOUT_OUT_IN, w.w, NULL, w.b, g_x, kT, g_b_y) ==
+        MICROATTN_OK);
+  CHECK_SAME(g_b_y, g_b_ref, kT * CLIN_OUT);
+  /* Refusals of forward write nothing. */
+  CHECK_STATUS(clin_set_weights(&g_lin, &w), MICROATTN_OK);
+  poison(g_b_y, kT * kBH);
+  CHECK_STATUS(clin_forward(&g_lin, g_x, 0, g_b_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(clin_forward(&g_lin, NULL, kT, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clin_forward(&g_lin, g_x, kT, NULL), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_b_y, kT * kBH));
+  static float xy[kT * kDM];
+  memcpy(xy, g_x, sizeof xy);
+  CHECK_STATUS(clin_forward(&g_lin, xy, 4, xy + 8), MICROATTN_OVERLAP); /* y over x */
+  CHECK(memcmp(xy, g_x, sizeof xy) == 0);
+  float bias_copy[kBH];
+  memcpy(bias_copy, g_b_bias[0], sizeof bias_copy);
+  CHECK_STATUS(clin_forward(&g_lin, g_x, 1, g_b_bias[0]), MICROATTN_OVERLAP); /* y over b */
+  CHECK_STATUS(clin_forward(&g_lin, g_x, 2, g_b_w[0]), MICROATTN_OVERLAP);    /* y over w */
+  CHECK(memcmp(bias_copy, g_b_bias[0], sizeof bias_copy) == 0);
+  /* Executor: MaxWorkers 1 takes none but the calling thread. */
+  size_t calls = 0;
+  microattn_executor ex = {run_reversed, &calls, 2};
+  const microattn_executor none = MICROATTN_EXECUTOR_NONE;
+  CHECK_STATUS(clin_set_executor(&g_lin, &ex), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clin_set_executor(&g_lin, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clin_set_executor(NULL, &none), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(clin_set_executor(&g_lin, &none), MICROATTN_OK);
+  /* A misaligned object: refused by every function; init forgets the weights. */
+  static alignas(CLIN_ALIGN) unsigned char raw[CLIN_BYTES + CLIN_ALIGN];
+  if (CLIN_ALIGN > 1) {
+    clin* bad = (clin*)(void*)(raw + 1);
+    CHECK_STATUS(clin_set_weights(bad, &w), MICROATTN_BAD_ARGUMENT);
+    CHECK_STATUS(clin_set_executor(bad, &none), MICROATTN_BAD_ARGUMENT);
+    CHECK_STATUS(clin_forward(bad, g_x, kT, g_b_y), MICROATTN_BAD_ARGUMENT);
+  }
+  clin_init(&g_lin);
+  clin_init(NULL);
+  CHECK_STATUS(clin_forward(&g_lin, g_x, kT, g_b_y), MICROATTN_NULL_POINTER);
+}
+
+static void test_linear_q8(void) {
+  static const int kLayouts[] = {MICROATTN_LAYOUT_OUT_IN, MICROATTN_LAYOUT_IN_OUT,
+                                 MICROATTN_LAYOUT_PANEL16};
+  size_t calls = 0;
+  microattn_executor ex = {run_reversed, &calls, 3};
+  for (size_t l = 0; l < 3; ++l) {
+    CHECK_STATUS(microattn_quantize_int8(g_b_w[0], MICROATTN_LAYOUT_OUT_IN, kDM, CLIN_Q8_OUT,
+                                         kLayouts[l], g_b_q[0], g_b_s[0], NULL),
+                 MICROATTN_OK);
+    microattn_linear_weights_q8 w = {.layout = kLayouts[l], .w = g_b_q[0], .s = NULL};
+    CHECK_STATUS(clin_q8_set_weights(&g_lin_q8, &w), MICROATTN_NULL_POINTER); /* scales */
+    w.s = g_b_s[0];
+    CHECK_STATUS(clin_q8_set_weights(&g_lin_q8, &w), MICROATTN_OK);
+    for (size_t M = 1; M <= kT; M += 7) {
+      ex.workers = 1 + M % 3;
+      CHECK_STATUS(clin_q8_set_executor(&g_lin_q8, &ex), MICROATTN_OK);
+      poison(g_b_y, kT * kBH);
+      calls = 0;
+      CHECK_STATUS(clin_q8_forward(&g_lin_q8, g_x, M, g_b_y), MICROATTN_OK);
+      CHECK(calls == (ex.workers > 1 ? 1u : 0u)); /* one split call, or none */
+      CHECK(ref_linear_forward(1, kLayouts[l], w.w, w.s, NULL, g_x, M, g_b_ref) == MICROATTN_OK);
+      CHECK_SAME(g_b_y, g_b_ref, M * CLIN_Q8_OUT); /* any worker count: the same bits */
+      CHECK(poisoned(g_b_y + M * CLIN_Q8_OUT, (kT - M) * CLIN_Q8_OUT));
+    }
+  }
+  ex.workers = 4; /* > MAX_WORKERS */
+  CHECK_STATUS(clin_q8_set_executor(&g_lin_q8, &ex), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(clin_q8_forward(&g_lin_q8, g_x, 1, g_b_s[0]), MICROATTN_OVERLAP); /* y over s */
+}
+
+static microattn_mlp_weights mlp_weights(int layout, int biases) {
+  const microattn_mlp_weights w = {.layout = layout,
+                                   .w_gate = g_b_w[0],
+                                   .w_up = g_b_w[1],
+                                   .w_down = g_b_w[2],
+                                   .b_gate = biases ? g_b_bias[0] : NULL,
+                                   .b_up = biases ? g_b_bias[1] : NULL,
+                                   .b_down = biases ? g_b_bias[2] : NULL};
+  return w;
+}
+static void mlp_arrays(const microattn_mlp_weights* w, const void* m[3], const float* b[3]) {
+  m[0] = w->w_gate, m[1] = w->w_up, m[2] = w->w_down;
+  b[0] = w->b_gate, b[1] = w->b_up, b[2] = w->b_down;
+}
+
+static void test_mlp(void) {
+  static const size_t kRows[] = {1, 2, 4, 5, 6, 16, 17, kT};
+  static const int kLayouts[] = {MICROATTN_LAYOUT_OUT_IN, MICROATTN_LAYOUT_IN_OUT};
+  const float* const no_s[3] = {NULL, NULL, NULL};
+  /* The SwiGLU MLP: refusals first (gated: w_gate needed). */
+  microattn_mlp_weights w = mlp_weights(MICROATTN_LAYOUT_OUT_IN, 0);
+  poison(g_b_y, kT * kBH);
+  CHECK_STATUS(cmlp_forward(&g_mlp, g_x, kT, g_b_y), MICROATTN_NULL_POINTER); /* no weights */
+  w.w_gate = NULL;
+  CHECK_STATUS(cmlp_set_weights(&g_mlp, &w), MICROATTN_NULL_POINTER);
+  w = mlp_weights(7, 0);
+  CHECK_STATUS(cmlp_set_weights(&g_mlp, &w), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(cmlp_set_weights(&g_mlp, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmlp_set_weights(NULL, &w), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmlp_forward(&g_mlp, g_x, kT, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_b_y, kT * kBH));
+  for (size_t l = 0; l < 2; ++l) {
+    const microattn_mlp_weights ws = mlp_weights(kLayouts[l], 0);
+    const microattn_mlp_weights wg = mlp_weights(kLayouts[l], 1);
+    const void* ms[3];
+    const float* bs[3];
+    const void* mg[3];
+    const float* bg[3];
+    mlp_arrays(&ws, ms, bs);
+    mlp_arrays(&wg, mg, bg);
+    CHECK_STATUS(cmlp_set_weights(&g_mlp, &ws), MICROATTN_OK);
+    CHECK_STATUS(cmlp_gelu_set_weights(&g_mlp_gelu, &wg), MICROATTN_OK);
+    for (size_t i = 0; i < sizeof kRows / sizeof kRows[0]; ++i) {
+      const size_t M = kRows[i];
+      poison(g_b_y, kT * kBH);
+      CHECK_STATUS(cmlp_forward(&g_mlp, g_x, M, g_b_y), MICROATTN_OK);
+      CHECK(ref_mlp_forward(0, kLayouts[l], ms, no_s, bs, g_x, M, g_b_ref) == MICROATTN_OK);
+      CHECK_SAME(g_b_y, g_b_ref, M * kDM);
+      CHECK(poisoned(g_b_y + M * kDM, (kT - M) * kDM));
+      /* GELU, biases, 5 rows a pass (M = 6, 16, 17, 24: several passes). */
+      poison(g_b_y, kT * kBH);
+      CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, M, g_b_y), MICROATTN_OK);
+      CHECK(ref_mlp_forward(1, kLayouts[l], mg, no_s, bg, g_x, M, g_b_ref) == MICROATTN_OK);
+      CHECK_SAME(g_b_y, g_b_ref, M * kDM);
+      CHECK(poisoned(g_b_y + M * kDM, (kT - M) * kDM));
+    }
+  }
+  /* Ungated: w_gate is not needed; the biases are. */
+  w = mlp_weights(MICROATTN_LAYOUT_OUT_IN, 1);
+  w.w_gate = NULL, w.b_gate = NULL;
+  CHECK_STATUS(cmlp_gelu_set_weights(&g_mlp_gelu, &w), MICROATTN_OK);
+  w.b_down = NULL;
+  CHECK_STATUS(cmlp_gelu_set_weights(&g_mlp_gelu, &w), MICROATTN_NULL_POINTER);
+  /* The executor: 2 and 3 workers, the same bits as one (one row: the GEMVs split by columns,
+   * several: by rows). */
+  size_t calls = 0;
+  microattn_executor ex = {run_reversed, &calls, 3};
+  w = mlp_weights(MICROATTN_LAYOUT_OUT_IN, 1);
+  CHECK_STATUS(cmlp_gelu_set_weights(&g_mlp_gelu, &w), MICROATTN_OK);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, kT, g_b_ref), MICROATTN_OK);
+  static float one_row[kDM];
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, 1, one_row), MICROATTN_OK);
+  for (size_t workers = 2; workers <= 3; ++workers) {
+    ex.workers = workers;
+    CHECK_STATUS(cmlp_gelu_set_executor(&g_mlp_gelu, &ex), MICROATTN_OK);
+    calls = 0;
+    CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, kT, g_b_y), MICROATTN_OK);
+    CHECK(calls > 0);
+    CHECK_SAME(g_b_y, g_b_ref, kT * kDM);
+    CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, 1, g_b_y), MICROATTN_OK);
+    CHECK_SAME(g_b_y, one_row, kDM);
+  }
+  ex.workers = 4;
+  CHECK_STATUS(cmlp_gelu_set_executor(&g_mlp_gelu, &ex), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(cmlp_set_executor(&g_mlp, &ex), MICROATTN_BAD_ARGUMENT);
+  /* Refusals of forward write nothing: M == 0, NULLs, y over x or a weight array. */
+  poison(g_b_y, kT * kBH);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, 0, g_b_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, NULL, 1, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, 1, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmlp_gelu_forward(NULL, g_x, 1, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_b_y, kT * kBH));
+  static float xy[kT * kDM];
+  memcpy(xy, g_x, sizeof xy);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, xy, 3, xy), MICROATTN_OVERLAP); /* y is x */
+  CHECK(memcmp(xy, g_x, sizeof xy) == 0);
+  float down_copy[kBH];
+  memcpy(down_copy, g_b_bias[2], sizeof down_copy);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, 1, g_b_bias[2]), MICROATTN_OVERLAP);
+  CHECK_STATUS(cmlp_gelu_forward(&g_mlp_gelu, g_x, 2, g_b_w[2] + 16), MICROATTN_OVERLAP);
+  CHECK(memcmp(down_copy, g_b_bias[2], sizeof down_copy) == 0);
+}
+
+static void test_mlp_q8(void) {
+  static const int kLayouts[] = {MICROATTN_LAYOUT_OUT_IN, MICROATTN_LAYOUT_PANEL16,
+                                 MICROATTN_LAYOUT_IN_OUT};
+  for (size_t l = 0; l < 3; ++l) {
+    quantize_blocks(CMLP_Q8_D_HIDDEN, kLayouts[l]);
+    microattn_mlp_weights_q8 w = {.layout = kLayouts[l],
+                                  .w_gate = g_b_q[0],
+                                  .s_gate = g_b_s[0],
+                                  .w_up = g_b_q[1],
+                                  .s_up = g_b_s[1],
+                                  .w_down = g_b_q[2],
+                                  .s_down = NULL,
+                                  .b_gate = g_b_bias[0],
+                                  .b_up = g_b_bias[1],
+                                  .b_down = g_b_bias[2]};
+    CHECK_STATUS(cmlp_q8_set_weights(&g_mlp_q8, &w), MICROATTN_NULL_POINTER); /* a scale */
+    w.s_down = g_b_s[2];
+    CHECK_STATUS(cmlp_q8_set_weights(&g_mlp_q8, &w), MICROATTN_OK);
+    const void* m[3] = {w.w_gate, w.w_up, w.w_down};
+    const float* s[3] = {w.s_gate, w.s_up, w.s_down};
+    const float* b[3] = {w.b_gate, w.b_up, w.b_down};
+    for (size_t M = 1; M <= kT; M += 5) {
+      poison(g_b_y, kT * kBH);
+      CHECK_STATUS(cmlp_q8_forward(&g_mlp_q8, g_x, M, g_b_y), MICROATTN_OK);
+      CHECK(ref_mlp_forward(2, kLayouts[l], m, s, b, g_x, M, g_b_ref) == MICROATTN_OK);
+      CHECK_SAME(g_b_y, g_b_ref, M * kDM);
+      CHECK(poisoned(g_b_y + M * kDM, (kT - M) * kDM));
+    }
+  }
+}
+
+static void test_norms(void) {
+  static float xy[kT * kDM];
+  /* Defaults: no weight, the C++ epsilons. */
+  CHECK(crms_eps(&g_rms) == ref_norm_default_eps(0));
+  CHECK(cln_eps(&g_ln) == ref_norm_default_eps(1) &&
+        cln_nb_eps(&g_ln_nb) == ref_norm_default_eps(1));
+  CHECK(crms_eps(NULL) == 0.0f && cln_eps(NULL) == 0.0f);
+  poison(g_b_y, kT * kBH);
+  CHECK_STATUS(crms_forward(&g_rms, g_x, kT, g_b_y), MICROATTN_NULL_POINTER); /* no weight */
+  CHECK_STATUS(cln_forward(&g_ln, g_x, kT, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_b_y, kT * kBH));
+  CHECK_STATUS(crms_set_weight(&g_rms, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(crms_set_weight(NULL, g_b_g), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cln_set_weights(&g_ln, g_b_g, NULL), MICROATTN_NULL_POINTER); /* Bias::kYes */
+  CHECK_STATUS(cln_nb_set_weights(&g_ln_nb, g_b_g, NULL), MICROATTN_OK);     /* Bias::kNo */
+  CHECK_STATUS(crms_set_weight(&g_rms, g_b_g), MICROATTN_OK);
+  CHECK_STATUS(cln_set_weights(&g_ln, g_b_g, g_b_beta), MICROATTN_OK);
+  /* Epsilon: finite and > 0, else nothing changes. */
+  CHECK_STATUS(crms_set_eps(&g_rms, 0.0f), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(crms_set_eps(&g_rms, -1e-5f), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(cln_set_eps(&g_ln, NAN), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(cln_set_eps(&g_ln, INFINITY), MICROATTN_BAD_ARGUMENT);
+  CHECK_STATUS(crms_set_eps(NULL, 1e-5f), MICROATTN_NULL_POINTER);
+  CHECK(crms_eps(&g_rms) == ref_norm_default_eps(0) && cln_eps(&g_ln) == ref_norm_default_eps(1));
+  /* forward: the C++ norms' bits, default and set epsilons, in place too. */
+  static const float kEps[] = {0.0f, 1e-3f};
+  for (size_t e = 0; e < 2; ++e) {
+    if (kEps[e] != 0.0f) {
+      CHECK_STATUS(crms_set_eps(&g_rms, kEps[e]), MICROATTN_OK);
+      CHECK_STATUS(cln_set_eps(&g_ln, kEps[e]), MICROATTN_OK);
+      CHECK_STATUS(cln_nb_set_eps(&g_ln_nb, kEps[e]), MICROATTN_OK);
+      CHECK(crms_eps(&g_rms) == kEps[e] && cln_eps(&g_ln) == kEps[e]);
+    }
+    for (size_t M = 1; M <= kT; M += 23) {
+      for (int which = 0; which < 3; ++which) {
+        poison(g_b_y, kT * kBH);
+        const microattn_status s = which == 0   ? crms_forward(&g_rms, g_x, M, g_b_y)
+                                   : which == 1 ? cln_forward(&g_ln, g_x, M, g_b_y)
+                                                : cln_nb_forward(&g_ln_nb, g_x, M, g_b_y);
+        CHECK_STATUS(s, MICROATTN_OK);
+        CHECK(ref_norm_forward(which, g_b_g, which == 1 ? g_b_beta : NULL, kEps[e], g_x, M,
+                               g_b_ref) == MICROATTN_OK);
+        CHECK_SAME(g_b_y, g_b_ref, M * kDM);
+        CHECK(poisoned(g_b_y + M * kDM, (kT - M) * kDM));
+        memcpy(xy, g_x, sizeof xy);
+        const microattn_status p = which == 0   ? crms_forward(&g_rms, xy, M, xy)
+                                   : which == 1 ? cln_forward(&g_ln, xy, M, xy)
+                                                : cln_nb_forward(&g_ln_nb, xy, M, xy);
+        CHECK_STATUS(p, MICROATTN_OK);
+        CHECK_SAME(xy, g_b_ref, M * kDM); /* in place: the same */
+      }
+    }
+  }
+  /* LayerNorm's bias is added: with and without it the results differ. */
+  CHECK_STATUS(cln_forward(&g_ln, g_x, 1, g_b_y), MICROATTN_OK);
+  CHECK_STATUS(cln_nb_forward(&g_ln_nb, g_x, 1, g_b_ref), MICROATTN_OK);
+  CHECK(memcmp(g_b_y, g_b_ref, kDM * sizeof(float)) != 0);
+  /* Refusals write nothing: M == 0, NULLs, y partly over x, y over g or b. */
+  poison(g_b_y, kT * kBH);
+  CHECK_STATUS(crms_forward(&g_rms, g_x, 0, g_b_y), MICROATTN_BAD_TOKEN_COUNT);
+  CHECK_STATUS(cln_forward(&g_ln, NULL, 1, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cln_forward(&g_ln, g_x, 1, NULL), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(crms_forward(NULL, g_x, 1, g_b_y), MICROATTN_NULL_POINTER);
+  CHECK(poisoned(g_b_y, kT * kBH));
+  memcpy(xy, g_x, sizeof xy);
+  CHECK_STATUS(crms_forward(&g_rms, xy, 2, xy + 1), MICROATTN_OVERLAP);
+  CHECK_STATUS(cln_forward(&g_ln, xy + kDM, 2, xy), MICROATTN_OVERLAP);
+  CHECK(memcmp(xy, g_x, sizeof xy) == 0);
+  float g_copy[kDM];
+  memcpy(g_copy, g_b_g, sizeof g_copy);
+  CHECK_STATUS(crms_forward(&g_rms, g_x, 1, g_b_g), MICROATTN_OVERLAP);
+  CHECK_STATUS(cln_forward(&g_ln, g_x, 1, g_b_beta), MICROATTN_OVERLAP);
+  CHECK(memcmp(g_copy, g_b_g, sizeof g_copy) == 0);
+  /* A misaligned object; init forgets the weight and the epsilon. */
+  static alignas(CRMS_ALIGN) unsigned char raw[CRMS_BYTES + CRMS_ALIGN];
+  if (CRMS_ALIGN > 1) {
+    crms* bad = (crms*)(void*)(raw + 1);
+    CHECK_STATUS(crms_set_weight(bad, g_b_g), MICROATTN_BAD_ARGUMENT);
+    CHECK_STATUS(crms_set_eps(bad, 1e-5f), MICROATTN_BAD_ARGUMENT);
+    CHECK_STATUS(crms_forward(bad, g_x, 1, g_b_y), MICROATTN_BAD_ARGUMENT);
+    CHECK(crms_eps(bad) == 0.0f);
+  }
+  crms_init(&g_rms);
+  CHECK(crms_eps(&g_rms) == ref_norm_default_eps(0));
+  CHECK_STATUS(crms_forward(&g_rms, g_x, 1, g_b_y), MICROATTN_NULL_POINTER);
+}
+
 static void test_readme_example(void) {
   static float wq[64 * 64], wk[32 * 64], wv[32 * 64], wo[64 * 64], x[64 * 64], y[64 * 64],
       ref[64 * 64];
@@ -1790,6 +2235,13 @@ int main(void) {
   RUN(test_latent_null_and_misaligned);
   RUN(test_latent_q8_sequence);
   RUN(test_latent_q8_cache_export_import);
+  fill_block_data();
+  RUN(test_blocks_storage_matches_cpp);
+  RUN(test_linear);
+  RUN(test_linear_q8);
+  RUN(test_mlp);
+  RUN(test_mlp_q8);
+  RUN(test_norms);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }

@@ -13,7 +13,11 @@ set_weights with microattn_weights_q8 and give the int8 cache's bytes; --kind la
 LatentConfig: the shape, the latent cache's bytes, its functions; a header for another
 LatentConfig or chunk, or of another kind, stops the C++ file naming the layer; with
 WeightType::kInt8 and CacheType::kInt8 set_weights takes microattn_latent_weights_q8 and the
-cache is int8, for the host and arm-none-eabi); options are
+cache is int8, for the host and arm-none-eabi); the building blocks (--kind linear, mlp,
+rmsnorm, layernorm: their shape, their functions and no softmax scale; fp32 and int8 weight
+structs; a header for another block configuration, MLP rows per pass, norm kind or weight type
+stops the C++ file naming the block; --cpp-from takes their headers; for the host and
+arm-none-eabi); options are
 accepted as --help spells them (a --cxxflags value starting with '-', bare Mask::, SlidingWindow{},
 MaxWorkers{}); --cpp-from writes one C++ file for several layers, and on Cortex-M its image,
 linked by arm-none-eabi-gcc with no C++ runtime, is smaller than one file per layer; the tool
@@ -86,13 +90,13 @@ class Setup:
         return r.returncode, r.stdout, h, cpp, values
 
     def compile_c_header(self, cc, flags, h):
-        # The header alone, then used: an object of the type and a call.
+        # The header alone, then used: an object of the type and a call (init: every kind has it).
         d = os.path.dirname(h)
         name = os.path.splitext(os.path.basename(h))[0]
         src = os.path.join(d, name + "_use.c")
         with open(src, "w") as f:
             f.write('#include "%s.h"\n#include "%s.h"\nstatic %s g_obj;\n'
-                    "float %s_use(void);\nfloat %s_use(void) { return %s_scale(&g_obj); }\n"
+                    "void %s_use(void);\nvoid %s_use(void) { %s_init(&g_obj); }\n"
                     % (name, name, name, name, name, name))
         cmd = ([cc] + shlex.split(flags) + ["-std=c11", "-Wall", "-Wextra", "-Werror",
                                             "-pedantic", "-I" + self.include, "-I" + d, "-c",
@@ -133,6 +137,15 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         # a whole decoder model (DecoderConfig): tokens in, logits out, weights from a model file.
         "decoder": ("gdecoder", "decoder", "11, 16, 2, 4, 2, 4, 24, 12, LmHead::kTied, "
                     "WeightType::kInt8, CacheType::kInt8", ("--chunk", "5")),
+        # the building blocks: a linear layer with a bias, and int8 with 2 workers; a SwiGLU MLP
+        # with 5 rows a pass, a GELU one with int8 weights and biases; the norms.
+        "linear": ("glinear", "linear", "32, 24, Bias::kYes", ()),
+        "linear_q8": ("glinear_q8", "linear", "32, 48, WeightType::kInt8, MaxWorkers{2}", ()),
+        "mlp": ("gmlp", "mlp", "32, 48, Activation::kSwiGlu", ("--chunk", "5")),
+        "mlp_q8": ("gmlp_q8", "mlp", "32, 48, Activation::kGelu, WeightType::kInt8, Bias::kYes",
+                   ()),
+        "rmsnorm": ("grmsnorm", "rmsnorm", "32", ()),
+        "layernorm": ("glayernorm", "layernorm", "32, Bias::kNo", ()),
     }
     for kind in kinds:
         name, k, config, extra = cases[kind]
@@ -151,7 +164,9 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
         check(r.returncode == 0,
               "%s: %s C++ file compiles with the same compiler and flags (%.1f s)"
               % (tag, kind, time.time() - t0), r.stdout)
-        if kind == "latent_q8":
+        if kind in BLOCK_CASES:
+            block_header_checks(tag, kind, h, v)
+        elif kind == "latent_q8":
             latent_int8_checks(s, tag, cxx, flags, include_dirs, h, v)
         elif kind.endswith("_q8"):
             int8_checks(s, tag, kind, cxx, flags, include_dirs, h, v)
@@ -161,6 +176,50 @@ def target_checks(s, tag, cxx, cc, flags, kinds, include_dirs=(), cflags=None):
             latent_header_checks(tag, h, v)
         if kind == "decoder":
             decoder_header_checks(tag, h, v)
+
+
+# What each block header of target_checks must say: its values, the declarations it has.
+BLOCK_CASES = {
+    "linear": ({"IN": "32", "OUT": "24", "BIAS": "1", "INT8_WEIGHTS": "0", "MAX_WORKERS": "1"},
+               ["%s_set_weights(%s* obj, const microattn_linear_weights* w);",
+                "%s_set_executor(%s* obj, const microattn_executor* ex);",
+                "%s_forward(%s* obj, const float* x, size_t M, float* y);"]),
+    "linear_q8": ({"IN": "32", "OUT": "48", "BIAS": "0", "INT8_WEIGHTS": "1", "MAX_WORKERS": "2"},
+                  ["%s_set_weights(%s* obj, const microattn_linear_weights_q8* w);",
+                   "%s_forward(%s* obj, const float* x, size_t M, float* y);"]),
+    "mlp": ({"D_MODEL": "32", "D_HIDDEN": "48", "ACTIVATION": "0", "GATED": "1", "BIAS": "0",
+             "MAX_ROWS": "5", "INT8_WEIGHTS": "0"},
+            ["%s_set_weights(%s* obj, const microattn_mlp_weights* w);",
+             "%s_set_executor(%s* obj, const microattn_executor* ex);",
+             "%s_forward(%s* obj, const float* x, size_t M, float* y);"]),
+    "mlp_q8": ({"D_MODEL": "32", "D_HIDDEN": "48", "ACTIVATION": "2", "GATED": "0", "BIAS": "1",
+                "MAX_ROWS": "16", "INT8_WEIGHTS": "1"},
+               ["%s_set_weights(%s* obj, const microattn_mlp_weights_q8* w);"]),
+    "rmsnorm": ({"D": "32"},
+                ["%s_set_weight(%s* obj, const float* g);", "%s_set_eps(%s* obj, float eps);",
+                 "%s_eps(const %s* obj);",
+                 "%s_forward(%s* obj, const float* x, size_t M, float* y);"]),
+    "layernorm": ({"D": "32", "BIAS": "0"},
+                  ["%s_set_weights(%s* obj, const float* g, const float* b);",
+                   "%s_set_eps(%s* obj, float eps);",
+                   "%s_forward(%s* obj, const float* x, size_t M, float* y);"]),
+}
+
+
+def block_header_checks(tag, kind, h, v):
+    """A block header gives its shape and declares its functions, without a softmax scale (and a
+    norm without an executor)."""
+    text = open(h).read()
+    name = os.path.splitext(os.path.basename(h))[0]
+    want, decls = BLOCK_CASES[kind]
+    got = {k: v.get(k) for k in want}
+    missing = [d % (name, name) for d in decls if d % (name, name) not in text]
+    norm = kind in ("rmsnorm", "layernorm")
+    check(got == want and not missing and "_scale(" not in text and "T_MAX" not in text and
+          (not norm or "_set_executor(" not in text),
+          "%s: %s header: the shape, its functions, no scale%s" % (tag, kind, ", no executor"
+                                                                  if norm else ""),
+          "got %s, missing %s" % (got, missing))
 
 
 def decoder_header_checks(tag, h, v):
@@ -480,6 +539,66 @@ def config_checks(s, cxx, flags, include_dirs):
           "config: a header without MICROATTN_C_CONFIG_ID_NAME does not compile", r.stdout[-3000:])
 
 
+def block_config_checks(s, cxx, flags, include_dirs):
+    """A block header made for one configuration compiles with its own line and with no other:
+    a bias or the rows per pass leave the object's size as it is, so only NAME_CONFIG_ID can tell
+    (ConfigCheck, naming the block; MICROATTN_C_ALLOW_LARGER_STORAGE relaxes the size check); an
+    fp32 header with an int8 line also fails SetWeightsCheck; an RMSNorm header with a LayerNorm
+    line fails. --cpp-from takes block headers."""
+    cases = [
+        ("blin", "linear", "32, 24, Bias::kYes", (),
+         [("MICROATTN_C_LINEAR(blin, microattn::LinearConfig<32, 24, microattn::Bias::kYes>);",
+           None),
+          ("MICROATTN_C_LINEAR(blin, microattn::LinearConfig<32, 24>);", "ConfigCheck<"),
+          ("MICROATTN_C_LINEAR(blin, microattn::LinearConfig<32, 24, microattn::Bias::kYes, "
+           "microattn::WeightType::kInt8>);", "SetWeightsCheck<")]),
+        ("bmlp", "mlp", "32, 48, Activation::kSwiGlu", ("--chunk", "5"),
+         [("MICROATTN_C_MLP_CHUNKED(bmlp, 5, microattn::MlpConfig<32, 48, "
+           "microattn::Activation::kSwiGlu>);", None),
+          ("MICROATTN_C_MLP(bmlp, microattn::MlpConfig<32, 48, microattn::Activation::kSwiGlu>);",
+           "ConfigCheck<"),
+          ("MICROATTN_C_MLP_CHUNKED(bmlp, 5, microattn::MlpConfig<32, 48, "
+           "microattn::Activation::kGeGlu>);", "ConfigCheck<")]),
+        ("bln", "layernorm", "32", (),
+         [("MICROATTN_C_LAYERNORM(bln, 32);", None),
+          ("MICROATTN_C_LAYERNORM(bln, 32, microattn::Bias::kYes);", None),
+          ("MICROATTN_C_LAYERNORM(bln, 32, microattn::Bias::kNo);", "ConfigCheck<"),
+          ("MICROATTN_C_RMSNORM(bln, 32);", "ConfigCheck<")]),
+        ("brms", "rmsnorm", "32", (),
+         [("MICROATTN_C_RMSNORM(brms, 32);", None),
+          ("MICROATTN_C_RMSNORM(brms, 16);", "ConfigCheck<")]),
+    ]
+    headers = []
+    for name, kind, config, extra, lines in cases:
+        rc, out, h, cpp, v = s.generate("blocks", name, kind, config, cxx, flags, extra,
+                                        include_dirs)
+        check(rc == 0, "blocks: generate %s %s (CONFIG_ID %s)" % (kind, config,
+                                                                  v.get("CONFIG_ID")), out)
+        if rc != 0:
+            continue
+        headers.append(h)
+        for line, error in lines:
+            write_line(cpp, name + ".h", line)
+            r = s.compile_cpp(cxx, flags + " -DMICROATTN_C_ALLOW_LARGER_STORAGE=1", cpp,
+                              include_dirs)
+            if error is None:
+                check(r.returncode == 0, "blocks: %s compiles" % line, r.stdout[-3000:])
+            else:
+                check(r.returncode != 0 and error in r.stdout and "layer '%s'" % name in r.stdout,
+                      "blocks: %s does not (%s names the block)" % (line, error.rstrip("<")),
+                      r.stdout[-3000:])
+    if len(headers) == len(cases):
+        cpp = os.path.join(s.work, "blocks", "blocks.cpp")
+        r = run([sys.executable, s.tool, "--cpp-from"] + headers + ["--cpp-out", cpp])
+        text = open(cpp).read() if r.returncode == 0 else ""
+        check(r.returncode == 0 and "MICROATTN_C_MLP_CHUNKED(bmlp, 5," in text and
+              "MICROATTN_C_LAYERNORM(bln, 32);" in text and "MICROATTN_C_RMSNORM(brms, 32);" in text,
+              "blocks: --cpp-from writes the blocks' lines", r.stdout + text)
+        if text:
+            r = s.compile_cpp(cxx, flags, cpp, include_dirs)
+            check(r.returncode == 0, "blocks: ... and that file compiles", r.stdout[-3000:])
+
+
 def latent_config_checks(s, cxx, flags, include_dirs):
     """A latent header made for one LatentConfig and chunk compiles with its own line and with
     no other (d_c, the query latent, MaxWorkers, the chunk: NAME_CONFIG_ID; with
@@ -784,7 +903,20 @@ def refusal_checks(s, cxx, flags, include_dirs):
         (["--name", "x", "--config", "24, 32, 3, 2, 8"], "H_kv (key/value heads) must divide H"),
         (["--name", "1x", "--config", "24, 32, 4, 2, 8"], "is not a C identifier"),
         (["--name", "x", "--kind", "layer", "--chunk", "4", "--config", "24, 32, 4, 2, 8"],
-         "--chunk applies to --kind kv, latent and decoder only"),
+         "--chunk applies to --kind kv, latent, decoder and mlp only"),
+        (["--name", "x", "--kind", "linear", "--chunk", "4", "--config", "32, 24"],
+         "--chunk applies to --kind kv, latent, decoder and mlp only"),
+        (["--name", "x", "--kind", "linear", "--config", "0, 24"],
+         "kIn and kOut must be >= 1"),
+        (["--name", "x", "--kind", "mlp", "--config", "32, 48, Activation::kSwiGlu, Rope::kYes"],
+         "a building block's option is not a Bias, WeightType or MaxWorkers"),
+        (["--name", "x", "--kind", "mlp", "--chunk", "0", "--config", "32, 48, Activation::kGelu"],
+         "--chunk must be at least 1"),
+        (["--name", "x", "--kind", "rmsnorm", "--config", "0"], "kDim must be at least 1"),
+        (["--name", "x", "--kind", "rmsnorm", "--config", "LayerNorm<32>"],
+         "--config: for --kind rmsnorm give the RmsNorm's arguments"),
+        (["--name", "x", "--kind", "layernorm", "--config", "Config<24, 32, 4, 2, 8>"],
+         "--config: for --kind layernorm give the LayerNorm's arguments"),
         (["--name", "x", "--kind", "kv", "--chunk", "25", "--config", "24, 32, 4, 2, 8"],
          "kPrefillChunk must be in 1 .. T_max"),
         (["--name", "x", "--config", "float"], "--config: give the Config's arguments"),
@@ -838,9 +970,10 @@ def main():
 
     target_checks(s, "host", args.cxx, args.cc, args.cxxflags,
                   ["layer", "kv", "core", "layer_q8", "kv_q8", "kv_qd8", "latent", "latent_q8",
-                   "decoder"], inc)
+                   "decoder", "linear", "linear_q8", "mlp", "mlp_q8", "rmsnorm", "layernorm"], inc)
     mismatch_checks(s, args.cxx, args.cxxflags, inc)
     latent_config_checks(s, args.cxx, args.cxxflags, inc)
+    block_config_checks(s, args.cxx, args.cxxflags, inc)
     config_checks(s, args.cxx, args.cxxflags, inc)
     description_checks(s, args.cxx, args.cc, args.cxxflags, inc)
     cli_checks(s, args.cxx, args.cxxflags, inc)
@@ -864,7 +997,8 @@ def main():
         flags = ARM_FLAGS + " -fno-exceptions -fno-rtti"
         target_checks(s, "arm-none-eabi", args.arm_cxx, arm_cc, flags,
                       ["layer", "kv", "core", "kv_q8", "kv_qd8", "latent", "latent_q8",
-                       "decoder"], cflags=ARM_FLAGS)
+                       "decoder", "linear", "linear_q8", "mlp", "mlp_q8", "rmsnorm", "layernorm"],
+                      cflags=ARM_FLAGS)
         # The Cortex-M header: 32-bit pointers, scalar kernels.
         h = os.path.join(s.work, "arm-none-eabi", "glayer.h")
         if os.path.exists(h):
