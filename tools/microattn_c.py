@@ -408,6 +408,26 @@ def target_and_glue(w, args, config, v, header_name):
     w("")
 
 
+def storage_struct_and_extern_c(w, n, N):
+    """The object's storage struct (NAME_BYTES, NAME_ALIGN) and the opening of the functions'
+    extern "C" block."""
+    w("typedef struct %s {" % n)
+    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
+    w("} %s;" % n)
+    w("")
+    w("#ifdef __cplusplus")
+    w("extern \"C\" {")
+    w("#endif")
+    w("")
+
+
+def close_header(L, N):
+    """Closes the extern "C" block and the include guard MICROATTN_C_<N>_H; the header's text."""
+    L += ["", "#ifdef __cplusplus", "} /* extern \"C\" */", "#endif", "",
+          "#endif /* MICROATTN_C_%s_H */" % N]
+    return "\n".join(L) + "\n"
+
+
 def header_text(args, config, v, header_name):
     if args.kind in BLOCK_KINDS:
         return block_header_text(args, config, v, header_name)
@@ -440,7 +460,6 @@ def header_text(args, config, v, header_name):
         w(" *   weights: %s" % ("int8 + fp32 scales (microattn_weights_q8)" if v["int8_weights"]
                                 else "fp32 (microattn_weights)"))
     target_and_glue(w, args, config, v, header_name)
-    guard = "MICROATTN_C_%s_H" % N
     w("#include <stddef.h>")
     w("")
     w("#include \"microattn/microattn.h\"")
@@ -507,14 +526,7 @@ def header_text(args, config, v, header_name):
       ("" if args.kind == "core" else
        ", no weights, RoPE off, empty cache" if args.kind == "kv" else ", no weights, RoPE off"))
     w(" * needs no init call. */")
-    w("typedef struct %s {" % n)
-    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
-    w("} %s;" % n)
-    w("")
-    w("#ifdef __cplusplus")
-    w("extern \"C\" {")
-    w("#endif")
-    w("")
+    storage_struct_and_extern_c(w, n, N)
     w("/* Zeroes *obj (for an object on the stack or one to reuse; NULL: nothing). */")
     w("void %s_init(%s* obj);" % (n, n))
     w("")
@@ -635,13 +647,7 @@ def header_text(args, config, v, header_name):
         w("microattn_status %s_forward(%s* obj, const float* q, size_t ldq, const float* k,"
           % (n, n))
         w("    size_t ldk, const float* v, size_t ldv, size_t T, float* out, size_t ldo);")
-    w("")
-    w("#ifdef __cplusplus")
-    w("} /* extern \"C\" */")
-    w("#endif")
-    w("")
-    w("#endif /* %s */" % guard)
-    return "\n".join(L) + "\n"
+    return close_header(L, N)
 
 
 def latent_header_text(args, config, v, header_name):
@@ -686,23 +692,10 @@ def latent_header_text(args, config, v, header_name):
       % N)
     w(" * all-zero bytes are a ready object (default scale 1/sqrt(d_nope + d_R), RMSNorm epsilon")
     w(" * 1e-6, no weights, RoPE off, empty cache), so a static needs no init call. */")
-    w("typedef struct %s {" % n)
-    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
-    w("} %s;" % n)
-    w("")
-    w("#ifdef __cplusplus")
-    w("extern \"C\" {")
-    w("#endif")
-    w("")
+    storage_struct_and_extern_c(w, n, N)
     latent_settings(w, n, N, v)
     latent_cache_functions(w, n, N, v)
-    w("")
-    w("#ifdef __cplusplus")
-    w("} /* extern \"C\" */")
-    w("#endif")
-    w("")
-    w("#endif /* MICROATTN_C_%s_H */" % N)
-    return "\n".join(L) + "\n"
+    return close_header(L, N)
 
 
 def latent_shape(w, N, v):
@@ -863,22 +856,9 @@ def decoder_header_text(args, config, v, header_name):
     w("")
     w("/* The object. Place it anywhere (static, a RAM section) aligned to %s_ALIGN: all-zero" % N)
     w(" * bytes are a ready object without weights, so a static needs no init call. */")
-    w("typedef struct %s {" % n)
-    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
-    w("} %s;" % n)
-    w("")
-    w("#ifdef __cplusplus")
-    w("extern \"C\" {")
-    w("#endif")
-    w("")
+    storage_struct_and_extern_c(w, n, N)
     decoder_functions(w, n, N)
-    w("")
-    w("#ifdef __cplusplus")
-    w("} /* extern \"C\" */")
-    w("#endif")
-    w("")
-    w("#endif /* MICROATTN_C_%s_H */" % N)
-    return "\n".join(L) + "\n"
+    return close_header(L, N)
 
 
 def decoder_functions(w, n, N):
@@ -992,14 +972,7 @@ def block_header_text(args, config, v, header_name):
       % N)
     w(" * all-zero bytes are a ready object (no weights%s), so a static needs no init call. */"
       % (", default epsilon" if norm else ""))
-    w("typedef struct %s {" % n)
-    w("  MICROATTN_ALIGNAS(%s_ALIGN) unsigned char opaque[%s_BYTES];" % (N, N))
-    w("} %s;" % n)
-    w("")
-    w("#ifdef __cplusplus")
-    w("extern \"C\" {")
-    w("#endif")
-    w("")
+    storage_struct_and_extern_c(w, n, N)
     w("/* Zeroes *obj (for an object on the stack or one to reuse; NULL: nothing). */")
     w("void %s_init(%s* obj);" % (n, n))
     w("")
@@ -1056,13 +1029,7 @@ def block_header_text(args, config, v, header_name):
                     "MICROATTN_BAD_TOKEN_COUNT (M == 0), MICROATTN_OVERLAP (y overlaps x or a "
                     "weight array)." % (N, N, N))
         w("microattn_status %s_forward(%s* obj, const float* x, size_t M, float* y);" % (n, n))
-    w("")
-    w("#ifdef __cplusplus")
-    w("} /* extern \"C\" */")
-    w("#endif")
-    w("")
-    w("#endif /* MICROATTN_C_%s_H */" % N)
-    return "\n".join(L) + "\n"
+    return close_header(L, N)
 
 
 # What a C link lacks, and the flag that removes the need (also in the generated C++ file).

@@ -967,15 +967,7 @@ float eps(const Storage* storage) noexcept {
   extern "C" microattn_status name##_decode(name* obj, int32_t token, float* logits) {             \
     return ::microattn::c_api::decoder_decode<microattn_c_##name::Object>(obj, token, logits);     \
   }                                                                                                \
-  extern "C" microattn_status name##_truncate(name* obj, size_t length) {                          \
-    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length);                  \
-  }                                                                                                \
-  extern "C" microattn_status name##_reset(name* obj) {                                            \
-    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);                             \
-  }                                                                                                \
-  extern "C" size_t name##_length(const name* obj) {                                               \
-    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                            \
-  }                                                                                                \
+  MICROATTN_C_CACHE_LENGTH_(name)                                                                  \
   static_assert(true, "")
 
 /// Linear<LinearConfig> (y = x W + b): NAME_init, NAME_set_weights
@@ -1030,27 +1022,14 @@ float eps(const Storage* storage) noexcept {
 
 // Internal: a building block with weights (Linear, Mlp): no softmax scale; set_weights of its own
 // C struct (checked against the header's prototype), the executor, forward on M rows.
-#define MICROATTN_C_BLOCK_(name, kind, chunk, ...)                                                 \
-  MICROATTN_C_BASE_(name, kind, chunk, __VA_ARGS__)                                                \
-  static_assert(                                                                                   \
-      ::microattn::c_api::SetWeightsCheck<microattn_c_##name::Layer, decltype(name##_set_weights), \
-                                          ::microattn::c_api::CWeights<microattn_c_##name::Cfg>,   \
-                                          name>::kFits,                                            \
-      "microattn C API, layer '" #name                                                             \
-      "': its C header declares set_weights for another weight type (fp32: "                       \
-      "microattn_linear_weights / microattn_mlp_weights, WeightType::kInt8: "                      \
-      "microattn_linear_weights_q8 / microattn_mlp_weights_q8) than this Config's (regenerate "    \
-      "the header with tools/microattn_c.py)");                                                    \
-  extern "C" microattn_status name##_set_weights(                                                  \
-      name* obj, const ::microattn::c_api::CWeights<microattn_c_##name::Cfg>* w) {                 \
-    return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>(   \
-        obj, w);                                                                                   \
-  }                                                                                                \
-  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {       \
-    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);                  \
-  }                                                                                                \
-  extern "C" microattn_status name##_forward(name* obj, const float* x, size_t M, float* y) {      \
-    return ::microattn::c_api::forward<microattn_c_##name::Object>(obj, x, M, y);                  \
+#define MICROATTN_C_BLOCK_(name, kind, chunk, ...)                                            \
+  MICROATTN_C_BASE_(name, kind, chunk, __VA_ARGS__)                                           \
+  MICROATTN_C_SET_WEIGHTS_(name)                                                              \
+  extern "C" microattn_status name##_set_executor(name* obj, const microattn_executor* ex) {  \
+    return ::microattn::c_api::set_executor<microattn_c_##name::Object>(obj, ex);             \
+  }                                                                                           \
+  extern "C" microattn_status name##_forward(name* obj, const float* x, size_t M, float* y) { \
+    return ::microattn::c_api::forward<microattn_c_##name::Object>(obj, x, M, y);             \
   }
 
 // Internal: a norm's epsilon and forward (y may be x).
@@ -1092,26 +1071,31 @@ float eps(const Storage* storage) noexcept {
                 "tools/microattn_c.py and this compiler and flags)");                           \
   extern "C" void name##_init(name* obj) { ::microattn::c_api::init(obj); }
 
-#define MICROATTN_C_WEIGHTS_ROPE_(name)                                                            \
+// Internal: NAME_set_weights with the C weight struct of the configuration (CWeights), checked
+// against the header's prototype.
+#define MICROATTN_C_SET_WEIGHTS_(name)                                                             \
   static_assert(                                                                                   \
       ::microattn::c_api::SetWeightsCheck<microattn_c_##name::Layer, decltype(name##_set_weights), \
                                           ::microattn::c_api::CWeights<microattn_c_##name::Cfg>,   \
                                           name>::kFits,                                            \
       "microattn C API, layer '" #name                                                             \
-      "': its C header declares set_weights for another weight type (fp32: "                       \
-      "microattn_weights / microattn_latent_weights, WeightType::kInt8: microattn_weights_q8 / "   \
-      "microattn_latent_weights_q8) than this Config's (regenerate the header with "               \
+      "': its C header declares set_weights for another weight type (fp32: microattn_weights, "    \
+      "microattn_latent_weights, microattn_linear_weights, microattn_mlp_weights; "                \
+      "WeightType::kInt8: their _q8 structs) than this Config's (regenerate the header with "      \
       "tools/microattn_c.py)");                                                                    \
   extern "C" microattn_status name##_set_weights(                                                  \
       name* obj, const ::microattn::c_api::CWeights<microattn_c_##name::Cfg>* w) {                 \
     return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>(   \
         obj, w);                                                                                   \
-  }                                                                                                \
-  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) {             \
-    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);                    \
-  }                                                                                                \
-  extern "C" microattn_rope name##_rope(const name* obj) {                                         \
-    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                              \
+  }
+
+#define MICROATTN_C_WEIGHTS_ROPE_(name)                                                \
+  MICROATTN_C_SET_WEIGHTS_(name)                                                       \
+  extern "C" microattn_status name##_set_rope(name* obj, const microattn_rope* rope) { \
+    return ::microattn::c_api::set_rope<microattn_c_##name::Object>(obj, rope);        \
+  }                                                                                    \
+  extern "C" microattn_rope name##_rope(const name* obj) {                             \
+    return ::microattn::c_api::rope<microattn_c_##name::Object>(obj);                  \
   }
 
 // Internal: a latent layer's weights (its own C structs, CWeights of a LatentConfig), RoPE and
@@ -1133,12 +1117,16 @@ float eps(const Storage* storage) noexcept {
   extern "C" microattn_status name##_decode(name* obj, const float* x, float* y) {            \
     return ::microattn::c_api::decode<microattn_c_##name::Object>(obj, x, y);                 \
   }                                                                                           \
-  extern "C" microattn_status name##_truncate(name* obj, size_t length) {                     \
-    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length);             \
-  }                                                                                           \
-  extern "C" microattn_status name##_reset(name* obj) {                                       \
-    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);                        \
-  }                                                                                           \
-  extern "C" size_t name##_length(const name* obj) {                                          \
-    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);                       \
+  MICROATTN_C_CACHE_LENGTH_(name)
+
+// Internal: truncate, reset, length (every kind with a cache: kv, latent, decoder).
+#define MICROATTN_C_CACHE_LENGTH_(name)                                           \
+  extern "C" microattn_status name##_truncate(name* obj, size_t length) {         \
+    return ::microattn::c_api::truncate<microattn_c_##name::Object>(obj, length); \
+  }                                                                               \
+  extern "C" microattn_status name##_reset(name* obj) {                           \
+    return ::microattn::c_api::reset<microattn_c_##name::Object>(obj);            \
+  }                                                                               \
+  extern "C" size_t name##_length(const name* obj) {                              \
+    return ::microattn::c_api::length<microattn_c_##name::Object>(obj);           \
   }
