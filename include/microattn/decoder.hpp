@@ -230,8 +230,8 @@ class Decoder {
   std::size_t length() const noexcept { return attn_[0].length(); }
   static constexpr std::size_t capacity() noexcept { return DCfg::kTMax; }
 
-  /// The layers, for inspection (export_cache) and per-layer settings; the weights stay the
-  /// Decoder's (set_weights replaces them).
+  /// Layer `layer`'s attention (layer 0 when layer >= layers), for inspection (export_cache) and
+  /// per-layer settings; the weights stay the Decoder's (set_weights replaces them).
   AttnLayer& attention(std::size_t layer) noexcept { return attn_[layer < L ? layer : 0]; }
 
  private:
