@@ -54,7 +54,7 @@ void register_attn_benchmarks();     ///< A1, A1_scalar, peers (f32_attn_tile.cp
 void register_layer_benchmarks();    ///< P1..P4, P1_scalar, P1_reference (attention_layer.cpp)
 void register_decode_benchmarks();   ///< D1, D2 (kv_cache.cpp)
 void register_latent_benchmarks();   ///< ML1, ML2, MLP1 (latent_attention.cpp)
-void register_block_benchmarks();    ///< FF1, FF1_q8, FFP1 (blocks.cpp)
+void register_block_benchmarks();    ///< FF1, FF1_q8, FF1_qd8, FFP1, FFP1_qd8 (blocks.cpp)
 /// M1..M3, MD1 and variants: the Cortex-M bench's cases on this machine (cortex_m_shapes.cpp)
 void register_cortex_m_shape_benchmarks();
 void register_thread_benchmarks();  ///< <case>/threads:1 and :2 (threads.cpp)

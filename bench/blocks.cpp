@@ -5,8 +5,10 @@
 //           rounded up to 64): three GEMVs, kPanel16 fp32 weights; gbps / pct_bw over the
 //           weights (8.65 MB), as D1's
 //   FF1_q8  FF1 with int8 weights (WeightType::kInt8, kPanel16): a quarter of the bytes
+//   FF1_qd8 FF1_q8 with integer compute (Compute::kInt8: x and the hidden row quantised)
 //   FFP1    1024 tokens through FF1's MLP (kMaxRows 64: three GEMMs per 64 rows), kInOut
 //           weights as P3's; gflops / pct_peak
+//   FFP1_qd8  FFP1 with int8 weights and integer compute
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +24,8 @@ constexpr std::size_t kDM = 512, kDH = 1408, kTokens = 1024;
 using Ff = microattn::MlpConfig<kDM, kDH, microattn::Activation::kSwiGlu>;
 using FfQ8 =
     microattn::MlpConfig<kDM, kDH, microattn::Activation::kSwiGlu, microattn::WeightType::kInt8>;
+using FfQd8 = microattn::MlpConfig<kDM, kDH, microattn::Activation::kSwiGlu,
+                                   microattn::WeightType::kInt8, microattn::Compute::kInt8>;
 
 template <class MCfg>
 struct FfData {
@@ -79,7 +83,8 @@ void bm_ff(benchmark::State& state) {
   set_flop_counters(state, ff_flops(kRows));
   if (one) set_byte_counters(state, static_cast<double>(ff_bytes<MCfg>()), ff_bytes<MCfg>());
   state.SetLabel(arch_label<microattn::DefaultArch>() + (one ? ", kPanel16" : ", kInOut") +
-                 (MCfg::kInt8Weights ? ", int8 weights" : "") + ", SwiGLU 512-1408-512");
+                 (MCfg::kInt8Weights ? ", int8 weights" : "") +
+                 (MCfg::kInt8Compute ? ", integer compute" : "") + ", SwiGLU 512-1408-512");
 }
 
 }  // namespace
@@ -89,7 +94,9 @@ void register_block_benchmarks() {
   register_read_bw(ff_bytes<FfQ8>());
   benchmark::RegisterBenchmark("FF1", bm_ff<Ff, 1>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("FF1_q8", bm_ff<FfQ8, 1>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("FF1_qd8", bm_ff<FfQd8, 1>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("FFP1", bm_ff<Ff, kTokens>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("FFP1_qd8", bm_ff<FfQd8, kTokens>)->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace microattn_bench

@@ -12,6 +12,7 @@
 //   TLM_prefill       Decoder::prefill of the 128 tokens into an empty cache (logits of the last)
 //   TLM_prefill_2t    the same with 2 workers
 //   TLM_decode_q8     TLM_decode with the int8 blob (WeightType::kInt8), when it exists
+//   TLM_decode_qd8    TLM_decode_q8 with integer compute (Compute::kInt8: every matrix product)
 //
 // One iteration = the whole 128-token sequence, reset() included (it is O(1)); the weights are
 // the committed blobs (examples/tiny_lm/tiny_lm_f32.bin, tiny_lm_q8.bin), read at run time from
@@ -146,6 +147,10 @@ using Tiny =
 using TinyQ8 = microattn::DecoderConfig<TLM_VOCAB, TLM_DM, TLM_LAYERS, TLM_H, TLM_HKV, TLM_DH,
                                         TLM_HIDDEN, TLM_TMAX, microattn::LmHead::kTied,
                                         microattn::WeightType::kInt8, MaxWorkers{2}>;
+using TinyQd8 =
+    microattn::DecoderConfig<TLM_VOCAB, TLM_DM, TLM_LAYERS, TLM_H, TLM_HKV, TLM_DH, TLM_HIDDEN,
+                             TLM_TMAX, microattn::LmHead::kTied, microattn::WeightType::kInt8,
+                             microattn::Compute::kInt8, MaxWorkers{2}>;
 
 const Blob& q8_blob() {
   static const Blob b = read_blob("tiny_lm_q8.bin");
@@ -233,9 +238,10 @@ void bm_decode(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   set_tlm_counters(state, true);
-  state.SetLabel(arch_label<microattn::DefaultArch>() +
-                 (Cfg::kInt8Weights ? ", int8 weights" : "") + ", " + std::to_string(kThreads) +
-                 " worker(s), 128 tokens from an empty cache, real time");
+  state.SetLabel(
+      arch_label<microattn::DefaultArch>() + (Cfg::kInt8Weights ? ", int8 weights" : "") +
+      (Cfg::kCompute == microattn::Compute::kInt8 ? ", integer compute" : "") + ", " +
+      std::to_string(kThreads) + " worker(s), 128 tokens from an empty cache, real time");
 }
 
 template <class Cfg, int kThreads>
@@ -275,6 +281,7 @@ void register_tiny_lm_benchmarks() {
   reg("TLM_prefill", bm_prefill<Tiny, 1>);
   reg("TLM_prefill_2t", bm_prefill<Tiny, 2>);
   reg("TLM_decode_q8", bm_decode<TinyQ8, 1>);
+  reg("TLM_decode_qd8", bm_decode<TinyQd8, 1>);
 }
 
 }  // namespace microattn_bench

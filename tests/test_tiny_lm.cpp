@@ -4,7 +4,7 @@
 // position of a prompt + its greedy continuation, and the model files are linked in
 // (examples/tiny_lm/tiny_lm_blobs.cpp). fp32: every logit within 1e-4 of the largest (the
 // issue's target), by prefill and by decode, and the same 64 greedy tokens. int8 weights (and
-// the int8 cache, and integer attention): the error and the greedy agreement are printed and
+// the int8 cache, and integer compute): the error and the greedy agreement are printed and
 // gated loosely, as a check that the quantised model is still this model.
 #include <cmath>
 #include <cstddef>
@@ -145,10 +145,10 @@ TEST(TinyLm, Int8WeightsAndCacheStayClose) {
   EXPECT_GE(r.agree, kInt8MinAgree);
 }
 
-TEST(TinyLm, IntegerAttentionStaysClose) {
+TEST(TinyLm, IntegerComputeStaysClose) {
   const Result r = run(g_qd8, tiny_lm_q8_blob, tiny_lm_q8_blob_bytes);
   ASSERT_TRUE(r.ok);
-  report<Qd8>("int8 weights + cache, integer attention (Compute::kInt8)", r);
+  report<Qd8>("int8 weights + cache, integer compute (Compute::kInt8)", r);
   EXPECT_LE(r.rel_error, kInt8Tolerance);
   EXPECT_GE(r.agree, kInt8MinAgree);
 }

@@ -4,14 +4,16 @@
 # tools/microattn_c.py writes the C headers of its models, tlm_f32 (fp32 weights and cache) and
 # tlm_q8 (int8 weights, int8 cache), and the C++ file that defines their functions.
 #
-# microattn_tiny_lm_glue(<dir> <out_var> WORKERS <n> [F32_CHUNK <n>] [Q8_CHUNK <n>] [NO_F32])
+# microattn_tiny_lm_glue(<dir> <out_var> WORKERS <n> [F32_CHUNK <n>] [Q8_CHUNK <n>] [NO_F32]
+#                        [Q8_INT8_COMPUTE])
 #   <dir>/tlm_q8.h, <dir>/tlm_f32.h (unless NO_F32), <dir>/tiny_lm_model.cpp; <out_var> gets
 #   the generated files (add them to the program's sources, <dir> to its include folders).
+#   Q8_INT8_COMPUTE: tlm_q8 with Compute::kInt8 (integer products) as well.
 set(MICROATTN_TINY_LM_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(MICROATTN_TINY_LM_SHAPE "100, 128, 2, 4, 2, 32, 256, 128, LmHead::kTied")
 
 function(microattn_tiny_lm_glue dir out)
-  cmake_parse_arguments(ARG "NO_F32" "WORKERS;F32_CHUNK;Q8_CHUNK" "" ${ARGN})
+  cmake_parse_arguments(ARG "NO_F32;Q8_INT8_COMPUTE" "WORKERS;F32_CHUNK;Q8_CHUNK" "" ${ARGN})
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   set(_gen ${PROJECT_SOURCE_DIR}/tools/microattn_c.py)
   file(GLOB_RECURSE _headers ${PROJECT_SOURCE_DIR}/include/microattn/*)
@@ -36,6 +38,9 @@ function(microattn_tiny_lm_glue dir out)
     set(_cfg "${MICROATTN_TINY_LM_SHAPE}, MaxWorkers{${ARG_WORKERS}}")
     if(m STREQUAL "q8")
       string(APPEND _cfg ", WeightType::kInt8, CacheType::kInt8")
+      if(ARG_Q8_INT8_COMPUTE)
+        string(APPEND _cfg ", Compute::kInt8")
+      endif()
     endif()
     string(TOUPPER "${m}" _M)
     set(_chunk "")

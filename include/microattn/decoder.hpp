@@ -33,7 +33,8 @@ constexpr bool is_decoder_option() noexcept {
 /// The shape of a Decoder: vocabulary, d_model, layers, query heads, key/value heads, d_head,
 /// MLP hidden width, context T_max, and options in any order, each at most once:
 /// WeightType::kInt8 (every matrix and the embedding int8, a scale per output row),
-/// CacheType::kInt8, Compute::kInt8 (the attention's integer option), MaxWorkers{n},
+/// CacheType::kInt8, Compute::kInt8 (integer products in every matrix: the attention's
+/// projections, the MLP, the LM head; needs kInt8 weights), MaxWorkers{n},
 /// LmHead::kTied (default kSeparate), Activation::kGeGlu (default kSwiGlu; gated only).
 template <std::size_t kVocab_, std::size_t kDModel_, std::size_t kLayers_, std::size_t kHeads_,
           std::size_t kKvHeads_, std::size_t kDHead_, std::size_t kDHidden_, std::size_t kTMax_,
@@ -61,13 +62,13 @@ struct DecoderConfig {
       internal::option_or<Activation>(Activation::kSwiGlu, kOptions...);
   static_assert(is_gated(kAct), "microattn::DecoderConfig: the MLP is gated (kSwiGlu, kGeGlu)");
   using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  static constexpr Compute kCompute = internal::option_or<Compute>(Compute::kF32, kOptions...);
   /// The blocks' own configurations.
-  using Attn =
-      Config<kTMax_, kDModel_, kHeads_, kKvHeads_, kDHead_, Rope::kYes, kWeightType,
-             internal::option_or<CacheType>(CacheType::kF32, kOptions...),
-             internal::option_or<Compute>(Compute::kF32, kOptions...), MaxWorkers{kMaxWorkers}>;
-  using Ffn = MlpConfig<kDModel_, kDHidden_, kAct, kWeightType, MaxWorkers{kMaxWorkers}>;
-  using Head = LinearConfig<kDModel_, kVocab_, kWeightType, MaxWorkers{kMaxWorkers}>;
+  using Attn = Config<kTMax_, kDModel_, kHeads_, kKvHeads_, kDHead_, Rope::kYes, kWeightType,
+                      internal::option_or<CacheType>(CacheType::kF32, kOptions...), kCompute,
+                      MaxWorkers{kMaxWorkers}>;
+  using Ffn = MlpConfig<kDModel_, kDHidden_, kAct, kWeightType, kCompute, MaxWorkers{kMaxWorkers}>;
+  using Head = LinearConfig<kDModel_, kVocab_, kWeightType, kCompute, MaxWorkers{kMaxWorkers}>;
 };
 
 /// The weights of one block: views over caller arrays (flash). Set attn.layout (the all-zero
@@ -159,7 +160,7 @@ class Decoder {
   using Config = DCfg;
   using AttnLayer = KvAttention<typename DCfg::Attn, Arch, kChunk>;
   using FfnBlock = Mlp<typename DCfg::Ffn, Arch, kChunk>;
-  using HeadBlock = Linear<typename DCfg::Head, Arch>;
+  using HeadBlock = Linear<typename DCfg::Head, Arch, kChunk>;
 
   Decoder() = default;
   Decoder(const Decoder&) = delete;

@@ -23,22 +23,34 @@ namespace internal {
 template <class T>
 constexpr bool is_block_option() noexcept {
   return std::is_same<T, Bias>::value || std::is_same<T, WeightType>::value ||
-         std::is_same<T, MaxWorkers>::value;
+         std::is_same<T, Compute>::value || std::is_same<T, MaxWorkers>::value;
 }
-/// The options every building block takes (Bias: none or all; WeightType; MaxWorkers).
+/// The options every building block takes (Bias: none or all; WeightType; Compute; MaxWorkers).
 template <auto... kOptions>
 struct BlockOptions {
   static_assert((is_block_option<decltype(kOptions)>() && ...),
-                "microattn: a building block's option is not a Bias, WeightType or MaxWorkers "
-                "value");
+                "microattn: a building block's option is not a Bias, WeightType, Compute or "
+                "MaxWorkers value");
   static_assert(option_count<Bias>(kOptions...) <= 1 &&
                     option_count<WeightType>(kOptions...) <= 1 &&
+                    option_count<Compute>(kOptions...) <= 1 &&
                     option_count<MaxWorkers>(kOptions...) <= 1,
                 "microattn: each option may be given once");
   static constexpr bool kBias = option_or<Bias>(Bias::kNo, kOptions...) != Bias::kNo;
   static constexpr bool kInt8Weights =
       option_or<WeightType>(WeightType::kF32, kOptions...) == WeightType::kInt8;
   using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  /// Compute::kInt8: each row of a matrix product's input quantised to int8 (a scale per row),
+  /// integer sums with the int8 weights (the attention layers' integer option).
+  static constexpr Compute kCompute = option_or<Compute>(Compute::kF32, kOptions...);
+  static constexpr bool kInt8Compute = kCompute == Compute::kInt8;
+  static_assert(kCompute == Compute::kF32 || kCompute == Compute::kInt8,
+                "microattn: not a Compute value");
+  static_assert(!kInt8Compute || kInt8Weights,
+                "microattn: Compute::kInt8 multiplies int8 weights: it needs WeightType::kInt8");
+  /// The quantised input rows a block keeps for Compute::kInt8 (nothing for fp32 compute).
+  template <class Arch, std::size_t kRows, std::size_t kWidth>
+  using Qd8Input = std::conditional_t<kInt8Compute, Qd8RowBuffer<Arch, kRows, kWidth>, NoQd8Buffer>;
   static constexpr std::size_t kMaxWorkers =
       static_cast<std::size_t>(option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
   static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
@@ -95,11 +107,33 @@ class BlockState {
   ExecutorSetting<kMaxWorkers> ex_{};
 };
 
+/// Row r of a matrix product's input: of x (row stride lda), or of its quantised rows.
+inline const float* input_row(const float* a, std::size_t lda, std::size_t r) noexcept {
+  return a + r * lda;
+}
+inline kernels::Qd8Rows input_row(const kernels::Qd8Rows& a, std::size_t, std::size_t r) noexcept {
+  return a.from(r);
+}
+
+/// The input of a block's matrix product for rows [b, e) of x (K wide, row stride ldx): x itself
+/// (fp32 compute), or those rows quantised into buf (Compute::kInt8), returned from row 0.
+template <class Buf>
+auto block_input(Buf& buf, const float* x, std::size_t ldx, std::size_t K, std::size_t b,
+                 std::size_t e) noexcept {
+  if constexpr (std::is_same<Buf, NoQd8Buffer>::value) {
+    return x;
+  } else {
+    buf.quantize(b, e, K, x, ldx);
+    return buf.rows(0);
+  }
+}
+
 /// C[M][N] = A[M][K] · W (+ b) by part `part` of `parts`: one row (decode) split by output
 /// columns (kernels::gemv_part), several split by rows in micro-tile units; the same arithmetic
-/// for every split. pack: gemm_pack_floats<Arch>() floats of this part's own.
-template <class Arch, class E>
-void block_matmul(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+/// for every split. A: fp32 rows or quantised rows (input_row). pack: gemm_pack_floats<Arch>()
+/// floats of this part's own.
+template <class Arch, class A, class E>
+void block_matmul(std::size_t M, std::size_t N, std::size_t K, const A& a, std::size_t lda,
                   const WeightSlice<E>& w, const float* bias, float* c, std::size_t ldc,
                   float* pack, std::size_t part, std::size_t parts) noexcept {
   if (M == 1) {
@@ -108,14 +142,14 @@ void block_matmul(std::size_t M, std::size_t N, std::size_t K, const float* a, s
   }
   const Range r = token_rows<Arch>(M, part, parts);
   if (r.begin < r.end)
-    project<Arch>(r.end - r.begin, N, K, a + r.begin * lda, lda, w, bias,
+    project<Arch>(r.end - r.begin, N, K, input_row(a, lda, r.begin), lda, w, bias,
                   kernels::StoreRowMajor{c + r.begin * ldc, ldc}, pack);
 }
 }  // namespace internal
 
 /// The shape of a Linear layer: kIn inputs, kOut outputs, and options Bias::kYes (a bias
 /// vector; default Bias::kNo), WeightType::kInt8 (int8 W with a scale per output column),
-/// MaxWorkers{n}.
+/// Compute::kInt8 (integer arithmetic on the int8 W, each input row quantised), MaxWorkers{n}.
 template <std::size_t kIn_, std::size_t kOut_, auto... kOptions>
 struct LinearConfig : internal::BlockOptions<kOptions...> {
   static_assert(kIn_ > 0 && kOut_ > 0, "microattn::LinearConfig: kIn and kOut must be >= 1");
@@ -154,13 +188,19 @@ struct LinearWeights {
 };
 
 /// y = x W (+ b) for M rows at a time: the GEMM of the attention layers' projections (M > 1)
-/// or their GEMV (M == 1), fp32 or int8 weights in any layout, split over the executor's
+/// or their GEMV (M == 1), fp32 or int8 weights in any layout, fp32 or integer compute (then
+/// kMaxRows rows at a time through quantised rows in the object), split over the executor's
 /// workers bit-identically. Fixed size, no heap; sizeof == ram_bytes(); the all-zero object is
 /// a valid layer without weights.
-template <class LCfg, class Arch = DefaultArch>
-class Linear : public internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorkers> {
+template <class LCfg, class Arch = DefaultArch, std::size_t kMaxRows = 16>
+class Linear : public internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorkers>,
+               private LCfg::template Qd8Input<Arch, kMaxRows, LCfg::kIn> {
+  static_assert(kMaxRows >= 1, "microattn::Linear: kMaxRows must be at least 1");
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
+  static_assert(kernels::qd8_pack_floats<Arch>() <= kPackFloats, "integer GEMM panel fits");
+  static constexpr std::size_t I = LCfg::kIn, O = LCfg::kOut;
   using Base = internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorkers>;
+  using Qd8 = typename LCfg::template Qd8Input<Arch, kMaxRows, LCfg::kIn>;
   using Base::ex_;
   using Base::w_;
 
@@ -174,20 +214,40 @@ class Linear : public internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorker
   /// @return kOk; kNullPointer (x, y or the weights null); kBadTokenCount (M == 0); kOverlap
   ///         (y overlaps x or a weight array). y is written only on kOk.
   [[nodiscard]] Status forward(const float* x, std::size_t M, float* y) noexcept {
-    if (const Status s = this->check_call(x, M, LCfg::kIn, y, LCfg::kOut); s != Status::kOk)
-      return s;
-    const auto slice = w_.view().slice(w_.layout, LCfg::kIn, LCfg::kOut, 0, LCfg::kInt8Weights);
-    const float* bias = LCfg::kBias ? w_.b : nullptr;
-    const std::size_t parts = ex_.parts();
-    auto part = [&](std::size_t i) {
-      internal::block_matmul<Arch>(M, LCfg::kOut, LCfg::kIn, x, LCfg::kIn, slice, bias, y,
-                                   LCfg::kOut, pack_[i], i, parts);
-    };
-    ex_.run(parts, part);
+    if (const Status s = this->check_call(x, M, I, y, O); s != Status::kOk) return s;
+    if constexpr (LCfg::kInt8Compute) {
+      for (std::size_t r0 = 0; r0 < M; r0 += kMaxRows)
+        run(x + r0 * I, internal::min_size(kMaxRows, M - r0), y + r0 * O);
+    } else {
+      run(x, M, y);
+    }
     return Status::kOk;
   }
 
  private:
+  /// y[m][kOut] = x[m][kIn] W (+ b); with integer compute m <= kMaxRows, each part quantising
+  /// the rows it multiplies (a row alone: before the split by columns).
+  void run(const float* x, std::size_t m, float* y) noexcept {
+    const auto slice = w_.view().slice(w_.layout, I, O, 0, LCfg::kInt8Weights);
+    const float* bias = LCfg::kBias ? w_.b : nullptr;
+    const std::size_t parts = ex_.parts();
+    Qd8& buf = *this;
+    if (m == 1) {
+      const auto a = internal::block_input(buf, x, I, I, 0, 1);
+      auto part = [&](std::size_t i) {
+        internal::block_matmul<Arch>(1, O, I, a, I, slice, bias, y, O, pack_[i], i, parts);
+      };
+      ex_.run(parts, part);
+      return;
+    }
+    auto part = [&](std::size_t i) {
+      const internal::Range r = internal::token_rows<Arch>(m, i, parts);
+      const auto a = internal::block_input(buf, x, I, I, r.begin, r.end);
+      internal::block_matmul<Arch>(m, O, I, a, I, slice, bias, y, O, pack_[i], i, parts);
+    };
+    ex_.run(parts, part);
+  }
+
   alignas(internal::Tiles<Arch>::kAlign) float pack_[LCfg::kMaxWorkers][kPackFloats] = {};
 };
 

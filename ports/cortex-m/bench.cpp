@@ -27,6 +27,7 @@
 //   TLD1  one decode step of the trained tiny language model (examples/tiny_lm: microattn::Decoder,
 //         int8 weights from the model file in flash, int8 cache, prefill chunk 4, the board
 //         image's configuration): the 64th token over 63 cached ones, truncating back
+//   TLD1_qd8  TLD1 with integer compute (Compute::kInt8: every matrix product in int8)
 //   The latent cases and TLD1 run only when selected by name (the image microattn_cm_bench_latent),
 //   not in "all", for the reason the integer-compute ones do not (ports/cortex-m/CMakeLists.txt).
 //
@@ -128,6 +129,10 @@
 #ifndef MICROATTN_CM_BENCH_TLD1
 #define MICROATTN_CM_BENCH_TLD1 0
 #endif
+#ifndef MICROATTN_CM_BENCH_TLD1_qd8
+#define MICROATTN_CM_BENCH_TLD1_qd8 0
+#endif
+#define MICROATTN_CM_BENCH_TINY_LM (MICROATTN_CM_BENCH_TLD1 || MICROATTN_CM_BENCH_TLD1_qd8)
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1
 #undef MICROATTN_CM_BENCH_MD1_panel16
@@ -162,7 +167,7 @@
 #define NEED_LW_PANEL (MICROATTN_CM_BENCH_MLD1_panel16)
 #define NEED_LATENT (NEED_LW_INOUT || NEED_LW_PANEL)
 
-#if MICROATTN_CM_BENCH_TLD1
+#if MICROATTN_CM_BENCH_TINY_LM
 #include "microattn/decoder.hpp"
 #include "tiny_lm_blobs.h"
 #endif
@@ -197,15 +202,18 @@ using KvQd8Kv8 = microattn::KvAttention<CfgQd8Kv8>;
 // T_max 64, d_model 64, H 4 (MD1's), d_c 32, d_R 16, d_nope 16, d_v 16.
 using LCfg = microattn::LatentConfig<64, 64, 4, 32, 16, 16, 16>;
 using Mla = microattn::LatentAttention<LCfg>;
-#endif
-#if MICROATTN_CM_BENCH_TLD1
-using TinyLmCfg =
-    microattn::DecoderConfig<100, 128, 2, 4, 2, 32, 256, 128, microattn::LmHead::kTied,
-                             microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
-using TinyLm = microattn::Decoder<TinyLmCfg, microattn::DefaultArch, 4>;
 static_assert(LCfg::kTMax == Cfg::kTMax && LCfg::kDModel == Cfg::kDModel,
               "the latent cases share g_x, g_y and MD1's token counts");
 static_assert(microattn::LatentWeights<LCfg>::panel_fits(), "MLD1_panel16 needs kPanel16");
+#endif
+#if MICROATTN_CM_BENCH_TINY_LM
+template <auto... kCompute>
+using TinyLmCfgOf = microattn::DecoderConfig<100, 128, 2, 4, 2, 32, 256, 128,
+                                             microattn::LmHead::kTied, microattn::WeightType::kInt8,
+                                             microattn::CacheType::kInt8, kCompute...>;
+using TinyLm = microattn::Decoder<TinyLmCfgOf<>, microattn::DefaultArch, 4>;
+using TinyLmQd8 =
+    microattn::Decoder<TinyLmCfgOf<microattn::Compute::kInt8>, microattn::DefaultArch, 4>;
 #endif
 
 #if NEED_W_INOUT
@@ -286,9 +294,9 @@ using Arena =
              ,
              If<NEED_LATENT, Mla>
 #endif
-#if MICROATTN_CM_BENCH_TLD1
+#if MICROATTN_CM_BENCH_TINY_LM
              ,
-             TinyLm
+             If<MICROATTN_CM_BENCH_TLD1, TinyLm>, If<MICROATTN_CM_BENCH_TLD1_qd8, TinyLmQd8>
 #endif
              >;
 alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
@@ -364,9 +372,15 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
   return mla.prefill(x, T, y);
 }
 #endif
-#if MICROATTN_CM_BENCH_TLD1
-[[gnu::noinline]] microattn::Status entry_tiny_lm_decode(TinyLm& m, std::int32_t token,
-                                                         float* logits) {
+#if MICROATTN_CM_BENCH_TINY_LM
+[[gnu::noinline, maybe_unused]] microattn::Status entry_tiny_lm_decode(TinyLm& m,
+                                                                       std::int32_t token,
+                                                                       float* logits) {
+  return m.decode(token, logits);
+}
+[[gnu::noinline, maybe_unused]] microattn::Status entry_tiny_lm_decode_qd8(TinyLmQd8& m,
+                                                                           std::int32_t token,
+                                                                           float* logits) {
   return m.decode(token, logits);
 }
 #endif
@@ -535,22 +549,24 @@ template <class Obj, microattn::Status (*Step)(Obj&, const float*, float*), clas
 }
 #endif
 
-#if MICROATTN_CM_BENCH_TLD1
+#if MICROATTN_CM_BENCH_TINY_LM
 /// TLD1: the tiny model prefills 63 tokens, then each iteration decodes the 64th and truncates.
+template <class Model, microattn::Status (*kEntry)(Model&, std::int32_t, float*)>
 void run_tiny_lm_decode(const char* name, int iters) {
-  Scoped<TinyLm> scoped;
-  TinyLm& m = *scoped;
+  using DCfg = typename Model::Config;
+  Scoped<Model> scoped;
+  Model& m = *scoped;
   static std::int32_t tokens[64];
-  static float logits[TinyLmCfg::kVocab];
+  static float logits[DCfg::kVocab];
   for (std::size_t i = 0; i < 64; ++i) tokens[i] = static_cast<std::int32_t>((i * 37 + 11) % 100);
-  microattn::DecoderWeights<TinyLmCfg> w;
-  if (microattn::decoder_weights_from_blob<TinyLmCfg>(tiny_lm_q8_blob, tiny_lm_q8_blob_bytes, &w) !=
+  microattn::DecoderWeights<DCfg> w;
+  if (microattn::decoder_weights_from_blob<DCfg>(tiny_lm_q8_blob, tiny_lm_q8_blob_bytes, &w) !=
           microattn::Status::kOk ||
       m.set_weights(w) != microattn::Status::kOk ||
       m.prefill(tokens, 63, logits) != microattn::Status::kOk)
     return run_failed(name);
   run(name, iters, [&m] {
-    const microattn::Status st = entry_tiny_lm_decode(m, tokens[63], logits);
+    const microattn::Status st = kEntry(m, tokens[63], logits);
     return st == microattn::Status::kOk ? m.truncate(63) : st;
   });
 }
@@ -690,7 +706,10 @@ int main(int argc, char** argv) {
   run_latent_prefill("MLF1", 3);
 #endif
 #if MICROATTN_CM_BENCH_TLD1
-  run_tiny_lm_decode("TLD1", 3);
+  run_tiny_lm_decode<TinyLm, entry_tiny_lm_decode>("TLD1", 3);
+#endif
+#if MICROATTN_CM_BENCH_TLD1_qd8
+  run_tiny_lm_decode<TinyLmQd8, entry_tiny_lm_decode_qd8>("TLD1_qd8", 3);
 #endif
 #if MICROATTN_CM_BENCH_M1_qd8
   {

@@ -3,12 +3,12 @@
 # ports/cortex-m/CMakeLists.txt): tiny_lm.c linked by the C compiler with the start-up that runs
 # no C++ constructors, as a C firmware is.
 #   microattn_cm_tiny_lm        the board's image: int8 weights and int8 cache (the model file
-#                               in flash), prefill 4 tokens at a time; prints the prompt's
-#                               greedy continuation and the instructions per token
+#                               in flash), integer compute, prefill 2 tokens at a time; prints
+#                               the prompt's greedy continuation and the instructions per token
 #   microattn_cm_tiny_lm_budget the same objects linked for linker/template (512 KiB flash,
 #                               128 KiB RAM): the build fails if the image does not fit
-#   microattn_cm_tiny_lm_check  QEMU only (big-memory layout): fp32 and int8 models and the
-#                               PyTorch reference; `--check` compares (ctest
+#   microattn_cm_tiny_lm_check  QEMU only (big-memory layout): fp32 and the board's int8 model
+#                               and the PyTorch reference; `--check` compares (ctest
 #                               tiny_lm.cortex_m.<board>.check)
 # Tests: cortex_m.<board>.tiny_lm (runs the demo under -icount), tiny_lm.cortex_m.<board>.check,
 # tiny_lm.cortex_m.<board>.sampled (seeded sampling gives the host's text),
@@ -22,7 +22,9 @@ enable_language(C)
 include(${PROJECT_SOURCE_DIR}/examples/tiny_lm/tiny_lm.cmake)
 
 set(_tlm_dir ${CMAKE_CURRENT_BINARY_DIR}/tiny_lm)
-microattn_tiny_lm_glue(${_tlm_dir} _tlm WORKERS 1 Q8_CHUNK 4 NO_F32)
+# Integer compute: 2.5x fewer modelled M4 cycles per token than fp32 compute on the int8
+# weights (docs/targets.md); prefill chunk 2: its buffers and the cache fit 128 KiB of RAM.
+microattn_tiny_lm_glue(${_tlm_dir} _tlm WORKERS 1 Q8_CHUNK 2 NO_F32 Q8_INT8_COMPUTE)
 add_library(microattn_cm_tiny_lm_objs OBJECT ${_tlm})
 microattn_tiny_lm_setup(microattn_cm_tiny_lm_objs ${_tlm_dir} NO_F32)
 target_link_libraries(microattn_cm_tiny_lm_objs PRIVATE microattn)
@@ -51,7 +53,7 @@ if(MICROATTN_CM_QEMU_BOARD)
   microattn_cm_tiny_lm_image(microattn_cm_tiny_lm_budget microattn_cm_port_template_no_ctors)
 
   set(_tlmc_dir ${CMAKE_CURRENT_BINARY_DIR}/tiny_lm_check)
-  microattn_tiny_lm_glue(${_tlmc_dir} _tlmc WORKERS 1 Q8_CHUNK 4)
+  microattn_tiny_lm_glue(${_tlmc_dir} _tlmc WORKERS 1 Q8_CHUNK 2 Q8_INT8_COMPUTE)
   microattn_cm_firmware(microattn_cm_tiny_lm_check tests PORT microattn_cm_port_no_ctors
                         ${_tlmc} tiny_lm_port.cpp)
   microattn_tiny_lm_setup(microattn_cm_tiny_lm_check ${_tlmc_dir} CHECK)

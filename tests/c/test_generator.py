@@ -909,7 +909,7 @@ def refusal_checks(s, cxx, flags, include_dirs):
         (["--name", "x", "--kind", "linear", "--config", "0, 24"],
          "kIn and kOut must be >= 1"),
         (["--name", "x", "--kind", "mlp", "--config", "32, 48, Activation::kSwiGlu, Rope::kYes"],
-         "a building block's option is not a Bias, WeightType or MaxWorkers"),
+         "a building block's option is not a Bias, WeightType, Compute or"),
         (["--name", "x", "--kind", "mlp", "--chunk", "0", "--config", "32, 48, Activation::kGelu"],
          "--chunk must be at least 1"),
         (["--name", "x", "--kind", "rmsnorm", "--config", "0"], "kDim must be at least 1"),

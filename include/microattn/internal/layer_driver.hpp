@@ -172,27 +172,30 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::
   kernels::qd8_f32_qc8w_gemm<Arch>(M, N, K, a, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
-/// The quantised rows of a call for integer compute (Compute::kInt8): up to kRows rows of
-/// x (d_model wide) and later of the attended heads (H * d_head wide), one scale per row.
-template <class Cfg, class Arch, std::size_t kRows>
-struct Qd8Buffer {
-  static constexpr std::size_t kLd =
-      kernels::qd8_row_bytes<Arch>(Cfg::kDModel > Cfg::kQDim ? Cfg::kDModel : Cfg::kQDim);
+/// Up to kRows quantised rows of at most kWidth values (integer compute's activations,
+/// Compute::kInt8), one scale per row.
+template <class Arch, std::size_t kRows, std::size_t kWidth>
+struct Qd8RowBuffer {
+  static constexpr std::size_t kLd = kernels::qd8_row_bytes<Arch>(kWidth);
   alignas(64) std::int8_t q[kRows * kLd] = {};
   float scale[kRows] = {};
   kernels::Qd8Rows rows(std::size_t i) const noexcept { return {q + i * kLd, kLd, scale + i}; }
-  /// Rows [b, e) of x (row stride ldx, K wide) quantised into rows [b, e).
+  /// Rows [b, e) of x (row stride ldx, K <= kWidth wide) quantised into rows [b, e).
   void quantize(std::size_t b, std::size_t e, std::size_t K, const float* x,
                 std::size_t ldx) noexcept {
     if (b < e)
       kernels::qd8_quantize_rows<Arch>(e - b, K, x + b * ldx, ldx, q + b * kLd, kLd, scale + b);
   }
 };
-/// What a layer with fp32 compute keeps instead (nothing).
+/// What a layer or block with fp32 compute keeps instead (nothing).
 struct NoQd8Buffer {};
+/// The quantised rows of an attention call for integer compute: up to kRows rows of x (d_model
+/// wide) and later of the attended heads (H * d_head wide).
 template <class Cfg, class Arch, std::size_t kRows>
-using Qd8BufferFor =
-    std::conditional_t<Cfg::kInt8Compute, Qd8Buffer<Cfg, Arch, kRows>, NoQd8Buffer>;
+using Qd8BufferFor = std::conditional_t<
+    Cfg::kInt8Compute,
+    Qd8RowBuffer<Arch, kRows, (Cfg::kDModel > Cfg::kQDim ? Cfg::kDModel : Cfg::kQDim)>,
+    NoQd8Buffer>;
 
 /// The Source of the layers: a call's tokens x at positions L .. projected by W_K, W_V, W_Q
 /// (and rotated) group by group. Q goes to the Q buffer of the stage (q + s * q_stride, rows of
