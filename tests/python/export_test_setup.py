@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the exporter's test scripts (test_export_pytorch.py, test_export_latent.py) share: their
-command line, and the skip (exit 77, ctest SKIP_RETURN_CODE) without python3-torch."""
+"""What the exporter's and the tiny model's test scripts (test_export_*.py, test_tiny_lm_*.py)
+share: their command line, and the skip (exit 77, ctest SKIP_RETURN_CODE) without
+python3-torch."""
 import argparse
 import os
 import sys
@@ -9,10 +10,16 @@ SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def options(doc):
-    """The scripts' own options; the rest of the command line goes to unittest."""
+def parser(doc):
+    """The option every script has (--source-dir: the repository)."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
+    return ap
+
+
+def options(doc):
+    """The exporter scripts' own options; the rest of the command line goes to unittest."""
+    ap = parser(doc)
     ap.add_argument("--cc", default="cc", help="C compiler (C11 checks)")
     ap.add_argument("--cxx", default="c++", help="C++ compiler (C++17 checks, the forward run)")
     ap.add_argument("--xsimd-include", default="",
@@ -28,6 +35,6 @@ def require_torch():
         import numpy  # noqa: F401
         import torch  # noqa: F401
     except ImportError as e:
-        print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); the exporter tests need "
+        print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); this test needs "
               "Debian's python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
         sys.exit(SKIP)

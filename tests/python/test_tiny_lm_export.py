@@ -28,7 +28,6 @@
   exit with status 2 and a one-line message.
 Exits 77 (ctest: skipped) without torch.
 """
-import argparse
 import os
 import re
 import struct
@@ -37,22 +36,15 @@ import sys
 import tempfile
 import unittest
 
-SKIP = 77
-HERE = os.path.dirname(os.path.abspath(__file__))
+import export_test_setup as setup
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
-ARGS, UNITTEST_ARGS = ap.parse_known_args()
+ARGS, UNITTEST_ARGS = setup.parser(__doc__).parse_known_args()
 ROOT = os.path.abspath(ARGS.source_dir)
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as tools/train_tiny_lm.py
-try:
-    import numpy as np
-    import torch
-except ImportError as e:
-    print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); this test needs Debian's "
-          "python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
-    sys.exit(SKIP)
+setup.require_torch()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import train_tiny_lm as tl  # noqa: E402
@@ -72,7 +64,7 @@ SD = {k: v.detach().numpy() for k, v in MODEL.state_dict().items()}
 def export(*args):
     """Runs the exporter (this folder on PYTHONPATH: hf_llama_like's classes); (exit status,
     stderr)."""
-    env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=setup.HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, EXPORTER, "--kind", "decoder", *args],
                        capture_output=True, text=True, timeout=120, env=env)
     return r.returncode, r.stderr

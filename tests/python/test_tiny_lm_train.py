@@ -15,7 +15,6 @@ tools/train_tiny_lm.py): checks that need neither the corpus nor training.
   model's shape and its W_Q array is the weights bit for bit.
 Exits 77 (ctest: skipped) without torch.
 """
-import argparse
 import json
 import math
 import os
@@ -23,22 +22,15 @@ import re
 import sys
 import unittest
 
-SKIP = 77
-HERE = os.path.dirname(os.path.abspath(__file__))
+import export_test_setup as setup
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ap.add_argument("--source-dir", default=os.path.dirname(os.path.dirname(HERE)))
-ARGS, UNITTEST_ARGS = ap.parse_known_args()
+ARGS, UNITTEST_ARGS = setup.parser(__doc__).parse_known_args()
 ROOT = os.path.abspath(ARGS.source_dir)
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as tools/train_tiny_lm.py
-try:
-    import numpy as np
-    import torch
-except ImportError as e:
-    print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); this test needs Debian's "
-          "python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
-    sys.exit(SKIP)
+setup.require_torch()
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import train_tiny_lm as tl  # noqa: E402
