@@ -216,8 +216,10 @@ std::string setup(const Blob& blob, int threads) {
   return "";
 }
 
-template <class Cfg, int kThreads>
-void bm_decode(benchmark::State& state) {
+/// Times `work(model, tokens, logits)` (false: failed) on the 128 tokens from an empty cache,
+/// after setup<Cfg>: one decode or prefill case.
+template <class Cfg, int kThreads, class Work>
+void bm_sequence(benchmark::State& state, bool decode, Work work) {
   const std::string err = setup<Cfg>(Cfg::kInt8Weights ? q8_blob() : f32_blob(), kThreads);
   if (!err.empty()) {
     state.SkipWithError(err.c_str());
@@ -228,44 +230,35 @@ void bm_decode(benchmark::State& state) {
   float logits[TLM_VOCAB];
   for (auto _ : state) {
     m.reset();
-    bool ok = true;
-    for (std::int32_t t : tokens) ok &= m.decode(t, logits) == microattn::Status::kOk;
-    if (!ok) {
-      state.SkipWithError("decode failed");
+    if (!work(m, tokens, logits)) {
+      state.SkipWithError(decode ? "decode failed" : "prefill failed");
       break;
     }
     benchmark::DoNotOptimize(logits);
     benchmark::ClobberMemory();
   }
-  set_tlm_counters(state, true);
-  state.SetLabel(
-      arch_label<microattn::DefaultArch>() + (Cfg::kInt8Weights ? ", int8 weights" : "") +
-      (Cfg::kCompute == microattn::Compute::kInt8 ? ", integer compute" : "") + ", " +
-      std::to_string(kThreads) + " worker(s), 128 tokens from an empty cache, real time");
+  set_tlm_counters(state, decode);
+  state.SetLabel(arch_label<microattn::DefaultArch>() +
+                 (Cfg::kInt8Weights ? ", int8 weights" : "") +
+                 (Cfg::kCompute == microattn::Compute::kInt8 ? ", integer compute" : "") + ", " +
+                 std::to_string(kThreads) + " worker(s), 128 tokens " + (decode ? "from" : "into") +
+                 " an empty cache, real time");
+}
+
+template <class Cfg, int kThreads>
+void bm_decode(benchmark::State& state) {
+  bm_sequence<Cfg, kThreads>(state, true, [](auto& m, const auto& tokens, float* logits) {
+    bool ok = true;
+    for (std::int32_t t : tokens) ok &= m.decode(t, logits) == microattn::Status::kOk;
+    return ok;
+  });
 }
 
 template <class Cfg, int kThreads>
 void bm_prefill(benchmark::State& state) {
-  const std::string err = setup<Cfg>(f32_blob(), kThreads);
-  if (!err.empty()) {
-    state.SkipWithError(err.c_str());
-    return;
-  }
-  auto& m = model<Cfg>();
-  const std::array<std::int32_t, kSeq> tokens = sequence();
-  float logits[TLM_VOCAB];
-  for (auto _ : state) {
-    m.reset();
-    if (m.prefill(tokens.data(), kSeq, logits) != microattn::Status::kOk) {
-      state.SkipWithError("prefill failed");
-      break;
-    }
-    benchmark::DoNotOptimize(logits);
-    benchmark::ClobberMemory();
-  }
-  set_tlm_counters(state, false);
-  state.SetLabel(arch_label<microattn::DefaultArch>() + ", " + std::to_string(kThreads) +
-                 " worker(s), 128 tokens into an empty cache, real time");
+  bm_sequence<Cfg, kThreads>(state, false, [](auto& m, const auto& tokens, float* logits) {
+    return m.prefill(tokens.data(), kSeq, logits) == microattn::Status::kOk;
+  });
 }
 
 void reg(const char* name, void (*f)(benchmark::State&)) {
