@@ -122,6 +122,62 @@ TEST(Threads, IntegerCompute) {
   }
 }
 
+// The building blocks (an Mlp with fp32 and with integer compute, a Linear with integer
+// compute): one row (split by columns) and many (by rows, several kMaxRows chunks), each part
+// quantising its own rows.
+template <class Block, class W>
+void check_block(Block& b, const W& w, std::size_t in, std::size_t out) {
+  ASSERT_EQ(b.set_executor(Executor{}), Status::kOk);
+  ASSERT_EQ(b.set_weights(w), Status::kOk);
+  microattn_test::Rng(11).fill(g_x, kT * kDM, -1, 1);
+  microattn_test::Rng(12).fill(g_x2, kT * kDM, -1, 1);
+  for (std::size_t M : {std::size_t{1}, std::size_t{kT * kDM / in}}) {
+    ASSERT_EQ(b.set_executor(Executor{}), Status::kOk);
+    ASSERT_EQ(b.forward(g_x, M, g_y1), Status::kOk);
+    for (const auto& r : kRuns) {
+      ASSERT_EQ(b.set_executor(Executor{}), Status::kOk);
+      ASSERT_EQ(b.forward(g_x2, M, g_yn), Status::kOk);
+      ASSERT_EQ(b.set_executor(executor(r[0], r[1])), Status::kOk);
+      ASSERT_EQ(b.forward(g_x, M, g_yn), Status::kOk);
+      EXPECT_EQ(std::memcmp(g_y1, g_yn, M * out * sizeof(float)), 0)
+          << "M " << M << " workers " << r[1];
+    }
+  }
+}
+
+TEST(Threads, BuildingBlocks) {
+  using microattn::Activation;
+  using microattn::Compute;
+  using microattn::WeightType;
+  constexpr std::size_t kH = 56;  // hidden width; kDM (40) inputs
+  static std::int8_t q[3][kDM * kH];
+  static float f[3][kDM * kH], s[3][kH];
+  microattn_test::Rng rng(13);
+  for (int m = 0; m < 3; ++m) {
+    rng.fill(f[m], kDM * kH, -0.2f, 0.2f);
+    rng.fill(s[m], kH, 0.001f, 0.002f);
+    for (std::size_t i = 0; i < kDM * kH; ++i) q[m][i] = std::int8_t(int(f[m][i] * 600.0f));
+  }
+  using Ff = microattn::MlpConfig<kDM, kH, Activation::kSwiGlu, MaxWorkers{4}>;
+  using FfQd8 = microattn::MlpConfig<kDM, kH, Activation::kSwiGlu, WeightType::kInt8,
+                                     Compute::kInt8, MaxWorkers{4}>;
+  using LinQd8 = microattn::LinearConfig<kDM, kH, WeightType::kInt8, Compute::kInt8, Bias::kYes,
+                                         MaxWorkers{4}>;
+  microattn::MlpWeights<Ff> wf;
+  wf.layout = WeightLayout::kOutIn, wf.w_gate = f[0], wf.w_up = f[1], wf.w_down = f[2];
+  microattn::MlpWeights<FfQd8> wq;
+  wq.layout = WeightLayout::kInOut, wq.w_gate = q[0], wq.w_up = q[1], wq.w_down = q[2];
+  wq.s_gate = s[0], wq.s_up = s[1], wq.s_down = s[2];
+  microattn::LinearWeights<LinQd8> wl;
+  wl.layout = WeightLayout::kOutIn, wl.w = q[0], wl.s = s[0], wl.b = s[1];
+  static microattn::Mlp<Ff> ff;
+  static microattn::Mlp<FfQd8, microattn::DefaultArch, 8> ffq;
+  static microattn::Linear<LinQd8, microattn::DefaultArch, 8> lin;
+  check_block(ff, wf, kDM, kDM);
+  check_block(ffq, wq, kDM, kDM);
+  check_block(lin, wl, kDM, kH);
+}
+
 TEST(Threads, LayerMapsAndCore) {
   static microattn_test::RandomWeights<Mha> w;
   w.fill(6);
