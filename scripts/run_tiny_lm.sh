@@ -4,14 +4,16 @@
 #   bash scripts/run_tiny_lm.sh              set up, build for this CPU, run it on the host:
 #                                            greedy and sampled text, tokens/s on 1 and 2 threads,
 #                                            its logits against PyTorch's (--check)
-#   bash scripts/run_tiny_lm.sh --cortex-m4  set up the cross tools, build the Cortex-M4 firmware
-#                                            (int8 model in flash) and run it under QEMU
+#   bash scripts/run_tiny_lm.sh --cortex-m4  set up the Cortex-M tools only (setup.sh --cortex-m:
+#                                            arm-none-eabi GCC, newlib, qemu-system-arm), build
+#                                            the Cortex-M4 firmware (int8 model in flash) and
+#                                            run it under QEMU
 # Extra arguments go to the program (e.g. --prompt "Love is" --sample --seed 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--cortex-m4" ]; then
   shift
-  bash scripts/setup.sh --cross
+  bash scripts/setup.sh --cortex-m
   cmake --preset cortex-m4 > /dev/null
   cmake --build build/cortex-m4 --parallel --target microattn_cm_tiny_lm
   elf=build/cortex-m4/ports/cortex-m/microattn_cm_tiny_lm.elf

@@ -50,7 +50,15 @@ a Python without torch ...).
 
 A LLaMA-style layer's rotary embedding (RoPE) is applied in its forward, not stored in its
 weights: give the Config microattn::Rope::kYes and call set_rope() on MultiHeadAttention or
-KvAttention (docs/inference.md); the header notes it for modules with o_proj.
+KvAttention (docs/inference.md). When the module states it (rope_theta on the module or its
+.config, or an older transformers' rotary_emb.base; partial_rotary_factor; rope_pairing, as
+tools/train_tiny_lm.py's attention has: else half-split, transformers' rotate_half), the header
+carries it as the latent header does: NAME_ROPE_BASE, NAME_ROPE_PAIRING (the
+microattn::RopePairing value: 0 kAdjacent, 1 kHalfSplit), NAME_ROPE_DIMS (the rotated leading
+dimensions of each head), name_shape::kRopeBase, kRopePairing, kRopeDims and name_rope() for
+attn.set_rope(), and the Config line gains microattn::Rope::kYes; rope_scaling other than None
+is refused (microattn's RoPE has no scaling). Otherwise the header notes it for modules with
+o_proj.
 
 The header is valid C11 and C++17 and can be included by several translation units (the arrays
 are static). It defines NAME_D_MODEL, NAME_HEADS, NAME_KV_HEADS, NAME_D_HEAD, NAME_OUT_DIM
@@ -137,20 +145,27 @@ A whole LLaMA-style decoder (--kind decoder) as one binary "model blob" for micr
       --quant int8 --blob tiny_lm_q8.bin
 
 reads a checkpoint of tools/train_tiny_lm.py (--tiny-lm; --module detects one too: a dict with
-config, vocab, state_dict) or a pickled module (--module) shaped like its TinyLM: embed
-(nn.Embedding), layers[i].attn_norm, layers[i].attn.{q,k,v,o}_proj, layers[i].mlp_norm,
+config, vocab, state_dict) or a pickled TinyLM (--module; that class): embed (nn.Embedding),
+layers[i].attn_norm, layers[i].attn.{q,k,v,o}_proj, layers[i].mlp_norm,
 layers[i].mlp.{gate,up,down}_proj (SwiGLU), norm, lm_head unless the head is tied; the shape
 from module.config (d_model, n_layers, n_heads, n_kv_heads, d_head, d_hidden, t_max, rope_base,
 rope_pairing "adjacent" or "half"/"half_split", norm_eps, tied_head), every tensor's shape
-checked against it. A module named like Hugging Face's LlamaForCausalLM is read too:
-model.embed_tokens, model.layers[i].input_layernorm, .self_attn.{q,k,v,o}_proj,
-.post_attention_layernorm, .mlp.{gate,up,down}_proj, model.norm, lm_head (tied when
-config.tie_word_embeddings, and then the embedding's own Parameter); the shape from its config
-(hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
-intermediate_size, max_position_embeddings, rope_theta, rms_norm_eps), RoPE half-split
-(rotate_half); refused also: rope_scaling, hidden_act other than silu. It has no vocab string,
-so --reference and --vocab-header are refused for it. Refused (one line, exit 2): biases, missing or unknown parameters, a shape
-the config does not give, a head tied in the config and not in the module (or the reverse), and
+checked against it. Hugging Face's LlamaForCausalLM is read too: model.embed_tokens,
+model.layers[i].input_layernorm, .self_attn.{q,k,v,o}_proj, .post_attention_layernorm,
+.mlp.{gate,up,down}_proj, model.norm, lm_head (tied when config.tie_word_embeddings, and then
+the embedding's own Parameter); the shape from its config (hidden_size, num_hidden_layers,
+num_attention_heads, num_key_value_heads, head_dim, intermediate_size,
+max_position_embeddings, rope_theta, rms_norm_eps), RoPE half-split (rotate_half). It has no
+vocab string, so --reference and --vocab-header are refused for it. The family is read from the
+module's class name (DECODER_CLASSES: TinyLM, LlamaForCausalLM), never from its parameter
+names: MistralForCausalLM, GraniteForCausalLM, Qwen2ForCausalLM ... are refused by name. Every
+config field is in its family's table (TINY_LM_FIELDS, HF_LLAMA_FIELDS): carried into the file,
+allowed at one value only (rope_scaling None, sliding_window None, partial_rotary_factor 1,
+attention_bias and mlp_bias False, hidden_act silu, pretraining_tp 1, model_type llama ...) or
+ignored with a reason (architectures, torch_dtype, bos_token_id, use_cache ...); any other
+field or value is refused, naming it (e.g. Granite's embedding_multiplier). Refused (one line,
+exit 2) too: biases, missing or unknown parameters, a shape the config does not give, a head
+tied in the config and not in the module (or the reverse), a file over the format's 4 GiB, and
 the attention-only options (--mask, --path, --layout, --compute, --out ...).
   --blob FILE       the blob: fp32, or with --quant int8 every matrix (the embedding too: one
                     scale per token, which the tied head shares) int8 with one fp32 scale per
@@ -506,6 +521,7 @@ class Layer:
         self.out_dim = None   # W_O's output width (check_shapes: o_proj's rows)
         self.biases = ()      # the bias roles present, in BIAS_ROLES order (check_shapes)
         self.scale = None     # the module's score scale when it says so
+        self.rope = None      # the RoPE the module states (llama_rope), None when it does not
         self.notes = []
         # What the module says about how it is called, [(kind, why)]: kind "causal", "none" or
         # a window W (int); mask_hints() compares it with --mask. (A state dict says nothing.)
@@ -724,9 +740,50 @@ def from_llama(m, where, subj, heads_arg, kv_arg):
     scaling = getattr(m, "scaling", None)
     if isinstance(scaling, numbers.Real) and not isinstance(scaling, bool):
         L.scale = float(scaling)
-    if names["o"] == "o_proj":  # LLaMA, Qwen2, Mistral ...; Whisper and the notes have no RoPE
+    L.rope = llama_rope(m, cfg, subj)
+    if names["o"] == "o_proj" and L.rope is None:  # LLaMA, Qwen2 ...; Whisper has no RoPE
         L.notes.append(ROPE_NOTE)
     return L
+
+
+def llama_rope(m, cfg, subj):
+    """The RoPE a LLaMA-style module states, for the header (the latent header's names): None
+    when neither it nor its config says rope_theta (nor an older transformers' rotary_emb.base),
+    else {base, pairing ("adjacent" or "half"), factor (partial_rotary_factor)}. The pairing is
+    the module's rope_pairing (tools/train_tiny_lm.py's attention), else half-split: Hugging
+    Face's rotate_half, which every transformers q_proj/o_proj attention uses. Refused:
+    rope_scaling other than None (the layers' RoPE has no scaling), sources that disagree, a
+    base or factor that is not a number in range, an unknown rope_pairing."""
+    def real(obj, name):
+        v = getattr(obj, name, None) if obj is not None else None
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+            raise Refusal(f"{subj} has {name} {v!r}, not a number")
+        return None if v is None else float(v)
+    for obj, where in ((m, ""), (cfg, "config.")):
+        rs = getattr(obj, "rope_scaling", None) if obj is not None else None
+        if rs is not None:
+            kind = rs.get("rope_type", rs.get("type")) if isinstance(rs, dict) else rs
+            raise Refusal(f"{subj} has {where}rope_scaling {kind!r}: microattn's RoPE has no "
+                          "scaling (rope_scaling must be None)")
+    base = pick("RoPE base", [("rope_theta", real(m, "rope_theta")),
+                              ("config.rope_theta", real(cfg, "rope_theta")),
+                              ("rotary_emb.base", real(getattr(m, "rotary_emb", None), "base"))])
+    if base is None:
+        return None
+    factor = pick("partial_rotary_factor", [
+        ("partial_rotary_factor", real(m, "partial_rotary_factor")),
+        ("config.partial_rotary_factor", real(cfg, "partial_rotary_factor"))])
+    factor = 1.0 if factor is None else factor
+    pairing = getattr(m, "rope_pairing", None)
+    if pairing is not None and pairing not in ROPE_PAIRINGS:
+        raise Refusal(f"{subj} has rope_pairing {pairing!r}: not one of "
+                      f"{', '.join(ROPE_PAIRINGS)}")
+    if not 0 < base < math.inf or not 0 < factor <= 1:
+        raise Refusal(f"{subj} has rope_theta {base!r} and partial_rotary_factor {factor!r}: "
+                      "need a finite base > 0 and a factor in (0, 1]")
+    return {"base": base, "factor": factor,
+            "pairing": "adjacent" if pairing == "adjacent" else "half",
+            "stated": pairing is not None}
 
 
 def module_window(m, cfg, subj):
@@ -1033,6 +1090,56 @@ def window_words(mask):
     return f"microattn::SlidingWindow{{{mask.window}}}" if mask.window else "no SlidingWindow"
 
 
+def rope_header(L, name):
+    """The header's lines for the RoPE a LLaMA-style module states (L.rope; named as the latent
+    header names them): {} when it states none, else the comment, macros NAME_ROPE_BASE,
+    NAME_ROPE_PAIRING (the microattn::RopePairing value), NAME_ROPE_DIMS (the rotated leading
+    dimensions of each head), the shape struct's kRopeBase, kRopePairing, kRopeDims, their
+    static_assert and name_rope(). Refuses rotary dimensions that are odd or none."""
+    if L.rope is None:
+        return {}
+    N, r, dh = name.upper(), L.rope, L.d_head
+    dims = int(dh * r["factor"])  # transformers: int(head_dim * partial_rotary_factor)
+    if dims < 2 or dims % 2:
+        raise Refusal(f"partial_rotary_factor {r['factor']!r} of head_dim {dh} rotates {dims} "
+                      "dimensions: RoPE needs an even number >= 2")
+    enum, num = ("kAdjacent", 0) if r["pairing"] == "adjacent" else ("kHalfSplit", 1)
+    why = ("the module's rope_pairing" if r["stated"] else
+           "Hugging Face's rotate_half: the module states no rope_pairing")
+    part = f"all {dh}" if dims == dh else f"the first {dims} of {dh}"
+    return {
+        "cfg": ", microattn::Rope::kYes",
+        "comment": [f"// RoPE (the module's): base {N}_ROPE_BASE = {r['base']!r}, "
+                    f"RopePairing::{enum} ({why}),",
+                    f"//   {part} dimensions of each head ({N}_ROPE_DIMS), positions from 0:",
+                    f"//   attn.set_rope({name}_rope()) once (the Config above has "
+                    "microattn::Rope::kYes)."],
+        "macros": [f"#define {N}_ROPE_BASE {f32_lit(r['base'])}",
+                   f"#define {N}_ROPE_PAIRING {num} /* microattn::RopePairing::{enum} */",
+                   f"#define {N}_ROPE_DIMS {dims} /* rotated dimensions of each head */"],
+        "members": [f"  static constexpr float kRopeBase = {N}_ROPE_BASE;",
+                    "  static constexpr microattn::RopePairing kRopePairing = "
+                    f"microattn::RopePairing::{enum};",
+                    f"  static constexpr std::size_t kRopeDims = {N}_ROPE_DIMS;"],
+        "asserts": [f"static_assert(static_cast<int>({name}_shape::kRopePairing) == "
+                    f"{N}_ROPE_PAIRING,",
+                    f"              \"{N}_ROPE_PAIRING no longer matches "
+                    "microattn::RopePairing\");"],
+        "function": [
+            f"/// The module's RoPE for set_rope(): base {N}_ROPE_BASE, {enum}, the first "
+            f"{N}_ROPE_DIMS",
+            "/// dimensions of each head, positions from 0 (the layer needs Rope::kYes).",
+            f"static inline microattn::RopeConfig {name}_rope() noexcept {{",
+            "  microattn::RopeConfig r;",
+            "  r.enabled = true;",
+            f"  r.base = {name}_shape::kRopeBase;",
+            f"  r.pairing = {name}_shape::kRopePairing;",
+            f"  r.rotary_dims = {name}_shape::kRopeDims;",
+            "  return r;",
+            "}"],
+        "include": ['#include "microattn/rope_config.hpp"']}
+
+
 def render(L, name, layout="outin", quant="none", report=None, mask=None, compute="f32"):
     """The header text. mask: "causal", "none", "window:W" or a Mask (required: the weights do
     not say how the module is called). quant "int8": the four matrices quantised per output
@@ -1049,6 +1156,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
         raise Refusal(f"--quant {quant!r}: not one of {', '.join(QUANTS)}")
     check_compute(compute, quant)
     hints = mask_hints(L, mask)
+    rope = rope_header(L, name)
     lay, lay_num = LAYOUTS[layout]
     wtype, wtype_num = QUANTS[quant]
     int8 = quant == "int8"
@@ -1071,7 +1179,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
                   for r, a in arrays.items()}
     cfg = (f"microattn::Config<T_max, {D}, {H}, {K}, {dh}, {bias_expr(L.biases)}, "
            "microattn::OutProj::kYes" + (f", microattn::OutDim{{{OD}}}" if OD != D else "")
-           + (", microattn::WeightType::kInt8" if int8 else "")
+           + rope.get("cfg", "") + (", microattn::WeightType::kInt8" if int8 else "")
            + (", microattn::Compute::kInt8" if compute == "int8" else "") + mask.cfg_option + ">")
     od = "d_model" if OD == D else "out_dim"
     shapes = {"outin": ("[H*d_head][d_model]", "[H_kv*d_head][d_model]", f"[{od}][H*d_head]"),
@@ -1126,6 +1234,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
                      f"attn.set_scale({N}_SCALE) once")
         lines.append("//   before forward (MultiHeadAttention, KvAttention and "
                      "ScaledDotProductAttention keep the scale they are given).")
+    lines += rope.get("comment", [])
     for n in L.notes + hints:
         lines.append(f"// Note: {n}.")
     g = f"MICROATTN_EXPORTED_{N}_H"
@@ -1142,6 +1251,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
               f'#define {N}_LAYOUT_NAME "{lay}"',
               f"#define {N}_WEIGHT_TYPE {wtype_num} /* microattn::WeightType::{wtype} */",
               f"#define {N}_SCALE {c_literals(np.array([scale], dtype=np.float32))[0]}",
+              *rope.get("macros", []),
               "", *(["#include <stdint.h>", ""] if int8 else []), ALIGN_MACRO]
     order = [x for r in MATRIX_ROLES for x in (r, scale_role(r))] + list(BIAS_ROLES)
     roles = [r for r in order if r in arrays]
@@ -1185,6 +1295,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
         "#ifdef __cplusplus",
         "#include <cstddef>",
         "",
+        *rope.get("include", []),
         '#include "microattn/weights.hpp"',
         "",
         f"/// The shape {name}'s arrays were exported with; microattn::exported_weights() compares",
@@ -1211,6 +1322,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
            ": not the layers' default 1/sqrt(d_head), so"),
         *([] if default_scale else ["  /// call attn.set_scale(kScale) once before forward."]),
         f"  static constexpr float kScale = {N}_SCALE;",
+        *rope.get("members", []),
         "};",
         f"static_assert(static_cast<int>({name}_shape::kLayout) == {N}_LAYOUT,",
         f"              \"{N}_LAYOUT no longer matches microattn::WeightLayout\");",
@@ -1218,6 +1330,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
         f"              \"{N}_WEIGHT_TYPE no longer matches microattn::WeightType\");",
         f"static_assert(static_cast<int>({name}_shape::kMask) == {N}_MASK,",
         f"              \"{N}_MASK no longer matches microattn::Mask\");",
+        *rope.get("asserts", []),
         *size_checks,
         "",
         f"/// Weights view of {name}'s arrays for Cfg (a compile error when Cfg differs from",
@@ -1237,6 +1350,7 @@ def render(L, name, layout="outin", quant="none", report=None, mask=None, comput
         f"  return microattn::exported_weights<Cfg, {name}_shape>(",
         *call,
         "}",
+        *rope.get("function", []),
         "#endif  // __cplusplus",
         "",
         f"#endif  // {g}",
@@ -1711,6 +1825,7 @@ BLOB_MAGIC = 0x4D4C414D  # the bytes "MALM" read as a little-endian uint32
 BLOB_VERSION = 1
 BLOB_HEADER_BYTES = 64
 BLOB_ALIGN = 16
+BLOB_MAX_BYTES = 2 ** 32 - 1  # header word 15, the total size, is a uint32
 DEFAULT_PROMPT = "The artist painted the portrait of a woman with a brush"
 # module.config's keys that the blob needs (vocab comes from the embedding); rope_pairing is
 # "adjacent" (pairs 2i, 2i+1) or "half"/"half_split" (pairs i, i + d_head/2).
@@ -1728,37 +1843,200 @@ class Decoder:
         self.module, self.cfg, self.tensors, self.vocab = module, cfg, tensors, vocab
 
 
-def decoder_config(m, subj):
-    """module.config (a dict or an object with attributes) -> dict of DECODER_KEYS, checked."""
-    c = getattr(m, "config", None)
-    if c is None:
-        raise Refusal(f"{subj} has no .config: a decoder's shape (d_model, n_layers, n_heads, "
-                      "n_kv_heads, d_head, d_hidden, t_max, rope_base, rope_pairing, norm_eps, "
-                      "tied_head) is read from it")
-    get = c.get if isinstance(c, dict) else (lambda k: getattr(c, k, None))
-    missing = [k for k in DECODER_KEYS if get(k) is None]
+# --- what a decoder's config may say: the one table every converter reads -------------------
+# How each config field is handled (DESIGN.md section 11: loaders refuse by name). A field that
+# is not in its family's table is refused, naming it: the model file carries only what its
+# header and tensors say (docs/model-format.md), and a field nobody has read may change the
+# computation (Granite's multipliers, Mistral's sliding_window ...). Entries:
+#   carry(key, default)   the value goes into the file (the header word of Decoder.cfg[key]);
+#                         absent or None: default (REQUIRED: refused as missing)
+#   only(why, *values)    allowed at one of values only (absent: the family's default, which is
+#                         one of them); another value is refused by name, with why
+#   ignore(why)           does not change the logits (bookkeeping, training, decoding settings)
+# Hugging Face names are the ones a safetensors config.json and transformers' PretrainedConfig
+# use, so the later loaders (llama2.c, safetensors, GGUF: their keys mapped to these) share
+# HF_LLAMA_FIELDS and read_config().
+REQUIRED = object()
+
+
+def carry(key, default=REQUIRED):
+    return ("carry", key, default)
+
+
+def only(why, *values):
+    return ("only", values, why)
+
+
+def ignore(why):
+    return ("ignore", why)
+
+
+def ignored(why, *names):
+    return {n: ignore(why) for n in names}
+
+
+NO_BIASES = "the model file has no biases"
+TINY_LM_FIELDS = {
+    "vocab_size": carry("vocab", None), "d_model": carry("d_model"),
+    "n_layers": carry("n_layers"), "n_heads": carry("n_heads"),
+    "n_kv_heads": carry("n_kv_heads"), "d_head": carry("d_head"),
+    "d_hidden": carry("d_hidden"), "t_max": carry("t_max"), "rope_base": carry("rope_base"),
+    "rope_pairing": carry("rope_pairing"), "norm_eps": carry("norm_eps"),
+    "tied_head": carry("tied_head"),
+    "activation": only("the model file's MLPs are SwiGLU", None, "silu", "swiglu", "SwiGLU"),
+}
+HF_LLAMA_FIELDS = {
+    "vocab_size": carry("vocab", None), "hidden_size": carry("d_model"),
+    "num_hidden_layers": carry("n_layers"), "num_attention_heads": carry("n_heads"),
+    "num_key_value_heads": carry("n_kv_heads", None),  # None: num_attention_heads (no GQA)
+    "head_dim": carry("d_head", None),  # None: hidden_size / num_attention_heads
+    "intermediate_size": carry("d_hidden"), "max_position_embeddings": carry("t_max"),
+    "rope_theta": carry("rope_base", 10000.0), "rms_norm_eps": carry("norm_eps"),
+    "tie_word_embeddings": carry("tied_head", False),  # checked against lm_head
+    "model_type": only("another family's config", "llama"),
+    "hidden_act": only("the model file's MLPs are SwiGLU: silu(gate_proj) * up_proj", "silu"),
+    "rope_scaling": only("the model file's RoPE has no scaling (linear, dynamic, YaRN, llama3)",
+                         None),
+    "partial_rotary_factor": only("the model file's RoPE turns every dimension of a head",
+                                  1.0),
+    "sliding_window": only("the model file's attention sees the whole causal context", None),
+    "attention_bias": only(NO_BIASES, False), "mlp_bias": only(NO_BIASES, False),
+    "pretraining_tp": only("LlamaMLP and LlamaAttention then compute in pretraining_tp slices",
+                           1),
+    "is_encoder_decoder": only("the model file is a decoder only", False),
+    "add_cross_attention": only("the model file has no cross-attention", False),
+    "cross_attention_hidden_size": only("the model file has no cross-attention", None),
+    "tie_encoder_decoder": only("the model file is a decoder only", False),
+    "pruned_heads": only("every layer has all its heads", None, {}),
+    **ignored("bookkeeping (names, versions, where it came from); the class is checked",
+              "architectures", "transformers_version", "_name_or_path", "name_or_path",
+              "_commit_hash"),
+    **ignored("the weights' storage type: they are read and converted to float32 exactly",
+              "torch_dtype", "dtype", "use_bfloat16"),
+    **ignored("token ids for the tokenizer and the decoding loop", "bos_token_id",
+              "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id"),
+    **ignored("what the forward returns besides the logits", "use_cache", "output_attentions",
+              "_output_attentions", "output_hidden_states", "return_dict", "torchscript",
+              "output_scores", "return_dict_in_generate"),
+    **ignored("which kernel computes the attention (eager, sdpa, flash: the same attention)",
+              "_attn_implementation_internal", "_attn_implementation",
+              "_attn_implementation_autoset", "attn_implementation"),
+    **ignored("training only (initialisation; dropout is off in eval)", "initializer_range",
+              "attention_dropout", "tf_legacy_loss"),
+    **ignored("generate()'s decoding settings: the caller's loop chooses", "max_length",
+              "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+              "diversity_penalty", "temperature", "top_k", "top_p", "typical_p",
+              "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+              "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
+              "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
+              "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens"),
+    **ignored("task heads and tokenizer loading, not the causal LM", "finetuning_task",
+              "id2label", "label2id", "num_labels", "problem_type", "tokenizer_class", "prefix",
+              "task_specific_params"),
+    **ignored("not read by LLaMA's layers (encoder models' settings)", "is_decoder",
+              "chunk_size_feed_forward"),
+}
+# The module classes a decoder is read from (by class name: a family is never guessed from
+# parameter names) -> (how its state dict is read, its config's table).
+DECODER_CLASSES = {"TinyLM": ("tiny", TINY_LM_FIELDS),
+                   "LlamaForCausalLM": ("hf", HF_LLAMA_FIELDS)}
+# Families that look like LLaMA but compute something else (said in their refusal).
+LLAMA_LOOKALIKES = {
+    "MistralForCausalLM": "sliding-window attention",
+    "MixtralForCausalLM": "mixture-of-experts MLPs",
+    "GraniteForCausalLM": "embedding, residual, attention and logit multipliers",
+    "Qwen2ForCausalLM": "biases on Q, K and V",
+    "GemmaForCausalLM": "GeGLU MLPs, (1 + w) norms and a scaled embedding",
+    "Phi3ForCausalLM": "fused qkv_proj and gate_up_proj, partial or scaled RoPE",
+}
+
+
+def config_fields(c):
+    """A config's fields: a dict as it is, Hugging Face's PretrainedConfig.to_dict() (every
+    field, defaults included: to_diff_dict would drop a Mistral's default sliding_window), or an
+    object's attributes."""
+    if isinstance(c, dict):
+        return dict(c)
+    to_dict = getattr(c, "to_dict", None)
+    return dict(to_dict()) if callable(to_dict) else dict(vars(c))
+
+
+def same_value(v, allowed):
+    """v is allowed: None and booleans by identity (0 is not False), numbers by value (1 is
+    1.0), the rest by ==."""
+    if allowed is None or isinstance(allowed, bool) or isinstance(v, bool):
+        return v is allowed
+    if isinstance(allowed, numbers.Number):
+        return isinstance(v, numbers.Number) and v == allowed
+    return type(v) is type(allowed) and v == allowed
+
+
+def short_repr(v, limit=60):
+    s = one_line(repr(v))
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def read_config(c, table, subj):
+    """{Decoder.cfg key: value} of config c's carried fields (defaults for absent ones), or a
+    one-line Refusal naming every field the table refuses: unknown, or set to a value that
+    changes the computation, or required and missing."""
+    fields = config_fields(c)
+    bad = []
+    for k in sorted(fields, key=str):
+        how, v = table.get(k), fields[k]
+        if how is None:
+            bad.append(f"{k} = {short_repr(v)} (a field the model file cannot carry)")
+        elif how[0] == "only" and not any(same_value(v, a) for a in how[1]):
+            bad.append(f"{k} = {short_repr(v)} (must be {' or '.join(map(repr, how[1]))}: "
+                       f"{how[2]})")
+    missing = [k for k, how in table.items() if how[0] == "carry" and how[2] is REQUIRED
+               and fields.get(k) is None]
     if missing:
-        raise Refusal(f"{subj}.config lacks {', '.join(missing)}")
-    cfg = {k: get(k) for k in DECODER_KEYS}
+        bad.append(f"lacks {', '.join(missing)}")
+    if bad:
+        raise Refusal(f"{subj}.config: " + "; ".join(bad))
+    out = {}
+    for k, how in table.items():
+        if how[0] == "carry":
+            out[how[1]] = how[2] if fields.get(k) is None else fields[k]
+    return out
+
+
+def decoder_class(m, subj):
+    """(reader, table) of the module's class (DECODER_CLASSES), or a Refusal naming it."""
+    name = type(m).__name__
+    if name in DECODER_CLASSES:
+        return DECODER_CLASSES[name]
+    why = f" ({LLAMA_LOOKALIKES[name]})" if name in LLAMA_LOOKALIKES else ""
+    raise Refusal(f"{subj} is a {name}{why}: the model file is read from a "
+                  f"{' or a '.join(DECODER_CLASSES)} only (a family is read by its class, not "
+                  "guessed from its parameter names)")
+
+
+def decoder_config(cfg, subj, table):
+    """Checks the carried config (read_config's dict: DECODER_KEYS and vocab) and returns it
+    with ints, floats and a bool; a refusal names the config field (table's name for it)."""
+    field = {how[1]: k for k, how in table.items() if how[0] == "carry"}
+    name = lambda k: f"{subj}.config {field.get(k, k)}"  # noqa: E731
     for k in DECODER_KEYS[:7]:
         v = cfg[k]
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise Refusal(f"{subj}.config {k} = {v!r}: not a whole number >= 1")
+            raise Refusal(f"{name(k)} = {v!r}: not a whole number >= 1")
         cfg[k] = int(v)
     if cfg["n_heads"] % cfg["n_kv_heads"] or cfg["d_head"] % 2:
-        raise Refusal(f"{subj}.config: n_heads {cfg['n_heads']} is not a multiple of n_kv_heads "
-                      f"{cfg['n_kv_heads']}, or d_head {cfg['d_head']} is odd")
+        raise Refusal(f"{subj}.config: {field['n_heads']} {cfg['n_heads']} is not a multiple of "
+                      f"{field['n_kv_heads']} {cfg['n_kv_heads']}, or {field['d_head']} "
+                      f"{cfg['d_head']} is odd")
     if cfg["rope_pairing"] not in ROPE_PAIRINGS:
-        raise Refusal(f"{subj}.config rope_pairing {cfg['rope_pairing']!r}: not one of "
+        raise Refusal(f"{name('rope_pairing')} {cfg['rope_pairing']!r}: not one of "
                       f"{', '.join(ROPE_PAIRINGS)}")
     for k in ("rope_base", "norm_eps"):
         v = cfg[k]
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < math.inf:
-            raise Refusal(f"{subj}.config {k} = {v!r}: not a positive finite number")
+            raise Refusal(f"{name(k)} = {v!r}: not a positive finite number")
         cfg[k] = float(v)
-    act = get("activation")
-    if act not in (None, "silu", "swiglu", "SwiGLU"):
-        raise Refusal(f"{subj}.config activation {act!r}: the blob holds SwiGLU MLPs only")
+    if not isinstance(cfg["tied_head"], (bool, int)) or cfg["tied_head"] not in (0, 1):
+        raise Refusal(f"{name('tied_head')} = {cfg['tied_head']!r}: not True or False")
     cfg["tied_head"] = bool(cfg["tied_head"])
     return cfg
 
@@ -1786,15 +2064,21 @@ def decoder_expected(cfg, vocab_size):
 
 
 def decoder_from_module(m, subj="the module"):
-    """The Decoder of a module shaped like tools/train_tiny_lm.py's TinyLM, or named like
-    Hugging Face's LlamaForCausalLM (see the module docstring's --kind decoder); raises Refusal
-    on biases, missing or unknown parameters, wrong shapes, a head that is tied in one place and
-    not the other, non-finite weights."""
+    """The Decoder of a tools/train_tiny_lm.py TinyLM or a Hugging Face LlamaForCausalLM (by
+    class name: DECODER_CLASSES; see the module docstring's --kind decoder); raises Refusal on
+    another class, a config field the model file cannot carry (read_config), biases, missing or
+    unknown parameters, wrong shapes, a head that is tied in one place and not the other,
+    non-finite weights."""
     import torch
     if not isinstance(m, torch.nn.Module):
         raise Refusal(f"{subj} is a {type(m).__name__}, not an nn.Module")
-    hf = isinstance(getattr(getattr(m, "model", None), "embed_tokens", None), torch.nn.Embedding)
-    cfg, sd, emb = hf_decoder_parts(m, subj) if hf else tiny_decoder_parts(m, subj)
+    reader, table = decoder_class(m, subj)
+    c = getattr(m, "config", None)
+    if c is None:
+        raise Refusal(f"{subj} has no .config: a decoder's shape is read from it")
+    parts = hf_decoder_parts if reader == "hf" else tiny_decoder_parts
+    cfg, sd, emb = parts(m, read_config(c, table, subj), subj)
+    cfg = decoder_config(cfg, subj, table)
     biases = sorted(k for k in sd if k.endswith("bias"))
     if biases:
         raise Refusal(f"{subj} has biases ({summary(biases, 4)}): the model blob has no biases "
@@ -1811,22 +2095,25 @@ def decoder_from_module(m, subj="the module"):
         if tuple(sd[k].shape) != shape:
             raise Refusal(f"{subj}: {k} has shape {tuple(sd[k].shape)}, the config says {shape}")
         tensors.append((k, to_float32(k, sd[k]), is_matrix))
+    rows = emb.weight.shape[0]
+    if cfg["vocab"] is not None and cfg["vocab"] != rows:
+        raise Refusal(f"{subj}.config says a vocabulary of {cfg['vocab']!r}, the embedding has "
+                      f"{rows} rows")
     vs = getattr(m, "vocab", None)
-    cfg["vocab"] = emb.weight.shape[0]
+    cfg["vocab"] = rows
     if vs is not None and (not isinstance(vs, str) or len(vs) != cfg["vocab"]):
         raise Refusal(f"{subj}.vocab is not a string of {cfg['vocab']} characters (one per "
                       "embedding row)")
     return Decoder(m, cfg, tensors, vs)
 
 
-def tiny_decoder_parts(m, subj):
-    """(config, state dict without a tied lm_head, the embedding) of a TinyLM-shaped module."""
+def tiny_decoder_parts(m, cfg, subj):
+    """(config, state dict without a tied lm_head, the embedding) of a TinyLM; cfg: its
+    carried config (read_config)."""
     import torch
-    cfg = decoder_config(m, subj)
     emb = getattr(m, "embed", None)
     if not isinstance(emb, torch.nn.Embedding):
-        raise Refusal(f"{subj} has no nn.Embedding child named embed (nor model.embed_tokens, "
-                      "Hugging Face's LlamaForCausalLM)")
+        raise Refusal(f"{subj} has no nn.Embedding child named embed")
     head = getattr(m, "lm_head", None)
     if cfg["tied_head"] and head is not None and head.weight is not emb.weight:
         raise Refusal(f"{subj}.config says tied_head but the module has its own lm_head")
@@ -1843,38 +2130,25 @@ HF_RENAMES = (("model.embed_tokens.", "embed."), ("model.norm.", "norm."),
               (".post_attention_layernorm.", ".mlp_norm."), (".self_attn.", ".attn."))
 
 
-def hf_decoder_parts(m, subj):
-    """(config, renamed state dict, the embedding) of a module named like Hugging Face's
-    LlamaForCausalLM: config hidden_size, num_hidden_layers, num_attention_heads,
-    num_key_value_heads, head_dim (default hidden_size / heads), intermediate_size,
-    max_position_embeddings, rope_theta, rms_norm_eps, tie_word_embeddings, hidden_act "silu",
-    rope_scaling None; RoPE half-split (rotate_half). The rotary inv_freq buffer is not a
-    weight and is dropped."""
-    c = getattr(m, "config", None)
-    get = (c.get if isinstance(c, dict) else (lambda k, d=None: getattr(c, k, d))) if c else None
-    if get is None:
-        raise Refusal(f"{subj} (Hugging Face names) has no .config")
-    heads = get("num_attention_heads")
-    hidden = get("hidden_size")
-    d_head = get("head_dim") or (hidden // heads if hidden and heads else None)
-    if get("rope_scaling") is not None:
-        raise Refusal(f"{subj}.config rope_scaling {get('rope_scaling')!r}: the blob's RoPE has "
-                      "no scaling")
-    if get("hidden_act", "silu") != "silu":
-        raise Refusal(f"{subj}.config hidden_act {get('hidden_act')!r}: the blob holds SwiGLU "
-                      "(silu) MLPs only")
-    cfg = decoder_config(_Namespace(config={
-        "d_model": hidden, "n_layers": get("num_hidden_layers"), "n_heads": heads,
-        "n_kv_heads": get("num_key_value_heads") or heads, "d_head": d_head,
-        "d_hidden": get("intermediate_size"), "t_max": get("max_position_embeddings"),
-        "rope_base": get("rope_theta", 10000.0), "rope_pairing": "half",
-        "norm_eps": get("rms_norm_eps"), "tied_head": bool(get("tie_word_embeddings", False))}),
-        subj)
-    emb = m.model.embed_tokens
+def hf_decoder_parts(m, cfg, subj):
+    """(config, renamed state dict, the embedding) of a Hugging Face LlamaForCausalLM; cfg: its
+    carried config (read_config of HF_LLAMA_FIELDS), completed here: num_key_value_heads
+    defaults to the heads, head_dim to hidden_size / heads, RoPE half-split (rotate_half). The
+    rotary inv_freq buffer is not a weight and is dropped."""
+    import torch
+    emb = getattr(getattr(m, "model", None), "embed_tokens", None)
+    if not isinstance(emb, torch.nn.Embedding):
+        raise Refusal(f"{subj} has no nn.Embedding model.embed_tokens")
+    heads, hidden = cfg["n_heads"], cfg["d_model"]
+    if cfg["n_kv_heads"] is None:
+        cfg["n_kv_heads"] = heads
+    if cfg["d_head"] is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
+        cfg["d_head"] = hidden // heads
+    cfg["rope_pairing"] = "half"
     head = getattr(m, "lm_head", None)
     if head is None:
         raise Refusal(f"{subj} (Hugging Face names) has no lm_head")
-    if cfg["tied_head"] != (head.weight is emb.weight):
+    if bool(cfg["tied_head"]) != (head.weight is emb.weight):
         raise Refusal(f"{subj}.config tie_word_embeddings is {cfg['tied_head']} but lm_head "
                       f"{'is not' if cfg['tied_head'] else 'is'} the embedding")
     sd = {}
@@ -1887,24 +2161,40 @@ def hf_decoder_parts(m, subj):
     return cfg, sd, emb
 
 
-class _Namespace:
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-
 def blob_flags(cfg):
     """Header word 12: bit 0 tied head, bit 1 adjacent RoPE pairs, bits 8..15 activation
     (0 = SwiGLU, the only one)."""
     return int(cfg["tied_head"]) | (int(ROPE_PAIRINGS[cfg["rope_pairing"]]) << 1)
 
 
+def blob_total(dec, quant="none"):
+    """The blob's size in bytes, from the tensors' shapes alone (blob_bytes' layout)."""
+    pos = BLOB_HEADER_BYTES
+    for _, a, is_matrix in dec.tensors:
+        for n in (a.size, 4 * a.shape[0]) if quant == "int8" and is_matrix else (4 * a.size,):
+            pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + n
+    return -(-pos // BLOB_ALIGN) * BLOB_ALIGN
+
+
+def check_blob_size(total):
+    """Refuses a blob whose size does not fit header word 15 (a uint32; struct.pack would
+    raise an uncaught struct.error), before any of it is built."""
+    if total > BLOB_MAX_BYTES:
+        raise Refusal(f"the model file would be {total} bytes ({total / 2 ** 30:.2f} GiB): over "
+                      f"the format's limit of 4 GiB ({BLOB_MAX_BYTES} bytes; header word 15, "
+                      "the file's size, is a 32-bit unsigned integer)")
+
+
 def blob_bytes(dec, quant="none", report=None):
     """The model blob (docs/model-format.md): a 64-byte header of 16 little-endian uint32
     words, then every tensor at the next 16-byte boundary; with quant "int8" each matrix as
     int8 [out][in] followed by its float32 scales (quantize_int8: bit for bit
-    microattn::quantize_int8), the norms fp32. report receives the int8 error lines."""
+    microattn::quantize_int8), the norms fp32. report receives the int8 error lines. Refuses
+    a blob over 4 GiB (check_blob_size) before building it."""
     import struct
     import numpy as np
+    total = blob_total(dec, quant)
+    check_blob_size(total)
     c = dec.cfg
     body = bytearray(BLOB_HEADER_BYTES)
 
@@ -1928,6 +2218,7 @@ def blob_bytes(dec, quant="none", report=None):
              c["d_model"], c["n_layers"], c["n_heads"], c["n_kv_heads"], c["d_head"],
              c["d_hidden"], c["t_max"], blob_flags(c), f32(c["rope_base"]), f32(c["norm_eps"]),
              len(body)]
+    assert len(body) == total, (len(body), total)
     body[:BLOB_HEADER_BYTES] = struct.pack("<16I", *words)
     if report is not None:
         report.append(f"blob: {len(body)} bytes, {quant_label(quant)}" + (

@@ -7,6 +7,13 @@ reference and the exporter, run as its own process, must import them (the test p
 folder on PYTHONPATH).
 
   LlamaForCausalLM(config)   config: a types.SimpleNamespace with LlamaConfig's field names
+                             (config()), or a LlamaConfig (full_config(): to_dict() with every
+                             field transformers' PretrainedConfig.to_dict() gives)
+  MistralForCausalLM, GraniteForCausalLM, Qwen2ForCausalLM
+                             the same module under those families' class names, for the
+                             refusals: the exporter reads a family by its class, so it must
+                             refuse them (by name) before it looks at a weight, and their
+                             forward (LLaMA's here) never runs
 """
 import math
 import types
@@ -126,6 +133,19 @@ class LlamaForCausalLM(nn.Module):
         return types.SimpleNamespace(logits=self.lm_head(self.model(ids)))
 
 
+class MistralForCausalLM(LlamaForCausalLM):
+    """LLaMA's names and forward under Mistral's class name (Mistral: sliding_window)."""
+
+
+class GraniteForCausalLM(LlamaForCausalLM):
+    """LLaMA's names and forward under Granite's class name (Granite: embedding_multiplier,
+    residual_multiplier, attention_multiplier, logits_scaling)."""
+
+
+class Qwen2ForCausalLM(LlamaForCausalLM):
+    """LLaMA's names and forward under Qwen2's class name (Qwen2: biases on Q, K, V)."""
+
+
 def config(**kw):
     """A small LlamaConfig-like namespace; kw overrides."""
     c = dict(vocab_size=11, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
@@ -135,3 +155,44 @@ def config(**kw):
              attention_bias=False)
     c.update(kw)
     return types.SimpleNamespace(**c)
+
+
+class LlamaConfig(types.SimpleNamespace):
+    """Where the exporter looks at transformers' LlamaConfig: its attributes, and to_dict(),
+    which adds model_type and transformers_version as PretrainedConfig.to_dict() does."""
+    model_type = "llama"
+
+    def to_dict(self):
+        return dict(vars(self), model_type=self.model_type, transformers_version="4.46.3")
+
+
+# What transformers 4.4x's PretrainedConfig.__init__ sets on every config (to_dict() lists
+# them all, at their defaults here) besides the model's own fields: bookkeeping, outputs,
+# generate() settings, task heads, token ids.
+PRETRAINED_DEFAULTS = dict(
+    return_dict=True, output_hidden_states=False, output_attentions=False, torchscript=False,
+    torch_dtype="float32", use_bfloat16=False, tf_legacy_loss=False, pruned_heads={},
+    chunk_size_feed_forward=0, is_encoder_decoder=False, is_decoder=False,
+    cross_attention_hidden_size=None, add_cross_attention=False, tie_encoder_decoder=False,
+    max_length=20, min_length=0, do_sample=False, early_stopping=False, num_beams=1,
+    num_beam_groups=1, diversity_penalty=0.0, temperature=1.0, top_k=50, top_p=1.0,
+    typical_p=1.0, repetition_penalty=1.0, length_penalty=1.0, no_repeat_ngram_size=0,
+    encoder_no_repeat_ngram_size=0, bad_words_ids=None, num_return_sequences=1,
+    output_scores=False, return_dict_in_generate=False, forced_bos_token_id=None,
+    forced_eos_token_id=None, remove_invalid_values=False,
+    exponential_decay_length_penalty=None, suppress_tokens=None, begin_suppress_tokens=None,
+    architectures=["LlamaForCausalLM"], finetuning_task=None,
+    id2label={0: "LABEL_0", 1: "LABEL_1"}, label2id={"LABEL_0": 0, "LABEL_1": 1},
+    tokenizer_class=None, prefix=None, bos_token_id=1, pad_token_id=None, eos_token_id=2,
+    sep_token_id=None, decoder_start_token_id=None, task_specific_params=None,
+    problem_type=None, _name_or_path="", _attn_implementation_autoset=True)
+
+
+def full_config(**kw):
+    """config()'s model as a LlamaConfig with every field LlamaConfig has (its own at their
+    defaults: initializer_range, pretraining_tp 1, use_cache, attention_dropout, mlp_bias
+    False) and PRETRAINED_DEFAULTS; kw overrides."""
+    c = dict(vars(config()), initializer_range=0.02, pretraining_tp=1, use_cache=True,
+             attention_dropout=0.0, mlp_bias=False, **PRETRAINED_DEFAULTS)
+    c.update(kw)
+    return LlamaConfig(**c)

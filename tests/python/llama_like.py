@@ -11,9 +11,9 @@ pickles the class by reference: the exporter, run as its own process, must be ab
                            d_out -> d_out (the teaching notes' MultiHeadAttention)
 
 Each computes attention without RoPE (exported layers are compared with MultiHeadAttention
-without set_rope()): causal by default; LlamaStyleAttention(window=W) causal with a sliding
-window of W tokens (token i sees i - W + 1 .. i), WhisperStyleAttention(causal=False) an
-encoder's, every token sees every token.
+without set_rope()) unless LlamaStyleAttention(rope_theta=...) says otherwise: causal by default;
+LlamaStyleAttention(window=W) causal with a sliding window of W tokens (token i sees
+i - W + 1 .. i), WhisperStyleAttention(causal=False) an encoder's, every token sees every token.
 """
 import types
 
@@ -55,10 +55,17 @@ class LlamaStyleAttention(nn.Module):
     attrs says where the shape is stated: "module" (num_heads, num_key_value_heads, head_dim as
     attributes, like older transformers releases), "config" (a .config with
     num_attention_heads, num_key_value_heads, head_dim, hidden_size, like newer ones) or "none".
+
+    rope_theta: the forward rotates Q and K (positions 0 .. T-1) like transformers' Llama (half
+    split: rotate_half on the first rotary_dims = head_dim * partial_rotary_factor dimensions)
+    or, with rope_pairing="adjacent", like tools/train_tiny_lm.py (pairs 2i, 2i + 1); stated
+    where attrs says (rope_theta, partial_rotary_factor on the config or the module; a
+    rope_pairing attribute on the module).
     """
 
     def __init__(self, d_model, heads, kv_heads, head_dim, bias=False, o_bias=None,
-                 attrs="module", biases=None, out_dim=None, scaling=None, window=None):
+                 attrs="module", biases=None, out_dim=None, scaling=None, window=None,
+                 rope_theta=None, partial_rotary_factor=None, rope_pairing=None):
         super().__init__()
         if biases is None:
             biases = "qkv" * bool(bias) + "o" * bool(bias if o_bias is None else o_bias)
@@ -79,18 +86,50 @@ class LlamaStyleAttention(nn.Module):
                 self.config.sliding_window = window
         if scaling is not None:
             self.scaling = scaling
+        if rope_theta is not None:
+            where = self.config if attrs == "config" else self
+            where.rope_theta = rope_theta
+            if partial_rotary_factor is not None:
+                where.partial_rotary_factor = partial_rotary_factor
+            if rope_pairing is not None:
+                self.rope_pairing = rope_pairing
         # The forward's own copy, under names the exporter does not read.
         self._shape = (heads, kv_heads, head_dim)
         self._window = window
+        self._rope = None if rope_theta is None else (
+            rope_theta, int(head_dim * (partial_rotary_factor or 1.0)), rope_pairing or "half")
 
     def forward(self, x):
         H, K, dh = self._shape
         T = x.shape[0]
-        q = self.q_proj(x).view(T, H, dh).transpose(0, 1)
-        k = self.k_proj(x).view(T, K, dh).transpose(0, 1).repeat_interleave(H // K, dim=0)
+        q = rope(self.q_proj(x).view(T, H, dh).transpose(0, 1), self._rope)
+        k = rope(self.k_proj(x).view(T, K, dh).transpose(0, 1), self._rope)
+        k = k.repeat_interleave(H // K, dim=0)
         v = self.v_proj(x).view(T, K, dh).transpose(0, 1).repeat_interleave(H // K, dim=0)
         scale = getattr(self, "scaling", dh ** -0.5)
         return self.o_proj(causal_attention(q, k, v, scale, window=self._window))
+
+
+def rope(x, settings):
+    """x [heads][T][d_head] with positions 0 .. T-1 rotated by settings = (base, rotary dims
+    n, pairing "half" or "adjacent"), the first n dimensions: pair i turns by
+    p * base^(-2i/n), pairs (i, i + n/2) or (2i, 2i + 1); the angles in float64 and rounded
+    once, as microattn's tables. settings None: x as it is."""
+    if settings is None:
+        return x
+    base, n, pairing = settings
+    ang = torch.arange(x.shape[1], dtype=torch.float64)[:, None] * (
+        base ** (-2.0 * torch.arange(n // 2, dtype=torch.float64) / n))[None, :]
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    r, rest = x[..., :n], x[..., n:]
+    a, b = (r[..., 0::2], r[..., 1::2]) if pairing == "adjacent" else (r[..., :n // 2],
+                                                                        r[..., n // 2:])
+    ra, rb = a * cos - b * sin, a * sin + b * cos
+    if pairing == "adjacent":
+        rot = torch.stack((ra, rb), dim=-1).flatten(-2)
+    else:
+        rot = torch.cat((ra, rb), dim=-1)
+    return torch.cat((rot, rest), dim=-1)
 
 
 class WhisperStyleAttention(nn.Module):

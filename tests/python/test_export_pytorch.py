@@ -15,6 +15,9 @@ chosen values), then checks, for every header:
   - a Config that differs from the header's shape, mask or sliding window fails to compile,
     naming the parameter (and tests/compile_fail_exported_mask.cpp, which ctest compiles
     without torch, still holds the exporter's own output);
+  - a LLaMA-style module that states its RoPE (rope_theta, partial_rotary_factor, rope_pairing)
+    gets it in the header (NAME_ROPE_BASE, NAME_ROPE_PAIRING, NAME_ROPE_DIMS, name_rope(),
+    Rope::kYes), and MultiHeadAttention with set_rope(name_rope()) computes its forward;
 and that everything the exporter cannot represent is refused with exit status 2 and one line
 (a missing or bad --mask, an --out folder that does not exist, a Python without torch, a state
 dict's key prefix, which the message names), and that --mask's notes reach stderr.
@@ -301,9 +304,10 @@ class Case:
     (the module's own forward with the mask --mask names). With `--quant int8` in argv, an int8
     header (self.int8)."""
 
-    def __init__(self, name, module, argv, shape, T=None, run=None):
+    def __init__(self, name, module, argv, shape, T=None, run=None, rope=None):
         self.name, self.module, self.argv, self.shape, self.T = name, module, argv, shape, T
         self.run = run
+        self.rope = rope  # the RoPE the header must state: (base, RopePairing value, dims)
         self.header = self.text = self.err = None
         self.int8 = "--quant" in argv and argv[argv.index("--quant") + 1] == "int8"
         self.causal, self.window = argv_mask(argv)
@@ -333,8 +337,9 @@ class Case:
         """The Config line the header must suggest, with T_max left as a name."""
         s = self.shape
         od = f", microattn::OutDim{{{s.out_dim}}}" if s.out_dim != s.d_model else ""
+        rope = ", microattn::Rope::kYes" if self.rope else ""
         return (f"microattn::Config<T_max, {s.d_model}, {s.heads}, {s.kv_heads}, {s.d_head}, "
-                f"{suggested_bias(s.bias)}, microattn::OutProj::kYes{od}{self.wtype()}>")
+                f"{suggested_bias(s.bias)}, microattn::OutProj::kYes{od}{rope}{self.wtype()}>")
 
     def expected(self):
         """role -> the array the header must hold (layout applied): float32, or for an int8
@@ -504,6 +509,22 @@ def make_cases():
     scaled = llama_like.LlamaStyleAttention(32, 2, 2, 16, attrs="module", scaling=0.125)
     cases.append(Case("l_scaled", scaled, ["--module", save(scaled, "scaled.pt")],
                       Shape(32, 2, 2, 16, "", "kOutIn"), T=5, run=run_plain))
+    # RoPE stated by the module, applied in its forward: transformers-style (config.rope_theta,
+    # partial_rotary_factor 0.5: the first 4 of 8 dimensions, half-split), in fp32 and int8;
+    # tools/train_tiny_lm.py-style (rope_theta and rope_pairing "adjacent" on the module). A
+    # small base, so that the rotation turns far within T tokens.
+    rope_h = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", rope_theta=50.0,
+                                            partial_rotary_factor=0.5)
+    cases.append(Case("l_rope_half", rope_h, ["--module", save(rope_h, "rope_half.pt")],
+                      Shape(32, 4, 2, 8, "", "kOutIn"), T=9, run=run_plain, rope=(50.0, 1, 4)))
+    rope_a = llama_like.LlamaStyleAttention(32, 2, 1, 16, attrs="module", rope_theta=10000.0,
+                                            rope_pairing="adjacent")
+    cases.append(Case("l_rope_adj", rope_a, ["--module", save(rope_a, "rope_adj.pt")],
+                      Shape(32, 2, 1, 16, "", "kOutIn"), T=12, run=run_plain,
+                      rope=(10000.0, 0, 16)))
+    cases.append(Case("q_rope_half", rope_h, ["--module", save(rope_h, "rope_half.pt"),
+                                              "--quant", "int8"],
+                      Shape(32, 4, 2, 8, "", "kOutIn"), T=9, run=run_plain, rope=(50.0, 1, 4)))
     # Values at the edges of the literal format (compiled and compared bit for bit, not run).
     sp = special_mha()
     cases.append(Case("l_special", sp, ["--module", save(sp, "special.pt")],
@@ -653,17 +674,17 @@ def cxx_programs(cases, fixture_header):
 
 def forward_program(cases):
     """One program running MultiHeadAttention<Cfg> over every forward case's header, with the
-    Config each header suggests (its `// Use with` line, T_max = the case's T) and the scale it
+    Config each header suggests (its `// Use with` line, T_max = the case's T), the scale it
     states (attn.set_scale(name_shape::kScale), as the header tells a user to when the module
-    does not use 1/sqrt(d_head))."""
+    does not use 1/sqrt(d_head)) and the RoPE it states (attn.set_rope(name_rope()))."""
     lines = ["#include <cstdio>", "", '#include "microattn/microattn.hpp"']
     lines += [f'#include "{c.header}"' for c in cases]
     lines += [
         "",
         "// x [T][d_model] from <dir>/<name>.x, y [T][out_dim] to <dir>/<name>.y; T = Cfg::kTMax.",
         "template <class Cfg>",
-        "static int run(const microattn::Weights<Cfg>& w, float scale, const char* name,",
-        "               const char* dir) {",
+        "static int run(const microattn::Weights<Cfg>& w, float scale,",
+        "               const microattn::RopeConfig& rope, const char* name, const char* dir) {",
         "  static microattn::MultiHeadAttention<Cfg> attn;",
         "  static float x[Cfg::kTMax * Cfg::kDModel], y[Cfg::kTMax * Cfg::kOutDim];",
         "  constexpr std::size_t nx = Cfg::kTMax * Cfg::kDModel, ny = Cfg::kTMax * Cfg::kOutDim;",
@@ -674,6 +695,7 @@ def forward_program(cases):
         "  std::fclose(f);",
         "  microattn::Status s = attn.set_weights(w);",
         "  if (s == microattn::Status::kOk) s = attn.set_scale(scale);",
+        "  if (s == microattn::Status::kOk) s = attn.set_rope(rope);",
         "  if (s == microattn::Status::kOk) s = attn.forward(x, Cfg::kTMax, y);",
         "  if (s != microattn::Status::kOk) {",
         '    std::printf("%s: %s\\n", name, microattn::to_string(s));',
@@ -690,7 +712,8 @@ def forward_program(cases):
         "  int bad = 0;"]
     for c in cases:
         cfg = header_cfg(c.text).replace("T_max", str(c.T))
-        lines.append(f"  bad |= run({c.name}_weights<{cfg}>(), {c.name}_shape::kScale,")
+        rope = f"{c.name}_rope()" if c.rope else "microattn::RopeConfig{}"  # {}: RoPE off
+        lines.append(f"  bad |= run({c.name}_weights<{cfg}>(), {c.name}_shape::kScale, {rope},")
         lines.append(f'              "{c.name}", argv[1]);')
     lines += ["  return bad;", "}", ""]
     return write("forward.cpp", "\n".join(lines))
@@ -1106,6 +1129,46 @@ class HeaderShape(unittest.TestCase):
         self.assertIn("// Mask (--mask causal): token i sees tokens 0 .. i", dec.text)
         self.assertNotIn("Mask::kNone>", header_cfg(dec.text))
 
+    def test_rope_settings_are_stated(self):
+        """A module that states its RoPE (rope_theta, partial_rotary_factor, rope_pairing) gets
+        it in the header as the latent header writes it: NAME_ROPE_BASE, NAME_ROPE_PAIRING,
+        NAME_ROPE_DIMS, the shape struct's kRopeBase, kRopePairing, kRopeDims, name_rope(),
+        Rope::kYes in the Config line and the set_rope call in the comment (the forward run
+        uses them); a module that states none gets none of it, and the general note."""
+        for c in RESULTS["cases"]:
+            with self.subTest(case=c.name):
+                N, m = c.name.upper(), parse_macros(c.text)
+                if not c.rope:
+                    self.assertNotIn(f"{N}_ROPE", c.text)
+                    self.assertNotIn(f"{c.name}_rope()", c.text)
+                    self.assertNotIn("Rope::kYes>", c.text)
+                    continue
+                base, pairing, dims = c.rope
+                enum = ("kAdjacent", "kHalfSplit")[pairing]
+                lit = m[f"{N}_ROPE_BASE"]
+                self.assertTrue(lit.endswith("f") and np.float32(float(lit[:-1])) ==
+                                np.float32(base), lit)
+                self.assertEqual((m[f"{N}_ROPE_PAIRING"], m[f"{N}_ROPE_DIMS"]),
+                                 (str(pairing), str(dims)))
+                self.assertIn(f"#define {N}_ROPE_PAIRING {pairing} /* microattn::RopePairing::"
+                              f"{enum} */", c.text)
+                for line in (f"  static constexpr float kRopeBase = {N}_ROPE_BASE;",
+                             "  static constexpr microattn::RopePairing kRopePairing = "
+                             f"microattn::RopePairing::{enum};",
+                             f"  static constexpr std::size_t kRopeDims = {N}_ROPE_DIMS;",
+                             f"static inline microattn::RopeConfig {c.name}_rope() noexcept {{",
+                             f"//   attn.set_rope({c.name}_rope()) once (the Config above has "
+                             "microattn::Rope::kYes)."):
+                    self.assertIn(line, c.text)
+                self.assertIn(", microattn::Rope::kYes", header_cfg(c.text))
+                self.assertNotIn("LLaMA-style layers usually apply RoPE", c.text)
+        adj = next(c for c in RESULTS["cases"] if c.name == "l_rope_adj")
+        self.assertIn("RopePairing::kAdjacent (the module's rope_pairing)", adj.text)
+        self.assertIn("all 16 dimensions of each head", adj.text)
+        half = next(c for c in RESULTS["cases"] if c.name == "l_rope_half")
+        self.assertIn("RopePairing::kHalfSplit (Hugging Face's rotate_half", half.text)
+        self.assertIn("the first 4 of 8 dimensions of each head", half.text)
+
     def test_rope_note_names_the_classes_that_have_set_rope(self):
         """MultiHeadAttention and KvAttention both have set_rope() (with Rope::kYes)."""
         qwen = next(c for c in RESULTS["cases"] if c.name == "l_qwen2")
@@ -1247,6 +1310,25 @@ class Forward(unittest.TestCase):
                           f"{rel:.2e}, max|y - y_fp32| {mx:.2e} (max|y_fp32| "
                           f"{np.abs(c.y_fp32).max():.3g})", file=sys.stderr)
                     self.assertLess(rel, 0.05)  # a sanity bound: 8-bit weights, not garbage
+
+    def test_the_rope_matters(self):
+        """The forward test has teeth for RoPE too: each RoPE case's module without its RoPE
+        (what a header without the settings would have run) differs from its own forward by
+        far more than the tolerance."""
+        for c in RESULTS["forward_cases"]:
+            if not c.rope:
+                continue
+            with self.subTest(case=c.name):
+                plain = copy.deepcopy(dequantised(c.module) if c.int8 else c.module).double()
+                plain._rope = None
+                x = np.fromfile(os.path.join(WORK, f"{c.name}.x"), dtype="<f4")
+                x = torch.from_numpy(x.reshape(c.T, c.shape.d_model)).double()
+                with torch.no_grad():
+                    y = c.run(plain, x).numpy()
+                s = c.shape
+                n = s.d_model + s.d_head + 2 * c.T + s.heads * s.d_head
+                tol = 4 * n * EPS * max(1.0, float(np.abs(c.y64).max()))
+                self.assertGreater(float(np.abs(y - c.y64).max()), 100 * tol)
 
     def test_the_mask_matters(self):
         """The test above has teeth: for every non-causal and window case, PyTorch's causal
@@ -1648,6 +1730,26 @@ class Refusals(unittest.TestCase):
         self.refused(["--module", self.file(m, "wrong_kv.pt")], "key")
         m = llama_like.LlamaStyleAttention(48, 6, 2, 10, attrs="none")
         self.refused(["--module", self.file(m, "no_heads.pt")], "pass --heads")
+
+    def test_rope_settings_the_header_cannot_state(self):
+        """rope_scaling (YaRN, llama3 ...: microattn's RoPE has none), rope_theta stated twice
+        differently, a partial_rotary_factor that rotates an odd number of dimensions, an
+        unknown rope_pairing."""
+        m = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", rope_theta=1e4)
+        m.config.rope_scaling = {"rope_type": "llama3", "factor": 8.0}
+        self.refused(["--module", self.file(m, "rope_scaling.pt")], "rope_scaling 'llama3'",
+                     "no scaling")
+        m = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="config", rope_theta=1e4)
+        m.rope_theta = 5e5
+        self.refused(["--module", self.file(m, "two_thetas.pt")], "conflicting RoPE base",
+                     "config.rope_theta = 10000.0")
+        m = llama_like.LlamaStyleAttention(32, 4, 2, 6, attrs="config", rope_theta=1e4,
+                                           partial_rotary_factor=0.5)
+        self.refused(["--module", self.file(m, "odd_dims.pt")], "partial_rotary_factor 0.5",
+                     "rotates 3 dimensions")
+        m = llama_like.LlamaStyleAttention(32, 4, 2, 8, attrs="module", rope_theta=1e4,
+                                           rope_pairing="interleaved")
+        self.refused(["--module", self.file(m, "pairing.pt")], "rope_pairing 'interleaved'")
 
     def test_add_bias_kv(self):
         m = torch.nn.MultiheadAttention(32, 2, add_bias_kv=True)

@@ -8,7 +8,9 @@
 - a fresh export (fp32 blob, reference and vocabulary from --tiny-lm; int8 blob from --module,
   which detects the checkpoint) is byte for byte each committed file
   (examples/tiny_lm/tiny_lm_f32.bin, tiny_lm_q8.bin, tiny_lm_vocab.h,
-  tests/data/tiny_lm_reference.h);
+  tests/data/tiny_lm_reference.h), except the reference's logits, which agree within a few
+  fp32 rounding errors (reference_tolerance: PyTorch's kernels sum in a CPU-dependent order;
+  its tokens and every other line are byte for byte);
 - the blob's header words are the config's, and the tensors, read at the offsets that
   docs/model-format.md gives (computed here from its rules, not by the exporter's code), are the
   state dict: fp32 bit for bit; int8 with scales max |row| / 127 in float32 and every weight
@@ -25,9 +27,16 @@
   its blob's words (half-split RoPE) and tensors, and the float64 model of the blob equals its
   forward;
 - refusals: a module with a bias and a module whose tensor has a shape the config does not give
-  exit with status 2 and a one-line message.
+  exit with status 2 and a one-line message; so does every config field the model file cannot
+  carry, by name (Granite's multipliers, sliding_window, partial_rotary_factor, a made-up field,
+  values other than the allowed one), and every module class but TinyLM and LlamaForCausalLM
+  (GraniteForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, a TinyLM lookalike), while a
+  LlamaForCausalLM with every field of transformers' config still exports (DecoderConfigFields);
+  a model file over 4 GiB is refused with its size (BlobSizeLimit).
 Exits 77 (ctest: skipped) without torch.
 """
+import contextlib
+import io
 import os
 import re
 import struct
@@ -48,6 +57,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import train_tiny_lm as tl  # noqa: E402
+import export_pytorch as ex  # noqa: E402
 
 EXPORTER = os.path.join(ROOT, "tools", "export_pytorch.py")
 WEIGHTS = os.path.join(ROOT, "examples", "tiny_lm", "tiny_lm.pt")
@@ -185,6 +195,52 @@ def parse_reference(text):
     return macros, [int(s) for s in tok.replace(",", " ").split()], logits
 
 
+REF_LOGITS = re.compile(r"float tiny_lm_ref_logits\[\w+\]\[\w+\] = \{(.*?)\n\};", re.S)
+LOGIT_LITERAL = re.compile(r"[-+]?[0-9.]+(?:e[-+]?[0-9]+)?f")
+REF_MARGIN = re.compile(r"(top-2 logit there is )([-+0-9.e]+)\. ")
+
+
+def reference_tolerance(logits, c=MODEL.config):
+    """How far two fp32 runs of the same forward may put a logit apart: ulp(logit scale) times
+    the longest sum in the forward. The summation order of PyTorch's fp32 kernels depends on
+    the CPU (vector width, blocking: AVX2 here, AVX-512 on a Zen 4), and a sum of n terms
+    reordered moves by up to about n rounding errors of its size; the logits' size is their
+    scale max |logit| (17 here: ulp 2^-19), the longest sum is d_hidden = 256 terms (down_proj;
+    d_model 128, attention over at most t_max 128 positions): 2^-19 * 256 = 4.9e-4. Far below
+    what a changed weight, formula or prompt does to a logit (the model differs from a float64
+    computation by less than 1e-5: test_reference_logits_equal_float64_model)."""
+    scale = np.float32(np.abs(logits).max())
+    return float(np.spacing(scale)) * max(c["d_model"], c["d_hidden"], c["t_max"])
+
+
+def reference_differences(fresh, committed):
+    """What differs between two reference headers, as lines: the text byte for byte with every
+    logit and the margin taken out (the tokens, the prompt, the torch version ...); the logits
+    within reference_tolerance(), the margin (a difference of two logits) within twice it."""
+    def parts(text):
+        body = REF_LOGITS.search(text)
+        head = REF_MARGIN.sub(r"\1#. ", text[:body.start(1)])
+        skeleton = head + LOGIT_LITERAL.sub("#", body.group(1)) + text[body.end(1):]
+        return skeleton, parse_reference(text)[2], float(REF_MARGIN.search(text).group(2))
+    (sa, la, ma), (sb, lb, mb) = parts(fresh), parts(committed)
+    out = []
+    if sa != sb:
+        a, b = sa.split("\n"), sb.split("\n")
+        line = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        out.append(f"the text differs at line {line + 1}, not only in the logits")
+    tol = reference_tolerance(lb)
+    if la.shape != lb.shape:
+        return out + [f"logits of shape {la.shape}, committed {lb.shape}"]
+    err = np.abs(la.astype(np.float64) - lb)
+    if err.max() > tol:
+        p, v = np.unravel_index(int(np.argmax(err)), err.shape)
+        out.append(f"{int((err > tol).sum())} logits differ by more than {tol:.3g}, the most "
+                   f"logits[{p}][{v}] by {err.max():.3g}")
+    if abs(ma - mb) > 2 * tol:
+        out.append(f"the margin {ma} differs from {mb} by more than {2 * tol:.3g}")
+    return out
+
+
 class TinyLmExport(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -203,9 +259,44 @@ class TinyLmExport(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_fresh_export_is_committed_files(self):
+        """The blobs and the vocabulary byte for byte; the reference too, but for its logits
+        (and the margin computed from them), which must agree within reference_tolerance():
+        PyTorch's fp32 kernels sum in an order that depends on the CPU."""
         for k, p in COMMITTED.items():
-            self.assertTrue(read(self.fresh[k]) == self.data[k], f"{p} differs from a fresh "
-                            "export")
+            if k != "ref":
+                self.assertTrue(read(self.fresh[k]) == self.data[k], f"{p} differs from a "
+                                "fresh export")
+        fresh, committed = (d.decode("ascii") for d in (read(self.fresh["ref"]),
+                                                        self.data["ref"]))
+        self.assertEqual(reference_differences(fresh, committed), [],
+                         f"{COMMITTED['ref']} differs from a fresh export")
+
+    def test_reference_comparison_sees_real_changes(self):
+        """reference_differences() itself: a logit moved by half the tolerance passes, one
+        moved by twice the tolerance, a token, the prompt or the margin beyond it do not."""
+        text = self.data["ref"].decode("ascii")
+        tol = reference_tolerance(parse_reference(text)[2])
+        self.assertEqual(reference_differences(text, text), [])
+        body = REF_LOGITS.search(text)
+        first = LOGIT_LITERAL.search(text, body.start(1))
+        v = float(first.group(0)[:-1])
+
+        def moved(by):
+            return text[:first.start()] + f"{float(np.float32(v + by))!r}f" + text[first.end():]
+        self.assertEqual(reference_differences(moved(0.5 * tol), text), [])
+        bad = reference_differences(moved(2 * tol), text)
+        self.assertEqual(len(bad), 1, bad)
+        self.assertIn("logits[0][0]", bad[0])
+        tok = text.replace("static const int32_t tiny_lm_ref_tokens[TINY_LM_REF_POSITIONS] = {\n"
+                           "  56,", "static const int32_t tiny_lm_ref_tokens[TINY_LM_REF_POSITIONS]"
+                           " = {\n  57,")
+        self.assertNotEqual(tok, text)
+        self.assertEqual(len(reference_differences(tok, text)), 1)
+        prompt = text.replace('"The artist', '"the artist')
+        self.assertEqual(len(reference_differences(prompt, text)), 1)
+        m = REF_MARGIN.search(text)
+        margin = text[:m.start(2)] + repr(float(m.group(2)) + 3 * tol) + text[m.end(2):]
+        self.assertIn("margin", " ".join(reference_differences(margin, text)))
 
     def test_blob_header(self):
         c = MODEL.config
@@ -337,6 +428,202 @@ class TinyLmExport(unittest.TestCase):
         m = tl.TinyLM(cfg, "\ufffdab")
         m.layers[0].mlp.up_proj = torch.nn.Linear(8, 12, bias=False)
         self.refused(m, "shape")
+
+
+def export_here(*args):
+    """The exporter's main() in this process (faster than a process per case; main() is what
+    the command line runs): (exit status, stderr)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = ex.main(["--kind", "decoder", *args])
+    return rc, err.getvalue()
+
+
+class DecoderConfigFields(unittest.TestCase):
+    """The decoder's family is read by its class name and every config field by its table
+    (export_pytorch.py's DECODER_CLASSES, HF_LLAMA_FIELDS, TINY_LM_FIELDS): what the model file
+    cannot carry is refused, naming it, exit status 2, one line and no file; what it can still
+    exports."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def export_module(self, module, name):
+        """Saves module as NAME.pt and exports NAME.bin: (exit status, stderr, blob path)."""
+        pt, out = (os.path.join(self.tmp.name, name + e) for e in (".pt", ".bin"))
+        torch.save(module, pt)
+        rc, err = export_here("--module", pt, "--blob", out)
+        return rc, err, out
+
+    def assert_refused(self, module, name, *words):
+        rc, err, out = self.export_module(module, name)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(len(err.strip().split("\n")), 1, err)
+        self.assertTrue(err.startswith("export_pytorch.py: error: "), err)
+        for w in words:
+            self.assertIn(w, err)
+        self.assertFalse(os.path.exists(out))
+        return err
+
+    @staticmethod
+    def llama(cls_name="LlamaForCausalLM", **fields):
+        """hf_llama_like's module (under cls_name) with config() and fields added."""
+        import hf_llama_like as hf
+        torch.manual_seed(3)
+        return getattr(hf, cls_name)(hf.config(**fields)).eval()
+
+    def test_plain_llama_with_every_pretrained_config_field_exports(self):
+        """A LlamaForCausalLM whose config has every field transformers' LlamaConfig.to_dict()
+        lists (bookkeeping, generate() settings, the allowed values: sliding_window absent,
+        pretraining_tp 1, mlp_bias False ...) exports, and its blob is the one a bare config
+        gives."""
+        import hf_llama_like as hf
+        torch.manual_seed(3)
+        m = hf.LlamaForCausalLM(hf.full_config()).eval()
+        self.assertIn("transformers_version", m.config.to_dict())
+        rc, err, out = self.export_module(m, "full")
+        self.assertEqual(rc, 0, err)
+        m.config = hf.config()  # the same weights with only the model's own fields
+        rc, err, bare = self.export_module(m, "bare")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(read(out), read(bare))
+        words = struct.unpack("<16I", read(out)[:64])
+        self.assertEqual(words[4:12], (11, 16, 2, 4, 2, 4, 24, 32))
+        for extra in ({"sliding_window": None}, {"partial_rotary_factor": 1.0},
+                      {"pretraining_tp": 1}, {"rope_scaling": None}):
+            m.config = hf.full_config(**extra)  # the allowed value, said explicitly
+            rc, err, again = self.export_module(m, "allowed")
+            self.assertEqual((rc, read(again)), (0, read(out)), (extra, err))
+
+    def test_granite_multipliers_are_refused_by_name(self):
+        granite = {"embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                   "attention_multiplier": 0.0078125, "logits_scaling": 8.0}
+        for k, v in granite.items():  # each on its own, under the LLaMA class name
+            with self.subTest(field=k):
+                self.assert_refused(self.llama(**{k: v}), "g1", f"{k} = {v!r}",
+                                    "cannot carry")
+        err = self.assert_refused(self.llama(**granite), "g4", *granite)  # all four, one line
+        self.assertEqual(err.count("cannot carry"), 4, err)
+
+    def test_granite_class_is_refused_by_name(self):
+        """Refused by its class before any field or weight is read; as a process too."""
+        granite = self.llama("GraniteForCausalLM", embedding_multiplier=12.0)
+        self.assert_refused(granite, "gc", "GraniteForCausalLM", "multipliers")
+        with tempfile.TemporaryDirectory() as d:
+            pt, out = os.path.join(d, "g.pt"), os.path.join(d, "g.bin")
+            torch.save(granite, pt)
+            rc, err = export("--module", pt, "--blob", out)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("GraniteForCausalLM", err)
+        self.assertEqual(len(err.strip().split("\n")), 1, err)
+
+    def test_mistral_sliding_window_is_refused(self):
+        self.assert_refused(self.llama(sliding_window=4096), "sw", "sliding_window = 4096",
+                            "must be None")
+        self.assert_refused(self.llama("MistralForCausalLM", sliding_window=4096), "mc",
+                            "MistralForCausalLM", "sliding-window")
+
+    def test_partial_rotary_factor_is_refused(self):
+        self.assert_refused(self.llama(partial_rotary_factor=0.5), "pr",
+                            "partial_rotary_factor = 0.5", "must be 1.0")
+
+    def test_other_classes_are_refused_by_name(self):
+        """Qwen2's class with LLaMA's names, and a TinyLM-shaped module of another class: the
+        parameter names alone do not make a family."""
+        self.assert_refused(self.llama("Qwen2ForCausalLM"), "qw", "Qwen2ForCausalLM",
+                            "TinyLM or a LlamaForCausalLM")
+        cfg = dict(MODEL.config, vocab_size=3, d_model=8, n_heads=2, n_kv_heads=1, d_head=4,
+                   d_hidden=16, n_layers=1, t_max=8)
+        self.assert_refused(TinyLMLookalike(cfg, "\ufffdab"), "tl", "TinyLMLookalike")
+
+    def test_unknown_and_other_values_are_refused_by_name(self):
+        cases = [({"frobnication_factor": 3}, "frobnication_factor = 3"),
+                 ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling"),
+                 ({"attention_bias": True}, "attention_bias = True"),
+                 ({"mlp_bias": True}, "mlp_bias = True"),
+                 ({"hidden_act": "gelu"}, "hidden_act = 'gelu'"),
+                 ({"pretraining_tp": 2}, "pretraining_tp = 2"),
+                 ({"model_type": "mistral"}, "model_type = 'mistral'")]
+        for fields, word in cases:
+            with self.subTest(fields=fields):
+                self.assert_refused(self.llama(**fields), "u", word)
+        cfg = dict(MODEL.config, vocab_size=3, d_model=8, n_heads=2, n_kv_heads=1, d_head=4,
+                   d_hidden=16, n_layers=1, t_max=8)
+        m = tl.TinyLM(cfg, "\ufffdab")
+        m.config = dict(m.config, dropout=0.1)  # the tiny LM's own table too
+        self.assert_refused(m, "td", "dropout = 0.1", "cannot carry")
+        m.config = dict(cfg, vocab_size=4)
+        self.assert_refused(m, "tv", "vocabulary of 4", "3 rows")
+
+
+class BlobSizeLimit(unittest.TestCase):
+    """A model file over 4 GiB (header word 15, its size, is a uint32) is refused with its size
+    and the limit, before any of it is built (the exporter raised struct.error after building
+    it): the tensors here are broadcast views, which take no memory."""
+
+    @staticmethod
+    def decoder(vocab, d_model):
+        """An embedding [vocab][d_model] and a norm [d_model]: fp32 size 64 + 4 vocab d_model
+        + 4 d_model (d_model a multiple of 4: no padding)."""
+        emb = np.broadcast_to(np.float32(0.5), (vocab, d_model))
+        norm = np.ones(d_model, np.float32)
+        cfg = dict(MODEL.config, vocab=vocab, d_model=d_model, n_layers=0)
+        return ex.Decoder(None, cfg, [("embed.weight", emb, True), ("norm.weight", norm, False)],
+                          None)
+
+    def test_over_4_gib_is_refused_by_size(self):
+        D = 4096
+        fits, over = self.decoder(262142, D), self.decoder(262144, D)
+        self.assertEqual(ex.blob_total(fits), 64 + 4 * 262142 * D + 4 * D)
+        self.assertLessEqual(ex.blob_total(fits), 2 ** 32 - 1)
+        ex.check_blob_size(ex.blob_total(fits))  # the largest multiple of 16 that fits
+        ex.check_blob_size(2 ** 32 - 16)
+        total = 64 + 4 * 262144 * D + 4 * D
+        for dec, quant in ((over, "none"), (self.decoder(2 ** 20 + 8, D), "int8")):
+            with self.subTest(quant=quant):
+                with self.assertRaises(ex.Refusal) as e:
+                    ex.blob_bytes(dec, quant)
+                msg = str(e.exception)
+                if quant == "none":
+                    self.assertIn(f"{total} bytes", msg)
+                self.assertIn("4 GiB (4294967295 bytes", msg)
+                self.assertIn("32-bit", msg)
+        with self.assertRaises(ex.Refusal):
+            ex.check_blob_size(2 ** 32)
+        # int8: one byte a weight and 4 bytes of scale a row, 64 + V D + 4 V + 4 D: this one
+        # fits as int8 and not as fp32.
+        big = self.decoder(600000, D)
+        self.assertEqual(ex.blob_total(big, "int8"), 64 + 600000 * D + 4 * 600000 + 4 * D)
+        ex.check_blob_size(ex.blob_total(big, "int8"))
+        with self.assertRaises(ex.Refusal):
+            ex.check_blob_size(ex.blob_total(big))
+
+    def test_refusal_from_the_command_line(self):
+        """main() with the limit lowered below the tiny model's 1 233 472 bytes: exit status
+        2, one line with the size, no file."""
+        saved = ex.BLOB_MAX_BYTES
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.bin")
+            try:
+                ex.BLOB_MAX_BYTES = 1233472 - 16
+                rc, err = export_here("--tiny-lm", WEIGHTS, "--blob", out)
+            finally:
+                ex.BLOB_MAX_BYTES = saved
+            self.assertEqual(rc, 2, err)
+            self.assertIn("1233472 bytes", err)
+            self.assertEqual(len(err.strip().split("\n")), 1, err)
+            self.assertFalse(os.path.exists(out))
+            rc, err = export_here("--tiny-lm", WEIGHTS, "--blob", out)
+            self.assertEqual((rc, os.path.getsize(out)), (0, 1233472), err)
+
+
+class TinyLMLookalike(tl.TinyLM):
+    """TinyLM's parameters and config under another class name (refused: not a TinyLM)."""
 
 
 if __name__ == "__main__":

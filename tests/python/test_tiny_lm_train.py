@@ -12,7 +12,8 @@ tools/train_tiny_lm.py): checks that need neither the corpus nor training.
   tied head), so the C++ side can follow the recipe rather than the PyTorch code;
 - the greedy continuations equal the ones recorded in examples/tiny_lm/TRAINING.md;
 - tools/export_pytorch.py exports layer 0's attention (fp32 and int8), the header states the
-  model's shape and its W_Q array is the weights bit for bit.
+  model's shape and RoPE (base, adjacent pairs, all of d_head) and its W_Q array is the
+  weights bit for bit.
 Exits 77 (ctest: skipped) without torch.
 """
 import json
@@ -158,6 +159,14 @@ class TinyLmWeights(unittest.TestCase):
                             ("WEIGHT_TYPE", int(quant == "int8"))):
                 self.assertRegex(text, rf"#define TINY_LM_L0_{name} {v}\b")
             self.assertIn("Rope::kYes", text)  # the RoPE note: set_rope() on the C++ side
+            # ... and the module's own RoPE, which its forward applies (adjacent pairs, the
+            # whole head): the header's name_rope() for set_rope().
+            self.assertRegex(text, r"#define TINY_LM_L0_ROPE_BASE 10000\.0f\n")
+            self.assertIn("#define TINY_LM_L0_ROPE_PAIRING 0 /* microattn::RopePairing::"
+                          "kAdjacent */", text)
+            self.assertRegex(text, rf"#define TINY_LM_L0_ROPE_DIMS {c['d_head']}\b")
+            self.assertIn("static inline microattn::RopeConfig tiny_lm_l0_rope() noexcept",
+                          text)
             if quant == "none":
                 m = re.search(r"float tiny_lm_l0_wq\[(\d+)\] = \{(.*?)\};", text, re.S)
                 self.assertIsNotNone(m)
