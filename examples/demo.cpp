@@ -3,9 +3,10 @@
 // GQA layer with weights in PyTorch's layout. The part between the readme markers is the
 // usage example in README.md (a test checks that they match).
 #include <cmath>
-#include <cstdio>
 
 // [readme-begin]
+#include <cstdio>
+
 #include "microattn/microattn.hpp"
 
 // T_max 64 tokens, d_model 64, 4 query heads, 2 key/value heads (GQA), d_head 16.

@@ -5,6 +5,8 @@
 # (build/host-fuzz-scalar), then runs each target for a fixed time, one job, starting from the
 # seed and regression corpus tests/fuzz/corpus/<target>/. Any invariant violation, sanitizer
 # report or crash fails the run; its input is saved as build/<dir>/fuzz-artifacts/<target>-crash-*.
+# The SIMD build also runs the latent attention's, the Decoder's and the blocks' unit tests
+# under clang's UBSan (microattn_clang_ubsan_tests).
 # The last line is "N passed, N failed" (one per target and build); exit status 1 if any failed.
 #
 # Environment:
@@ -46,15 +48,31 @@ for b in $builds; do
     scalar) dir=build/host-fuzz-scalar; flags=(-DMICROATTN_FORCE_SCALAR=ON) ;;
     *) echo "fuzz_smoke: unknown build '$b' (simd, scalar)"; failed=$((failed + 1)); continue ;;
   esac
+  ubsan=""  # the unit tests under clang's UBSan: once (the SIMD build), not per build
+  [ "$b" = simd ] && ubsan=microattn_clang_ubsan_tests
   echo "=== $b: configure and build $dir"
   if ! CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
          -DMICROATTN_BUILD_FUZZ=ON -DMICROATTN_BUILD_TESTS=ON -DMICROATTN_BUILD_BENCH=OFF "${flags[@]}" >"$dir.configure.log" 2>&1 \
-     || ! cmake --build "$dir" --target $targets; then
+     || ! cmake --build "$dir" --target $targets $ubsan; then
     [ -f "$dir.configure.log" ] && tail -20 "$dir.configure.log"
     echo "=== $b: build FAILED"
     failed=$((failed + n_targets))
+    [ -n "$ubsan" ] && failed=$((failed + 1))
     summary+=("FAIL $b: build")
     continue
+  fi
+  # The latent attention's, the Decoder's and the blocks' tests under clang's UBSan (its
+  # array-bounds check covers pointer arithmetic on arrays; GCC's does not).
+  t0=$(date +%s)
+  if [ -z "$ubsan" ]; then
+    :  # not in this build
+  elif "$dir/tests/fuzz/microattn_clang_ubsan_tests" >"$dir/clang-ubsan.log" 2>&1; then
+    passed=$((passed + 1))
+    summary+=("PASS $b clang_ubsan: $(grep -c '^\[       OK' "$dir/clang-ubsan.log") tests in $(($(date +%s) - t0)) s")
+  else
+    failed=$((failed + 1))
+    summary+=("FAIL $b clang_ubsan (log $dir/clang-ubsan.log)")
+    grep -m3 -e 'runtime error:' -e '^\[  FAILED' "$dir/clang-ubsan.log"
   fi
   for t in $targets; do
     work="$dir/fuzz-work/$t"        # new inputs go here, never into the repo's corpus

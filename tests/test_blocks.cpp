@@ -4,10 +4,12 @@
 // dequantised weights), integer compute (the reference then also takes every product's input
 // rows quantised), biases, one row (the GEMV path) and many (the GEMM path, several kMaxRows
 // chunks), the executor split bit-identical, the status rules, the all-zero objects.
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "microattn/linear.hpp"
 #include "microattn/mlp.hpp"
@@ -233,6 +235,50 @@ TEST(Blocks, NormsMatchDoubleReference) {
   EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_l);
 }
 
+// Rows too large to square in float (|x| above about 1.8e19): before, RMSNorm gave zeros and
+// LayerNorm the bias. Now the normalised row, as in double, up to rows holding +-FLT_MAX; the
+// rows of ordinary size keep their bits (the scaled path is only taken on overflow).
+TEST(Blocks, NormsOfRowsTooLargeToSquare) {
+  constexpr std::size_t D = 24, M = 5;
+  static float x[M * D], y[M * D], g[D], b[D], small[D];
+  microattn_test::Rng rng(25);
+  rng.fill(g, D, 0.5f, 1.5f);
+  rng.fill(b, D, -0.5f, 0.5f);
+  rng.fill(small, D, -3.0f, 2.0f);
+  const float mult[M] = {1e19f, 1e25f, 1e30f, 1e37f, 1.0f};
+  for (std::size_t t = 0; t < M; ++t)
+    for (std::size_t i = 0; i < D; ++i) x[t * D + i] = small[i] * mult[t];
+  x[4 * D + 3] = FLT_MAX, x[4 * D + 7] = -FLT_MAX;  // the largest floats themselves
+  static double ref[M * D];
+  microattn::RmsNorm<D> rms;
+  ASSERT_EQ(rms.set_weight(g), Status::kOk);
+  ASSERT_EQ(rms.set_eps(1e-5f), Status::kOk);
+  for (std::size_t t = 0; t < M; ++t) {
+    double ss = 0;
+    for (std::size_t i = 0; i < D; ++i) ss += double(x[t * D + i]) * x[t * D + i];
+    const double inv = 1.0 / std::sqrt(ss / D + 1e-5);
+    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = x[t * D + i] * inv * g[i];
+  }
+  ASSERT_EQ(rms.forward(x, M, y), Status::kOk);
+  // NormsMatchDoubleReference's chain, plus the exact scaling by a power of two.
+  const double tol_r = microattn_test::tolerance(D + 6, microattn_test::max_abs(ref, M * D));
+  EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_r);
+  EXPECT_GT(microattn_test::max_abs(y, M * D), 0.5);  // not the zeros of an overflowed sum
+  microattn::LayerNorm<D> ln;
+  ASSERT_EQ(ln.set_weights(g, b), Status::kOk);
+  for (std::size_t t = 0; t < M; ++t) {
+    double mean = 0, var = 0;
+    for (std::size_t i = 0; i < D; ++i) mean += x[t * D + i];
+    mean /= D;
+    for (std::size_t i = 0; i < D; ++i) var += (x[t * D + i] - mean) * (x[t * D + i] - mean);
+    const double inv = 1.0 / std::sqrt(var / D + 1e-5);
+    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = (x[t * D + i] - mean) * inv * g[i] + b[i];
+  }
+  ASSERT_EQ(ln.forward(x, M, y), Status::kOk);
+  const double tol_l = microattn_test::tolerance(2 * D + 8, microattn_test::max_abs(ref, M * D));
+  EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_l);
+}
+
 // ---- MLP
 
 inline double ref_act(Activation a, double z) {
@@ -274,6 +320,30 @@ TEST(Blocks, ActivationsMatchDoublePrecision) {
     EXPECT_LE(worst_abs[a], 1e-9) << a;
   }
 }
+
+#if !(defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)  // -ffast-math: NaN undefined
+// NaN in, NaN out through every activation (ReLU's max(z, 0) used to give 0), gated ones from
+// either input.
+TEST(Blocks, ActivationsPropagateNaN) {
+  namespace k = microattn::kernels;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto all = [&](auto act) {
+    float h[3] = {nan, 1.0f, -2.0f}, u[3] = {1.0f, nan, 1.0f};
+    act(h, u);
+    return std::isnan(h[0]) && std::isnan(h[1]) && std::isfinite(h[2]);
+  };
+  EXPECT_TRUE(all([](float* h, float* u) { k::f32_activate<Activation::kSwiGlu>(h, u, 3); }));
+  EXPECT_TRUE(all([](float* h, float* u) { k::f32_activate<Activation::kGeGlu>(h, u, 3); }));
+  float h[4] = {nan, -nan, 1.0f, -1.0f};
+  k::f32_activate<Activation::kRelu>(h, nullptr, 4);
+  EXPECT_TRUE(std::isnan(h[0]) && std::isnan(h[1]) && h[2] == 1.0f && h[3] == 0.0f);
+  for (auto f : {&k::f32_activate<Activation::kGelu>, &k::f32_activate<Activation::kGeluTanh>}) {
+    float z[2] = {nan, 0.5f};
+    f(z, nullptr, 2);
+    EXPECT_TRUE(std::isnan(z[0]) && std::isfinite(z[1]));
+  }
+}
+#endif
 
 template <class MCfg>
 struct MlpCase {
@@ -426,6 +496,31 @@ TEST(Blocks, MlpInt8ComputeMatchesQuantisedReference) {
       "rounding either way (up to %.2e; fp32 tolerance %.2e)\n",
       n, sizeof(q.flip) / sizeof(q.flip[0]), most, q.tol);
 }
+
+#if !(defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+// A NaN in one input row makes that row's every output NaN, with every activation (ReLU's gave
+// finite outputs); the other rows keep their values bit for bit.
+template <class MCfg>
+void check_mlp_nan_row(std::uint64_t seed) {
+  static MlpCase<MCfg> c;
+  c.run(seed);
+  constexpr std::size_t DM = MCfg::kDModel, M = 3;
+  ASSERT_EQ(c.layer.set_weights(c.weights(WeightLayout::kInOut)), Status::kOk);
+  ASSERT_EQ(c.layer.forward(c.x, M, c.y2), Status::kOk);
+  c.x[DM + 5] = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_EQ(c.layer.forward(c.x, M, c.y), Status::kOk);
+  for (std::size_t j = 0; j < DM; ++j) EXPECT_TRUE(std::isnan(c.y[DM + j])) << j;
+  EXPECT_TRUE(microattn_test::same_bits(c.y, c.y2, DM));
+  EXPECT_TRUE(microattn_test::same_bits(c.y + 2 * DM, c.y2 + 2 * DM, DM));
+}
+TEST(Blocks, MlpNaNRowStaysNaN) {
+  check_mlp_nan_row<MlpCfg<Activation::kRelu, Bias::kYes>>(31);
+  check_mlp_nan_row<MlpCfg<Activation::kSwiGlu>>(32);
+  check_mlp_nan_row<MlpCfg<Activation::kGelu>>(33);
+  check_mlp_nan_row<MlpCfg<Activation::kGeluTanh, WeightType::kInt8>>(34);
+  check_mlp_nan_row<MlpCfg<Activation::kGeGlu, WeightType::kInt8, microattn::Compute::kInt8>>(35);
+}
+#endif
 
 TEST(Blocks, MlpStatusRulesAndZeroObject) {
   using Cfg = MlpCfg<Activation::kSwiGlu, WeightType::kInt8>;

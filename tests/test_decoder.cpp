@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "microattn/decoder.hpp"
 #include "support/check.hpp"
@@ -365,12 +366,43 @@ TEST(Decoder, BadInputChangesNothing) {
   EXPECT_EQ(d.decode(1, nullptr), Status::kNullPointer);
   EXPECT_EQ(d.prefill_all(g_tied.tok, T - 1, out), Status::kCacheFull);
   EXPECT_EQ(d.decode(1, const_cast<float*>(g_tied.m.norm())), Status::kOverlap);
+  // Logits over the token ids (more tokens than a prefill chunk): the first chunk's logits
+  // would overwrite ids not read yet.
+  static union {
+    float logits[T * V];
+    std::int32_t tokens[T];
+  } shared;
+  std::memcpy(shared.tokens, g_tied.tok, sizeof shared.tokens);
+  static_assert(T - 2 > kChunk, "the overlap case needs several chunks");
+  EXPECT_EQ(d.prefill_all(shared.tokens, T - 2, shared.logits), Status::kOverlap);
+  EXPECT_EQ(d.prefill(shared.tokens + 1, 3, shared.logits), Status::kOverlap);
+  EXPECT_EQ(std::memcmp(shared.tokens, g_tied.tok, sizeof shared.tokens), 0);
   EXPECT_EQ(d.length(), 2u);
   for (float v : out) ASSERT_EQ(v, 42.0f);
   // Weights with a missing array, another RoPE while tokens are cached: refused, unchanged.
   auto w = g_tied.m.w;
   w.layers[1].mlp.w_up = nullptr;
   EXPECT_EQ(d.set_weights(w), Status::kNullPointer);
+  // The epsilon has no default (0 refused), the RoPE base and epsilon must be finite, checked
+  // on the bits (the -Ofast build runs this too), and T_max may not exceed the trained context.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float eps : {0.0f, -1e-5f, nan, inf}) {
+    w = g_tied.m.w;
+    w.norm_eps = eps;
+    EXPECT_EQ(w.check(), Status::kBadArgument) << eps;
+    EXPECT_EQ(d.set_weights(w), Status::kBadArgument) << eps;
+  }
+  for (const float base : {-10000.0f, nan, -nan, inf}) {
+    w = g_tied.m.w;
+    w.rope_base = base;
+    EXPECT_EQ(d.set_weights(w), Status::kBadArgument) << base;
+  }
+  w = g_tied.m.w;
+  w.trained_context = TiedCfg::kTMax - 1;
+  EXPECT_EQ(d.set_weights(w), Status::kBadArgument);
+  w.trained_context = TiedCfg::kTMax;
+  EXPECT_EQ(d.set_weights(w), Status::kOk);
   w = g_tied.m.w;
   w.rope_base = 1000.0f;
   EXPECT_EQ(d.set_weights(w), Status::kBadArgument);
@@ -471,6 +503,66 @@ TEST(Decoder, ModelFileGivesTheSameModel) {
   EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(nullptr, n, &w), Status::kNullPointer);
   EXPECT_TRUE(keep.embed == w.embed && keep.layers[1].mlp.w_down == w.layers[1].mlp.w_down &&
               keep.norm_eps == w.norm_eps);
+}
+
+/// A word of g_blob's header (little-endian), set to v.
+void set_blob_word(std::size_t i, std::uint32_t v) {
+  for (std::size_t k = 0; k < 4; ++k) g_blob[4 * i + k] = (v >> (8 * k)) & 0xffu;
+}
+std::uint32_t float_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// A model file's non-finite RoPE base or epsilon is refused on the bits (also at -Ofast, where
+// `!(base > 0)` folds away).
+TEST(Decoder, ModelFileRefusesNonFiniteSettings) {
+  g_int8.init(8, RopePairing::kAdjacent);
+  const std::size_t n = write_blob(g_int8.m, g_blob, sizeof g_blob);
+  microattn::DecoderWeights<Int8Cfg> w;
+  ASSERT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, n, &w), Status::kOk);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const std::size_t word : {std::size_t{13}, std::size_t{14}})  // RoPE base, eps
+    for (const float bad : {nan, -nan, inf, -inf, 0.0f, -1.0f}) {
+      write_blob(g_int8.m, g_blob, sizeof g_blob);
+      set_blob_word(word, float_bits(bad));
+      microattn::DecoderWeights<Int8Cfg> v;
+      v.norm_eps = 7.0f;
+      EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, n, &v), Status::kBadArgument)
+          << "word " << word << " = " << bad;
+      EXPECT_EQ(v.norm_eps, 7.0f);  // untouched
+    }
+}
+
+// A Decoder's T_max may be shorter than the context the model was trained for (the file's
+// t_max, recorded as trained_context); longer is refused. The shorter model computes the same
+// logits as the full one over its tokens.
+using ShortCfg =
+    microattn::DecoderConfig<11, 16, 2, 4, 2, 4, 24, 8, LmHead::kTied, WeightType::kInt8>;
+using LongCfg =
+    microattn::DecoderConfig<11, 16, 2, 4, 2, 4, 24, 13, LmHead::kTied, WeightType::kInt8>;
+static_assert(ShortCfg::kTMax < Int8Cfg::kTMax && LongCfg::kTMax > Int8Cfg::kTMax, "");
+microattn::Decoder<ShortCfg, microattn::DefaultArch, kChunk> g_short;
+
+TEST(Decoder, ModelFileTakesAShorterContext) {
+  constexpr std::size_t T = ShortCfg::kTMax, V = Int8Cfg::kVocab;
+  g_int8.init(9, RopePairing::kAdjacent);
+  const std::size_t n = write_blob(g_int8.m, g_blob, sizeof g_blob);
+  microattn::DecoderWeights<ShortCfg> ws;
+  ASSERT_EQ(microattn::decoder_weights_from_blob<ShortCfg>(g_blob, n, &ws), Status::kOk);
+  EXPECT_EQ(ws.trained_context, Int8Cfg::kTMax);
+  microattn::DecoderWeights<LongCfg> wl;
+  EXPECT_EQ(microattn::decoder_weights_from_blob<LongCfg>(g_blob, n, &wl), Status::kBadArgument);
+  EXPECT_EQ(wl.embed, nullptr);
+  static float full[Int8Cfg::kTMax * V], part[T * V];
+  ASSERT_EQ(g_int8.dec.set_weights(g_int8.m.w), Status::kOk);
+  ASSERT_EQ(g_int8.dec.prefill_all(g_int8.tok, Int8Cfg::kTMax, full), Status::kOk);
+  ASSERT_EQ(g_short.set_weights(ws), Status::kOk);
+  ASSERT_EQ(g_short.prefill_all(g_int8.tok, T, part), Status::kOk);
+  EXPECT_EQ(std::memcmp(part, full, sizeof part), 0);
+  EXPECT_EQ(g_short.decode(1, part), Status::kCacheFull);
 }
 
 }  // namespace

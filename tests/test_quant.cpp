@@ -575,6 +575,45 @@ TEST(Int8Cache, CacheIsAboutAQuarter) {
   EXPECT_EQ(KF::kCacheBytes, 4u * 256u * (64 + 64) * 4);
 }
 
+// The largest finite floats survive the int8 cache: a row holding +-FLT_MAX imports, exports
+// finite (its scale one float below FLT_MAX / 127, so 127 times it does not round to inf),
+// within the quantiser's half step of the value, and the round trip repeats unchanged.
+TEST(Int8Cache, LargestFloatsStayFinite) {
+  using Cfg = Config<4, 8, 2, 1, 8, CacheType::kInt8>;
+  constexpr std::size_t KD = Cfg::kKvDim;
+  static KvAttention<Cfg> kv;
+  static float k[2 * KD], v[2 * KD], k2[2 * KD], v2[2 * KD];
+  microattn_test::Rng(7).fill(k, 2 * KD, -1.0f, 1.0f);
+  microattn_test::Rng(8).fill(v, 2 * KD, -1.0f, 1.0f);
+  k[0] = FLT_MAX, v[1] = -FLT_MAX, k[KD + 3] = -FLT_MAX, v[KD + 5] = FLT_MAX;
+  microattn::CacheSlice info;
+  info.first = 0, info.tokens = 2, info.kv_heads = Cfg::kKvHeads, info.d_head = Cfg::kDHead;
+  info.rope = kv.rope();
+  kv.reset();
+  ASSERT_EQ(kv.import_cache(info, k, v), Status::kOk);
+  ASSERT_EQ(kv.export_cache(0, 2, k2, v2, &info), Status::kOk);
+  for (std::size_t i = 0; i < 2 * KD; ++i) {
+    ASSERT_TRUE(std::isfinite(k2[i]) && std::isfinite(v2[i])) << i;
+    // Half a step of FLT_MAX / 127 for the rounding, plus the one-float-down scale.
+    const double step = double(FLT_MAX) / 127.0;
+    EXPECT_LE(std::fabs(double(k2[i]) - double(k[i])), 0.5 * step * (1 + 1e-6)) << i;
+    EXPECT_LE(std::fabs(double(v2[i]) - double(v[i])), 0.5 * step * (1 + 1e-6)) << i;
+  }
+  EXPECT_LT(double(k2[0]), double(FLT_MAX));
+  EXPECT_GT(double(k2[0]), double(FLT_MAX) * (1.0 - 1e-6));
+  // Again (before the fix: inf came back, then NaN): finite, the same int8 values, the scales
+  // within a rounding.
+  static float k3[2 * KD], v3[2 * KD];
+  kv.reset();
+  ASSERT_EQ(kv.import_cache(info, k2, v2), Status::kOk);
+  ASSERT_EQ(kv.export_cache(0, 2, k3, v3, &info), Status::kOk);
+  for (std::size_t i = 0; i < 2 * KD; ++i) {
+    ASSERT_TRUE(std::isfinite(k3[i]) && std::isfinite(v3[i])) << i;
+    EXPECT_LE(std::fabs(double(k3[i]) - double(k2[i])), 1e-6 * std::fabs(double(k2[i]))) << i;
+    EXPECT_LE(std::fabs(double(v3[i]) - double(v2[i])), 1e-6 * std::fabs(double(v2[i]))) << i;
+  }
+}
+
 TEST(Int8Cache, ResetAndTruncateEqualFreshObject) {
   g_qw.fill(12);
   for_each_arch([&](auto arch) {

@@ -11,6 +11,23 @@ if(code STREQUAL "" OR NOT code STREQUAL doc)
 endif()
 message(STATUS "README usage example matches examples/demo.cpp")
 
+# A reader copies a block into a file of their own: each C++ block compiles alone (its own
+# includes), warning-free (with -DCXX=... -DINC=... -DOUT=...).
+function(readme_block_compiles name code)
+  if(NOT CXX)
+    return()
+  endif()
+  file(WRITE "${OUT}/readme_${name}.cpp" "${code}")
+  execute_process(COMMAND ${CXX} -std=c++17 -fsyntax-only -Wall -Wextra -Wpedantic -Werror
+                          -I${INC} -DMICROATTN_FORCE_SCALAR=1 "${OUT}/readme_${name}.cpp"
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "README.md's ${name} block does not compile on its own:\n${err}")
+  endif()
+  message(STATUS "README ${name} block compiles on its own")
+endfunction()
+readme_block_compiles(usage "${code}")
+
 # The C example: README's C blocks are those of tests/c/readme_layer.cpp and readme_example.c
 # (between the same readme markers), which the c_api test builds and runs; its integer-compute
 # block is tests/readme_int8.cpp's (ctest ReadmeInt8.*).
@@ -30,4 +47,7 @@ foreach(_case "tests/c/readme_layer.cpp|readme-c-layer|cpp" "tests/c/readme_exam
     message(FATAL_ERROR "README.md block ${_marker} differs from ${_file} (readme markers)")
   endif()
   message(STATUS "README ${_marker} block matches ${_file}")
+  if(_marker STREQUAL "readme-int8")
+    readme_block_compiles(int8 "${_code}")
+  endif()
 endforeach()

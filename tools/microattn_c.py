@@ -604,7 +604,8 @@ def header_text(args, config, v, header_name):
                     "length > the current length, or if the ring has overwritten a token position "
                     "`length` would see (0 < length and length - %s_WINDOW + 1 < %s_oldest(obj)): "
                     "a rollback reaches back at most %s_PREFILL_CHUNK tokens from the furthest "
-                    "position written, fewer after earlier truncates." % (N, n, N))
+                    "position written, fewer after earlier truncates. length 0 is always "
+                    "accepted (as reset)." % (N, n, N))
         else:
             w("/* Forgets the tokens at positions >= length (MICROATTN_BAD_ARGUMENT if length >")
             w(" * the current length). */")
@@ -867,8 +868,8 @@ def decoder_functions(w, n, N):
     comment(w, "Points the model at a model file (tools/export_pytorch.py --kind decoder; views "
             "into it, which must stay, e.g. in flash; 16-byte aligned) and takes its RoPE and "
             "RMSNorm epsilon: MICROATTN_OK, MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT (a file "
-            "for another configuration or weight type, short, misaligned; or another RoPE while "
-            "tokens are cached).")
+            "for another configuration or weight type, or trained for a context shorter than "
+            "%s_T_MAX, short, misaligned; or another RoPE while tokens are cached)." % N)
     w("microattn_status %s_set_weights_blob(%s* obj, const void* blob, size_t bytes);" % (n, n))
     w("/* Softmax scale of every layer (default 1/sqrt(%s_D_HEAD)). */" % N)
     w("microattn_status %s_set_scale(%s* obj, float scale);" % (n, n))
@@ -879,8 +880,8 @@ def decoder_functions(w, n, N):
     w("")
     comment(w, "Appends T token ids and writes the logits of the last: logits[%s_VOCAB]. "
             "MICROATTN_BAD_TOKEN_COUNT (T == 0), MICROATTN_CACHE_FULL (past %s_T_MAX tokens), "
-            "MICROATTN_BAD_ARGUMENT (an id outside 0 .. %s_VOCAB - 1); nothing changes on error."
-            % (N, N, N))
+            "MICROATTN_BAD_ARGUMENT (an id outside 0 .. %s_VOCAB - 1), MICROATTN_OVERLAP "
+            "(logits over the tokens or a weight array); nothing changes on error." % (N, N, N))
     w("microattn_status %s_prefill(%s* obj, const int32_t* tokens, size_t T, float* logits);"
       % (n, n))
     w("/* The same, writing the logits of every token: logits[T][%s_VOCAB]. */" % N)
@@ -1032,17 +1033,6 @@ def block_header_text(args, config, v, header_name):
     return close_header(L, N)
 
 
-# What a C link lacks, and the flag that removes the need (also in the generated C++ file).
-NO_EXCEPTIONS_GUARD = """\
-// A C program's linker brings no C++ runtime: with exceptions on, the kernels' noexcept
-// functions reference __gxx_personality_v0 and the link fails.
-#if (defined(__cpp_exceptions) || defined(__EXCEPTIONS)) && !defined(MICROATTN_C_ALLOW_EXCEPTIONS)
-#error "microattn C glue: compile this file with -fno-exceptions -fno-rtti (a C link has no \\
-__gxx_personality_v0); or define MICROATTN_C_ALLOW_EXCEPTIONS and link with the C++ compiler"
-#endif
-"""
-
-
 def compile_line(cxx, flags, cpp_name):
     """The command that builds a generated C++ file: its header's compiler and flags (a list)
     plus what a C link needs."""
@@ -1067,7 +1057,6 @@ def cpp_text(layers, cpp_name):
         L.append("// The layers share the kernels they have in common (one file per layer would "
                  "compile")
         L.append("// them once per file).")
-    L.append(NO_EXCEPTIONS_GUARD)
     for i, l in enumerate(layers):
         L.append("#include \"%s\"%s" % (l[1], "  // written by tools/microattn_c.py for this "
                                         "target" if i == 0 else ""))

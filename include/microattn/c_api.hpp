@@ -142,6 +142,16 @@
 namespace microattn {
 namespace c_api {
 
+/// False where this file may not define C glue: with exceptions on, the kernels' noexcept
+/// functions reference __gxx_personality_v0, which a C program's link does not have. Every
+/// MICROATTN_C_* macro asserts it; MICROATTN_C_ALLOW_EXCEPTIONS (a program linked by the C++
+/// compiler) lifts it.
+#if (defined(__cpp_exceptions) || defined(__EXCEPTIONS)) && !defined(MICROATTN_C_ALLOW_EXCEPTIONS)
+constexpr bool kGlueCompiles = false;
+#else
+constexpr bool kGlueCompiles = true;
+#endif
+
 /// The C++ object behind each kind of C layer (the macros and tools/microattn_c.py use these).
 template <class Cfg>
 using Layer = MultiHeadAttention<Cfg>;
@@ -1047,6 +1057,11 @@ float eps(const Storage* storage) noexcept {
 // Internal: the configuration and object type, the fingerprint and storage checks, NAME_init:
 // what every kind has.
 #define MICROATTN_C_BASE_(name, kind, chunk, ...)                                               \
+  static_assert(::microattn::c_api::kGlueCompiles,                                              \
+                "microattn C glue, layer '" #name                                               \
+                "': compile this file with -fno-exceptions -fno-rtti (a C link has no "         \
+                "__gxx_personality_v0); or define MICROATTN_C_ALLOW_EXCEPTIONS and link with "  \
+                "the C++ compiler");                                                            \
   namespace microattn_c_##name {                                                                \
     using Cfg = __VA_ARGS__;                                                                    \
     using Object =                                                                              \

@@ -84,8 +84,9 @@ struct DecoderLayerWeights {
 /// The weights of a Decoder and the model's settings: views over caller arrays (flash). The
 /// embedding is [vocab][d_model] (int8: a scale per token row); the LM head [vocab][d_model]
 /// (kOutIn, PyTorch's lm_head.weight; int8: a scale per token row) is unused with
-/// LmHead::kTied (the embedding is the head). Zero bytes mean the defaults (RoPE base 10000,
-/// RMSNorm eps 1e-6). decoder_weights_from_blob() fills it from a model file.
+/// LmHead::kTied (the embedding is the head). norm_eps has no default (models differ: 1e-5
+/// LLaMA 2, 1e-6 LLaMA 1 and Qwen): 0 is refused. decoder_weights_from_blob() fills it all
+/// from a model file.
 template <class DCfg>
 struct DecoderWeights {
   using Elem = typename DCfg::WeightElem;
@@ -99,10 +100,14 @@ struct DecoderWeights {
   /// kAdjacent: Meta's LLaMA code; kHalfSplit: Hugging Face checkpoints.
   RopePairing rope_pairing = RopePairing::kAdjacent;
   std::size_t rotary_dims = 0;  ///< rotated dimensions of each head (0: all)
-  float norm_eps = 0.0f;        ///< every RMSNorm's epsilon (0: 1e-6)
+  float norm_eps = 0.0f;        ///< every RMSNorm's epsilon (required: > 0)
+  /// The context the model was trained for (0: not known); a Decoder's T_max may be any value
+  /// up to it, not above.
+  std::size_t trained_context = 0;
 
   /// kOk; kNullPointer (an array the configuration needs is null); kBadArgument (a layout that
-  /// is not a WeightLayout value, a negative or non-finite eps).
+  /// is not a WeightLayout value, eps not positive and finite, a negative or non-finite RoPE
+  /// base, T_max above trained_context). Checked on the bits: holds under fast-math.
   Status check() const noexcept {
     constexpr bool q = DCfg::kInt8Weights;
     if (!embed || !norm || (q && !s_embed)) return Status::kNullPointer;
@@ -112,14 +117,17 @@ struct DecoderWeights {
       if (const Status s = l.attn.check(); s != Status::kOk) return s;
       if (const Status s = l.mlp.check(); s != Status::kOk) return s;
     }
-    if (norm_eps < 0.0f || !internal::finite_bits(norm_eps)) return Status::kBadArgument;
+    if (!internal::finite_bits(norm_eps) || !(norm_eps > 0.0f) ||
+        !internal::finite_bits(rope_base) || rope_base < 0.0f)
+      return Status::kBadArgument;
+    if (trained_context != 0 && trained_context < DCfg::kTMax) return Status::kBadArgument;
     return Status::kOk;
   }
   /// The RoPE every layer applies.
   RopeConfig rope() const noexcept {
     return RopeConfig{true, rope_base > 0.0f ? rope_base : 10000.0f, rope_pairing, rotary_dims, 0};
   }
-  float eps() const noexcept { return norm_eps > 0.0f ? norm_eps : 1e-6f; }
+  float eps() const noexcept { return norm_eps; }
   /// The LM head as a Linear layer's weights (the embedding when tied).
   LinearWeights<typename DCfg::Head> head_weights() const noexcept {
     LinearWeights<typename DCfg::Head> h;
@@ -204,7 +212,8 @@ class Decoder {
   /// Appends T tokens and writes the logits of the last one ([vocab] floats).
   /// @return kOk; kNullPointer (tokens, logits or the weights null); kBadTokenCount (T == 0 or
   ///         T > T_max); kCacheFull (length() + T > T_max); kBadArgument (a token id outside
-  ///         0 .. vocab - 1); kOverlap (logits over a weight array). Nothing changes on error.
+  ///         0 .. vocab - 1); kOverlap (logits over a weight array or the tokens). Nothing
+  ///         changes on error.
   [[nodiscard]] Status prefill(const std::int32_t* tokens, std::size_t T, float* logits) noexcept {
     return run(tokens, T, logits, false);
   }
@@ -252,7 +261,10 @@ class Decoder {
     if (length() + T > DCfg::kTMax) return Status::kCacheFull;
     for (std::size_t i = 0; i < T; ++i)
       if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= V) return Status::kBadArgument;
-    if (w_.overlaps(logits, (all ? T : 1) * V * sizeof(float))) return Status::kOverlap;
+    // Logits over the tokens would overwrite ids not read yet (prefill runs in chunks).
+    const std::size_t lb = (all ? T : 1) * V * sizeof(float);
+    if (w_.overlaps(logits, lb) || internal::overlaps(logits, lb, tokens, T * sizeof(*tokens)))
+      return Status::kOverlap;
     return Status::kOk;
   }
   Status run(const std::int32_t* tokens, std::size_t T, float* logits, bool all) noexcept {
@@ -369,8 +381,8 @@ inline float blob_float(const unsigned char* b, std::size_t i) noexcept {
   return f;
 }
 
-/// The header of a model file against DCfg: magic, version, weight type, every dimension, the
-/// head's tying and the activation.
+/// The header of a model file against DCfg: magic, version, weight type, every dimension (T_max
+/// at most the trained context), the head's tying and the activation.
 template <class DCfg>
 bool blob_header_fits(const unsigned char* b, std::size_t bytes) noexcept {
   using A = typename DCfg::Attn;
@@ -384,10 +396,10 @@ bool blob_header_fits(const unsigned char* b, std::size_t bytes) noexcept {
                                   static_cast<std::uint32_t>(A::kHeads),
                                   static_cast<std::uint32_t>(A::kKvHeads),
                                   static_cast<std::uint32_t>(A::kDHead),
-                                  static_cast<std::uint32_t>(DCfg::kDHidden),
-                                  static_cast<std::uint32_t>(DCfg::kTMax)};
+                                  static_cast<std::uint32_t>(DCfg::kDHidden)};
   for (std::size_t i = 0; i < sizeof expect / sizeof expect[0]; ++i)
     if (blob_word(b, i) != expect[i]) return false;
+  if (blob_word(b, 11) < DCfg::kTMax) return false;  // T_max up to the trained context
   const std::uint32_t flags = blob_word(b, 12);
   const std::uint32_t act = (flags >> 8) & 0xffu;
   if ((flags & ~std::uint32_t{0xff03}) != 0 || ((flags & 1u) != 0) != DCfg::kTiedHead ||
@@ -400,7 +412,8 @@ bool blob_header_fits(const unsigned char* b, std::size_t bytes) noexcept {
 /// Points *out at the tensors of a model file (docs/model-format.md; tools/export_pytorch.py
 /// --kind decoder writes it) and sets its RoPE and epsilon: views into the blob, which must
 /// stay (flash). The file's header must describe DCfg exactly (dimensions, weight type, tied
-/// head, activation).
+/// head, activation), but for DCfg's T_max, which may be any value up to the context the model
+/// was trained for (the file's t_max, recorded in out->trained_context).
 /// @return kOk; kNullPointer (blob or out null); kBadArgument (blob not 16-byte aligned,
 ///         shorter than its header says, or made for another configuration). *out is written
 ///         only on kOk.
@@ -436,8 +449,10 @@ Status decoder_weights_from_blob(const void* blob, std::size_t bytes,
   w.rope_pairing = (flags & 2u) ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
   w.rope_base = internal::blob_float(b, 13);
   w.norm_eps = internal::blob_float(b, 14);
+  w.trained_context = internal::blob_word(b, 11);
+  // check() tests the bits (fast-math cannot fold it); a file must give its RoPE base.
   if (!c.ok() || c.end() != internal::blob_word(b, 15) || w.check() != Status::kOk ||
-      !(w.rope_base > 0.0f) || !(w.norm_eps > 0.0f))
+      !(w.rope_base > 0.0f))
     return Status::kBadArgument;
   *out = w;
   return Status::kOk;

@@ -360,7 +360,8 @@ class KvAttention {
   /// written after a truncate overwrites an older one: the oldest position held is oldest(),
   /// and a truncate is accepted only while every token position `length` sees is held.
   /// @return kOk, or kBadArgument (nothing changed) when length > length() or, in ring mode,
-  ///         0 < length and length - W + 1 < oldest() (a token the next one sees is gone).
+  ///         0 < length and length - W + 1 < oldest() (a token the next one sees is gone);
+  ///         truncate(0) is accepted at any length (as reset()).
   [[nodiscard]] Status truncate(std::size_t length) noexcept {
     if (length > length_) return Status::kBadArgument;
     if constexpr (kRing) {

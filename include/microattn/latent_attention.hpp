@@ -458,6 +458,15 @@ class LatentAttention {
                                     std::size_t col0) const noexcept {
     return internal::weight_slice(w, w_.layout, in, out, col0, kInt8W ? sc : nullptr);
   }
+  /// Head h's qs scratch: int8 weights only (with fp32 weights dw.qs is a single float).
+  static float* query_scratch(DecodeWork& dw, std::size_t h) noexcept {
+    if constexpr (kInt8W) {
+      return dw.qs + h * DN;
+    } else {
+      (void)dw, (void)h;
+      return nullptr;
+    }
+  }
   /// q~_h = W_UK_h q_nope_h (d_c floats): W_UK_h read transposed, as the [d_nope][d_c] matrix
   /// of the other dense layout, or a panel block read row by row. int8: W_UK_h(c, o) = s[o]
   /// q(c, o), so q_nope is scaled by s into qs (d_nope floats) and multiplied by q unscaled.
@@ -621,7 +630,7 @@ class LatentAttention {
       for (std::size_t h = r.begin; h < r.end; ++h) {
         float* qa = dw.qa + h * DCR;
         if (DN > 0)
-          absorb_query(h, q + h * DQK, dw.qs + h * DN, qa);
+          absorb_query(h, q + h * DQK, query_scratch(dw, h), qa);
         else
           for (std::size_t d = 0; d < DC; ++d) qa[d] = 0.0f;
         std::memcpy(qa + DC, q + h * DQK + DN, DR * sizeof(float));

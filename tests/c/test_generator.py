@@ -765,6 +765,20 @@ def exceptions_checks(s, cxx, flags, include_dirs):
                       no_exceptions=False)
     check(r.returncode == 0, "exceptions: ... and compiles with MICROATTN_C_ALLOW_EXCEPTIONS",
           r.stdout[-3000:])
+    # The README's own three lines, hand-written (the guard is in c_api.hpp's macros, not only in
+    # the generated file): the same refusal with exceptions on, compiles without.
+    own = os.path.join(os.path.dirname(h), "elayer_own.cpp")
+    with open(own, "w") as f:
+        f.write('#include "elayer.h"\n#include "microattn/c_api.hpp"\n\n'
+                "MICROATTN_C_LAYER(elayer, microattn::Config<24, 32, 4, 2, 8>);\n")
+    r = s.compile_cpp(cxx, flags, own, include_dirs, no_exceptions=False)
+    check(r.returncode != 0 and "-fno-exceptions" in r.stdout and
+          "__gxx_personality_v0" in r.stdout,
+          "exceptions: a hand-written glue file with exceptions on stops with the reason",
+          r.stdout[-3000:])
+    r = s.compile_cpp(cxx, flags, own, include_dirs)
+    check(r.returncode == 0, "exceptions: ... and compiles with -fno-exceptions -fno-rtti",
+          r.stdout[-3000:])
 
 
 def merge_checks(s, tag, cxx, flags, include_dirs, other_flags):

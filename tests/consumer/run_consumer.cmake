@@ -20,7 +20,7 @@
 #                    xsimd package (xsimd_DIR) on that folder; both must compile that xsimd.
 #   install_scalar   the same with MICROATTN_FORCE_SCALAR=ON; the consumer cannot find xsimd
 #                    (CMAKE_DISABLE_FIND_PACKAGE_xsimd) and needs none.
-#   no_gtest         a default configure builds the library and the examples only (no test or
+#   no_gtest         a default configure builds the library only (no example, test or
 #                    benchmark program); then tests and benchmarks ON where GoogleTest and Google
 #                    Benchmark cannot be found: says they are skipped, builds, installs.
 #   add_subdirectory the add_subdirectory consumer, Debug and MICROATTN_NATIVE=ON: its build
@@ -251,14 +251,16 @@ endif()\n")
   endif()
 
 elseif(MODE STREQUAL "no_gtest")
-  # Defaults: configure, build and install make the library (and the examples) only.
+  # Defaults: configure, build and install make the library only (no tests, benchmarks or
+  # examples).
   run("configure microattn with defaults" COMMAND "${CMAKE_COMMAND}" -S "${SRC}"
       -B "${WORK}/defaults" ${_host} "-DCMAKE_INSTALL_PREFIX=${WORK}/prefix-defaults")
   expect("configure output" "${RUN_OUTPUT}" "microattn: tests off")
   run("build microattn with defaults" COMMAND "${CMAKE_COMMAND}" --build "${WORK}/defaults" --parallel 2)
-  file(GLOB_RECURSE built LIST_DIRECTORIES false "${WORK}/defaults/tests/*" "${WORK}/defaults/bench/*")
+  file(GLOB_RECURSE built LIST_DIRECTORIES false "${WORK}/defaults/tests/*" "${WORK}/defaults/bench/*"
+       "${WORK}/defaults/examples/*")
   if(built)
-    message(FATAL_ERROR "a default build made test or benchmark files: ${built}")
+    message(FATAL_ERROR "a default build made test, benchmark or example files: ${built}")
   endif()
   run("install microattn built with defaults" COMMAND "${CMAKE_COMMAND}" --install "${WORK}/defaults")
   set(prefix "${WORK}/prefix")

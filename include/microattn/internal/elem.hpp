@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "microattn/internal/vec.hpp"
 
@@ -91,13 +92,23 @@ struct Elem<std::int8_t> {
     }
     return amax;
   }
-  static float scale_of(const float* x, std::size_t n) noexcept {
-    return absmax(x, n) / opaque_divisor(127.0f);
+  /// The scale of a group whose largest |x| is amax: amax / 127, one float down when 127 times
+  /// it is not a finite float (dequantising the largest value would give inf: FLT_MAX stays
+  /// finite through encode, decode and encode again). NaN stays NaN.
+  static float scale(float amax) noexcept {
+    float s = amax / opaque_divisor(127.0f);
+    if (finite_bits(s) && !finite_bits(opaque_divisor(s) * 127.0f)) {
+      std::uint32_t u;
+      std::memcpy(&u, &s, sizeof u);
+      --u;
+      std::memcpy(&s, &u, sizeof u);
+    }
+    return s;
   }
   static float encode(const float* x, std::size_t n, std::int8_t* dst,
                       std::size_t stride) noexcept {
     const float amax = absmax(x, n);
-    const float s = amax / opaque_divisor(127.0f);
+    const float s = scale(amax);
     // All zero, or not finite (tested on the bits: -ffinite-math-only drops a NaN test): zeros,
     // and the scale 0 or NaN.
     if (!finite_bits(amax) || !(amax > 0.0f)) {

@@ -16,7 +16,7 @@ enum class Activation : unsigned char {
   kGeGlu = 1,     ///< gelu(gate) * up (erf GELU)
   kGelu = 2,      ///< gelu(z) = z / 2 * (1 + erf(z / sqrt 2)), PyTorch's default GELU
   kGeluTanh = 3,  ///< z / 2 * (1 + tanh(sqrt(2 / pi) (z + 0.044715 z^3))), approximate='tanh'
-  kRelu = 4,      ///< max(z, 0)
+  kRelu = 4,      ///< max(z, 0); NaN stays NaN
 };
 constexpr bool is_gated(Activation a) noexcept {
   return a == Activation::kSwiGlu || a == Activation::kGeGlu;
@@ -82,7 +82,7 @@ inline void f32_activate(float* h, const float* u, std::size_t n) noexcept {
     else if constexpr (kAct == Activation::kGeluTanh)
       h[i] = f32_gelu_tanh(z);
     else
-      h[i] = z > 0.0f ? z : 0.0f;
+      h[i] = z < 0.0f ? 0.0f : z;  // NaN stays NaN (as torch.relu), -0 stays -0
   }
 }
 
