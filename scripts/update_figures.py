@@ -29,6 +29,7 @@ The figures are exact for one compiler (GCC 12.2 from Debian 12's gcc-arm-none-e
   python3 scripts/update_figures.py --check   # exit 1 (and show the difference) if stale
   python3 scripts/update_figures.py --results-only          # only the results table (no builds)
   python3 scripts/update_figures.py --results-from x.json   # print the results table of x.json
+  python3 scripts/update_figures.py --results-filter        # the benchmark filter of its cases
   python3 scripts/update_figures.py --self-test             # check the results table on a sample
 """
 import argparse
@@ -565,6 +566,24 @@ RESULT_QD8_CASES = (("P1", "P1_qd8_panel16", "P1_panel16"), ("P2", "P2_qd8_panel
 UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+def results_cases():
+    """Every benchmark case results_table reads, in the table's order: the rows' cases, their
+    peers, the thread and integer-compute cases (scripts/run_main.sh runs exactly these)."""
+    cases = []
+    for c, _, prefix, _ in RESULT_ROWS:
+        cases += [c] + [f"{prefix}_{suffix}" for suffix, _ in RESULT_PEERS]
+    cases += [f"{c}/threads:{n}" for c in RESULT_THREAD_CASES for n in (1, 2)]
+    cases += [name for _, q, f in RESULT_QD8_CASES for name in (q, f)]
+    cases += ["D1_qd8_kv8", "D1_q8_kv8"]
+    return list(dict.fromkeys(cases))
+
+
+def results_filter():
+    """A --benchmark_filter for results_cases(): each name whole, with whatever suffixes Google
+    Benchmark adds for how it ran (/real_time, /min_time:...)."""
+    return "^(" + "|".join(re.escape(c) for c in results_cases()) + ")(/.*)?$"
+
+
 def counter_value(v):
     """A user counter as the JSON holds it: a number (or, defensively, {"value": n})."""
     if isinstance(v, dict):
@@ -709,6 +728,14 @@ def results_self_test():
                dict(agg("P2/threads:1/real_time", 5.84, "ms"), real_time=5.84),
                dict(agg("P2/threads:2/real_time", 3.03, "ms"), real_time=3.03)]}
     lines = results_table(data, "sample")
+    flt = re.compile(results_filter())
+    for name in ("P1_panel16", "P1_eigen", "S1_openblas", "P2/threads:2/real_time", "D1_q8_kv8",
+                 "P4_qd8_panel16", "E1/min_time:0.300"):
+        if not flt.match(name):
+            sys.exit(f"update_figures: --self-test FAILED, --results-filter misses {name}")
+    for name in ("P1", "P1_panel16x", "P2/threads:4/real_time", "D2", "TLM_decode"):
+        if flt.match(name):
+            sys.exit(f"update_figures: --self-test FAILED, --results-filter takes {name}")
     expect = [
         "Sample Zen 4 VM, kernels `avx512bw`, FMA peak 117.3 GFLOP/s at start-up; commit abc1234, 2026-11-25 01:25 UTC. Medians of 5 repetitions",
         "| P1 prefill T=64 (`kPanel16` weights) | 330 us | 92.1 % | Eigen 473 us | 0.70 |",
@@ -826,7 +853,7 @@ def regions(f, host):
                        + " | ".join(f"{n(own[(p, image)][0])} B, {n(own[(p, image)][1])} B" for p, _ in BOARDS) + " |")
 
     kv = ["| constant | bytes | D1 (1024, 512, 8, 8, 64) | D2 (H_kv = 2) |", "|---|---|---|---|",
-          f"| `kCacheBytes` | `4 H_kv T_pad (d_head + d_pad)`, `T_pad` = `T_max` rounded up to the key tile (64 on AVX2, 16 scalar), `d_pad` = `d_head` rounded up to the GEMM panel | {n(host['d1_cache'], ' ')} | {n(host['d2_cache'], ' ')} |",
+          f"| `kCacheBytes` | `4 H_kv T_pad (d_head + d_pad)`, `T_pad` = `T_max` rounded up to the key tile (64 on AVX2, 16 scalar), `d_pad` = `d_head` rounded up to the GEMM panel (under a panel: to whole vectors, [memory.md](memory.md#the-kv-caches-bytes)) | {n(host['d1_cache'], ' ')} | {n(host['d2_cache'], ' ')} |",
           f"| `kCacheBytes` with `CacheType::kInt8` | `H_kv T_pad (d_head + d_pad + 8)` (int8 K and V, an fp32 scale each per token and head) | {n(host['d1_cache_int8'], ' ')} | {n(host['d2_cache_int8'], ' ')} |",
           f"| `kRopeBytes` | with `Rope::kYes`: `8 T_max floor(d_head/2)` (cos and sin; present even if RoPE stays off), without: a few bytes | {n(host['d1_rope'], ' ')} | {n(host['d2_rope'], ' ')} |",
           f"| `kWorkspaceBytes` | prefill: `4 kPrefillChunk ((H/H_kv) d_head + H d_head)` + GEMM panels + tile scratch; decode: one score row per query head of a group (`4 (H/H_kv) T_pad`) + a few vectors | {n(host['d1_work'], ' ')} | {n(host['d2_work'], ' ')} |"]
@@ -864,10 +891,15 @@ def main():
                     help="print the results table of a microattn_bench JSON file and exit (no builds needed)")
     ap.add_argument("--results-only", action="store_true",
                     help="only README.md's results region, from RESULTS_JSON (no builds needed; with or without --check)")
+    ap.add_argument("--results-filter", action="store_true",
+                    help="print the --benchmark_filter of the cases the results table reads and exit")
     ap.add_argument("--self-test", action="store_true", help="check the results table on a built-in sample")
     a = ap.parse_args()
     if a.self_test:
         results_self_test()
+        return 0
+    if a.results_filter:
+        print(results_filter())
         return 0
     if a.results_from:
         try:

@@ -316,7 +316,7 @@ void check_ram_formula() {
   constexpr std::size_t D = Cfg::kDHead, BQ = Tl::kBQ, BK = Tl::kBK, n = Cfg::kMaxWorkers;
   constexpr std::size_t staged = n < Cfg::kKvHeads ? n : Cfg::kKvHeads;
   constexpr std::size_t t_pad = microattn::internal::round_up(Cfg::kTMax, BK);
-  constexpr std::size_t d_pad = microattn::internal::round_up(D, Tl::kNR);
+  constexpr std::size_t d_pad = microattn_test::doc_d_pad<A>(D);
   constexpr std::size_t kv = t_pad * D + t_pad * d_pad;
   // q, s, o; row max, row sums by lane; tile max and the key ranges (two 16-bit numbers a row).
   constexpr std::size_t tile = BQ * D + BQ * BK + BQ * d_pad + BQ + BQ * Tl::kWidth + 2 * BQ;
@@ -343,6 +343,7 @@ TEST(AttentionLayer, RamMatchesReadmeFormula) {
     check_ram_formula<Config<64, 64, 4, 2, 16>, A>();
     check_ram_formula<Config<100, 24, 3, 1, 5, Bias::kYes, OutProj::kNo>, A>();
     check_ram_formula<Config<1024, 512, 8, 8, 64>, A>();
+    check_ram_formula<Config<512, 64, 8, 4, 8>, A>();  // d_head under a vector (AVX-512)
     check_ram_formula<Config<64, 64, 4, 2, 16, MaxWorkers{3}>, A>();  // 2 staged heads
     check_ram_formula<Config<64, 64, 8, 4, 16, MaxWorkers{2}>, A>();  // 2 staged heads
     check_ram_formula<Config<100, 24, 3, 1, 5, MaxWorkers{4}>, A>();  // 1 staged head

@@ -280,6 +280,7 @@ TEST(AttnDecode, AgainstReference) {
       using A = decltype(arch);
       check_decode<A, 16, 2, float>(c[0], c[1], ++seed);
       check_decode<A, 5, 1, float>(c[0], c[1], ++seed);
+      check_decode<A, 8, 2, float>(c[0], c[1], ++seed);  // V rows under a panel (AVX2, AVX-512)
       check_decode<A, 16, 4, std::int8_t>(c[0], c[1], ++seed);
       check_decode<A, 16, 4, std::int8_t, true>(c[0], c[1], ++seed);
       check_decode<A, 13, 2, std::int8_t, true>(c[0], c[1], ++seed);

@@ -244,9 +244,10 @@ TEST(F32Gemv, EveryLayoutAgainstDoubleReference) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);
     // N: below, at and around the panel width and the 4-row/vector unrolls; K: the depth unroll
-    // of each kernel (4 rows, 2 vectors, 8 accumulators) with and without remainders.
+    // of each kernel (4 rows, 2 vectors, 8 accumulators) with and without remainders; 172 (the
+    // stories260K d_ff): a vector pair loop, then a single vector (AVX2) and a scalar tail.
     const std::size_t ns[] = {1, 3, 4, 5, 8, 15, 16, 17, 31, 32, 33, 64, kMaxN};
-    const std::size_t ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 255, kMaxK};
+    const std::size_t ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 64, 172, 255, kMaxK};
     for (std::size_t n : ns)
       for (std::size_t k : ks)
         for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16})

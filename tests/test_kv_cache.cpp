@@ -263,6 +263,42 @@ TEST(KvCache, RopeStartPosition) {
 // A prefix's cache exported and imported into another object (e.g. a system prompt computed
 // offline and kept in flash) continues bit for bit like the object that computed it; a slice
 // that would mean something else (other position, RoPE, shape) is refused and changes nothing.
+// kCacheBytes against docs/memory.md's formula ("The KV cache's bytes"): fp32
+// 4 H_kv T_pad (d_head + d_pad), int8 H_kv T_pad (d_head + d_pad + 8), T_pad = T_max rounded up
+// to the key tile BK, d_pad as microattn_test::doc_d_pad (the page's rule, written out).
+template <class A, std::size_t kT, std::size_t kHkv, std::size_t kD>
+void check_cache_bytes() {
+  constexpr std::size_t bk = microattn::internal::Tiles<A>::kBK;
+  constexpr std::size_t t_pad = (kT + bk - 1) / bk * bk, d_pad = microattn_test::doc_d_pad<A>(kD);
+  using F32 = Config<kT, 64, 2 * kHkv, kHkv, kD, microattn::Rope::kYes>;
+  using I8 = Config<kT, 64, 2 * kHkv, kHkv, kD, microattn::CacheType::kInt8>;
+  constexpr std::size_t f32 = KvAttention<F32, A>::kCacheBytes;
+  constexpr std::size_t i8 = KvAttention<I8, A>::kCacheBytes;
+  EXPECT_EQ(f32, 4 * kHkv * t_pad * (kD + d_pad))
+      << A::name() << " T_max=" << kT << " H_kv=" << kHkv << " d_head=" << kD;
+  EXPECT_EQ(i8, kHkv * t_pad * (kD + d_pad + 8))
+      << A::name() << " int8, T_max=" << kT << " H_kv=" << kHkv << " d_head=" << kD;
+}
+
+TEST(KvCache, CacheBytesMatchDocsFormula) {
+  for_each_arch([](auto arch) {
+    using A = decltype(arch);
+    using Tl = microattn::internal::Tiles<A>;
+    check_cache_bytes<A, 512, 4, 8>();  // the stories260K shape
+    check_cache_bytes<A, 100, 1, 5>();
+    check_cache_bytes<A, 64, 2, 16>();
+    check_cache_bytes<A, 30, 3, 24>();
+    check_cache_bytes<A, 1024, 8, 64>();
+    check_cache_bytes<A, 40, 2, 80>();
+    // The page's table for the stories260K shape (5 layers of this one): 655 360 bytes, the
+    // scalar size, on every arch but AVX-512 (VW 16: V rows of 16 floats, 983 040).
+    using Stories = Config<512, 64, 8, 4, 8, microattn::Rope::kYes>;
+    const std::size_t want = Tl::kWidth == 16 ? 983040 : 655360;
+    constexpr std::size_t layer = KvAttention<Stories, A>::kCacheBytes;
+    EXPECT_EQ(5 * layer, want) << A::name();
+  });
+}
+
 TEST(KvCache, ExportImport) {
   for_each_arch([](auto arch) {
     using A = decltype(arch);

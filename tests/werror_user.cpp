@@ -2,7 +2,8 @@
 // A user's translation unit: every public header and class, compiled by ctest with the user's
 // kind of flags (-Wall -Wextra -Wpedantic -Werror, several -march, -Ofast, no exceptions/RTTI,
 // g++ and clang++, the cross compilers): a warning in microattn's headers fails the build of a
-// project that treats warnings as errors.
+// project that treats warnings as errors. werror_user_decoder.cpp is compiled with it: one model
+// alone in its unit, where the kernels are inlined with its constant shapes.
 #include "microattn/c_api.hpp"
 #include "microattn/microattn.h"
 #include "microattn/microattn.hpp"

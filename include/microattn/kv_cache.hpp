@@ -119,7 +119,8 @@ class KvAttention {
   /// Keys per head the cache stores: T_max (ring: 2 * kRingTokens) rounded up to whole key tiles.
   static constexpr std::size_t kTPad =
       internal::round_up(kRing ? 2 * kRingTokens : Cfg::kTMax, Tl::kBK);
-  /// Row stride of cached V: d_head rounded up to whole GEMM panels.
+  /// Row stride of cached V (kernels::v_row_stride): d_head rounded up to whole GEMM panels, or
+  /// under a panel (SIMD arches) to a power-of-two number of vectors.
   static constexpr std::size_t kDPad = TileScratch::kDPad;
   /// Key/value heads a prefill chunk works on at once: with MaxWorkers{n} > 1 one per worker up
   /// to H_kv (each worker takes whole heads, in its own Q buffer), else one.
@@ -184,7 +185,8 @@ class KvAttention {
 
  public:
   /// Bytes of the KV cache: K and V of H_kv heads x kTPad tokens. fp32:
-  /// 4 * H_kv * kTPad * (d_head + kDPad), about 8 * H_kv * T_max * d_head. int8
+  /// 4 * H_kv * kTPad * (d_head + kDPad), about 8 * H_kv * T_max * d_head (docs/memory.md has
+  /// kTPad and kDPad per arch). int8
   /// (CacheType::kInt8): H_kv * kTPad * (d_head + kDPad + 8) (the 8: a K and a V scale per token
   /// and head), about 2 * H_kv * T_max * (d_head + 4): a quarter of fp32 plus the scales.
   static constexpr std::size_t kCacheBytes = sizeof(Cache);

@@ -162,4 +162,18 @@ constexpr std::size_t long_t() {
 constexpr std::size_t kLongT = microattn::internal::max_size(long_t<microattn::DefaultArch>(),
                                                              long_t<microattn::ScalarArch>());
 
+/// docs/memory.md's d_pad, the row stride of V (layers' staged V, the KV cache, the tile's
+/// output rows), written out from the page rather than taken from the library: with VW floats
+/// a vector and NR a GEMM panel, d_head rounded up to NR; except under a panel on the SIMD
+/// arches (VW > 1): the fewest vectors that hold d_head, rounded up to a power of two.
+template <class A>
+constexpr std::size_t doc_d_pad(std::size_t d_head) {
+  constexpr std::size_t vw = microattn::internal::Tiles<A>::kWidth;
+  constexpr std::size_t nr = microattn::internal::Tiles<A>::kNR;
+  if (vw == 1 || d_head >= nr) return (d_head + nr - 1) / nr * nr;
+  std::size_t vecs = 1;
+  while (vecs * vw < d_head) vecs *= 2;
+  return vecs * vw;
+}
+
 }  // namespace microattn_test

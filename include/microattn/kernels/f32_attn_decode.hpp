@@ -33,7 +33,8 @@ template <class Arch, std::size_t kDHead, std::size_t kRows, std::size_t kKeys,
 struct DecodeScratch : Qd8QueryRows<Arch, kDHead, kRows, kIntScores> {
   using Tl = internal::Tiles<Arch>;
   static_assert(kKeys % Tl::kBK == 0, "DecodeScratch: kKeys must be whole key tiles");
-  static constexpr std::size_t kDPad = internal::round_up(kDHead, Tl::kNR);
+  /// Row stride of V and of the P·V rows (v_row_stride).
+  static constexpr std::size_t kDPad = v_row_stride<Arch>(kDHead);
   alignas(Tl::kAlign) float q[kRows * kDHead];  ///< scaled query rows
   alignas(Tl::kAlign) float s[kRows * kKeys];   ///< scores, then unnormalised probabilities
   alignas(Tl::kAlign) float o[kRows * kDPad];   ///< P·V rows
@@ -45,7 +46,7 @@ struct DecodeScratch : Qd8QueryRows<Arch, kDHead, kRows, kIntScores> {
 /// f32_attn_decode_merge combines the chunks' results into the attention output.
 template <class Arch, std::size_t kDHead, std::size_t kRows>
 struct DecodePartial {
-  static constexpr std::size_t kDPad = internal::round_up(kDHead, internal::Tiles<Arch>::kNR);
+  static constexpr std::size_t kDPad = v_row_stride<Arch>(kDHead);
   alignas(internal::Tiles<Arch>::kAlign) float o[kRows * kDPad];
   float m[kRows];
   float l[kRows];

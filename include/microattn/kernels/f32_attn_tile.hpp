@@ -19,6 +19,23 @@ MICROATTN_GCC12_AVX512_WARNINGS_OFF
 namespace microattn {
 namespace kernels {
 
+/// Row stride (floats or cache elements) of V rows d_v wide, and of the P V accumulators, on
+/// Arch: d_v rounded up to whole GEMM panels (kNR) from a panel up; under a panel, on the SIMD
+/// arches, to the fewest vectors that hold d_v rounded up to a power of two (P V then reads
+/// only the vectors that hold values, in one register block: decode_cols). A d_head-8 row is 8
+/// floats on AVX2 and 16 on AVX-512, not a panel of 16 and 32: the KV cache of a small-head
+/// model is no larger than it has to be for whole-vector loads (docs/memory.md has the bytes).
+/// The scalar path keeps whole panels (its P V runs every panel whole).
+template <class Arch>
+constexpr std::size_t v_row_stride(std::size_t d_v) noexcept {
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = internal::Vec<Arch>::kWidth;
+  if (W == 1 || d_v >= Tl::kNR) return internal::round_up(d_v, Tl::kNR);
+  std::size_t vecs = 1;
+  while (vecs * W < d_v) vecs *= 2;
+  return vecs * W;
+}
+
 /// Per-call scratch of the attention tile kernel: O(kBQ x (d_head + kBK)) floats, independent
 /// of the number of tokens; with kIntScores also the query rows quantised (integer scores
 /// against an int8 cache). kDHead is the query/key width, kDV the value width (the same except
@@ -26,8 +43,8 @@ namespace kernels {
 template <class Arch, std::size_t kDHead, bool kIntScores = false, std::size_t kDV = kDHead>
 struct AttnScratch : Qd8QueryRows<Arch, kDHead, internal::Tiles<Arch>::kBQ, kIntScores> {
   using Tl = internal::Tiles<Arch>;
-  /// Row stride of V and of the output accumulator: d_v rounded up to whole GEMM panels.
-  static constexpr std::size_t kDPad = internal::round_up(kDV, Tl::kNR);
+  /// Row stride of V and of the output accumulator (v_row_stride).
+  static constexpr std::size_t kDPad = v_row_stride<Arch>(kDV);
   alignas(Tl::kAlign) float q[Tl::kBQ * kDHead];   ///< scaled query rows
   alignas(Tl::kAlign) float s[Tl::kBQ * Tl::kBK];  ///< scores, then probabilities, of one tile
   alignas(Tl::kAlign) float o[Tl::kBQ * kDPad];    ///< unnormalised output rows

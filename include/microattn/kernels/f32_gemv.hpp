@@ -93,6 +93,13 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth;
   const std::size_t n4 = N - N % 4;
+  // The k ranges as bounds fixed before the loops (the tail runs K % W times from k1), not
+  // `k + 2 * W <= K` tests on a running k: with those, GCC 12 could not bound where the scalar
+  // tail starts (as far as it knew the sums could wrap) and, with K a constant after inlining
+  // (d_ff 172, SSE2 or NEON, -O3), warned "iteration 4611686018427387903 invokes undefined
+  // behavior" in the tail: a -Werror user build failed (docs/compiler-notes.md).
+  const std::size_t k2 = K - K % (2 * W);  // in pairs of vectors
+  const std::size_t k1 = K - K % W;        // in whole vectors: k2 or k2 + W
   for (std::size_t n = 0; n < n4; n += 4) {
     const WE* r0 = w + n * ldw;
     const WE* r1 = r0 + ldw;
@@ -100,8 +107,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
     const WE* r3 = r2 + ldw;
     T a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
     T b0 = V::zero(), b1 = V::zero(), b2 = V::zero(), b3 = V::zero();
-    std::size_t k = 0;
-    for (; k + 2 * W <= K; k += 2 * W) {
+    for (std::size_t k = 0; k < k2; k += 2 * W) {
       const T xa = V::loadu(x + k), xb = V::loadu(x + k + W);
       a0 = V::fma(V::load_elem(r0 + k), xa, a0);
       b0 = V::fma(V::load_elem(r0 + k + W), xb, b0);
@@ -112,17 +118,16 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
       a3 = V::fma(V::load_elem(r3 + k), xa, a3);
       b3 = V::fma(V::load_elem(r3 + k + W), xb, b3);
     }
-    if (k + W <= K) {
-      const T xa = V::loadu(x + k);
-      a0 = V::fma(V::load_elem(r0 + k), xa, a0);
-      a1 = V::fma(V::load_elem(r1 + k), xa, a1);
-      a2 = V::fma(V::load_elem(r2 + k), xa, a2);
-      a3 = V::fma(V::load_elem(r3 + k), xa, a3);
-      k += W;
+    if (k2 < k1) {
+      const T xa = V::loadu(x + k2);
+      a0 = V::fma(V::load_elem(r0 + k2), xa, a0);
+      a1 = V::fma(V::load_elem(r1 + k2), xa, a1);
+      a2 = V::fma(V::load_elem(r2 + k2), xa, a2);
+      a3 = V::fma(V::load_elem(r3 + k2), xa, a3);
     }
     float s0 = V::hsum(a0 + b0), s1 = V::hsum(a1 + b1), s2 = V::hsum(a2 + b2),
           s3 = V::hsum(a3 + b3);
-    for (; k < K; ++k) {
+    for (std::size_t k = k1; k < K; ++k) {
       s0 += static_cast<float>(r0[k]) * x[k];
       s1 += static_cast<float>(r1[k]) * x[k];
       s2 += static_cast<float>(r2[k]) * x[k];
@@ -135,17 +140,13 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
   for (std::size_t n = n4; n < N; ++n) {
     const WE* r0 = w + n * ldw;
     T a0 = V::zero(), b0 = V::zero();
-    std::size_t k = 0;
-    for (; k + 2 * W <= K; k += 2 * W) {
+    for (std::size_t k = 0; k < k2; k += 2 * W) {
       a0 = V::fma(V::load_elem(r0 + k), V::loadu(x + k), a0);
       b0 = V::fma(V::load_elem(r0 + k + W), V::loadu(x + k + W), b0);
     }
-    if (k + W <= K) {
-      a0 = V::fma(V::load_elem(r0 + k), V::loadu(x + k), a0);
-      k += W;
-    }
+    if (k2 < k1) a0 = V::fma(V::load_elem(r0 + k2), V::loadu(x + k2), a0);
     float s0 = V::hsum(a0 + b0);
-    for (; k < K; ++k) s0 += static_cast<float>(r0[k]) * x[k];
+    for (std::size_t k = k1; k < K; ++k) s0 += static_cast<float>(r0[k]) * x[k];
     if (kQ && scale) s0 *= scale[n];
     y[n] = bias ? s0 + bias[n] : s0;
   }
