@@ -556,9 +556,11 @@ TEST(Decoder, ModelFileTakesAShorterContext) {
   microattn::DecoderWeights<LongCfg> wl;
   EXPECT_EQ(microattn::decoder_weights_from_blob<LongCfg>(g_blob, n, &wl), Status::kBadArgument);
   EXPECT_EQ(wl.embed, nullptr);
-  static float full[Int8Cfg::kTMax * V], part[T * V];
+  // The same calls (chunks of 5 and 3 tokens: -ffast-math may sum a shorter micro-tile in
+  // another order, docs/numeric-contract.md), so the same bits.
+  static float full[T * V], part[T * V];
   ASSERT_EQ(g_int8.dec.set_weights(g_int8.m.w), Status::kOk);
-  ASSERT_EQ(g_int8.dec.prefill_all(g_int8.tok, Int8Cfg::kTMax, full), Status::kOk);
+  ASSERT_EQ(g_int8.dec.prefill_all(g_int8.tok, T, full), Status::kOk);
   ASSERT_EQ(g_short.set_weights(ws), Status::kOk);
   ASSERT_EQ(g_short.prefill_all(g_int8.tok, T, part), Status::kOk);
   EXPECT_EQ(std::memcmp(part, full, sizeof part), 0);

@@ -40,9 +40,13 @@ inline void f32_rms_norm_rows(const float* x, std::size_t ldx, float* y, std::si
       continue;
     }
     // x^2 overflowed (or the row holds inf or NaN, which stays NaN or 0 as before).
+    // Opaque scaled values: -ffast-math would otherwise square x before scaling it.
     constexpr float k = detail::kNormDown;
     ss = 0.0f;
-    for (std::size_t i = 0; i < d; ++i) ss += (row[i] * k) * (row[i] * k);
+    for (std::size_t i = 0; i < d; ++i) {
+      const float v = V::opaque(row[i] * k);
+      ss += v * v;
+    }
     const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + detail::scaled_eps(eps));
     for (std::size_t i = 0; i < d; ++i) out[i] = V::opaque(row[i] * k) * inv * g[i];
   }
@@ -59,15 +63,17 @@ namespace detail {
 inline bool layer_norm_row(const float* row, float* out, std::size_t d, const float* g,
                            const float* b, float eps, float k, bool last_try) noexcept {
   using V = internal::Vec<ScalarArch>;
+  // x * k, opaque when scaled: -ffast-math would otherwise move k past a square or a sum.
+  const auto x = [&](std::size_t i) { return k == 1.0f ? row[i] : V::opaque(row[i] * k); };
   float sum = 0.0f;
-  for (std::size_t i = 0; i < d; ++i) sum += row[i] * k;
+  for (std::size_t i = 0; i < d; ++i) sum += x(i);
   const float mean = sum / static_cast<float>(d);
   float ss = 0.0f;
-  for (std::size_t i = 0; i < d; ++i) ss += (row[i] * k - mean) * (row[i] * k - mean);
+  for (std::size_t i = 0; i < d; ++i) ss += (x(i) - mean) * (x(i) - mean);
   if (!last_try && !internal::finite_bits(ss)) return false;
   const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
   for (std::size_t i = 0; i < d; ++i) {
-    const float c = (k == 1.0f ? row[i] : V::opaque(row[i] * k)) - mean;
+    const float c = x(i) - mean;
     out[i] = b ? c * inv * g[i] + b[i] : c * inv * g[i];
   }
   return true;
