@@ -109,23 +109,20 @@ static void write_u(unsigned long v) {
   tlm_write(b + i);
 }
 
-/* v with `decimals` digits after the point. */
-static void write_f(double v, int decimals) {
-  unsigned long scale = 1, whole, frac;
+/* v / 10^decimals with `decimals` digits after the point (integers only: the boards' FPUs
+ * have no double, and soft-float doubles would cost flash). */
+static void write_fixed(unsigned long long v, int decimals) {
+  unsigned long long scale = 1;
   int d;
-  if (v < 0) tlm_write("-"), v = -v;
   for (d = 0; d < decimals; ++d) scale *= 10;
-  whole = (unsigned long)v;
-  frac = (unsigned long)((v - (double)whole) * (double)scale + 0.5);
-  if (frac >= scale) whole += 1, frac -= scale;
-  write_u(whole);
+  write_u((unsigned long)(v / scale));
   if (decimals == 0) return;
   tlm_write(".");
   for (d = decimals - 1; d >= 0; --d) {
-    unsigned long p = 1;
+    unsigned long long p = 1;
     int k;
     for (k = 0; k < d; ++k) p *= 10;
-    write_u((frac / p) % 10);
+    write_u((unsigned long)(v / p % 10));
   }
 }
 
@@ -190,16 +187,16 @@ static int fail(const char* what, microattn_status s) {
   return 1;
 }
 
-static void report_rate(const char* what, unsigned long tokens, double used) {
-  const int seconds = strcmp(tlm_counter_unit(), "seconds") == 0;
+static void report_rate(const char* what, unsigned long tokens, unsigned long long used) {
+  const int ns = strcmp(tlm_counter_unit(), "nanoseconds") == 0;
   tlm_write(what);
   write_u(tokens);
   tlm_write(" tokens, ");
-  if (seconds) {
-    write_f(used > 0 ? (double)tokens / used : 0.0, 1);
+  if (ns) { /* tenths of tokens/s, rounded */
+    write_fixed(used > 0 ? (tokens * 10000000000ull + used / 2) / used : 0, 1);
     tlm_write(" tokens/s\n");
   } else {
-    write_u((unsigned long)(used / (double)tokens + 0.5));
+    write_u((unsigned long)((used + tokens / 2) / tokens));
     tlm_write(" ");
     tlm_write(tlm_counter_unit());
     tlm_write(" per token\n");
@@ -211,7 +208,7 @@ static int generate(const model* m, const options* o) {
   static float logits[VOCAB];
   const size_t np = encode(o->prompt, tokens, MAX_TOKENS);
   size_t n = o->n, i;
-  double t0, t1, t2;
+  unsigned long long t0, t1, t2;
   microattn_status s;
   if (np == 0) return fail("empty prompt", MICROATTN_BAD_TOKEN_COUNT);
   if (np + n > MAX_TOKENS) n = MAX_TOKENS - np;
@@ -237,13 +234,16 @@ static int generate(const model* m, const options* o) {
 }
 
 #if defined(TINY_LM_CHECK)
-/* v >= 0 as d.ddd e-N (4 significant digits). */
-static void write_e(double v) {
+/* v >= 0 as d.ddd e-N (4 significant digits), in float arithmetic. */
+static void write_e(float v) {
   int e = 0;
+  unsigned long digits;
   if (v > 0)
-    while (v < 1.0) v *= 10.0, --e;
-  while (v >= 10.0) v /= 10.0, ++e;
-  write_f(v, 3);
+    while (v < 1.0f) v *= 10.0f, --e;
+  while (v >= 10.0f) v /= 10.0f, ++e;
+  digits = (unsigned long)(v * 1000.0f + 0.5f);
+  if (digits >= 10000) digits /= 10, ++e;
+  write_fixed(digits, 3);
   tlm_write(e < 0 ? "e-" : "e+");
   write_u((unsigned long)(e < 0 ? -e : e));
 }
@@ -258,8 +258,8 @@ static int check(const model* m, int int8) {
     int32_t tokens[TINY_LM_REF_POSITIONS];
   } buf;
   float* const logits = buf.logits;
-  const double tol = int8 ? 5e-2 : 1e-4;
-  double err = 0.0, top = 0.0;
+  const float tol = int8 ? 5e-2f : 1e-4f;
+  float err = 0.0f, top = 0.0f;
   size_t i, agree = 0;
   microattn_status s;
   /* Logits over the tokens would overwrite ids not read yet (prefill runs in chunks). */
@@ -269,7 +269,7 @@ static int check(const model* m, int int8) {
   s = m->prefill_all(tiny_lm_ref_tokens, TINY_LM_REF_POSITIONS, logits);
   if (s != MICROATTN_OK) return fail("prefill_all", s);
   for (i = 0; i < TINY_LM_REF_POSITIONS * VOCAB; ++i) {
-    const double r = tiny_lm_ref_logits[i / VOCAB][i % VOCAB], d = logits[i] - r;
+    const float r = tiny_lm_ref_logits[i / VOCAB][i % VOCAB], d = logits[i] - r;
     if (!(d * d <= err * err)) err = d < 0 ? -d : d;
     if ((r < 0 ? -r : r) > top) top = r < 0 ? -r : r;
   }

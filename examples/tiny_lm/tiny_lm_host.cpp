@@ -9,12 +9,13 @@
 
 extern "C" void tlm_write(const char* s) { std::fputs(s, stdout); }
 
-extern "C" double tlm_counter(void) {
+extern "C" uint64_t tlm_counter(void) {
   using C = std::chrono::steady_clock;
-  return std::chrono::duration<double>(C::now().time_since_epoch()).count();
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(C::now().time_since_epoch()).count());
 }
 
-extern "C" const char* tlm_counter_unit(void) { return "seconds"; }
+extern "C" const char* tlm_counter_unit(void) { return "nanoseconds"; }
 
 extern "C" const microattn_executor* tlm_executor(unsigned threads) {
   static microattn_executor e;

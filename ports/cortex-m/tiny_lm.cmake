@@ -13,7 +13,9 @@
 # Tests: cortex_m.<board>.tiny_lm (runs the demo under -icount), tiny_lm.cortex_m.<board>.check,
 # tiny_lm.cortex_m.<board>.sampled (seeded sampling gives the host's text),
 # cortex_m.<board>.tiny_lm_stack (worst-case stack of main within firmware.ld's reserve),
-# cortex_m.<board>.tiny_lm_zero_init (the model object in .bss, no constructors).
+# cortex_m.<board>.tiny_lm_zero_init (the model object in .bss, no constructors),
+# cortex_m.<board>.tiny_lm_no_double (no soft-float double routine and no double libm function
+# in the image: check_no_double.cmake).
 if(NOT Python3_Interpreter_FOUND)
   message(STATUS "microattn: no Python 3 interpreter: the Cortex-M tiny_lm images are skipped")
   return()
@@ -77,6 +79,25 @@ add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_zero_init
                  -DSYMBOLS=g_tlm_q8 -P ${CMAKE_CURRENT_SOURCE_DIR}/check_zero_init.cmake)
 set_tests_properties(cortex_m.${MICROATTN_BOARD}.tiny_lm_zero_init PROPERTIES
                      LABELS "cortex-m;static")
+# No double anywhere in the board's image: the Cortex-M4/M33 FPU is single precision, so every
+# double routine is soft-float flash (RoPE's tables are float-only, the demo prints integers).
+add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_no_double
+         COMMAND ${CMAKE_COMMAND} -DNM=${MICROATTN_ARM_NM} -DELF=$<TARGET_FILE:microattn_cm_tiny_lm>
+                 -DMAP=$<TARGET_FILE_DIR:microattn_cm_tiny_lm>/microattn_cm_tiny_lm.map
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/check_no_double.cmake)
+set_tests_properties(cortex_m.${MICROATTN_BOARD}.tiny_lm_no_double PROPERTIES
+                     LABELS "cortex-m;static")
+# ... and the check fires: the int8 example's check image computes its oracle in double, which
+# the M4 runs in soft float.
+if(MICROATTN_CM_QEMU_BOARD AND MICROATTN_CPU STREQUAL "cortex-m4")
+  add_test(NAME cortex_m.${MICROATTN_BOARD}.no_double_check_fires
+           COMMAND ${CMAKE_COMMAND} -DNM=${MICROATTN_ARM_NM}
+                   -DELF=$<TARGET_FILE:microattn_cm_example_q8_check>
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_no_double.cmake)
+  set_tests_properties(cortex_m.${MICROATTN_BOARD}.no_double_check_fires PROPERTIES
+    PASS_REGULAR_EXPRESSION "double-precision routines: [^\n]*__aeabi_dmul"
+    LABELS "cortex-m;static")
+endif()
 add_test(NAME cortex_m.${MICROATTN_BOARD}.tiny_lm_stack
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/stack_usage.py
                  --dir ${CMAKE_CURRENT_BINARY_DIR}/CMakeFiles/microattn_cm_tiny_lm_objs.dir

@@ -19,15 +19,16 @@ bool counting_cycles() noexcept {
 
 extern "C" void tlm_write(const char* s) { microattn::port::write(s); }
 
-extern "C" double tlm_counter(void) {
-  if (counting_cycles()) return static_cast<double>(microattn::port::cycles());
+extern "C" uint64_t tlm_counter(void) {
+  if (counting_cycles()) return microattn::port::cycles();
   if (!g_started) {
     microattn::port::tick_counter_start();
     g_started = true;
   }
-  const double ticks = static_cast<double>(microattn::port::ticks());
+  const std::uint64_t ticks = microattn::port::ticks();
 #if defined(MICROATTN_TINY_LM_QEMU)
-  return ticks * 1e9 / static_cast<double>(microattn::port::core_clock_hz());
+  const std::uint64_t hz = microattn::port::core_clock_hz();  // nanoseconds, no overflow
+  return ticks / hz * 1000000000u + ticks % hz * 1000000000u / hz;
 #else
   return ticks;
 #endif
