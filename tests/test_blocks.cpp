@@ -179,6 +179,28 @@ TEST(Blocks, LinearStatusRulesAndZeroObject) {
 
 // ---- RMSNorm, LayerNorm
 
+/// RMSNorm (eps 1e-5) of M rows of d in double.
+void ref_rms_norm(const float* x, std::size_t M, std::size_t d, const float* g, double* ref) {
+  for (std::size_t t = 0; t < M; ++t) {
+    double ss = 0;
+    for (std::size_t i = 0; i < d; ++i) ss += double(x[t * d + i]) * x[t * d + i];
+    const double inv = 1.0 / std::sqrt(ss / double(d) + 1e-5);
+    for (std::size_t i = 0; i < d; ++i) ref[t * d + i] = x[t * d + i] * inv * g[i];
+  }
+}
+/// LayerNorm (eps 1e-5, bias b) of M rows of d in double.
+void ref_layer_norm(const float* x, std::size_t M, std::size_t d, const float* g, const float* b,
+                    double* ref) {
+  for (std::size_t t = 0; t < M; ++t) {
+    double mean = 0, var = 0;
+    for (std::size_t i = 0; i < d; ++i) mean += x[t * d + i];
+    mean /= double(d);
+    for (std::size_t i = 0; i < d; ++i) var += (x[t * d + i] - mean) * (x[t * d + i] - mean);
+    const double inv = 1.0 / std::sqrt(var / double(d) + 1e-5);
+    for (std::size_t i = 0; i < d; ++i) ref[t * d + i] = (x[t * d + i] - mean) * inv * g[i] + b[i];
+  }
+}
+
 TEST(Blocks, NormsMatchDoubleReference) {
   constexpr std::size_t D = 24, M = 5;
   static float x[M * D], y[M * D], g[D], b[D];
@@ -195,12 +217,7 @@ TEST(Blocks, NormsMatchDoubleReference) {
   ASSERT_EQ(rms.set_eps(1e-5f), Status::kOk);
   EXPECT_EQ(rms.set_eps(0.0f), Status::kBadArgument);
   EXPECT_EQ(rms.set_eps(INFINITY), Status::kBadArgument);
-  for (std::size_t t = 0; t < M; ++t) {
-    double ss = 0;
-    for (std::size_t i = 0; i < D; ++i) ss += double(x[t * D + i]) * x[t * D + i];
-    const double inv = 1.0 / std::sqrt(ss / D + 1e-5);
-    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = x[t * D + i] * inv * g[i];
-  }
+  ref_rms_norm(x, M, D, g, ref);
   ASSERT_EQ(rms.forward(x, M, y), Status::kOk);
   // Chain: the sum of squares (D), the mean, sqrt, the division and two products.
   const double tol_r = microattn_test::tolerance(D + 6, microattn_test::max_abs(ref, M * D));
@@ -215,14 +232,7 @@ TEST(Blocks, NormsMatchDoubleReference) {
   microattn::LayerNorm<D> ln;
   EXPECT_EQ(ln.set_weights(g, nullptr), Status::kNullPointer);
   ASSERT_EQ(ln.set_weights(g, b), Status::kOk);
-  for (std::size_t t = 0; t < M; ++t) {
-    double mean = 0, var = 0;
-    for (std::size_t i = 0; i < D; ++i) mean += x[t * D + i];
-    mean /= D;
-    for (std::size_t i = 0; i < D; ++i) var += (x[t * D + i] - mean) * (x[t * D + i] - mean);
-    const double inv = 1.0 / std::sqrt(var / D + 1e-5);
-    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = (x[t * D + i] - mean) * inv * g[i] + b[i];
-  }
+  ref_layer_norm(x, M, D, g, b, ref);
   ASSERT_EQ(ln.forward(x, M, y), Status::kOk);
   // Chain: the mean (D), the centred squares' sum (D), sqrt, division, three steps a value.
   const double tol_l = microattn_test::tolerance(2 * D + 8, microattn_test::max_abs(ref, M * D));
@@ -253,12 +263,7 @@ TEST(Blocks, NormsOfRowsTooLargeToSquare) {
   microattn::RmsNorm<D> rms;
   ASSERT_EQ(rms.set_weight(g), Status::kOk);
   ASSERT_EQ(rms.set_eps(1e-5f), Status::kOk);
-  for (std::size_t t = 0; t < M; ++t) {
-    double ss = 0;
-    for (std::size_t i = 0; i < D; ++i) ss += double(x[t * D + i]) * x[t * D + i];
-    const double inv = 1.0 / std::sqrt(ss / D + 1e-5);
-    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = x[t * D + i] * inv * g[i];
-  }
+  ref_rms_norm(x, M, D, g, ref);
   ASSERT_EQ(rms.forward(x, M, y), Status::kOk);
   // NormsMatchDoubleReference's chain, plus the exact scaling by a power of two.
   const double tol_r = microattn_test::tolerance(D + 6, microattn_test::max_abs(ref, M * D));
@@ -266,14 +271,7 @@ TEST(Blocks, NormsOfRowsTooLargeToSquare) {
   EXPECT_GT(microattn_test::max_abs(y, M * D), 0.5);  // not the zeros of an overflowed sum
   microattn::LayerNorm<D> ln;
   ASSERT_EQ(ln.set_weights(g, b), Status::kOk);
-  for (std::size_t t = 0; t < M; ++t) {
-    double mean = 0, var = 0;
-    for (std::size_t i = 0; i < D; ++i) mean += x[t * D + i];
-    mean /= D;
-    for (std::size_t i = 0; i < D; ++i) var += (x[t * D + i] - mean) * (x[t * D + i] - mean);
-    const double inv = 1.0 / std::sqrt(var / D + 1e-5);
-    for (std::size_t i = 0; i < D; ++i) ref[t * D + i] = (x[t * D + i] - mean) * inv * g[i] + b[i];
-  }
+  ref_layer_norm(x, M, D, g, b, ref);
   ASSERT_EQ(ln.forward(x, M, y), Status::kOk);
   const double tol_l = microattn_test::tolerance(2 * D + 8, microattn_test::max_abs(ref, M * D));
   EXPECT_LE(microattn_test::max_diff(y, ref, M * D), tol_l);
