@@ -270,6 +270,302 @@ TEST(Qd8Kernels, IntegerSumsExactAndEpilogueEveryLayout) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The same bits on every arch and build (docs/quantization.md, "The same bits on every target")
+//
+// Integer compute's floats are a fixed sequence of IEEE operations: the row quantiser (max |x|
+// as bits, s = max / 127 and r = 127 / max by division, v = x * r rounded to nearest even,
+// clamped to +-127; the tiny-max fallback divides each value by s, ties away), exact integer
+// sums over the whole depth, and the epilogue (sa * (sb * float(sum))) + bias, nothing fused.
+// Here they are spelled out with plain scalar code (each rounding through a volatile, so no
+// contraction or -ffast-math rewrite can touch it), and Linear and Mlp with integer compute
+// must give their bits on every arch the build has: AVX-512 VNNI or not, AVX2, SSE, NEON (SDOT,
+// SMMLA, SMULL), Helium, the DSP and plain C++ kernels, any depth-block size. The inputs are
+// dyadic numbers made with integer arithmetic, so every build and target feeds the same bits,
+// and a hash of the outputs is checked against a constant: host and cross builds then agree
+// with each other, not only with their own reference.
+
+/// v rounded to a float by a store (never fused into what follows).
+float rnd(float v) {
+  volatile float t = v;
+  return t;
+}
+float bits_float(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+std::uint32_t float_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+/// p (a float of magnitude <= 2^22) rounded to the nearest integer, ties to even.
+long round_half_even(float p) {
+  const double f = std::floor(double(p)), d = double(p) - f;  // exact
+  long r = static_cast<long>(f);
+  if (d > 0.5 || (d == 0.5 && r % 2 != 0)) ++r;
+  return r;
+}
+/// The rule of the tiny-max fallback (quantize_value): w / s rounded, ties away from zero.
+int round_div_away(float w, float s) {
+  if (!(s > 0.0f)) return 0;  // (a subnormal scale on a flush-to-zero FPU)
+  const float r = rnd(w / rnd(s));
+  const double a = std::fabs(double(r)), f = std::floor(a < 127.0 ? a : 127.0);
+  const int q = static_cast<int>((a - f >= 0.5 && f < 127.0) ? f + 1.0 : f);
+  return r < 0.0f ? -q : q;
+}
+/// The quantiser's contract for a row x[0 .. K): values into v, the scale returned.
+float ref_quantize(std::size_t K, const float* x, int* v) {
+  std::uint32_t m = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    const std::uint32_t u = float_bits(x[k]) & 0x7fffffffu;
+    m = u > m ? u : m;
+  }
+  for (std::size_t k = 0; k < K; ++k) v[k] = 0;
+  if (m >= 0x7f800000u) return bits_float(0x7fc00000u);  // a NaN or an infinity: NaN
+  if (m == 0) return 0.0f;
+  const float amax = bits_float(m), s = rnd(rnd(amax) / rnd(127.0f));
+  const float inv = rnd(rnd(127.0f) / rnd(amax));
+  const bool tiny = (float_bits(inv) & 0x7f800000u) == 0x7f800000u;
+  for (std::size_t k = 0; k < K; ++k) {
+    if (tiny) {
+      v[k] = round_div_away(x[k], s);
+    } else {
+      const long r = round_half_even(rnd(x[k] * inv));
+      v[k] = static_cast<int>(r > 127 ? 127 : (r < -127 ? -127 : r));
+    }
+  }
+  return s;
+}
+/// The epilogue's contract: p = sa * (sb * float(sum)), then p + bias (bias null: p).
+float ref_epilogue(float sa, float sb, std::int64_t sum, const float* bias) {
+  const float p = rnd(sa * rnd(sb * static_cast<float>(static_cast<std::int32_t>(sum))));
+  return bias ? rnd(p + *bias) : p;
+}
+
+// K past every arch's depth block on hosted runs (1 024 bytes on AVX-512 VNNI and AArch64, 512
+// plain C++, 256 DSP), past the DSP's and plain C++'s under kQuick (Cortex-M RAM).
+constexpr std::size_t kBitsMaxK = 1100, kBitsDeepK = microattn_test::kQuick ? 530 : kBitsMaxK;
+constexpr std::size_t kBitsDM = 64, kBitsDH = 172, kBitsM = 19;
+int g_bv[kBitsMaxK];
+std::int8_t g_bq[kBitsMaxK * 24];  ///< logical weights q(k, n) at k * N + n
+std::int8_t g_bq2[kBitsDM * kBitsDH], g_bq3[kBitsDH * kBitsDM];
+std::int8_t g_bw[microattn::weight_floats(WeightLayout::kPanel16, kBitsMaxK, 32)];
+std::int8_t g_bw2[microattn::weight_floats(WeightLayout::kPanel16, kBitsDM, kBitsDH)],
+    g_bw3[microattn::weight_floats(WeightLayout::kPanel16, kBitsDH, kBitsDM)];
+float g_bx[kBitsM * kBitsDeepK], g_by[kBitsM * kBitsDH], g_bref[kBitsM * kBitsDH],
+    g_bh[kBitsM * kBitsDH], g_bu[kBitsM * kBitsDH];
+float g_bs[kBitsDH], g_bb[kBitsDH], g_bs2[kBitsDH], g_bb2[kBitsDH], g_bs3[kBitsDM], g_bb3[kBitsDM];
+
+/// y[M][N] = the contract's integer product of rows x[M][K] (row stride K) with q(k, n) at
+/// q[k * N + n], column scales sb, bias (null: none).
+void ref_qd8_linear(std::size_t M, std::size_t K, std::size_t N, const float* x,
+                    const std::int8_t* q, const float* sb, const float* bias, float* y) {
+  for (std::size_t m = 0; m < M; ++m) {
+    const float sa = ref_quantize(K, x + m * K, g_bv);
+    for (std::size_t n = 0; n < N; ++n) {
+      std::int64_t sum = 0;
+      for (std::size_t k = 0; k < K; ++k) sum += std::int64_t{g_bv[k]} * q[k * N + n];
+      EXPECT_TRUE(sum >= INT32_MIN && sum <= INT32_MAX) << "test data: sums fit int32";
+      y[m * N + n] = ref_epilogue(sa, sb[n], sum, bias ? bias + n : nullptr);
+    }
+  }
+}
+
+/// Dyadic test data from integers (the same bits on every build): rows of x in steps of 1/256
+/// with outliers, a zero row and a row of ties (half-integers with max 127: x * 127 / max hits
+/// m + 1/2 exactly), weights in -127 .. 127 (the ends included), scales of 6 bits, biases.
+void bits_data(std::uint64_t seed, std::size_t M, std::size_t K, std::size_t N, float* x,
+               std::int8_t* q, float* sb, float* bias) {
+  microattn_test::Rng rng(seed);
+  auto in = [&](int lo, int hi) {
+    return lo + static_cast<int>(rng.next_u32() % static_cast<std::uint32_t>(hi - lo + 1));
+  };
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t k = 0; k < K; ++k) {
+      float v = static_cast<float>(in(-1000, 1000)) / 256.0f;
+      if (m % 3 == 1 && k % 37 == 5) v *= 64.0f;  // outliers
+      if (m == 2) v = 0.0f;
+      if (m == 3) v = static_cast<float>(in(-254, 254)) / 2.0f;  // ties
+      x[m * K + k] = v;
+    }
+  if (M > 3) x[3 * K] = 127.0f;
+  for (std::size_t i = 0; i < K * N; ++i)
+    q[i] = static_cast<std::int8_t>(i % 11 == 0 ? (i % 2 ? 127 : -127) : in(-127, 127));
+  for (std::size_t n = 0; n < N; ++n) {
+    sb[n] = static_cast<float>(in(64, 127)) / 8192.0f;
+    bias[n] = static_cast<float>(in(-1000, 1000)) / 512.0f;
+  }
+}
+
+/// q(k, n) (at q[k * N + n]) stored in layout l as weight arrays are (K inputs, N outputs).
+void to_layout(const std::int8_t* q, std::size_t K, std::size_t N, WeightLayout l, std::int8_t* w) {
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t n = 0; n < N; ++n) {
+      const std::size_t at = l == WeightLayout::kInOut   ? k * N + n
+                             : l == WeightLayout::kOutIn ? n * K + k
+                                                         : (n / 16) * K * 16 + k * 16 + n % 16;
+      w[at] = q[k * N + n];
+    }
+  if (l == WeightLayout::kPanel16)
+    for (std::size_t n = N; n % 16 != 0; ++n)
+      for (std::size_t k = 0; k < K; ++k) w[(n / 16) * K * 16 + k * 16 + n % 16] = 0;
+}
+
+/// FNV-1a of the bits of n floats, continuing from h.
+std::uint32_t fnv_bits(const float* y, std::size_t n, std::uint32_t h) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t u = float_bits(y[i]);
+    for (int b = 0; b < 32; b += 8) h = (h ^ ((u >> b) & 0xffu)) * 16777619u;
+  }
+  return h;
+}
+
+float g_bqx[kBitsMaxK];
+int g_bqv[kBitsMaxK];
+
+TEST(Qd8Bits, QuantiserEqualsSpelledOutRule) {
+  float* x = g_bqx;
+  int* v = g_bqv;
+  for_each_qd8_arch([&](auto arch) {
+    using A = decltype(arch);
+    std::size_t wrong = 0, cases = 0;
+    for (std::size_t K : {std::size_t{1}, std::size_t{3}, std::size_t{16}, std::size_t{17},
+                          std::size_t{64}, std::size_t{172}, std::size_t{333}, kBitsMaxK}) {
+      for (int kind = 0; kind < 5; ++kind) {
+        microattn_test::Rng rng(K * 10 + kind);
+        for (std::size_t k = 0; k < K; ++k) {
+          const float u = rng.uniform(-3.0f, 3.0f);
+          x[k] = kind == 0   ? u
+                 : kind == 1 ? u * u * u * u * u  // heavy tails
+                 : kind == 2 ? static_cast<float>(static_cast<int>(u * 42.0f)) * 0.5f  // ties
+                 : kind == 3 ? u * 1e-20f                                              // small
+                             : u * 1e-38f;  // max so small that 127 / max overflows
+        }
+        if (kind == 2) x[K / 2] = 63.5f;  // max 63.5: x * 2 is exact, half-integers tie
+        const float s = microattn::kernels::qd8_quantize_row<A>(K, x, g_qrow);
+        const float s_ref = ref_quantize(K, x, v);
+        ++cases;
+        bool ok = float_bits(s) == float_bits(s_ref);
+        for (std::size_t k = 0; k < K; ++k) ok = ok && value_at<A>(g_qrow, k) == v[k];
+        wrong += !ok;
+        EXPECT_TRUE(ok) << A::name() << " K " << K << " kind " << kind << " scale " << s << " vs "
+                        << s_ref;
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << A::name() << " of " << cases;
+  });
+}
+
+template <class A, std::size_t K, std::size_t N, Bias kBias = Bias::kYes>
+void check_linear_bits(std::uint64_t seed, std::uint32_t* hash) {
+  using LCfg = microattn::LinearConfig<K, N, kBias, WeightType::kInt8, Compute::kInt8>;
+  static microattn::Linear<LCfg, A, 8> lin;  // 8 rows at a time: M = 19 runs 8, 8, 3
+  constexpr std::size_t kM = kBitsM;
+  static_assert(K <= kBitsDeepK && N <= 24 && K * N <= sizeof g_bq, "test buffers");
+  bits_data(seed, kM, K, N, g_bx, g_bq, g_bs, g_bb);
+  ref_qd8_linear(kM, K, N, g_bx, g_bq, g_bs, kBias == Bias::kYes ? g_bb : nullptr, g_bref);
+  for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16}) {
+    to_layout(g_bq, K, N, l, g_bw);
+    microattn::LinearWeights<LCfg> w;
+    w.layout = l, w.w = g_bw, w.s = g_bs, w.b = g_bb;
+    ASSERT_EQ(lin.set_weights(w), Status::kOk);
+    for (std::size_t M : {std::size_t{1}, std::size_t{4}, kM}) {  // the GEMV, one GEMM call, 3
+      for (std::size_t i = 0; i < M * N; ++i) g_by[i] = NAN;
+      ASSERT_EQ(lin.forward(g_bx, M, g_by), Status::kOk);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < M * N; ++i) wrong += float_bits(g_by[i]) != float_bits(g_bref[i]);
+      EXPECT_EQ(wrong, 0u) << A::name() << " Linear " << K << " -> " << N
+                           << (kBias == Bias::kYes ? " + bias, " : ", ") << M << " rows, layout "
+                           << static_cast<int>(l) << ": y " << g_by[0] << " vs " << g_bref[0];
+    }
+    // Each row alone (decode) gives the bits it has among others (prefill).
+    for (std::size_t m = 0; m < kM; ++m) {
+      ASSERT_EQ(lin.forward(g_bx + m * K, 1, g_by), Status::kOk);
+      EXPECT_EQ(std::memcmp(g_by, g_bref + m * N, N * sizeof(float)), 0)
+          << A::name() << " row " << m << " alone, layout " << static_cast<int>(l);
+    }
+  }
+  if (hash) *hash = fnv_bits(g_bref, kM * N, *hash);
+}
+
+TEST(Qd8Bits, LinearEqualsSpelledOutProduct) {
+  std::uint32_t hash = 2166136261u;  // FNV-1a basis: over the shapes every build runs
+  check_linear_bits<microattn::ScalarArch, 300, 24>(5, &hash);
+  check_linear_bits<microattn::ScalarArch, 64, 17>(6, &hash);
+  check_linear_bits<microattn::ScalarArch, 172, 20, Bias::kNo>(9, &hash);
+  // The reference's bits from integer-made inputs: one constant on every build and target.
+  EXPECT_EQ(hash, 1374096608u) << "the spelled-out product's bits differ from the other builds'";
+  for_each_qd8_arch([&](auto arch) {
+    using A = decltype(arch);
+    check_linear_bits<A, 300, 24>(5, nullptr);
+    check_linear_bits<A, 64, 17>(6, nullptr);
+    check_linear_bits<A, 172, 20, Bias::kNo>(9, nullptr);
+    check_linear_bits<A, kBitsDeepK, 20>(7, nullptr);  // several depth blocks
+    check_linear_bits<A, kBitsDeepK, 16, Bias::kNo>(10, nullptr);
+    check_linear_bits<A, 5, 3>(8, nullptr);  // one partial group, partial panels
+  });
+}
+
+/// An Mlp with integer compute (ReLU: act(x W_up + b) W_down + b; or SwiGLU: silu(x W_gate
+/// (+ b)) (x W_up (+ b)) W_down (+ b)) against the spelled-out products, the activation the
+/// library's f32_activate.
+template <class A, microattn::Activation kAct, Bias kBias>
+void check_mlp_bits(std::uint64_t seed, std::uint32_t* hash) {
+  constexpr std::size_t DM = kBitsDM, DH = kBitsDH, kM = kBitsM;
+  using MCfg = microattn::MlpConfig<DM, DH, kAct, kBias, WeightType::kInt8, Compute::kInt8>;
+  constexpr bool kB = kBias == Bias::kYes;
+  static microattn::Mlp<MCfg, A, 8> mlp;
+  constexpr bool kGated = MCfg::kGated;
+  // up: g_bq (DM x DH), gate: g_bq2, down: g_bq3 (DH x DM).
+  bits_data(seed, kM, DM, DH, g_bx, g_bq, g_bs, g_bb);
+  bits_data(seed + 1, 1, DM, DH, g_bh, g_bq2, g_bs2, g_bb2);
+  bits_data(seed + 2, 1, DH, DM, g_bh, g_bq3, g_bs3, g_bb3);
+  ref_qd8_linear(kM, DM, DH, g_bx, g_bq, g_bs, kB ? g_bb : nullptr, g_bu);
+  if (kGated) ref_qd8_linear(kM, DM, DH, g_bx, g_bq2, g_bs2, kB ? g_bb2 : nullptr, g_bh);
+  // The activation is fp32 (not integer compute's): the library's own on the reference's rows.
+  if constexpr (!kGated) std::memcpy(g_bh, g_bu, sizeof(float) * kM * DH);
+  microattn::kernels::f32_activate<kAct>(g_bh, kGated ? g_bu : nullptr, kM * DH);
+  ref_qd8_linear(kM, DH, DM, g_bh, g_bq3, g_bs3, kB ? g_bb3 : nullptr, g_bref);
+  for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn, WeightLayout::kPanel16}) {
+    microattn::MlpWeights<MCfg> w;
+    w.layout = l;
+    to_layout(g_bq, DM, DH, l, g_bw);
+    to_layout(g_bq2, DM, DH, l, g_bw2);
+    to_layout(g_bq3, DH, DM, l, g_bw3);
+    w.w_up = g_bw, w.s_up = g_bs, w.b_up = g_bb;
+    w.w_gate = g_bw2, w.s_gate = g_bs2, w.b_gate = g_bb2;
+    w.w_down = g_bw3, w.s_down = g_bs3, w.b_down = g_bb3;
+    ASSERT_EQ(mlp.set_weights(w), Status::kOk);
+    for (std::size_t M : {std::size_t{1}, std::size_t{5}, kM}) {
+      for (std::size_t i = 0; i < M * DM; ++i) g_by[i] = NAN;
+      ASSERT_EQ(mlp.forward(g_bx, M, g_by), Status::kOk);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < M * DM; ++i)
+        wrong += float_bits(g_by[i]) != float_bits(g_bref[i]);
+      EXPECT_EQ(wrong, 0u) << A::name() << " Mlp " << (kGated ? "SwiGLU" : "ReLU")
+                           << (kB ? " + biases, " : ", ") << M << " rows, layout "
+                           << static_cast<int>(l);
+    }
+  }
+  if (hash) *hash = fnv_bits(g_bref, kM * DM, *hash);
+}
+
+TEST(Qd8Bits, MlpEqualsSpelledOutProducts) {
+  // ReLU's hidden rows are exact functions of the products: one constant on every build. (SiLU's
+  // exponential is fused where the target has an FMA: its bits are each build's own.)
+  std::uint32_t hash = 2166136261u;
+  check_mlp_bits<microattn::ScalarArch, microattn::Activation::kRelu, Bias::kYes>(21, &hash);
+  EXPECT_EQ(hash, 246946638u) << "the spelled-out MLP's bits differ from the other builds'";
+  for_each_qd8_arch([&](auto arch) {
+    using A = decltype(arch);
+    check_mlp_bits<A, microattn::Activation::kRelu, Bias::kYes>(21, nullptr);
+    check_mlp_bits<A, microattn::Activation::kSwiGlu, Bias::kNo>(31, nullptr);  // LLaMA's
+    check_mlp_bits<A, microattn::Activation::kSwiGlu, Bias::kYes>(32, nullptr);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Layers
 
 // d_head 16 (kPanel16 fits), GQA, every bias, OutDim != d_model, RoPE; the twin without W_O

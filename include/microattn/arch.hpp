@@ -872,14 +872,24 @@ inline void quantize_f32_i8_mve(const float* x, std::size_t n, float inv, signed
     vstrbq_p_s32(q + i, veorq_s32(r, f), p);
   }
 }
-/// t[j] = fma(sa, sb[j] * float(s[j]), base[j]) for 4 columns (qd8_dequant's rounding). The
-/// floats through a may_alias vector type, as Vec<MveArch>::Mem (GCC 12 writes vld1q_f32 /
-/// vst1q_f32 as int accesses that strict aliasing may move past float ones).
-inline void dequant4_mve(float sa, const float* sb, const std::int32_t* s, const float* base,
+/// t[j] = (sa * (sb[j] * float(s[j]))) + bias[j] for 4 columns (kBias false: no sum, bias not
+/// read), kernels::detail::qd8_dequant's operations: each product through an empty asm
+/// statement, so that none is fused into the sum or reassociated (the integer epilogue is
+/// unfused on every target). The floats through a may_alias vector type, as Vec<MveArch>::Mem
+/// (GCC 12 writes vld1q_f32 / vst1q_f32 as int accesses that strict aliasing may move past
+/// float ones).
+template <bool kBias>
+inline void dequant4_mve(float sa, const float* sb, int32x4_t s, const float* bias,
                          float* t) noexcept {
   using Mem = float __attribute__((vector_size(16), aligned(4), may_alias));
-  const float32x4_t v = vmulq_f32(*reinterpret_cast<const Mem*>(sb), vcvtq_f32_s32(vld1q_s32(s)));
-  *reinterpret_cast<Mem*>(t) = vfmaq_n_f32(*reinterpret_cast<const Mem*>(base), v, sa);
+  float32x4_t p = vmulq_f32(*reinterpret_cast<const Mem*>(sb), vcvtq_f32_s32(s));
+  __asm__("" : MICROATTN_OPAQUE_VEC(p));
+  p = vmulq_n_f32(p, sa);
+  if constexpr (kBias) {
+    __asm__("" : MICROATTN_OPAQUE_VEC(p));
+    p = vaddq_f32(p, *reinterpret_cast<const Mem*>(bias));
+  }
+  *reinterpret_cast<Mem*>(t) = p;
 }
 /// 16 bytes at p, p + 16, ..., p + 240 (a kPanel16 column's 16 inputs) in one gather.
 inline int8x16_t panel16_column_i8_mve(const signed char* p) noexcept {

@@ -164,13 +164,16 @@ inline float qd8_absmax(std::size_t K, const float* x) noexcept {
 #if MICROATTN_HAS_MVE
   if constexpr (Qd8Params<Arch>::kHelium) return intrin::absmax_f32_mve(x, K);
 #endif
-  float amax = 0.0f;
+  // |x| compared as bits, as the vector helpers do: the same maximum whatever the FPU does
+  // with subnormals (flush-to-zero vector units) and whatever the compiler vectorises.
+  std::uint32_t m = 0;
   for (std::size_t k = 0; k < K; ++k) {
-    if (!internal::finite_bits(x[k])) return __builtin_nanf("");
-    const float a = x[k] < 0.0f ? -x[k] : x[k];
-    amax = a > amax ? a : amax;
+    std::uint32_t u;
+    std::memcpy(&u, x + k, sizeof u);
+    u &= 0x7fffffffu;
+    m = u > m ? u : m;
   }
-  return amax;
+  return intrin::abs_bits_to_f32(m);
 }
 
 /// q[k] = (internal::round_to_int8(x[k] * inv)) xor kFlip for K floats.
@@ -191,12 +194,90 @@ inline void qd8_quantize_values(std::size_t K, const float* x, float inv, std::i
         static_cast<unsigned char>(internal::round_to_int8(x[k] * inv)) ^ kFlip);
 }
 
-/// base + sa * (sb * s), rounded the same wherever it is inlined: GCC contracts the last
-/// multiply-add into an FMA in some unrolled copies and not others (a row's bits depended on its
-/// place in the micro-tile on armv7), so it is the scalar Vec's explicit fma.
+/// The epilogue of every integer product, one output: p = sa * (sb * float(s)), then y = p +
+/// bias (with a bias; without one y = p): these roundings in this order and nothing fused, on
+/// every arch (docs/quantization.md, "The same bits on every target"). An FMA exists on some
+/// targets only (SSE2, Cortex-M0/M3, armv7 without VFPv4 have none) and GCC contracts a * b + c
+/// into one wherever it exists, in ISO C++ too, in some inlined copies and not others: so each
+/// product goes through an empty asm statement (no instruction) that the compiler can neither
+/// fuse into the sum nor, under -ffast-math, reassociate with the other product.
+MICROATTN_ALWAYS_INLINE inline float qd8_scale(float sa, float sb, std::int32_t s) noexcept {
+  using V = internal::Vec<ScalarArch>;
+  return sa * V::opaque(sb * static_cast<float>(s));
+}
 MICROATTN_ALWAYS_INLINE inline float qd8_dequant(float sa, float sb, std::int32_t s,
-                                                 float base) noexcept {
-  return internal::Vec<ScalarArch>::fma(sa, sb * static_cast<float>(s), base);
+                                                 float bias) noexcept {
+  return internal::Vec<ScalarArch>::opaque(qd8_scale(sa, sb, s)) + bias;
+}
+
+/// Whether Arch's float epilogue runs on xsimd batches (every xsimd arch; not ScalarArch, not
+/// MveArch, which has its own helper).
+template <class Arch>
+constexpr bool qd8_xsimd_epilogue() noexcept {
+#if MICROATTN_HAS_XSIMD
+  return !std::is_same<Arch, ScalarArch>::value;
+#else
+  return false;
+#endif
+}
+
+#if MICROATTN_HAS_XSIMD
+/// qd8_scale and qd8_dequant on a vector of outputs (the same operations, lane by lane).
+template <class Arch>
+MICROATTN_ALWAYS_INLINE inline xsimd::batch<float, Arch> qd8_scale(
+    float sa, const xsimd::batch<float, Arch>& sb,
+    const xsimd::batch<std::int32_t, Arch>& s) noexcept {
+  using F = xsimd::batch<float, Arch>;
+  return F(sa) * internal::Vec<Arch>::opaque(sb * xsimd::to_float(s));
+}
+template <class Arch>
+MICROATTN_ALWAYS_INLINE inline xsimd::batch<float, Arch> qd8_dequant(
+    float sa, const xsimd::batch<float, Arch>& sb, const xsimd::batch<std::int32_t, Arch>& s,
+    const xsimd::batch<float, Arch>& bias) noexcept {
+  return internal::Vec<Arch>::opaque(qd8_scale<Arch>(sa, sb, s)) + bias;
+}
+#endif
+
+/// y[j] = qd8_dequant(sa, sb[j], s[j], bias[j]) for j < n (kBias), or qd8_scale(sa, sb[j],
+/// s[j]) (bias not read: may be null), by vectors where Arch has them.
+template <class Arch, bool kBias>
+MICROATTN_ALWAYS_INLINE inline void qd8_dequant_n(std::size_t n, float sa, const float* sb,
+                                                  const std::int32_t* s, const float* bias,
+                                                  float* y) noexcept {
+  std::size_t j = 0;
+#if MICROATTN_HAS_XSIMD
+  if constexpr (qd8_xsimd_epilogue<Arch>()) {
+    using F = xsimd::batch<float, Arch>;
+    using I = xsimd::batch<std::int32_t, Arch>;
+    constexpr std::size_t W = F::size;
+    for (; j + W <= n; j += W) {
+      const F sbv = F::load_unaligned(sb + j);
+      const I sv = I::load_unaligned(s + j);
+      if constexpr (kBias)
+        qd8_dequant<Arch>(sa, sbv, sv, F::load_unaligned(bias + j)).store_unaligned(y + j);
+      else
+        qd8_scale<Arch>(sa, sbv, sv).store_unaligned(y + j);
+    }
+  }
+#endif
+#if MICROATTN_HAS_MVE
+  if constexpr (std::is_same<Arch, MveArch>::value)
+    for (; j + 4 <= n; j += 4)
+      intrin::dequant4_mve<kBias>(sa, sb + j, vld1q_s32(s + j), kBias ? bias + j : nullptr, y + j);
+#endif
+  for (; j < n; ++j)
+    y[j] = kBias ? qd8_dequant(sa, sb[j], s[j], bias[j]) : qd8_scale(sa, sb[j], s[j]);
+}
+/// qd8_dequant_n with bias null meaning none (two loops, not bias ? bias[j] : 0: no compiler
+/// turns the choice into masked loads from a null pointer; see Qd8Epilogue).
+template <class Arch>
+MICROATTN_ALWAYS_INLINE inline void qd8_dequant_row(std::size_t n, float sa, const float* sb,
+                                                    const std::int32_t* s, const float* bias,
+                                                    float* y) noexcept {
+  if (bias)
+    qd8_dequant_n<Arch, true>(n, sa, sb, s, bias, y);
+  else
+    qd8_dequant_n<Arch, false>(n, sa, sb, s, nullptr, y);
 }
 
 /// kDsp rows: the first `groups` groups of 4 bytes at q widened in place to 8 bytes each
@@ -571,23 +652,22 @@ MICROATTN_ALWAYS_INLINE inline void qd8_sums_c(std::size_t groups,
       }
     }
   }
-#pragma GCC unroll 64
-  for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, acc[i]);
+  out.template rows<MR>(acc);
 }
 
 /// The sums of an MR x kNR micro-tile from an intrinsics tile function (tile(sums) writes
-/// them into an array aligned to kAlign bytes), handed to out.sums row by row.
+/// them into an array aligned to kAlign bytes), handed to out.rows.
 template <class Arch, std::size_t MR, std::size_t kAlign, class Out, class Tile>
 MICROATTN_ALWAYS_INLINE inline void qd8_sums_of_tile(Out& out, Tile&& tile) noexcept {
   alignas(kAlign) std::int32_t sums[MR][Qd8Params<Arch>::kNR];
   tile(sums);
-#pragma GCC unroll 64
-  for (std::size_t i = 0; i < MR; ++i) out.sums(i, 0, sums[i]);
+  out.template rows<MR>(sums);
 }
 
 /// The int32 sums of an mr x NR micro-tile (mr <= kMR): acc(i, j) = sum over `groups` groups
 /// of a's row i (row stride lda, bytes as Qd8Rows) times the packed panel's column j, handed to
-/// out.sums(i, j0, s[, n]) for runs of columns j0 .. j0 + n (n: a vector, a pair, or kNR).
+/// out.rows<MR>(s) (s[i][j]), or (the DSP's column pairs) out.sums(i, j0, s, n) for columns
+/// j0 .. j0 + n of row i.
 template <class Arch, std::size_t MR, class Out>
 MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::int8_t* a,
                                                 std::size_t lda, const std::int8_t* pack,
@@ -601,15 +681,8 @@ MICROATTN_ALWAYS_INLINE inline void qd8_ukernel(std::size_t groups, const std::i
   for (std::size_t i = 0; i < MR; ++i) arow[i] = a + i * lda;
 #if defined(MICROATTN_INTRIN_AVX512VNNI)
   if constexpr (P::kVnni) {
-    using I = xsimd::batch<std::int32_t, Arch>;
-    constexpr std::size_t NV = NR / 16;
-    alignas(64) std::int32_t sums[MR][NR];
-    intrin::qd8_tile_vnni<MR, NV>(groups, arow, pack, sums);
-#pragma GCC unroll 64
-    for (std::size_t i = 0; i < MR; ++i)
-#pragma GCC unroll 64
-      for (std::size_t v = 0; v < NV; ++v) out.sums(i, v * 16, I::load_aligned(sums[i] + v * 16));
-    return;
+    return qd8_sums_of_tile<Arch, MR, 64>(
+        out, [&](auto& sums) { intrin::qd8_tile_vnni<MR, NR / 16>(groups, arow, pack, sums); });
   }
 #endif
 #if defined(MICROATTN_INTRIN_SSSE3)
@@ -660,10 +733,17 @@ struct Qd8UkernelRows<Arch, 0, Out> {
                    Out&) noexcept {}
 };
 
+/// A depth block's place in a product (qd8_blocks): not the first (the sums so far are kept),
+/// not the last (its sums are kept for the next).
+constexpr unsigned char kQd8NotFirst = 1;
+constexpr unsigned char kQd8NotLast = 2;
+
 /// The blocking of the integer GEMM: panels of kNR columns, depth blocks of kKC bytes, each
 /// panel packed once (it is reused by all M rows: the driver hands over at most a row block of
-/// the fp32 GEMM's kMC rows), then the kMR-row micro-tiles; tile(ir, mr, jc, nr, first, sums)
-/// runs a micro-tile's sums through its epilogue, sums(out) computing them into out.
+/// the fp32 GEMM's kMC rows), then the kMR-row micro-tiles; tile(ir, mr, jc, nr, block,
+/// colsum, sums) runs a micro-tile's sums of one depth block through its epilogue, sums(out)
+/// computing them into out; block: kQd8NotFirst | kQd8NotLast as the block is (0 for
+/// K <= kKC).
 template <class Arch, class Tile>
 inline void qd8_blocks(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* qa,
                        std::size_t lda, const std::int8_t* b, std::size_t ldb, WeightLayout layout,
@@ -678,10 +758,12 @@ inline void qd8_blocks(std::size_t M, std::size_t N, std::size_t K, const std::i
       const std::size_t kc = internal::min_size(KC, K - pc);
       qd8_pack_panel<Arch>(b, ldb, layout, pc, kc, jc, nr, pack, colsum);
       const std::size_t groups = (kc + kQd8Group - 1) / kQd8Group;
+      const unsigned char block = static_cast<unsigned char>((pc == 0 ? 0 : kQd8NotFirst) |
+                                                             (pc + kc == K ? 0 : kQd8NotLast));
       for (std::size_t ir = 0; ir < M; ir += MR) {
         const std::size_t mr = internal::min_size(MR, M - ir);
         const std::int8_t* ablk = qa + ir * lda + pc / kQd8Group * P::kGroupBytes;
-        tile(ir, mr, jc, nr, pc == 0, colsum, [&](auto& out) {
+        tile(ir, mr, jc, nr, block, colsum, [&](auto& out) {
           Qd8UkernelRows<Arch, MR, std::remove_reference_t<decltype(out)>>::call(mr, groups, ablk,
                                                                                  lda, pack, out);
         });
@@ -690,44 +772,184 @@ inline void qd8_blocks(std::size_t M, std::size_t N, std::size_t K, const std::i
   }
 }
 
-/// A micro-tile's float epilogue: t(i, j) = (first ? bias[j] : t(i, j)) + sa[i] * (sb[j] *
-/// (sum - off * colsum[j])) into the float tile t (row stride kNR). bias is the panel's bias
-/// row, zeros without a bias: never null, so no compiler turns the choice into masked loads
-/// from a null pointer (microcode assists; docs/compiler-notes.md).
+/// Qd8Epilogue for `rows` rows, columns [j0, j1), of a product deeper than one depth block
+/// (mode: kQd8NotFirst, kQd8NotLast, 4 for a bias; s, acc, t: row stride ld): v = s(i, j) -
+/// kOff colsum[j] (+ acc(i, j)) into acc(i, j), or in the last block through the float
+/// epilogue into t(i, j). By vectors on the xsimd archs (inlined there: out of line it cost
+/// AVX-512's two-block GEMM 1.5 %), out of line on the others (one call per micro-tile; a
+/// block of kKC bytes amortises it, and a microcontroller's flash keeps one copy).
+template <class Arch, std::int32_t kOff>
+MICROATTN_ALWAYS_INLINE inline void qd8_deep_rows_inline(
+    std::size_t rows, std::size_t ld, unsigned mode, const std::int32_t* s,
+    const std::int32_t* colsum, std::int32_t* acc, const float* sa, const float* sb,
+    const float* bias, float* t, std::size_t j0, std::size_t j1) noexcept {
+  // kOut: 0 the sums into acc, 1 the epilogue without a bias, 2 with one (each loop branch-free).
+  auto run = [&](auto add, auto out) {
+    constexpr bool kAdd = decltype(add)::value;
+    constexpr int kOut = decltype(out)::value;
+    const std::int32_t* si = s;
+    std::int32_t* ai = acc;
+    float* ti = t;
+    for (std::size_t i = 0; i < rows; ++i, si += ld, ai += ld, ti += ld) {
+      std::size_t j = j0;
+#if MICROATTN_HAS_XSIMD
+      if constexpr (qd8_xsimd_epilogue<Arch>()) {
+        using F = xsimd::batch<float, Arch>;
+        using I = xsimd::batch<std::int32_t, Arch>;
+        for (; j + I::size <= j1; j += I::size) {
+          I v = I::load_unaligned(si + j);
+          if constexpr (kOff != 0) v = v - I::load_unaligned(colsum + j) * I(kOff);
+          if constexpr (kAdd) v = v + I::load_unaligned(ai + j);
+          if constexpr (kOut == 0)
+            v.store_unaligned(ai + j);
+          else if constexpr (kOut == 2)
+            qd8_dequant<Arch>(sa[i], F::load_unaligned(sb + j), v, F::load_unaligned(bias + j))
+                .store_unaligned(ti + j);
+          else
+            qd8_scale<Arch>(sa[i], F::load_unaligned(sb + j), v).store_unaligned(ti + j);
+        }
+        // Whole vectors only here (the micro-tiles' rows; a scalar tail drew GCC 12's
+        // -Waggressive-loop-optimizations under -Ofast).
+        MICROATTN_ASSERT(j == j1);
+      } else
+#endif
+      {
+        for (; j < j1; ++j) {
+          std::int32_t v = si[j] - kOff * colsum[j];
+          if constexpr (kAdd) v += ai[j];
+          if constexpr (kOut == 0)
+            ai[j] = v;
+          else if constexpr (kOut == 2)
+            ti[j] = qd8_dequant(sa[i], sb[j], v, bias[j]);
+          else
+            ti[j] = qd8_scale(sa[i], sb[j], v);
+        }
+      }
+    }
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (mode & kQd8NotLast) {
+    if (mode & kQd8NotFirst)
+      run(Yes{}, std::integral_constant<int, 0>{});
+    else
+      run(No{}, std::integral_constant<int, 0>{});
+  } else if (mode & 4u) {  // the last of several blocks: acc holds the sums so far
+    run(Yes{}, std::integral_constant<int, 2>{});
+  } else {
+    run(Yes{}, std::integral_constant<int, 1>{});
+  }
+}
+
+template <class Arch, std::int32_t kOff>
+MICROATTN_NOINLINE inline void qd8_deep_rows_call(std::size_t rows, std::size_t ld, unsigned mode,
+                                                  const std::int32_t* s, const std::int32_t* colsum,
+                                                  std::int32_t* acc, const float* sa,
+                                                  const float* sb, const float* bias, float* t,
+                                                  std::size_t j0, std::size_t j1) noexcept {
+  qd8_deep_rows_inline<Arch, kOff>(rows, ld, mode, s, colsum, acc, sa, sb, bias, t, j0, j1);
+}
+template <class Arch, std::int32_t kOff>
+MICROATTN_ALWAYS_INLINE inline void qd8_deep_rows(std::size_t rows, std::size_t ld, unsigned mode,
+                                                  const std::int32_t* s, const std::int32_t* colsum,
+                                                  std::int32_t* acc, const float* sa,
+                                                  const float* sb, const float* bias, float* t,
+                                                  std::size_t j0, std::size_t j1) noexcept {
+  if constexpr (qd8_xsimd_epilogue<Arch>())
+    qd8_deep_rows_inline<Arch, kOff>(rows, ld, mode, s, colsum, acc, sa, sb, bias, t, j0, j1);
+  else
+    qd8_deep_rows_call<Arch, kOff>(rows, ld, mode, s, colsum, acc, sa, sb, bias, t, j0, j1);
+}
+
+/// A micro-tile's epilogue for one depth block: v(i, j) = sum - off * colsum[j] (+ acc(i, j)
+/// unless the first block), exact in int32; the last block's v goes through the float
+/// epilogue, t(i, j) = qd8_dequant(sa[i], sb[j], v, bias[j]) (with a bias) or qd8_scale(sa[i],
+/// sb[j], v), earlier blocks' into acc(i, j). So the result is one float epilogue of the whole
+/// exact sum, whatever the arch's depth block kKC, and the GEMV's bits (t and acc: row stride
+/// kNR). bias is the panel's bias row, zeros without a bias: never null, so no compiler turns
+/// the choice into masked loads from a null pointer (microcode assists; docs/compiler-notes.md).
 template <class Arch>
 struct Qd8Epilogue {
+  /// mode: the block (qd8_blocks) and kBias in one byte, tested once per micro-tile (0 or
+  /// kBias: the one-block product, every product with K <= kKC).
+  static constexpr unsigned char kAddAcc = kQd8NotFirst;   ///< acc holds the sums so far
+  static constexpr unsigned char kKeepInts = kQd8NotLast;  ///< v into acc
+  static constexpr unsigned char kBias = 4;                ///< a bias (the last block's)
   float* t;
+  std::int32_t* acc;
   const float* sa;
   const float* sb;
   const float* bias;
   const std::int32_t* colsum;
-  bool first;
+  unsigned char mode;
   static constexpr std::int32_t kOff = Qd8Params<Arch>::kFlip ? 128 : 0;
-#if defined(MICROATTN_INTRIN_AVX512VNNI)
-  template <class I, class = std::enable_if_t<!std::is_array<I>::value>>
-  MICROATTN_ALWAYS_INLINE void sums(std::size_t i, std::size_t j0, const I& s) const noexcept {
-    using F = xsimd::batch<float, Arch>;
-    constexpr std::size_t NR = Qd8Params<Arch>::kNR;
-    const I c = I::load_unaligned(colsum + j0);
-    const F base = F::load_unaligned((first ? bias : t + i * NR) + j0);
-    // An explicit FMA, as qd8_dequant's.
-    xsimd::fma(F(sa[i]), F::load_unaligned(sb + j0) * xsimd::to_float(s - c * I(kOff)), base)
-        .store_unaligned(t + i * NR + j0);
+  static constexpr std::size_t NR = Qd8Params<Arch>::kNR;
+
+  /// The MR rows of a micro-tile's sums s[i][j].
+  template <std::size_t MR>
+  MICROATTN_ALWAYS_INLINE void rows(const std::int32_t (&s)[MR][NR]) const noexcept {
+    const unsigned m = mode;
+    if (m == 0) {
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) one_block<false>(i, 0, s[i], NR);
+    } else if (m == kBias) {
+#pragma GCC unroll 64
+      for (std::size_t i = 0; i < MR; ++i) one_block<true>(i, 0, s[i], NR);
+    } else {
+      qd8_deep_rows<Arch, kOff>(MR, NR, m, s[0], colsum, acc, sa, sb, bias, t, 0, NR);
+    }
   }
-#endif
+  /// Columns j0 .. j0 + n of row i from n sums at s (the DSP's column pairs; on the xsimd
+  /// archs whole vectors).
   MICROATTN_ALWAYS_INLINE void sums(std::size_t i, std::size_t j0, const std::int32_t* s,
-                                    std::size_t n = Qd8Params<Arch>::kNR) const noexcept {
-    constexpr std::size_t NR = Qd8Params<Arch>::kNR;
+                                    std::size_t n = NR) const noexcept {
+    const unsigned m = mode;
+    if (m == 0)
+      one_block<false>(i, j0, s, n);
+    else if (m == kBias)
+      one_block<true>(i, j0, s, n);
+    else
+      qd8_deep_rows<Arch, kOff>(1, NR, m, s - j0, colsum, acc + i * NR, sa + i, sb, bias,
+                                t + i * NR, j0, j0 + n);
+  }
+
+ private:
+  /// A one-block product's columns j0 .. j0 + n of row i (kB: with a bias).
+  template <bool kB>
+  MICROATTN_ALWAYS_INLINE void one_block(std::size_t i, std::size_t j0, const std::int32_t* s,
+                                         std::size_t n) const noexcept {
+    // (Members in locals: the Cortex-M loops then keep them in registers.)
     float* ti = t + i * NR;
-    const float* base = first ? bias : ti;
+    const float* sbj = sb;
+    const float* bj = bias;
+    const std::int32_t* cj = colsum;
+    const float si = sa[i];
+    const std::int32_t* sj = s - j0;
     std::size_t j = j0;
+#if MICROATTN_HAS_XSIMD
+    if constexpr (detail::qd8_xsimd_epilogue<Arch>()) {
+      using F = xsimd::batch<float, Arch>;
+      using I = xsimd::batch<std::int32_t, Arch>;
+      for (; j + I::size <= j0 + n; j += I::size) {
+        I v = I::load_unaligned(sj + j);
+        if constexpr (kOff != 0) v = v - I::load_unaligned(cj + j) * I(kOff);
+        const F sbv = F::load_unaligned(sbj + j);
+        if constexpr (kB)
+          detail::qd8_dequant<Arch>(si, sbv, v, F::load_unaligned(bj + j)).store_unaligned(ti + j);
+        else
+          detail::qd8_scale<Arch>(si, sbv, v).store_unaligned(ti + j);
+      }
+    }
+#endif
 #if MICROATTN_HAS_MVE
     if constexpr (Qd8Params<Arch>::kHelium)  // (no offset: kOff is 0)
       for (; j + 4 <= j0 + n; j += 4)
-        intrin::dequant4_mve(sa[i], sb + j, s + (j - j0), base + j, ti + j);
+        intrin::dequant4_mve<kB>(si, sbj + j, vld1q_s32(sj + j), kB ? bj + j : nullptr, ti + j);
 #endif
-    for (; j < j0 + n; ++j)
-      ti[j] = detail::qd8_dequant(sa[i], sb[j], s[j - j0] - kOff * colsum[j], base[j]);
+    for (; j < j0 + n; ++j) {
+      const std::int32_t v = sj[j] - kOff * cj[j];
+      ti[j] = kB ? detail::qd8_dequant(si, sbj[j], v, bj[j]) : detail::qd8_scale(si, sbj[j], v);
+    }
   }
 };
 /// The int32 sums' epilogue of qd8_qc8w_gemm_i32: c(i, j) = (first ? 0 : c(i, j)) + sum -
@@ -739,14 +961,10 @@ struct Qd8SumsOut {
   std::size_t ldc, nr;
   const std::int32_t* colsum;
   bool first;
-#if defined(MICROATTN_INTRIN_AVX512VNNI)
-  template <class I, class = std::enable_if_t<!std::is_array<I>::value>>
-  void sums(std::size_t i, std::size_t j0, const I& s) const noexcept {
-    alignas(64) std::int32_t lanes[I::size];
-    s.store_aligned(lanes);
-    sums(i, j0, static_cast<const std::int32_t*>(lanes), I::size);
+  template <std::size_t MR>
+  void rows(const std::int32_t (&s)[MR][Qd8Params<Arch>::kNR]) const noexcept {
+    for (std::size_t i = 0; i < MR; ++i) sums(i, 0, s[i]);
   }
-#endif
   void sums(std::size_t i, std::size_t j0, const std::int32_t* s,
             std::size_t n = Qd8Params<Arch>::kNR) const noexcept {
     for (std::size_t j = j0; j < j0 + n && j < nr; ++j) {
@@ -760,33 +978,52 @@ struct Qd8SumsOut {
 
 /// C = A · B (+ bias) with integer compute: A[M][K] given quantised (Qd8Rows a), B a weight
 /// matrix of int8 q(k, n) with per-column scales b_scale (B(k, n) = b_scale[n] q(k, n)) stored
-/// in b_layout as for f32_gemm, C(m, n) = a.scale[m] * (b_scale[n] * sum_k v(m, k) q(k, n))
-/// (+ bias[n]) with the sums exact in int32 over each depth block of Qd8Params::kKC (one block
-/// for K <= kKC; blocks are then added in float), written through store. pack:
-/// qd8_pack_floats<Arch>() floats. b_scale and bias must cover N columns padded to nothing:
-/// the epilogue reads b_scale[jc + j] and bias[jc + j] for j < kNR only where jc + j < N.
+/// in b_layout as for f32_gemm, C(m, n) = (a.scale[m] * (b_scale[n] * sum_k v(m, k) q(k, n)))
+/// (+ bias[n]; bias may be null) with the sum exact in int32 over all of K (|sum| < 2^31: K up to
+/// 133 000) and the floats of detail::qd8_dequant: the same bits on every arch and as
+/// qd8_f32_qc8w_gemv's. Written through store, whose rows (store.row) hold the int32 sums between
+/// depth blocks of Qd8Params::kKC. pack: qd8_pack_floats<Arch>() floats. b_scale and bias must
+/// cover N columns padded to nothing: the epilogue reads b_scale[jc + j] and bias[jc + j] for j <
+/// kNR only where jc + j < N.
 template <class Arch, class Store>
 void qd8_f32_qc8w_gemm(std::size_t M, std::size_t N, std::size_t K, const Qd8Rows& a,
                        const std::int8_t* b, std::size_t ldb, WeightLayout b_layout,
                        const float* b_scale, const float* bias, Store store, float* pack) noexcept {
   using P = Qd8Params<Arch>;
-  constexpr std::size_t NR = P::kNR, MR = P::kMR;
-  alignas(internal::Tiles<Arch>::kAlign) float tile[MR * NR];
-  alignas(internal::Tiles<Arch>::kAlign) float sb[NR] = {};
-  alignas(internal::Tiles<Arch>::kAlign) float bb[NR] = {};
+  constexpr std::size_t NR = P::kNR, MR = P::kMR, kAlign = internal::Tiles<Arch>::kAlign;
+  alignas(kAlign) float tile[MR * NR];
+  alignas(kAlign) std::int32_t acc[MR * NR];  // a deep product's sums between depth blocks
+  alignas(kAlign) float sb[NR] = {};
+  alignas(kAlign) float bb[NR] = {};
   std::size_t last_jc = ~std::size_t{0};
-  auto run = [&](std::size_t ir, std::size_t mr, std::size_t jc, std::size_t nr, bool first,
-                 const std::int32_t* colsum, auto&& sums) {
+  using Epi = detail::Qd8Epilogue<Arch>;
+  const unsigned char with_bias = bias ? Epi::kBias : 0;
+  auto run = [&](std::size_t ir, std::size_t mr, std::size_t jc, std::size_t nr,
+                 unsigned char block, const std::int32_t* colsum, auto&& sums) {
     if (jc != last_jc) {  // the panel's scales and bias, zero past N
       for (std::size_t j = 0; j < NR; ++j) sb[j] = j < nr ? b_scale[jc + j] : 0.0f;
       if (bias)  // (bb stays zero without a bias: no loads from a null pointer)
         for (std::size_t j = 0; j < NR; ++j) bb[j] = j < nr ? bias[jc + j] : 0.0f;
       last_jc = jc;
     }
-    if (!first) detail::gemm_tile_copy<Arch>(true, store, ir, mr, jc, nr, tile);
-    detail::Qd8Epilogue<Arch> out{tile, a.scale + ir, sb, bb, colsum, first};
+    // K past one depth block: the int32 sums so far wait in C's own memory (its bytes, copied
+    // as bytes: no float operation touches them), so the epilogue sees the exact whole sum.
+    // (Whole panels copied with a constant size: inlined as vector moves.)
+    auto copy_ints = [nr](void* to, const void* from) {
+      if (nr == P::kNR)
+        std::memcpy(to, from, P::kNR * sizeof(std::int32_t));
+      else
+        std::memcpy(to, from, nr * sizeof(std::int32_t));
+    };
+    if (block & detail::kQd8NotFirst)
+      for (std::size_t i = 0; i < mr; ++i) copy_ints(acc + i * NR, store.row(ir + i, jc));
+    Epi out{tile, acc, a.scale + ir, sb, bb, colsum, static_cast<unsigned char>(block | with_bias)};
     sums(out);
-    detail::gemm_tile_copy<Arch>(false, store, ir, mr, jc, nr, tile);
+    if (block & detail::kQd8NotLast) {
+      for (std::size_t i = 0; i < mr; ++i) copy_ints(store.row(ir + i, jc), acc + i * NR);
+    } else {
+      detail::gemm_tile_copy<Arch>(false, store, ir, mr, jc, nr, tile);
+    }
   };
   detail::qd8_blocks<Arch>(M, N, K, a.q, a.ld, b, ldb, b_layout, pack, run);
 }
@@ -797,9 +1034,10 @@ template <class Arch>
 void qd8_qc8w_gemm_i32(std::size_t M, std::size_t N, std::size_t K, const Qd8Rows& a,
                        const std::int8_t* b, std::size_t ldb, WeightLayout b_layout,
                        std::int32_t* c, std::size_t ldc, float* pack) noexcept {
-  auto run = [&](std::size_t ir, std::size_t, std::size_t jc, std::size_t nr, bool first,
+  auto run = [&](std::size_t ir, std::size_t, std::size_t jc, std::size_t nr, unsigned char block,
                  const std::int32_t* colsum, auto&& sums) {
-    detail::Qd8SumsOut<Arch> out{c + ir * ldc + jc, ldc, nr, colsum, first};
+    detail::Qd8SumsOut<Arch> out{c + ir * ldc + jc, ldc, nr, colsum,
+                                 (block & detail::kQd8NotFirst) == 0};
     sums(out);
   };
   detail::qd8_blocks<Arch>(M, N, K, a.q, a.ld, b, ldb, b_layout, pack, run);
@@ -1001,8 +1239,8 @@ inline void qd8_dots(std::size_t K, const std::int8_t* a, const std::int8_t* w, 
 }  // namespace detail
 
 /// y[N] = x · B (+ bias) with integer compute for one quantised row (a: qd8_row_bytes<Arch>(K)
-/// bytes as Qd8Rows, scale sa), B as in qd8_f32_qc8w_gemm: y[n] = sa * (b_scale[n] * sum_k v(k)
-/// q(k, n)) (+ bias[n]), exact int32 sums, no packing (each weight byte is read once). Part
+/// bytes as Qd8Rows, scale sa), B as in qd8_f32_qc8w_gemm: y[n] = (sa * (b_scale[n] * sum_k
+/// v(k) q(k, n))) (+ bias[n]), exact int32 sums, no packing (each weight byte is read once). Part
 /// `part` of `parts`: the columns split in runs of 16 (any split gives the same bits).
 template <class Arch>
 void qd8_f32_qc8w_gemv(std::size_t N, std::size_t K, const std::int8_t* a, float sa,
@@ -1020,14 +1258,7 @@ void qd8_f32_qc8w_gemv(std::size_t N, std::size_t K, const std::int8_t* a, float
     } else {
       detail::qd8_dot16<Arch>(K, a, w + (n0 / kWeightPanel) * ldw, kWeightPanel, nc, s);
     }
-    // Two loops, not bias ? bias[n] : 0 (masked loads from a null pointer; see Qd8Epilogue).
-    if (bias) {
-      for (std::size_t c = 0; c < nc; ++c)
-        y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], bias[n0 + c]);
-    } else {
-      for (std::size_t c = 0; c < nc; ++c)
-        y[n0 + c] = detail::qd8_dequant(sa, b_scale[n0 + c], s[c], 0.0f);
-    }
+    detail::qd8_dequant_row<Arch>(nc, sa, b_scale + n0, s, bias ? bias + n0 : nullptr, y + n0);
   }
 }
 
@@ -1058,9 +1289,8 @@ void qd8_f32_qs8_scores(std::size_t K, const std::int8_t* qa, float sa, const st
   std::int32_t sum[kQs8Keys];
   for (std::size_t j0 = a / kQs8Keys * kQs8Keys; j0 < b; j0 += kQs8Keys) {
     detail::qd8_dot16<Arch>(K, qa, kt + j0, ld, kQs8Keys, sum);
-    const std::size_t hi = internal::min_size(j0 + kQs8Keys, b);
-    for (std::size_t j = j0 > a ? j0 : a; j < hi; ++j)
-      s[j] = detail::qd8_dequant(sa, k_scale[j], sum[j - j0], 0.0f);
+    const std::size_t lo = j0 > a ? j0 : a, hi = internal::min_size(j0 + kQs8Keys, b);
+    detail::qd8_dequant_row<Arch>(hi - lo, sa, k_scale + lo, sum + (lo - j0), nullptr, s + lo);
   }
 }
 
