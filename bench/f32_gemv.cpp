@@ -7,11 +7,12 @@
 //                                         panel16 (f32_gemv_panel16)
 // Counters: gbps = the 4 MB of weights read per second, pct_bw = that as a % of the read
 // bandwidth measured over 4 MB (peak_read_bw/4194304), gflops / pct_peak (2 flops per weight).
+#include "microattn/kernels/f32_gemv.hpp"
+
 #include <string>
 #include <utility>
 
 #include "bench_util.hpp"
-#include "microattn/kernels/f32_gemv.hpp"
 #include "microattn/weights.hpp"
 
 namespace microattn_bench {

@@ -33,14 +33,16 @@ constexpr std::size_t fma_chains() {
     return 8;
   } else {
 #if MICROATTN_HAS_XSIMD
-    if constexpr (std::is_base_of<xsimd::avx512f, A>::value || std::is_base_of<xsimd::neon64, A>::value)
+    if constexpr (std::is_base_of<xsimd::avx512f, A>::value ||
+                  std::is_base_of<xsimd::neon64, A>::value)
       return 24;
 #endif
     return 12;
   }
 }
 constexpr std::size_t kChains = fma_chains<Arch>();
-constexpr std::size_t kUnroll = 4;  // chain steps per loop trip, so loop overhead stays off the FMA ports
+constexpr std::size_t kUnroll =
+    4;  // chain steps per loop trip, so loop overhead stays off the FMA ports
 
 // One step of every chain, unrolled by a fold so each accumulator lives in its own register.
 template <std::size_t... I>
@@ -126,7 +128,8 @@ double fma_chains_flops(std::size_t iters) {
   for (std::size_t i = 0; i < kChains; ++i) acc[i] = V::set1(a0 * static_cast<float>(i + 1));
   const VT b = V::set1(g_mul), c = V::set1(g_add);
   for (std::size_t it = 0; it < iters; ++it) {
-    for (std::size_t u = 0; u < kUnroll; ++u) fma_step(acc, b, c, std::make_index_sequence<kChains>{});
+    for (std::size_t u = 0; u < kUnroll; ++u)
+      fma_step(acc, b, c, std::make_index_sequence<kChains>{});
   }
   VT s = acc[0];
   for (std::size_t i = 1; i < kChains; ++i) s = s + acc[i];
@@ -193,8 +196,10 @@ void measure_machine() {
     g.push_back(flops / (now_seconds() - t0) * 1e-9);
   }
   g_peak_gflops = *std::max_element(g.begin(), g.end());
-  std::fprintf(stderr, "microattn_bench: arch %s, fp32 FMA peak %.1f GFLOP/s (1 core, %zu chains x %zu lanes)\n",
-               microattn::arch_name<Arch>(), g_peak_gflops, kChains, V::kWidth);
+  std::fprintf(
+      stderr,
+      "microattn_bench: arch %s, fp32 FMA peak %.1f GFLOP/s (1 core, %zu chains x %zu lanes)\n",
+      microattn::arch_name<Arch>(), g_peak_gflops, kChains, V::kWidth);
   std::vector<std::size_t> sizes;
   {
     std::lock_guard<std::mutex> lock(g_bw_mutex);
@@ -208,8 +213,9 @@ void measure_machine() {
   for (std::size_t b : sizes) {
     read_bw_gbps(b);
     const auto bw = bw_table()[b];
-    std::fprintf(stderr, "microattn_bench: read bandwidth over %zu bytes: best %.1f GB/s (median %.1f)\n", b,
-                 bw.first, bw.second);
+    std::fprintf(stderr,
+                 "microattn_bench: read bandwidth over %zu bytes: best %.1f GB/s (median %.1f)\n",
+                 b, bw.first, bw.second);
     std::snprintf(buf, sizeof buf, "%.2f (median %.2f)", bw.first, bw.second);
     benchmark::AddCustomContext("read_bw_gbps_" + std::to_string(b), buf);
   }

@@ -8,7 +8,6 @@
 
 #if defined(MICROATTN_BENCH_EIGEN)
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -25,14 +24,15 @@ using Index = Eigen::Index;
 constexpr Index kBlock = 128;
 
 inline std::string label() {
-  return "eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
-         std::to_string(EIGEN_MINOR_VERSION);
+  return "eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION);
 }
 
 /// out = causal softmax(scale Q_h K_g^T) V_g for every query head h (g = h / (H / H_kv)).
 /// q [T][ldq], k [T][ldk], v [T][ldv], out [T][ldo]; s is scratch (resized on first use).
-inline void causal_attention(const float* q, Index ldq, const float* k, Index ldk, const float* v, Index ldv,
-                             Index T, Index H, Index Hkv, Index D, float* out, Index ldo, RowMat& s) {
+inline void causal_attention(const float* q, Index ldq, const float* k, Index ldk, const float* v,
+                             Index ldv, Index T, Index H, Index Hkv, Index D, float* out, Index ldo,
+                             RowMat& s) {
   if (s.rows() < kBlock || s.cols() < T) s.resize(kBlock, T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const Index G = H / Hkv;
@@ -78,7 +78,8 @@ struct Layer {
     q.noalias() = X * Eigen::Map<const RowMat>(w_q, d_model, QD);
     k.noalias() = X * Eigen::Map<const RowMat>(w_k, d_model, KD);
     v.noalias() = X * Eigen::Map<const RowMat>(w_v, d_model, KD);
-    causal_attention(q.data(), QD, k.data(), KD, v.data(), KD, T, heads, kv_heads, d_head, ctx.data(), QD, s);
+    causal_attention(q.data(), QD, k.data(), KD, v.data(), KD, T, heads, kv_heads, d_head,
+                     ctx.data(), QD, s);
     const Index OD = out_dim != 0 ? out_dim : d_model;
     Eigen::Map<RowMat>(y, T, OD).noalias() = ctx * Eigen::Map<const RowMat>(w_o, QD, OD);
   }

@@ -54,9 +54,10 @@ inline void softmax_row(float* s, std::size_t n, std::size_t pos, float scale) {
 
 /// out = causal softmax(Q_h K_g^T / sqrt(D)) V_g for every query head h (g = h / (H / H_kv)).
 /// q [T][ldq], k [T][ldk], v [T][ldv], out [T][ldo]; s is scratch (resized on first use).
-inline void causal_attention(const float* q, std::size_t ldq, const float* k, std::size_t ldk, const float* v,
-                             std::size_t ldv, std::size_t T, std::size_t H, std::size_t Hkv, std::size_t D,
-                             float* out, std::size_t ldo, std::vector<float>& s) {
+inline void causal_attention(const float* q, std::size_t ldq, const float* k, std::size_t ldk,
+                             const float* v, std::size_t ldv, std::size_t T, std::size_t H,
+                             std::size_t Hkv, std::size_t D, float* out, std::size_t ldo,
+                             std::vector<float>& s) {
   if (s.size() < kBlock * T) s.resize(kBlock * T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const std::size_t G = H / Hkv;
@@ -65,11 +66,11 @@ inline void causal_attention(const float* q, std::size_t ldq, const float* k, st
     const std::size_t g = h / G;
     for (std::size_t r0 = 0; r0 < T; r0 += kBlock) {
       const std::size_t br = std::min(kBlock, T - r0), nk = r0 + br;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, I(br), I(nk), I(D), 1.0f, q + r0 * ldq + h * D, I(ldq),
-                  k + g * D, I(ldk), 0.0f, s.data(), I(T));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, I(br), I(nk), I(D), 1.0f,
+                  q + r0 * ldq + h * D, I(ldq), k + g * D, I(ldk), 0.0f, s.data(), I(T));
       for (std::size_t i = 0; i < br; ++i) softmax_row(s.data() + i * T, nk, r0 + i, scale);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(br), I(D), I(nk), 1.0f, s.data(), I(T), v + g * D,
-                  I(ldv), 0.0f, out + r0 * ldo + h * D, I(ldo));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(br), I(D), I(nk), 1.0f, s.data(),
+                  I(T), v + g * D, I(ldv), 0.0f, out + r0 * ldo + h * D, I(ldo));
     }
   }
 }
@@ -86,13 +87,14 @@ struct Layer {
     q.resize(T * QD), k.resize(T * KD), v.resize(T * KD), ctx.resize(T * QD);
     const auto I = [](std::size_t n) { return static_cast<int>(n); };
     auto gemm = [&](std::size_t n, std::size_t kdim, const float* a, const float* b, float* c) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(T), I(n), I(kdim), 1.0f, a, I(kdim), b,
-                  I(n), 0.0f, c, I(n));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, I(T), I(n), I(kdim), 1.0f, a, I(kdim),
+                  b, I(n), 0.0f, c, I(n));
     };
     gemm(QD, d_model, x, w_q, q.data());
     gemm(KD, d_model, x, w_k, k.data());
     gemm(KD, d_model, x, w_v, v.data());
-    causal_attention(q.data(), QD, k.data(), KD, v.data(), KD, T, heads, kv_heads, d_head, ctx.data(), QD, s);
+    causal_attention(q.data(), QD, k.data(), KD, v.data(), KD, T, heads, kv_heads, d_head,
+                     ctx.data(), QD, s);
     gemm(out_dim, QD, ctx.data(), w_o, y);
   }
 };

@@ -16,8 +16,14 @@ class PlainLayer {
  public:
   PlainLayer(std::size_t d_model_, std::size_t heads_, std::size_t kv_heads_, std::size_t d_head_,
              const float* w_q_, const float* w_k_, const float* w_v_, const float* w_o_)
-      : d_model(d_model_), heads(heads_), kv_heads(kv_heads_), d_head(d_head_),
-        w_q(w_q_), w_k(w_k_), w_v(w_v_), w_o(w_o_) {}
+      : d_model(d_model_),
+        heads(heads_),
+        kv_heads(kv_heads_),
+        d_head(d_head_),
+        w_q(w_q_),
+        w_k(w_k_),
+        w_v(w_v_),
+        w_o(w_o_) {}
 
   std::size_t d_model, heads, kv_heads, d_head;
   const float* w_q;  ///< [d_model][H*d_head]   (microattn's kInOut layout)
@@ -42,7 +48,8 @@ class PlainLayer {
       for (std::size_t i = 0; i < T; ++i)  // full score matrix, then the mask
         for (std::size_t j = 0; j < T; ++j) {
           float dot = 0.0f;
-          for (std::size_t e = 0; e < d_head; ++e) dot += q_[i * qd + h * d_head + e] * k_[j * kd + g * d_head + e];
+          for (std::size_t e = 0; e < d_head; ++e)
+            dot += q_[i * qd + h * d_head + e] * k_[j * kd + g * d_head + e];
           s_[i * T + j] = j <= i ? dot * scale : -INFINITY;
         }
       for (std::size_t i = 0; i < T; ++i) {
@@ -68,7 +75,8 @@ class PlainLayer {
 
  private:
   /// y[T][n] = x[T][k] W[k][n], one dot product per output.
-  static void linear(const float* x, std::size_t T, std::size_t k, std::size_t n, const float* w, float* y) {
+  static void linear(const float* x, std::size_t T, std::size_t k, std::size_t n, const float* w,
+                     float* y) {
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t j = 0; j < n; ++j) {
         float acc = 0.0f;

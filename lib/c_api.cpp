@@ -29,7 +29,8 @@ static_assert(same(MICROATTN_CACHE_FULL, Status::kCacheFull),
 static_assert(same(MICROATTN_BAD_ARGUMENT, Status::kBadArgument),
               "MICROATTN_BAD_ARGUMENT != Status::kBadArgument");
 // The last status: a new C++ status needs its C constant (and this line moved).
-static_assert(static_cast<int>(Status::kBadArgument) == 7, "each Status value needs its C constant");
+static_assert(static_cast<int>(Status::kBadArgument) == 7,
+              "each Status value needs its C constant");
 
 using microattn::WeightLayout;
 static_assert(MICROATTN_LAYOUT_IN_OUT == static_cast<int>(WeightLayout::kInOut),
@@ -48,12 +49,14 @@ static_assert(MICROATTN_ROPE_HALF_SPLIT == static_cast<int>(RopePairing::kHalfSp
 // The C quantiser's error struct is the C++ one's fields (copied one by one, so only the
 // types must agree).
 static_assert(std::is_same<decltype(microattn_quant_error::max_abs),
-                           decltype(microattn::QuantError::max_abs)>::value &&
-                  std::is_same<decltype(microattn_quant_error::rms),
-                               decltype(microattn::QuantError::rms)>::value &&
-                  std::is_same<decltype(microattn_quant_error::rel),
-                               decltype(microattn::QuantError::rel)>::value,
-              "microattn_quant_error != microattn::QuantError");
+                           decltype(microattn::QuantError::max_abs)>::value,
+              "microattn_quant_error::max_abs");
+static_assert(
+    std::is_same<decltype(microattn_quant_error::rms), decltype(microattn::QuantError::rms)>::value,
+    "microattn_quant_error::rms");
+static_assert(
+    std::is_same<decltype(microattn_quant_error::rel), decltype(microattn::QuantError::rel)>::value,
+    "microattn_quant_error::rel");
 
 // A C layout as the C++ one; a value that is not a MICROATTN_LAYOUT_* becomes one that
 // quantize_int8() refuses (kBadArgument, after its null-pointer check, as in C++). 256 must

@@ -31,7 +31,7 @@ export DEBIAN_FRONTEND=noninteractive
 # How long apt-get waits for another apt/dpkg's lock before it gives up (seconds).
 lock_wait=600
 
-host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev python3
+host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy python3
            libxsimd-dev libgtest-dev libbenchmark-dev)
 # The exporter's tests (tests/python) need PyTorch, the attention-map plot test
 # (examples/plot_attention_maps.py) matplotlib; they are skipped, saying so, without them.

@@ -17,7 +17,8 @@ extern "C" {
 void tlm_write(const char* s);
 /* A counter for the work of a call and its unit: nanoseconds of wall time on a host; on a
  * board QEMU's -icount instructions (or the cycle counter on hardware). The unit's name,
- * plural. An integer: the boards' FPUs have no double (ctest cortex_m.<board>.tiny_lm_no_double). */
+ * plural. An integer: the boards' FPUs have no double (ctest cortex_m.<board>.tiny_lm_no_double).
+ */
 uint64_t tlm_counter(void);
 const char* tlm_counter_unit(void);
 /* An executor with `threads` workers (NULL: only the calling thread; threads <= 1 or none

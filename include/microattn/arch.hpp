@@ -226,11 +226,11 @@ inline float hmax_f32x16(__m512 v) noexcept {
 /// 128-bit lanes across the four row groups (64 shuffles).
 inline void transpose_f32x16(__m512 (&r)[16]) noexcept {
   __m512 t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
+  for (std::size_t i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
-  for (int g = 0; g < 4; ++g) {
+  for (std::size_t g = 0; g < 4; ++g) {
     u[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
     u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
     u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
@@ -266,11 +266,11 @@ inline float hmax_f32x4(__m128 v) noexcept {
 /// r[i] = column i of the 8 x 8 matrix whose row j was r[j] (24 shuffles).
 inline void transpose_f32x8(__m256 (&r)[8]) noexcept {
   __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < 4; ++i) {
     t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
-  for (int g = 0; g < 2; ++g) {
+  for (std::size_t g = 0; g < 2; ++g) {
     u[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
     u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
     u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);

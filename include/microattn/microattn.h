@@ -68,11 +68,7 @@ const char* microattn_status_string(microattn_status s);
  *   IN_OUT   [in][out]: Q = x * W_q as the math is written
  *   OUT_IN   [out][in]: PyTorch's nn.Linear.weight (export a state_dict as it is)
  *   PANEL16  [out/16][in][16]: the fastest; needs d_head and W_O's width multiples of 16 */
-enum {
-  MICROATTN_LAYOUT_IN_OUT = 0,
-  MICROATTN_LAYOUT_OUT_IN = 1,
-  MICROATTN_LAYOUT_PANEL16 = 2
-};
+enum { MICROATTN_LAYOUT_IN_OUT = 0, MICROATTN_LAYOUT_OUT_IN = 1, MICROATTN_LAYOUT_PANEL16 = 2 };
 
 /* The weights of one layer: views over the caller's arrays (never copied; may be in flash).
  * Shapes in floats, QD = H * d_head, KD = H_kv * d_head, OD = the layer's output width:
@@ -265,10 +261,7 @@ microattn_status microattn_quantize_int8(const float* src, int from, size_t in_d
 /* RoPE pairing (microattn::RopePairing): which dimensions of a head rotate together.
  *   ADJACENT    pair i = (2i, 2i + 1): the original LLaMA code, GPT-J
  *   HALF_SPLIT  pair i = (i, i + rotary_dims / 2): Hugging Face rotate_half, GPT-NeoX */
-enum {
-  MICROATTN_ROPE_ADJACENT = 0,
-  MICROATTN_ROPE_HALF_SPLIT = 1
-};
+enum { MICROATTN_ROPE_ADJACENT = 0, MICROATTN_ROPE_HALF_SPLIT = 1 };
 
 /* Rotary embeddings (microattn::RopeConfig), for a layer whose Config has
  * microattn::Rope::kYes (<NAME>_HAS_ROPE; without it only a disabled RoPE is accepted).
@@ -281,7 +274,8 @@ typedef struct microattn_rope {
   size_t rotary_dims;    /* leading dimensions rotated, even and <= d_head; 0 = d_head */
   size_t start_position; /* position of the first token (token i rotates at start + i) */
 } microattn_rope;
-#define MICROATTN_ROPE_DEFAULTS {0, 10000.0f, MICROATTN_ROPE_HALF_SPLIT, 0, 0}
+#define MICROATTN_ROPE_DEFAULTS \
+  { 0, 10000.0f, MICROATTN_ROPE_HALF_SPLIT, 0, 0 }
 
 /* What a KV layer's export_cache wrote (microattn::CacheSlice): which cached tokens, of what
  * shape, rotated how; import_cache accepts it only where it means the same thing. A latent
@@ -307,7 +301,8 @@ typedef struct microattn_executor {
   void* self;
   size_t workers; /* tasks that may run at once; 0 or 1: the calling thread only */
 } microattn_executor;
-#define MICROATTN_EXECUTOR_NONE {0, 0, 0}
+#define MICROATTN_EXECUTOR_NONE \
+  { 0, 0, 0 }
 
 #ifdef __cplusplus
 } /* extern "C" */

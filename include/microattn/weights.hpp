@@ -275,7 +275,7 @@ struct Weights {
   const float* s_o = nullptr;
 
   /// True when every pointer the configuration needs is set.
-  constexpr bool complete() const noexcept {
+  [[nodiscard]] constexpr bool complete() const noexcept {
     if (!w_q || !w_k || !w_v) return false;
     if (Cfg::kHasOutProj && !w_o) return false;
     if ((Cfg::kBiasQ && !b_q) || (Cfg::kBiasK && !b_k) || (Cfg::kBiasV && !b_v)) return false;

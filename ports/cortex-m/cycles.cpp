@@ -8,12 +8,14 @@
 
 namespace {
 
-volatile std::uint32_t& reg(std::uintptr_t a) { return *reinterpret_cast<volatile std::uint32_t*>(a); }
+volatile std::uint32_t& reg(std::uintptr_t a) {
+  return *reinterpret_cast<volatile std::uint32_t*>(a);
+}
 
 constexpr std::uintptr_t kDemcr = 0xE000EDFC;    // CoreDebug->DEMCR, bit 24 TRCENA
 constexpr std::uintptr_t kDwtCtrl = 0xE0001000;  // bit 0 CYCCNTENA, bit 25 NOCYCCNT
 constexpr std::uintptr_t kDwtCyccnt = 0xE0001004;
-constexpr std::uintptr_t kDwtLar = 0xE0001FB0;   // Cortex-M7 needs the unlock key
+constexpr std::uintptr_t kDwtLar = 0xE0001FB0;  // Cortex-M7 needs the unlock key
 constexpr std::uintptr_t kSystCsr = 0xE000E010, kSystRvr = 0xE000E014, kSystCvr = 0xE000E018;
 constexpr std::uint32_t kSysTickMax = 0x00FFFFFF;
 

@@ -73,8 +73,8 @@ const char* cpu_name() noexcept;
 /// every part); the reset handler turns them on unless built with MICROATTN_PORT_NO_CACHES.
 /// Other cores (M4, M33, ...) have none.
 struct CacheInfo {
-  bool core_has_caches;  ///< an M7 / M55 / M85 (CPUID part number)
-  bool enabled_at_reset;  ///< the reset handler turned them on
+  bool core_has_caches;       ///< an M7 / M55 / M85 (CPUID part number)
+  bool enabled_at_reset;      ///< the reset handler turned them on
   bool icache_on, dcache_on;  ///< CCR.IC / CCR.DC read back now (QEMU: always 0, it models none)
   std::uint32_t icache_bytes, dcache_bytes;  ///< from CCSIDR; 0 when the core reports none
 };

@@ -5,10 +5,10 @@
 // Without a debugger attached a semihosting call is a HardFault, so firmware that runs on its
 // own must use another console (a UART: boards/template_port.cpp).
 // A board file calls these from its write / exit / board_command_line (boards/qemu_mps.cpp).
+#include "semihosting.hpp"
+
 #include <cstddef>
 #include <cstdint>
-
-#include "semihosting.hpp"
 
 namespace {
 
@@ -59,8 +59,8 @@ void exit(int status) noexcept {
   const std::uint32_t block[2] = {kAdpStoppedApplicationExit, code};
   semihost(kSysExitExtended, block);
   // Only reached where SYS_EXIT_EXTENDED is missing: SYS_EXIT can just say ok / not ok.
-  semihost(kSysExit, reinterpret_cast<const void*>(
-                         code == 0 ? kAdpStoppedApplicationExit : kAdpStoppedRunTimeErrorUnknown));
+  semihost(kSysExit, reinterpret_cast<const void*>(code == 0 ? kAdpStoppedApplicationExit
+                                                             : kAdpStoppedRunTimeErrorUnknown));
   for (;;) __asm volatile("bkpt 0");
 }
 

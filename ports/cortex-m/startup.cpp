@@ -47,17 +47,19 @@ void SysTick_Handler();
 
 namespace {
 
-volatile std::uint32_t& reg(std::uintptr_t a) { return *reinterpret_cast<volatile std::uint32_t*>(a); }
+volatile std::uint32_t& reg(std::uintptr_t a) {
+  return *reinterpret_cast<volatile std::uint32_t*>(a);
+}
 
 constexpr std::uintptr_t kScbShcsr = 0xE000ED24, kScbCfsr = 0xE000ED28, kScbHfsr = 0xE000ED2C;
 constexpr std::uintptr_t kScbMmfar = 0xE000ED34, kScbBfar = 0xE000ED38;
 
 // ---- L1 caches (ARMv7-M / ARMv8-M architecture registers; CMSIS SCB_EnableICache/DCache)
 constexpr std::uintptr_t kScbCpuid = 0xE000ED00;
-constexpr std::uintptr_t kScbCcr = 0xE000ED14;     // bit 16 DC, bit 17 IC
-constexpr std::uintptr_t kScbClidr = 0xE000ED78;   // Ctype1 [2:0]: bit 0 I-cache, bit 1 D-cache
-constexpr std::uintptr_t kScbCcsidr = 0xE000ED80;  // geometry of the cache CSSELR selects
-constexpr std::uintptr_t kScbCsselr = 0xE000ED84;  // bit 0: 1 instruction, 0 data (level 1)
+constexpr std::uintptr_t kScbCcr = 0xE000ED14;      // bit 16 DC, bit 17 IC
+constexpr std::uintptr_t kScbClidr = 0xE000ED78;    // Ctype1 [2:0]: bit 0 I-cache, bit 1 D-cache
+constexpr std::uintptr_t kScbCcsidr = 0xE000ED80;   // geometry of the cache CSSELR selects
+constexpr std::uintptr_t kScbCsselr = 0xE000ED84;   // bit 0: 1 instruction, 0 data (level 1)
 constexpr std::uintptr_t kScbIciallu = 0xE000EF50;  // invalidate the whole I-cache
 constexpr std::uintptr_t kScbDcisw = 0xE000EF60;    // invalidate a D-cache line by set/way
 constexpr std::uint32_t kCcrDc = 1u << 16, kCcrIc = 1u << 17;
@@ -124,7 +126,7 @@ extern "C" {
 /// Naked: runs before the FPU is on, so not one FP instruction may come from the compiler.
 __attribute__((naked, noreturn)) void Reset_Handler() {
   __asm volatile(
-      "ldr r0, =0xE000ED88\n"     // SCB->CPACR
+      "ldr r0, =0xE000ED88\n"  // SCB->CPACR
       "ldr r1, [r0]\n"
       "orr r1, r1, #(0xF << 20)\n"  // CP10, CP11 full access (FPU; MVE on Cortex-M55)
       "str r1, [r0]\n"
@@ -176,8 +178,8 @@ void microattn_port_fault(const std::uint32_t* frame, std::uint32_t exc_return) 
   using namespace microattn::port;
   std::uint32_t ipsr;
   __asm volatile("mrs %0, ipsr" : "=r"(ipsr));
-  static const char* const kNames[] = {"?", "Reset", "NMI", "HardFault", "MemManage", "BusFault",
-                                       "UsageFault", "SecureFault"};
+  static const char* const kNames[] = {"?",         "Reset",    "NMI",        "HardFault",
+                                       "MemManage", "BusFault", "UsageFault", "SecureFault"};
   const std::uint32_t n = ipsr & 0x1ff;
   write("\nmicroattn: ");
   write(n < 8 ? kNames[n] : "exception");
@@ -195,8 +197,9 @@ void microattn_port_fault(const std::uint32_t* frame, std::uint32_t exc_return) 
   write_hex32(reg(kScbBfar));
   write(" exc_return=");
   write_hex32(exc_return);
-  write("\n(arm-none-eabi-addr2line -e <elf> <pc> names the faulting line; cfsr bit 20 "
-        "(STKOF) on v8-M or a pc/bfar near the stack means the stack overflowed)\n");
+  write(
+      "\n(arm-none-eabi-addr2line -e <elf> <pc> names the faulting line; cfsr bit 20 "
+      "(STKOF) on v8-M or a pc/bfar near the stack means the stack overflowed)\n");
   exit(255);
 }
 
@@ -238,23 +241,50 @@ using Vector = void (*)();
 __attribute__((section(".vectors"), used)) extern const Vector microattn_vectors[16 + 32] = {
     reinterpret_cast<Vector>(__stack_top__),
     Reset_Handler,
-    Fault_Handler,    // NMI
-    Fault_Handler,    // HardFault
-    Fault_Handler,    // MemManage
-    Fault_Handler,    // BusFault
-    Fault_Handler,    // UsageFault
-    Fault_Handler,    // SecureFault (v8-M)
-    nullptr, nullptr, nullptr,
+    Fault_Handler,  // NMI
+    Fault_Handler,  // HardFault
+    Fault_Handler,  // MemManage
+    Fault_Handler,  // BusFault
+    Fault_Handler,  // UsageFault
+    Fault_Handler,  // SecureFault (v8-M)
+    nullptr,
+    nullptr,
+    nullptr,
     Default_Handler,  // SVCall
     Default_Handler,  // DebugMonitor
     nullptr,
     Default_Handler,  // PendSV
     SysTick_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
+    Default_Handler,
 };

@@ -31,7 +31,8 @@
 #include "reference/rope_ref.hpp"
 
 #if !defined(MICROATTN_PORT_NO_CONSTRUCTORS)
-#error "zero_init.cpp must be built with MICROATTN_PORT_NO_CONSTRUCTORS (startup without constructors)"
+#error \
+    "zero_init.cpp must be built with MICROATTN_PORT_NO_CONSTRUCTORS (startup without constructors)"
 #endif
 
 namespace zero_init {
@@ -42,7 +43,8 @@ constexpr std::size_t kT = 24;  // T_max: two scalar key tiles (BK = 16), a part
 // KvPlainCfg has none (the other variant of the RoPE state).
 // (On the Cortex-M55 this file is compiled with -fno-tree-loop-vectorize: see CMakeLists.txt.)
 constexpr std::size_t kDM = 32, kH = 4, kHkv = 2, kD = 8;
-using MhaCfg = microattn::Config<kT, kDM, kH, kHkv, kD, microattn::Bias::kYes, microattn::Rope::kYes>;
+using MhaCfg =
+    microattn::Config<kT, kDM, kH, kHkv, kD, microattn::Bias::kYes, microattn::Rope::kYes>;
 using KvCfg = microattn::Config<kT, kDM, kH, kHkv, kD, microattn::Rope::kYes>;
 using KvPlainCfg = microattn::Config<kT, kDM, kH, kHkv, kD>;
 static_assert(MhaCfg::kDModel == kDM && MhaCfg::kQDim == kH * kD && KvCfg::kKvDim == kHkv * kD,
@@ -104,8 +106,8 @@ bool ok(const char* what, Status s) {
 void write_double_short(double v) { microattn::port::write_double(v, 3); }
 
 /// Compares rows [r0, r1) of got [.][ld] floats with ref [.][ld] doubles.
-void compare(const char* what, const float* got, const double* ref, std::size_t r0,
-             std::size_t r1, std::size_t ld) {
+void compare(const char* what, const float* got, const double* ref, std::size_t r0, std::size_t r1,
+             std::size_t ld) {
   double max_ref = 0, max_err = 0;
   bool finite = true;
   for (std::size_t i = r0 * ld; i < r1 * ld; ++i) {
@@ -135,15 +137,13 @@ void poison(float* y, std::size_t n) {
 }
 
 microattn_ref::LayerRef mha_ref() {
-  return {kDM, kH, kHkv, kD, /*out_in=*/true,
-          kMq.data(), kMk.data(), kMv.data(), kMo.data(),
-          kMbq.data(), kMbk.data(), kMbv.data(), kMbo.data()};
+  return {kDM,        kH,         kHkv,        kD,          /*out_in=*/true, kMq.data(), kMk.data(),
+          kMv.data(), kMo.data(), kMbq.data(), kMbk.data(), kMbv.data(),     kMbo.data()};
 }
 
 microattn_ref::LayerRef kv_ref() {
-  return {kDM, kH, kHkv, kD, /*out_in=*/false,
-          kKq.data(), kKk.data(), kKv.data(), kKo.data(),
-          nullptr, nullptr, nullptr, nullptr};
+  return {kDM,        kH,         kHkv,    kD,      /*out_in=*/false, kKq.data(), kKk.data(),
+          kKv.data(), kKo.data(), nullptr, nullptr, nullptr,          nullptr};
 }
 
 /// The oracle's scale, 1/sqrt(d_head) (a function: a namespace-scope double initialised with
@@ -181,8 +181,9 @@ void test_mha() {
     poison(g_y, kT * kDM);
     if (!ok("mha.forward", g_mha.forward(g_xa, T, g_y))) continue;
     microattn_ref::layer(mha_ref(), g_xa, T, ref_scale(), g_ref, g_scratch);
-    compare(T == kT ? "mha.forward T=24 (default scale)"
-                    : T == 17 ? "mha.forward T=17 (default scale)" : "mha.forward T=1 (default scale)",
+    compare(T == kT   ? "mha.forward T=24 (default scale)"
+            : T == 17 ? "mha.forward T=17 (default scale)"
+                      : "mha.forward T=1 (default scale)",
             g_y, g_ref, 0, T, kDM);
   }
   // RoPE (half-split, all of d_head, tokens at positions 5 ..), then off again.
@@ -221,8 +222,8 @@ void test_sdpa() {
     poison(g_y, kT * kDM);
     if (!ok("sdpa.forward", g_sdpa.forward(g_q, g_k, g_v, T, g_y))) continue;
     microattn_ref::core(g_rq, g_rk, g_rv, T, T, kH, kHkv, kD, ref_scale(), g_ref, g_scratch);
-    compare(T == kT ? "sdpa.forward T=24 (default scale)" : "sdpa.forward T=9 (default scale)",
-            g_y, g_ref, 0, T, kH * kD);
+    compare(T == kT ? "sdpa.forward T=24 (default scale)" : "sdpa.forward T=9 (default scale)", g_y,
+            g_ref, 0, T, kH * kD);
   }
 }
 
@@ -268,8 +269,8 @@ void test_kv() {
   poison(g_y, kT * kDM);
   if (kv_run(g_kv, g_xa, 0, 10, 6, kT)) {
     kv_oracle(g_xa, kT, no_rope);
-    compare("kv prefill 10 + decode 6 + prefill 8 (zero-initialised, default scale)", g_y, g_ref,
-            0, kT, kDM);
+    compare("kv prefill 10 + decode 6 + prefill 8 (zero-initialised, default scale)", g_y, g_ref, 0,
+            kT, kDM);
     const Status full = g_kv.decode(g_xa, g_y);
     if (full == Status::kCacheFull) {
       write("PASS kv.decode on a full cache: kCacheFull\n");
@@ -347,8 +348,8 @@ void test_kv() {
   poison(g_y, kT * kDM);
   if (kv_run(g_kv_chunked, g_xa, 0, 19, 2, kT)) {
     kv_oracle(g_xa, kT, no_rope);
-    compare("kv chunk 5 (zero-initialised): prefill 19 + decode 2 + prefill 3", g_y, g_ref, 0,
-            kT, kDM);
+    compare("kv chunk 5 (zero-initialised): prefill 19 + decode 2 + prefill 3", g_y, g_ref, 0, kT,
+            kDM);
   }
 }
 

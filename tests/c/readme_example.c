@@ -12,7 +12,10 @@ static demo_layer g_layer;  // all working memory, in .bss: all-zero bytes are a
 int run_layer(const float* q_proj, const float* k_proj, const float* v_proj, const float* o_proj,
               const float* x, size_t tokens, float* y) {  // x, y: [tokens][64]
   const microattn_weights w = {.layout = MICROATTN_LAYOUT_OUT_IN,
-                               .w_q = q_proj, .w_k = k_proj, .w_v = v_proj, .w_o = o_proj};
+                               .w_q = q_proj,
+                               .w_k = k_proj,
+                               .w_v = v_proj,
+                               .w_o = o_proj};
   microattn_status s = demo_layer_set_weights(&g_layer, &w);
   if (s == MICROATTN_OK) s = demo_layer_forward(&g_layer, x, tokens, y);
   if (s != MICROATTN_OK) printf("microattn: %s\n", microattn_status_string(s));

@@ -51,7 +51,8 @@ inline void add_case(const char* fmt, ...) {
 }
 
 [[noreturn]] inline void fail(const char* file, int line, const char* fmt, ...) {
-  std::fprintf(stderr, "\n==== microattn fuzz: invariant violated (%s:%d, kernels %s)\n  case: %s\n  ",
+  std::fprintf(stderr,
+               "\n==== microattn fuzz: invariant violated (%s:%d, kernels %s)\n  case: %s\n  ",
                file, line, microattn::arch_name(), g_case);
   va_list ap;
   va_start(ap, fmt);
@@ -135,20 +136,34 @@ class Rng {
 inline float value_code(Reader& r) {
   const std::uint8_t c = r.u8();
   switch (c) {
-    case 0: return from_bits(0x7fc00000u);
-    case 1: return from_bits(0xffc0deadu);
-    case 2: return std::numeric_limits<float>::infinity();
-    case 3: return -std::numeric_limits<float>::infinity();
-    case 4: return FLT_MAX;
-    case 5: return -FLT_MAX;
-    case 6: return 1e30f;
-    case 7: return -3e20f;
-    case 8: return std::numeric_limits<float>::denorm_min();
-    case 9: return -FLT_MIN / 2;
-    case 10: return 0.0f;
-    case 11: return -0.0f;
-    case 12: return from_bits(r.u32());
-    default: return static_cast<float>(static_cast<int>(c) - 134) / 30.25f;
+    case 0:
+      return from_bits(0x7fc00000u);
+    case 1:
+      return from_bits(0xffc0deadu);
+    case 2:
+      return std::numeric_limits<float>::infinity();
+    case 3:
+      return -std::numeric_limits<float>::infinity();
+    case 4:
+      return FLT_MAX;
+    case 5:
+      return -FLT_MAX;
+    case 6:
+      return 1e30f;
+    case 7:
+      return -3e20f;
+    case 8:
+      return std::numeric_limits<float>::denorm_min();
+    case 9:
+      return -FLT_MIN / 2;
+    case 10:
+      return 0.0f;
+    case 11:
+      return -0.0f;
+    case 12:
+      return from_bits(r.u32());
+    default:
+      return static_cast<float>(static_cast<int>(c) - 134) / 30.25f;
   }
 }
 
@@ -156,8 +171,8 @@ inline float value_code(Reader& r) {
 /// uniform values in [-amp, amp]; then up to 15 patches, each 2 bytes of index (bit 15: the
 /// whole row, else one element) and a value code.
 inline void fill_values(Reader& r, float* p, size_t n, size_t width) {
-  static const float kAmp[16] = {1.0f, 4.0f, 0.25f, 1.0f, 4.0f, 2.0f,  1e-3f, 1e-40f,
-                                 1e4f, 1e20f, 1e38f, 4.0f, 1.0f, 0.5f, 3.0f, 1e-20f};
+  static const float kAmp[16] = {1.0f, 4.0f,  0.25f, 1.0f, 4.0f, 2.0f, 1e-3f, 1e-40f,
+                                 1e4f, 1e20f, 1e38f, 4.0f, 1.0f, 0.5f, 3.0f,  1e-20f};
   const std::uint32_t seed = r.u32();
   const float amp = kAmp[r.u8() % 16];
   Rng rng(seed);
@@ -186,12 +201,24 @@ inline void poison_rows(float* p, size_t rows, size_t width, size_t from, std::u
                                 -std::numeric_limits<float>::infinity(), FLT_MAX, -FLT_MAX};
   for (size_t i = from * width; i < rows * width; ++i) {
     switch (kind % 8) {
-      case 0: p[i] = std::numeric_limits<float>::quiet_NaN(); break;
-      case 1: p[i] = std::numeric_limits<float>::infinity(); break;
-      case 2: p[i] = -std::numeric_limits<float>::infinity(); break;
-      case 3: p[i] = kMix[rng.next() % 5]; break;
-      case 4: p[i] = rng.sym(FLT_MAX); break;
-      default: p[i] = rng.sym(4.0f); break;
+      case 0:
+        p[i] = std::numeric_limits<float>::quiet_NaN();
+        break;
+      case 1:
+        p[i] = std::numeric_limits<float>::infinity();
+        break;
+      case 2:
+        p[i] = -std::numeric_limits<float>::infinity();
+        break;
+      case 3:
+        p[i] = kMix[rng.next() % 5];
+        break;
+      case 4:
+        p[i] = rng.sym(FLT_MAX);
+        break;
+      default:
+        p[i] = rng.sym(4.0f);
+        break;
     }
   }
 }
@@ -215,7 +242,7 @@ inline float scale_code(Reader& r, float dflt, bool* use_default) {
   while (std::isinf(thr * kLog2eF)) thr = std::nextafter(thr, 0.0f);
   while (!std::isinf(std::nextafter(thr, FLT_MAX) * kLog2eF)) thr = std::nextafter(thr, FLT_MAX);
   const float up = std::nextafter(thr, FLT_MAX);
-  const float table[16] = {thr, up, -thr, -up, 1.0f, -1.0f, 4.0f, -4.0f,
+  const float table[16] = {thr,  up,    -thr,   -up,   1.0f,  -1.0f,  4.0f,  -4.0f,
                            0.0f, -0.0f, 1e-45f, 1e38f, 3e38f, 1e-30f, 1e30f, 0.25f};
   return table[r.u8() % 16];
 }
@@ -230,7 +257,8 @@ inline ScaleClass classify_scale(float s) {
   if (!finite(s)) return ScaleClass::kReject;
   volatile float p = s * kLog2eF;  // the product the kernels compute
   if (!finite(p)) return ScaleClass::kReject;
-  if (std::fabs(static_cast<double>(s)) * 1.4426950408889634 > 0.9999995 * static_cast<double>(FLT_MAX))
+  if (std::fabs(static_cast<double>(s)) * 1.4426950408889634 >
+      0.9999995 * static_cast<double>(FLT_MAX))
     return ScaleClass::kEither;
   return ScaleClass::kAccept;
 }
@@ -258,8 +286,8 @@ inline void check_status(Status s, const Expect& e, const char* call) {
                call, st(s), e.must);
   } else {
     FZ_REQUIRE(s == Status::kOk || (e.may & bit),
-               "[status] %s returned '%s' for valid arguments (allowed besides ok: mask 0x%x)", call,
-               st(s), e.may);
+               "[status] %s returned '%s' for valid arguments (allowed besides ok: mask 0x%x)",
+               call, st(s), e.may);
   }
 }
 
@@ -285,7 +313,8 @@ struct Buffers {
     size_t nb = 0;
     for (const Region& r : regions) nb = r.block + 1 > nb ? r.block + 1 : nb;
     std::vector<size_t> sz(nb, 1);
-    for (const Region& r : regions) sz[r.block] = r.off + r.span() > sz[r.block] ? r.off + r.span() : sz[r.block];
+    for (const Region& r : regions)
+      sz[r.block] = r.off + r.span() > sz[r.block] ? r.off + r.span() : sz[r.block];
     blocks.assign(nb, {});
     for (size_t b = 0; b < nb; ++b) blocks[b].assign(sz[b], from_bits(kSentinel));
   }
@@ -300,7 +329,8 @@ struct Buffers {
     return out;
   }
   bool overlap(const Region& a, const Region& b) const {
-    return a.block == b.block && a.rows && b.rows && a.off < b.off + b.span() && b.off < a.off + a.span();
+    return a.block == b.block && a.rows && b.rows && a.off < b.off + b.span() &&
+           b.off < a.off + a.span();
   }
   /// Every float bit-identical to `before`, except the elements of `written` (may be null).
   void require_unchanged(const std::vector<std::vector<float>>& before, const Region* written,
@@ -325,16 +355,25 @@ inline void place_pair(std::uint8_t mode, std::uint16_t arg, Region& x, Region& 
   const size_t sx = x.span(), sy = y.span();
   x.block = 0, x.off = 0, y.block = 0, y.off = 0;
   switch (mode % 4) {
-    case 0: y.block = 1; break;
-    case 1: break;
+    case 0:
+      y.block = 1;
+      break;
+    case 1:
+      break;
     case 2: {  // d = y - x in (-sy, sx): the ranges share at least one float
       const long d = static_cast<long>(arg % (sx + sy - 1)) - static_cast<long>(sy - 1);
-      if (d < 0) x.off = static_cast<size_t>(-d); else y.off = static_cast<size_t>(d);
+      if (d < 0)
+        x.off = static_cast<size_t>(-d);
+      else
+        y.off = static_cast<size_t>(d);
       break;
     }
     default: {
       const size_t gap = arg % 3;
-      if (arg & 4) y.off = sx + gap; else x.off = sy + gap;
+      if (arg & 4)
+        y.off = sx + gap;
+      else
+        x.off = sy + gap;
       break;
     }
   }
@@ -366,8 +405,8 @@ inline void require_same_nan_as_nan(const float* a, const float* b, size_t rows,
                                     const char* what, const char* detail) {
   for (size_t k = 0; k < rows * width; ++k) {
     if (bits(a[k]) == bits(b[k]) || (a[k] != a[k] && b[k] != b[k])) continue;
-    FZ_REQUIRE(false, "[%s] %s: row %zu col %zu differs: %a (0x%08x) vs %a (0x%08x)", what,
-               detail, k / width, k % width, static_cast<double>(a[k]), bits(a[k]),
+    FZ_REQUIRE(false, "[%s] %s: row %zu col %zu differs: %a (0x%08x) vs %a (0x%08x)", what, detail,
+               k / width, k % width, static_cast<double>(a[k]), bits(a[k]),
                static_cast<double>(b[k]), bits(b[k]));
   }
 }
@@ -405,7 +444,8 @@ struct FuzzWeights {
   }
   static std::vector<float> panels(const std::vector<float>& w, size_t in, size_t out) {
     std::vector<float> p(microattn::weight_floats(WeightLayout::kPanel16, in, out));
-    const Status s = microattn::pack_weight_panels(w.data(), WeightLayout::kInOut, in, out, p.data());
+    const Status s =
+        microattn::pack_weight_panels(w.data(), WeightLayout::kInOut, in, out, p.data());
     if (s != Status::kOk) std::abort();
     return p;
   }
@@ -435,14 +475,19 @@ struct FuzzWeights {
   }
   static WeightLayout pick_layout(std::uint8_t b) {
     const WeightLayout l = static_cast<WeightLayout>(b % 3);
-    return l == WeightLayout::kPanel16 && !microattn::panel_layout_fits<Cfg>() ? WeightLayout::kInOut : l;
+    return l == WeightLayout::kPanel16 && !microattn::panel_layout_fits<Cfg>()
+               ? WeightLayout::kInOut
+               : l;
   }
   static const float* ptr(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
   microattn::Weights<Cfg> view(WeightLayout l) const {
     microattn::Weights<Cfg> w(l);
-    if (l == WeightLayout::kOutIn) w.w_q = ptr(tq), w.w_k = ptr(tk), w.w_v = ptr(tv), w.w_o = ptr(to);
-    else if (l == WeightLayout::kPanel16) w.w_q = ptr(pq), w.w_k = ptr(pk), w.w_v = ptr(pv), w.w_o = ptr(po);
-    else w.w_q = ptr(wq), w.w_k = ptr(wk), w.w_v = ptr(wv), w.w_o = ptr(wo);
+    if (l == WeightLayout::kOutIn)
+      w.w_q = ptr(tq), w.w_k = ptr(tk), w.w_v = ptr(tv), w.w_o = ptr(to);
+    else if (l == WeightLayout::kPanel16)
+      w.w_q = ptr(pq), w.w_k = ptr(pk), w.w_v = ptr(pv), w.w_o = ptr(po);
+    else
+      w.w_q = ptr(wq), w.w_k = ptr(wk), w.w_v = ptr(wv), w.w_o = ptr(wo);
     w.b_q = ptr(bq), w.b_k = ptr(bk), w.b_v = ptr(bv), w.b_o = ptr(bo);
     return w;
   }
@@ -453,14 +498,23 @@ struct FuzzWeights {
     microattn::Weights<Cfg> w = view(WeightLayout::kInOut);
     *expect = Status::kNullPointer;
     switch (kind % 4) {
-      case 0: w.w_k = nullptr; break;
-      case 1:
-        if (Cfg::kBiasV) w.b_v = nullptr;
-        else if (Cfg::kBiasO) w.b_o = nullptr;
-        else if (Cfg::kBiasQ) w.b_q = nullptr;
-        else w.w_v = nullptr;
+      case 0:
+        w.w_k = nullptr;
         break;
-      case 2: w.layout = static_cast<WeightLayout>(7); *expect = Status::kBadArgument; break;
+      case 1:
+        if (Cfg::kBiasV)
+          w.b_v = nullptr;
+        else if (Cfg::kBiasO)
+          w.b_o = nullptr;
+        else if (Cfg::kBiasQ)
+          w.b_q = nullptr;
+        else
+          w.w_v = nullptr;
+        break;
+      case 2:
+        w.layout = static_cast<WeightLayout>(7);
+        *expect = Status::kBadArgument;
+        break;
       default:
         if (microattn::panel_layout_fits<Cfg>()) {
           w.w_q = nullptr;
@@ -504,8 +558,9 @@ struct RopeSpec {
 /// enabled setting also needs Rope::kYes); *spec: the reference's view when accepted.
 template <class Cfg>
 microattn::RopeConfig rope_code(Reader& r, bool* valid, RopeSpec* spec) {
-  static const float kBase[8] = {10000.0f, 500000.0f, 1.0f, 2.5f, 1e-30f, 0.0f, -1.0f,
-                                 std::numeric_limits<float>::quiet_NaN()};
+  static const float kBase[8] = {
+      10000.0f, 500000.0f, 1.0f,  2.5f,
+      1e-30f,   0.0f,      -1.0f, std::numeric_limits<float>::quiet_NaN()};
   constexpr size_t D = Cfg::kDHead, TM = Cfg::kTMax;
   microattn::RopeConfig rc;
   rc.enabled = r.u8() & 1;
@@ -514,16 +569,20 @@ microattn::RopeConfig rope_code(Reader& r, bool* valid, RopeSpec* spec) {
   const std::uint8_t pr = r.u8() % 3;
   rc.pairing = static_cast<microattn::RopePairing>(pr);
   const std::uint8_t sb = r.u8();
-  if (sb < 200) rc.start_position = 3u * sb;
-  else if (sb < 255) rc.start_position = static_cast<size_t>(sb - 200) * 1000003u;
-  else rc.start_position = SIZE_MAX - TM + r.u8() % 3;
+  if (sb < 200)
+    rc.start_position = 3u * sb;
+  else if (sb < 255)
+    rc.start_position = static_cast<size_t>(sb - 200) * 1000003u;
+  else
+    rc.start_position = SIZE_MAX - TM + r.u8() % 3;
   const size_t dims = rc.rotary_dims == 0 ? D : rc.rotary_dims;
-  *valid = !rc.enabled || (Cfg::kHasRope && finite(rc.base) && rc.base > 0.0f && dims >= 2 &&
-                           dims % 2 == 0 && dims <= D && pr < 2 &&
-                           rc.start_position <= SIZE_MAX - TM);
+  *valid =
+      !rc.enabled || (Cfg::kHasRope && finite(rc.base) && rc.base > 0.0f && dims >= 2 &&
+                      dims % 2 == 0 && dims <= D && pr < 2 && rc.start_position <= SIZE_MAX - TM);
   *spec = RopeSpec{};
-  if (rc.enabled) *spec = RopeSpec{dims, static_cast<double>(rc.base), pr == 0,
-                                   static_cast<double>(rc.start_position)};
+  if (rc.enabled)
+    *spec = RopeSpec{dims, static_cast<double>(rc.base), pr == 0,
+                     static_cast<double>(rc.start_position)};
   return rc;
 }
 
@@ -614,7 +673,8 @@ inline RefResult reference_core(const float* q, const float* k, const float* v, 
   RefResult r;
   r.y.assign(n * QD, 0.0);
   std::vector<double> s(n);
-  microattn_ref::core(dq.data(), dk.data(), dv.data(), n, n, H, Hkv, D, scale, r.y.data(), s.data());
+  microattn_ref::core(dq.data(), dk.data(), dv.data(), n, n, H, Hkv, D, scale, r.y.data(),
+                      s.data());
   std::vector<double> smax;
   attn_bounds({n, H, Hkv, D, 0, scale, dq.data(), dk.data(), aq.data(), ak.data()}, smax,
               &r.no_overflow);
@@ -641,7 +701,8 @@ RefResult reference_layer(const FuzzWeights<Cfg>& W, const float* x, size_t n, f
     for (size_t t = 0; t < n; ++t)
       for (size_t o = 0; o < out; ++o) {
         double acc = b ? std::fabs(static_cast<double>(b[o])) : 0.0;
-        for (size_t i = 0; i < DM; ++i) acc += std::fabs(static_cast<double>(x[t * DM + i]) * w[i * out + o]);
+        for (size_t i = 0; i < DM; ++i)
+          acc += std::fabs(static_cast<double>(x[t * DM + i]) * w[i * out + o]);
         dst[t * out + o] = acc;
       }
   };
@@ -659,8 +720,10 @@ RefResult reference_layer(const FuzzWeights<Cfg>& W, const float* x, size_t n, f
     };
     for (size_t t = 0; t < n; ++t) {
       const double pos = rope.start + static_cast<double>(t);
-      for (size_t h = 0; h < H; ++h) microattn_ref::rope(&q[t * QD + h * D], rope.rot, pos, rope.base, rope.adjacent);
-      for (size_t h = 0; h < HKV; ++h) microattn_ref::rope(&k[t * KD + h * D], rope.rot, pos, rope.base, rope.adjacent);
+      for (size_t h = 0; h < H; ++h)
+        microattn_ref::rope(&q[t * QD + h * D], rope.rot, pos, rope.base, rope.adjacent);
+      for (size_t h = 0; h < HKV; ++h)
+        microattn_ref::rope(&k[t * KD + h * D], rope.rot, pos, rope.base, rope.adjacent);
       rot_bound(&qa[t * QD], H);
       rot_bound(&ka[t * KD], HKV);
     }
@@ -668,8 +731,18 @@ RefResult reference_layer(const FuzzWeights<Cfg>& W, const float* x, size_t n, f
   RefResult r;
   std::vector<double> s(n);
   microattn_ref::core(q.data(), k.data(), v.data(), n, n, H, HKV, D, scale, ctx.data(), s.data());
-  microattn_ref::LayerRef L{DM, H, HKV, D, false, W.wq.data(), W.wk.data(), W.wv.data(),
-                            Cfg::kHasOutProj ? W.wo.data() : nullptr, bq, bk, bv,
+  microattn_ref::LayerRef L{DM,
+                            H,
+                            HKV,
+                            D,
+                            false,
+                            W.wq.data(),
+                            W.wk.data(),
+                            W.wv.data(),
+                            Cfg::kHasOutProj ? W.wo.data() : nullptr,
+                            bq,
+                            bk,
+                            bv,
                             Cfg::kBiasO ? W.bo.data() : nullptr};
   L.d_out = OD;
   r.y.assign(n * OD, 0.0);
@@ -699,8 +772,10 @@ inline void require_close(const float* out, const RefResult& r, size_t from, siz
     for (size_t c = 0; c < width; ++c) {
       const float got = out[(i - from) * width + c];
       const double want = r.y[i * width + c];
-      FZ_REQUIRE(finite(got), "[%s] row %zu col %zu is %a for all-finite inputs of magnitude <= 4 "
-                 "(reference %.9g)", what, i, c, static_cast<double>(got), want);
+      FZ_REQUIRE(finite(got),
+                 "[%s] row %zu col %zu is %a for all-finite inputs of magnitude <= 4 "
+                 "(reference %.9g)",
+                 what, i, c, static_cast<double>(got), want);
       FZ_REQUIRE(std::fabs(got - want) <= r.tol[i],
                  "[%s] row %zu col %zu: %.9g vs reference %.9g (|diff| %.3g > tolerance %.3g)",
                  what, i, c, static_cast<double>(got), want, std::fabs(got - want), r.tol[i]);
@@ -718,7 +793,8 @@ inline void require_nonfinite_after(const float* x, size_t n_x, size_t dm, const
     for (size_t c = 0; c < od; ++c)
       FZ_REQUIRE(!finite(out[i * od + c]),
                  "[nonfinite] %s: input row %zu holds NaN/Inf but output row %zu col %zu is finite "
-                 "(%a)", what, j, pos0 + i, c, static_cast<double>(out[i * od + c]));
+                 "(%a)",
+                 what, j, pos0 + i, c, static_cast<double>(out[i * od + c]));
   }
 }
 

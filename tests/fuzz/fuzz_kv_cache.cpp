@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: KvAttention operation sequences (prefill(T) / decode / truncate(n) / reset /
-// set_rope / set_scale / set_weights / export_cache + import_cache) chosen by the input, with chunked prefill, argument
-// errors and y overlapping x at fuzzer-chosen offsets.
+// set_rope / set_scale / set_weights / export_cache + import_cache) chosen by the input, with
+// chunked prefill, argument errors and y overlapping x at fuzzer-chosen offsets.
 //
 // Three objects run side by side:
 //   A  gets every call, with the fuzzer's (possibly overlapping or invalid) buffers;
@@ -45,21 +45,38 @@ class KvRun {
 
   void run(const char* name) {
     lay_ = FuzzWeights<Cfg>::pick_layout(r_.u8());
-    set_case("fuzz_kv_cache: %s, kPrefillChunk %zu, layout %d; ops:", name, kChunk, static_cast<int>(lay_));
+    set_case("fuzz_kv_cache: %s, kPrefillChunk %zu, layout %d; ops:", name, kChunk,
+             static_cast<int>(lay_));
     for (Kv* k : {A_.get(), B_.get(), C_.get()})
       FZ_REQUIRE(k->set_weights(W_.view(lay_)) == Status::kOk, "[status] set_weights(valid)");
     for (int op = 0; op < 32 && !r_.empty(); ++op) {
       switch (r_.u8() % 10) {
         case 0:
         case 1:
-        case 2: prefill(); break;
-        case 3: decode(); break;
-        case 4: truncate(); break;
-        case 5: reset(); break;
-        case 6: set_rope(); break;
-        case 7: set_scale(); break;
-        case 8: set_weights(); break;
-        default: export_import(); break;
+        case 2:
+          prefill();
+          break;
+        case 3:
+          decode();
+          break;
+        case 4:
+          truncate();
+          break;
+        case 5:
+          reset();
+          break;
+        case 6:
+          set_rope();
+          break;
+        case 7:
+          set_scale();
+          break;
+        case 8:
+          set_weights();
+          break;
+        default:
+          export_import();
+          break;
       }
       const size_t n = len();
       FZ_REQUIRE(A_->length() == n && B_->length() == n && C_->length() == n,
@@ -78,9 +95,11 @@ class KvRun {
     const RefResult ref = reference_layer<Cfg>(W_, hist_.data(), L + T, scale_, rope_);
     if (all_within(hist_.data(), hist_.size(), 1.0f) && ref.no_overflow)
       for (size_t i = 0; i < T * OD; ++i)
-        FZ_REQUIRE(finite(y[i]), "[scale] %s: accepted scale %a, cached and new inputs finite and "
-                   "<= 1, scores in range, but output position %zu col %zu is %a", what,
-                   static_cast<double>(scale_), L + i / OD, i % OD, static_cast<double>(y[i]));
+        FZ_REQUIRE(finite(y[i]),
+                   "[scale] %s: accepted scale %a, cached and new inputs finite and "
+                   "<= 1, scores in range, but output position %zu col %zu is %a",
+                   what, static_cast<double>(scale_), L + i / OD, i % OD,
+                   static_cast<double>(y[i]));
     // Beyond ~1e6 rad (tiny bases, huge start positions) float and double RoPE tables
     // legitimately disagree (RopeSpec::max_angle): compare only below.
     if (std::fabs(scale_) <= 4.0f && rope_.max_angle(L + T) <= 1e6)
@@ -121,8 +140,7 @@ class KvRun {
     // begin (y + e * OutDim <= x + e * d_model at every chunk end e < T).
     if (ov) {
       bool fine = Cfg::kHasOutProj;
-      for (size_t e = kChunk; fine && e < T; e += kChunk)
-        fine = yr.off + e * OD <= xr.off + e * DM;
+      for (size_t e = kChunk; fine && e < T; e += kChunk) fine = yr.off + e * OD <= xr.off + e * DM;
       if (!fine) e.allow(Status::kOverlap);
     }
     const std::vector<std::vector<float>> before = buf.blocks;
@@ -141,7 +159,8 @@ class KvRun {
     {
       std::vector<float> xs(x);
       const Status sb = B_->prefill(xs.data(), T, yb.data());
-      FZ_REQUIRE(sb == Status::kOk, "[status] twin prefill on separate buffers returned '%s'", st(sb));
+      FZ_REQUIRE(sb == Status::kOk, "[status] twin prefill on separate buffers returned '%s'",
+                 st(sb));
     }
     require_same(ya.data(), yb.data(), T, OD, ov ? "overlap" : "twin",
                  "prefill output vs the twin (separate buffers, only accepted calls)");
@@ -212,7 +231,8 @@ class KvRun {
     {
       std::vector<float> xs(x);
       const Status sb = B_->decode(xs.data(), yb.data());
-      FZ_REQUIRE(sb == Status::kOk, "[status] twin decode on separate buffers returned '%s'", st(sb));
+      FZ_REQUIRE(sb == Status::kOk, "[status] twin decode on separate buffers returned '%s'",
+                 st(sb));
     }
     require_same(ya.data(), yb.data(), 1, OD, ov ? "overlap" : "twin",
                  "decode output vs the twin (separate buffers, only accepted calls)");
@@ -246,7 +266,8 @@ class KvRun {
     const Status s = A_->truncate(n);
     check_status(s, e, "KvAttention::truncate");
     if (s != Status::kOk) return;
-    FZ_REQUIRE(B_->truncate(n) == Status::kOk && C_->truncate(n) == Status::kOk, "[status] twin truncate");
+    FZ_REQUIRE(B_->truncate(n) == Status::kOk && C_->truncate(n) == Status::kOk,
+               "[status] twin truncate");
     hist_.resize(n * DM);
   }
 
@@ -268,7 +289,8 @@ class KvRun {
     const Status s = A_->set_rope(rc);
     check_status(s, e, "KvAttention::set_rope");
     if (s != Status::kOk) return;
-    FZ_REQUIRE(B_->set_rope(rc) == Status::kOk && C_->set_rope(rc) == Status::kOk, "[status] twin set_rope");
+    FZ_REQUIRE(B_->set_rope(rc) == Status::kOk && C_->set_rope(rc) == Status::kOk,
+               "[status] twin set_rope");
     rc_ = rc;
     rope_ = spec;
   }
@@ -282,7 +304,8 @@ class KvRun {
     const Status s = A_->set_scale(s0);
     check_status(s, e, "KvAttention::set_scale");
     if (s != Status::kOk) return;
-    FZ_REQUIRE(B_->set_scale(s0) == Status::kOk && C_->set_scale(s0) == Status::kOk, "[status] twin set_scale");
+    FZ_REQUIRE(B_->set_scale(s0) == Status::kOk && C_->set_scale(s0) == Status::kOk,
+               "[status] twin set_scale");
     scale_ = s0;
     scale_set_ = true;
   }
@@ -333,14 +356,17 @@ class KvRun {
     check_status(s, e, "KvAttention::export_cache");
     if (s != Status::kOk) {
       buf.require_unchanged(before, nullptr, "status");
-      FZ_REQUIRE(info.first == 12345 && info.tokens == 678, "[status] export_cache returned '%s' "
-                 "but wrote *info", st(s));
+      FZ_REQUIRE(info.first == 12345 && info.tokens == 678,
+                 "[status] export_cache returned '%s' "
+                 "but wrote *info",
+                 st(s));
     } else {
       std::vector<float> kb(n * KD), vb(n * KD);
       microattn::CacheSlice ib;
-      FZ_REQUIRE(B_->export_cache(first, n, kb.data(), vb.data(), &ib) == Status::kOk, "[status] twin export");
+      FZ_REQUIRE(B_->export_cache(first, n, kb.data(), vb.data(), &ib) == Status::kOk,
+                 "[status] twin export");
       FZ_REQUIRE(info.first == first && info.tokens == n && info.kv_heads == Cfg::kKvHeads &&
-                 info.d_head == Cfg::kDHead && info.rope.enabled == rc_.enabled,
+                     info.d_head == Cfg::kDHead && info.rope.enabled == rc_.enabled,
                  "[export] info: first %zu tokens %zu kv_heads %zu d_head %zu rope %d", info.first,
                  info.tokens, info.kv_heads, info.d_head, info.rope.enabled);
       // k is written before v: where they overlap only v's values remain, as in B's v.
@@ -365,28 +391,40 @@ class KvRun {
     for (const auto& [lo, hi] : slices) {
       std::vector<float> k((hi - lo) * KD), v((hi - lo) * KD);
       microattn::CacheSlice ci;
-      FZ_REQUIRE(B_->export_cache(lo, hi - lo, k.data(), v.data(), &ci) == Status::kOk, "[status] export");
+      FZ_REQUIRE(B_->export_cache(lo, hi - lo, k.data(), v.data(), &ci) == Status::kOk,
+                 "[status] export");
       if (bad & 1) {  // a slice that does not fit must change nothing
         microattn::CacheSlice wrong = ci;
         switch ((bad >> 1) % 4) {
-          case 0: wrong.first += 1; break;
-          case 1: wrong.kv_heads += 1; break;
-          case 2: wrong.rope.enabled = !wrong.rope.enabled; break;
-          default: wrong.tokens = 0; break;
+          case 0:
+            wrong.first += 1;
+            break;
+          case 1:
+            wrong.kv_heads += 1;
+            break;
+          case 2:
+            wrong.rope.enabled = !wrong.rope.enabled;
+            break;
+          default:
+            wrong.tokens = 0;
+            break;
         }
         const size_t before_len = D->length();
         const Status sw = D->import_cache(wrong, k.data(), v.data());
         FZ_REQUIRE(sw == Status::kBadArgument && D->length() == before_len,
-                   "[status] import_cache(mismatched slice, kind %d) returned '%s'", (bad >> 1) % 4, st(sw));
+                   "[status] import_cache(mismatched slice, kind %d) returned '%s'", (bad >> 1) % 4,
+                   st(sw));
       }
       const Status si = D->import_cache(ci, k.data(), v.data());
-      FZ_REQUIRE(si == Status::kOk, "[status] import_cache(exported [%zu, %zu)) returned '%s'", lo, hi, st(si));
+      FZ_REQUIRE(si == Status::kOk, "[status] import_cache(exported [%zu, %zu)) returned '%s'", lo,
+                 hi, st(si));
     }
     FZ_REQUIRE(D->length() == L, "[export] imported length %zu, want %zu", D->length(), L);
     std::vector<float> x(DM), yd(OD), yc(OD);
     Rng rng(pseed);
     for (float& f : x) f = rng.sym(2.0f);
-    FZ_REQUIRE(D->decode(x.data(), yd.data()) == Status::kOk && C_->decode(x.data(), yc.data()) == Status::kOk,
+    FZ_REQUIRE(D->decode(x.data(), yd.data()) == Status::kOk &&
+                   C_->decode(x.data(), yc.data()) == Status::kOk,
                "[status] decode after import");
     require_same(yd.data(), yc.data(), 1, OD, "export",
                  "decode after importing the exported cache vs the object it came from");
@@ -400,8 +438,8 @@ class KvRun {
   std::vector<float> hist_;  // x rows of the cached tokens, positions 0 .. len()-1
   float scale_ = microattn::default_scale<Cfg>();
   bool scale_set_ = false;
-  RopeSpec rope_{};                 // the reference's view of the RoPE in use
-  microattn::RopeConfig rc_{};      // the RoPE setting accepted last
+  RopeSpec rope_{};             // the reference's view of the RoPE in use
+  microattn::RopeConfig rc_{};  // the RoPE setting accepted last
   WeightLayout lay_ = WeightLayout::kInOut;
 };
 
@@ -410,12 +448,24 @@ class KvRun {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Reader r(data, size);
   switch (r.u8() % 6) {
-    case 0: KvRun<K01, 7>(r).run("K0 Config<40,12,4,2,5,Bias::kYes,Rope::kYes>"); break;
-    case 1: KvRun<K01, 40>(r).run("K1 Config<40,12,4,2,5,Bias::kYes,Rope::kYes>"); break;
-    case 2: KvRun<K2, 16>(r).run("K2 Config<72,16,4,1,16,Rope::kYes>"); break;
-    case 3: KvRun<K2, 72>(r).run("K2 Config<72,16,4,1,16,Rope::kYes>"); break;
-    case 4: KvRun<K3, 5>(r).run("K3 Config<24,8,2,2,4,OutProj::kNo>"); break;
-    default: KvRun<K4, 4>(r).run("K4 Config<30,10,2,1,6,Bias::kQkv,OutDim{7},Rope::kYes>"); break;
+    case 0:
+      KvRun<K01, 7>(r).run("K0 Config<40,12,4,2,5,Bias::kYes,Rope::kYes>");
+      break;
+    case 1:
+      KvRun<K01, 40>(r).run("K1 Config<40,12,4,2,5,Bias::kYes,Rope::kYes>");
+      break;
+    case 2:
+      KvRun<K2, 16>(r).run("K2 Config<72,16,4,1,16,Rope::kYes>");
+      break;
+    case 3:
+      KvRun<K2, 72>(r).run("K2 Config<72,16,4,1,16,Rope::kYes>");
+      break;
+    case 4:
+      KvRun<K3, 5>(r).run("K3 Config<24,8,2,2,4,OutProj::kNo>");
+      break;
+    default:
+      KvRun<K4, 4>(r).run("K4 Config<30,10,2,1,6,Bias::kQkv,OutDim{7},Rope::kYes>");
+      break;
   }
   trace_case();
   return 0;

@@ -42,19 +42,24 @@ struct Settings {
   void apply(Obj& o) const {
     if (custom_scale) {
       const Status s = o.set_scale(scale);
-      FZ_REQUIRE(s == Status::kOk, "[status] set_scale(%a) returned '%s' on a fresh object after "
-                 "it was accepted", static_cast<double>(scale), st(s));
+      FZ_REQUIRE(s == Status::kOk,
+                 "[status] set_scale(%a) returned '%s' on a fresh object after "
+                 "it was accepted",
+                 static_cast<double>(scale), st(s));
     }
     if constexpr (has_rope<Obj>(0)) {
       if (rope) {
         const Status s = o.set_rope(rc);
-        FZ_REQUIRE(s == Status::kOk, "[status] set_rope returned '%s' on a fresh object after it "
-                   "was accepted", st(s));
+        FZ_REQUIRE(s == Status::kOk,
+                   "[status] set_rope returned '%s' on a fresh object after it "
+                   "was accepted",
+                   st(s));
       }
     }
   }
   template <class Obj>
-  static constexpr auto has_rope(int) -> decltype(std::declval<Obj&>().set_rope(microattn::RopeConfig{}), bool()) {
+  static constexpr auto has_rope(int)
+      -> decltype(std::declval<Obj&>().set_rope(microattn::RopeConfig{}), bool()) {
     return true;
   }
   template <class Obj>
@@ -72,7 +77,8 @@ std::vector<float> layer_fresh(WeightLayout lay, const Settings& set, const floa
   const Status sw = m->set_weights(FuzzWeights<Cfg>::get().view(lay));
   FZ_REQUIRE(sw == Status::kOk, "[status] set_weights(valid) returned '%s'", st(sw));
   set.apply(*m);
-  std::vector<float> xs(x, x + T * Cfg::kDModel), y(T * Cfg::kOutDim, from_bits(Buffers::kSentinel));
+  std::vector<float> xs(x, x + T * Cfg::kDModel),
+      y(T * Cfg::kOutDim, from_bits(Buffers::kSentinel));
   const Status s = m->forward(xs.data(), T, y.data());
   FZ_REQUIRE(s == Status::kOk, "[status] %s: forward(T %zu) on separate buffers returned '%s'",
              what, T, st(s));
@@ -92,7 +98,8 @@ void layer_invariants(WeightLayout lay, const Settings& set, const std::vector<f
     std::vector<float> xf(x.begin(), x.begin() + T * DM);
     for (size_t i = j * DM; i < T * DM; ++i)
       if (!finite(xf[i])) xf[i] = 0.5f;
-    const std::vector<float> yf = layer_fresh<Cfg>(lay, set, xf.data(), T, "non-finite rows made finite");
+    const std::vector<float> yf =
+        layer_fresh<Cfg>(lay, set, xf.data(), T, "non-finite rows made finite");
     require_same(yf.data(), y.data(), j, OD, "nonfinite",
                  "rows before the first NaN/Inf input row vs the run with those values finite");
   }
@@ -104,8 +111,8 @@ void layer_invariants(WeightLayout lay, const Settings& set, const std::vector<f
     const std::vector<float> yp = layer_fresh<Cfg>(lay, set, xp.data(), T, "poisoned later rows");
     require_nonfinite_after(xp.data(), T, DM, yp.data(), 0, T, OD, "layer, poisoned later rows");
     char what[96];
-    std::snprintf(what, sizeof what, "rows 0..%zu with rows %zu.. replaced (poison kind %d)", p1 - 1,
-                  p1, pkind % 8);
+    std::snprintf(what, sizeof what, "rows 0..%zu with rows %zu.. replaced (poison kind %d)",
+                  p1 - 1, p1, pkind % 8);
     require_same(yp.data(), y.data(), p1, OD, "causality", what);
     const std::vector<float> ys = layer_fresh<Cfg>(lay, set, x.data(), p1, "T = p+1");
     std::snprintf(what, sizeof what, "rows 0..%zu of T %zu vs T %zu", p1 - 1, T, p1);
@@ -118,9 +125,10 @@ void layer_invariants(WeightLayout lay, const Settings& set, const std::vector<f
     const RefResult ref = reference_layer<Cfg>(FuzzWeights<Cfg>::get(), x.data(), T, sc, set.spec);
     if (all_within(x.data(), T * DM, 1.0f) && ref.no_overflow)
       for (size_t i = 0; i < T * OD; ++i)
-        FZ_REQUIRE(finite(y[i]), "[scale] accepted scale %a, inputs finite and <= 1, scores in "
-                   "range, but output row %zu col %zu is %a", static_cast<double>(sc), i / OD,
-                   i % OD, static_cast<double>(y[i]));
+        FZ_REQUIRE(finite(y[i]),
+                   "[scale] accepted scale %a, inputs finite and <= 1, scores in "
+                   "range, but output row %zu col %zu is %a",
+                   static_cast<double>(sc), i / OD, i % OD, static_cast<double>(y[i]));
     if (std::fabs(sc) <= 4.0f && set.spec.max_angle(T) <= 1e6)
       require_close(y.data(), ref, 0, T, OD, "reference");
   }
@@ -165,12 +173,15 @@ void run_layer(Reader& r, const char* name) {
   const size_t rows = T == 0 ? 1 : T;
   std::vector<float> x(rows * DM);
   fill_values(r, x.data(), x.size(), DM);
-  set_case("fuzz_layer: layer %s, layout %d, T %zu, scale %a%s, err 0x%02x, flags 0x%02x, "
-           "overlap mode %d arg %u", name, static_cast<int>(lay), T, static_cast<double>(scale),
-           use_default ? " (default, not set)" : "", err, fl, ovl % 4, ovl_arg);
+  set_case(
+      "fuzz_layer: layer %s, layout %d, T %zu, scale %a%s, err 0x%02x, flags 0x%02x, "
+      "overlap mode %d arg %u",
+      name, static_cast<int>(lay), T, static_cast<double>(scale),
+      use_default ? " (default, not set)" : "", err, fl, ovl % 4, ovl_arg);
   if (fl & 16)
     add_case(", set_rope(%s, base %g, dims %zu, pairing %d, start %zu)", rc.enabled ? "on" : "off",
-             static_cast<double>(rc.base), rc.rotary_dims, static_cast<int>(rc.pairing), rc.start_position);
+             static_cast<double>(rc.base), rc.rotary_dims, static_cast<int>(rc.pairing),
+             rc.start_position);
 
   Buffers buf;
   Region xr{0, 0, rows, DM, DM}, yr{0, 0, rows, OD, OD};
@@ -209,7 +220,8 @@ void run_layer(Reader& r, const char* name) {
   Expect e;
   if (null_x || null_y || no_w) e.need(Status::kNullPointer);
   if (T == 0 || T > TM) e.need(Status::kBadTokenCount);
-  if (ov && !Cfg::kHasOutProj) e.allow(Status::kOverlap);  // with W_O any overlap is documented as fine
+  if (ov && !Cfg::kHasOutProj)
+    e.allow(Status::kOverlap);  // with W_O any overlap is documented as fine
   const std::vector<std::vector<float>> before = buf.blocks;
   const Status s = A->forward(null_x ? nullptr : buf.ptr(xr), T, null_y ? nullptr : buf.ptr(yr));
   check_status(s, e, "MultiHeadAttention::forward");
@@ -249,8 +261,10 @@ std::vector<float> core_fresh(const Settings& set, const CoreIn& in, size_t T, c
   std::vector<float> q(in.q.begin(), in.q.begin() + T * QD), k(in.k.begin(), in.k.begin() + T * KD),
       v(in.v.begin(), in.v.begin() + T * KD), out(T * QD, from_bits(Buffers::kSentinel));
   const Status s = m->forward(q.data(), QD, k.data(), KD, v.data(), KD, T, out.data(), QD);
-  FZ_REQUIRE(s == Status::kOk, "[status] %s: core forward(T %zu) on dense separate buffers "
-             "returned '%s'", what, T, st(s));
+  FZ_REQUIRE(s == Status::kOk,
+             "[status] %s: core forward(T %zu) on dense separate buffers "
+             "returned '%s'",
+             what, T, st(s));
   return out;
 }
 
@@ -283,15 +297,17 @@ void core_contract(const CoreIn& in, size_t T, const std::vector<float>& out, co
           if (is_nan(kv))
             for (size_t d = 0; d < D; ++d) {
               const float o = out[i * QD + h * D + d];
-              FZ_REQUIRE(is_nan(o), "[nonfinite] %s: k row %zu col %zu is NaN but out row %zu "
-                         "head %zu col %zu is %a", what, j, c, i, h, d, static_cast<double>(o));
+              FZ_REQUIRE(is_nan(o),
+                         "[nonfinite] %s: k row %zu col %zu is NaN but out row %zu "
+                         "head %zu col %zu is %a",
+                         what, j, c, i, h, d, static_cast<double>(o));
             }
           if (!finite(vv)) {
             const float o = out[i * QD + h * D + c % D];
             FZ_REQUIRE(is_nan(vv) ? is_nan(o) : !finite(o),
                        "[nonfinite] %s: v row %zu col %zu is %a but out row %zu head %zu col %zu "
-                       "is %a", what, j, c, static_cast<double>(vv), i, h, c % D,
-                       static_cast<double>(o));
+                       "is %a",
+                       what, j, c, static_cast<double>(vv), i, h, c % D, static_cast<double>(o));
           }
         }
     }
@@ -318,19 +334,21 @@ void core_invariants(const Settings& set, const CoreIn& in, size_t T, const std:
     std::snprintf(what, sizeof what, "rows 0..%zu of T %zu vs T %zu", p1 - 1, T, p1);
     require_same_nan_as_nan(ys.data(), y.data(), p1, QD, "causality", what);
   }
-  const bool fin4 = all_within(in.q.data(), T * QD, 4.0f) && all_within(in.k.data(), T * KD, 4.0f) &&
-                    all_within(in.v.data(), T * KD, 4.0f);
+  const bool fin4 = all_within(in.q.data(), T * QD, 4.0f) &&
+                    all_within(in.k.data(), T * KD, 4.0f) && all_within(in.v.data(), T * KD, 4.0f);
   if (fin4) {
     const float sc = set.effective_scale<Cfg>();
     const RefResult ref = reference_core(in.q.data(), in.k.data(), in.v.data(), T, Cfg::kHeads,
                                          Cfg::kKvHeads, Cfg::kDHead, sc);
-    const bool fin1 = all_within(in.q.data(), T * QD, 1.0f) && all_within(in.k.data(), T * KD, 1.0f) &&
+    const bool fin1 = all_within(in.q.data(), T * QD, 1.0f) &&
+                      all_within(in.k.data(), T * KD, 1.0f) &&
                       all_within(in.v.data(), T * KD, 1.0f);
     if (fin1 && ref.no_overflow)
       for (size_t i = 0; i < T * QD; ++i)
-        FZ_REQUIRE(finite(y[i]), "[scale] accepted scale %a, inputs finite and <= 1, scores in "
-                   "range, but out row %zu col %zu is %a", static_cast<double>(sc), i / QD, i % QD,
-                   static_cast<double>(y[i]));
+        FZ_REQUIRE(finite(y[i]),
+                   "[scale] accepted scale %a, inputs finite and <= 1, scores in "
+                   "range, but out row %zu col %zu is %a",
+                   static_cast<double>(sc), i / QD, i % QD, static_cast<double>(y[i]));
     if (std::fabs(sc) <= 4.0f) require_close(y.data(), ref, 0, T, QD, "reference");
   }
 }
@@ -374,8 +392,10 @@ void run_core(Reader& r, const char* name) {
   }
   const bool arena = fl & 2;
   for (size_t i = 0; i < 4; ++i) {
-    if (arena) reg[i].off = off[i] % total;
-    else reg[i].block = i;
+    if (arena)
+      reg[i].off = off[i] % total;
+    else
+      reg[i].block = i;
   }
   Buffers buf;
   buf.allocate({reg[0], reg[1], reg[2], reg[3]});
@@ -384,13 +404,16 @@ void run_core(Reader& r, const char* name) {
   buf.write(reg[2], raw.v.data());
   CoreIn in;  // what the call reads: later inputs win where inputs overlap
   in.q = buf.read(reg[0]), in.k = buf.read(reg[1]), in.v = buf.read(reg[2]);
-  const bool ov = buf.overlap(reg[3], reg[0]) || buf.overlap(reg[3], reg[1]) || buf.overlap(reg[3], reg[2]);
+  const bool ov =
+      buf.overlap(reg[3], reg[0]) || buf.overlap(reg[3], reg[1]) || buf.overlap(reg[3], reg[2]);
   const bool dense_call = ld[0] == QD && ld[1] == KD && ld[2] == KD && ld[3] == QD && (fl & 4);
-  set_case("fuzz_layer: core %s, T %zu, ld q %zu k %zu v %zu out %zu, scale %a%s, err 0x%02x, "
-           "flags 0x%02x, offsets %zu %zu %zu %zu (%s, out %s)%s", name, T, ld[0], ld[1], ld[2],
-           ld[3], static_cast<double>(scale), use_default ? " (default, not set)" : "", err, fl,
-           reg[0].off, reg[1].off, reg[2].off, reg[3].off, arena ? "one block" : "separate blocks",
-           ov ? "overlapping an input" : "disjoint", dense_call ? ", dense overload" : "");
+  set_case(
+      "fuzz_layer: core %s, T %zu, ld q %zu k %zu v %zu out %zu, scale %a%s, err 0x%02x, "
+      "flags 0x%02x, offsets %zu %zu %zu %zu (%s, out %s)%s",
+      name, T, ld[0], ld[1], ld[2], ld[3], static_cast<double>(scale),
+      use_default ? " (default, not set)" : "", err, fl, reg[0].off, reg[1].off, reg[2].off,
+      reg[3].off, arena ? "one block" : "separate blocks", ov ? "overlapping an input" : "disjoint",
+      dense_call ? ", dense overload" : "");
 
   auto A = std::make_unique<Core>();
   Settings set;
@@ -411,7 +434,8 @@ void run_core(Reader& r, const char* name) {
   if (ld[0] < QD || ld[1] < KD || ld[2] < KD || ld[3] < QD) e.need(Status::kBadStride);
   if (ov) e.allow(Status::kOverlap);
   float* p[4];
-  for (size_t i = 0; i < 4; ++i) p[i] = (null_ptr && null_which == static_cast<int>(i)) ? nullptr : buf.ptr(reg[i]);
+  for (size_t i = 0; i < 4; ++i)
+    p[i] = (null_ptr && null_which == static_cast<int>(i)) ? nullptr : buf.ptr(reg[i]);
   const std::vector<std::vector<float>> before = buf.blocks;
   const Status s = dense_call ? A->forward(p[0], p[1], p[2], T, p[3])
                               : A->forward(p[0], ld[0], p[1], ld[1], p[2], ld[2], T, p[3], ld[3]);
@@ -427,10 +451,12 @@ void run_core(Reader& r, const char* name) {
   } else {
     buf.require_unchanged(before, nullptr, "status");
     // The core keeps no state but its scale, and a failed call must not have left any: run A.
-    std::vector<float> q(in.q.begin(), in.q.begin() + Tc * QD), k(in.k.begin(), in.k.begin() + Tc * KD),
-        v(in.v.begin(), in.v.begin() + Tc * KD), out(Tc * QD);
+    std::vector<float> q(in.q.begin(), in.q.begin() + Tc * QD),
+        k(in.k.begin(), in.k.begin() + Tc * KD), v(in.v.begin(), in.v.begin() + Tc * KD),
+        out(Tc * QD);
     const Status s2 = A->forward(q.data(), QD, k.data(), KD, v.data(), KD, Tc, out.data(), QD);
-    FZ_REQUIRE(s2 == Status::kOk, "[status] core forward after a failed call returned '%s'", st(s2));
+    FZ_REQUIRE(s2 == Status::kOk, "[status] core forward after a failed call returned '%s'",
+               st(s2));
     require_same(out.data(), yb.data(), Tc, QD, "status",
                  "core forward after a failed call vs an object that never saw it");
   }
@@ -442,14 +468,30 @@ void run_core(Reader& r, const char* name) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Reader r(data, size);
   switch (r.u8() % 8) {
-    case 0: run_layer<L0>(r, "L0 Config<40,12,4,2,5,Bias::kYes,Rope::kYes>"); break;
-    case 1: run_layer<L1>(r, "L1 Config<72,16,3,1,16,Bias::kQ|kV|kO,Rope::kYes>"); break;
-    case 2: run_layer<L2>(r, "L2 Config<20,8,2,2,3,Bias::kYes,OutProj::kNo>"); break;
-    case 3: run_layer<L3>(r, "L3 Config<33,10,2,1,6,Bias::kQkv,OutDim{7}>"); break;
-    case 4: run_core<L0>(r, "L0 Config<40,12,4,2,5> (H 4, H_kv 2, d_head 5)"); break;
-    case 5: run_core<L1>(r, "L1 Config<72,16,3,1,16> (H 3, H_kv 1, d_head 16)"); break;
-    case 6: run_core<L2>(r, "L2 Config<20,8,2,2,3> (H 2, H_kv 2, d_head 3)"); break;
-    default: run_core<L3>(r, "L3 Config<33,10,2,1,6> (H 2, H_kv 1, d_head 6)"); break;
+    case 0:
+      run_layer<L0>(r, "L0 Config<40,12,4,2,5,Bias::kYes,Rope::kYes>");
+      break;
+    case 1:
+      run_layer<L1>(r, "L1 Config<72,16,3,1,16,Bias::kQ|kV|kO,Rope::kYes>");
+      break;
+    case 2:
+      run_layer<L2>(r, "L2 Config<20,8,2,2,3,Bias::kYes,OutProj::kNo>");
+      break;
+    case 3:
+      run_layer<L3>(r, "L3 Config<33,10,2,1,6,Bias::kQkv,OutDim{7}>");
+      break;
+    case 4:
+      run_core<L0>(r, "L0 Config<40,12,4,2,5> (H 4, H_kv 2, d_head 5)");
+      break;
+    case 5:
+      run_core<L1>(r, "L1 Config<72,16,3,1,16> (H 3, H_kv 1, d_head 16)");
+      break;
+    case 6:
+      run_core<L2>(r, "L2 Config<20,8,2,2,3> (H 2, H_kv 2, d_head 3)");
+      break;
+    default:
+      run_core<L3>(r, "L3 Config<33,10,2,1,6> (H 2, H_kv 1, d_head 6)");
+      break;
   }
   trace_case();
   return 0;

@@ -119,8 +119,10 @@ class Out {
         for (int i = 1; i <= last; ++i) put(d[i]);
       }
       put('e');
-      if (e10 < 0) put('-'), e10 = -e10;
-      else put('+');
+      if (e10 < 0)
+        put('-'), e10 = -e10;
+      else
+        put('+');
       if (e10 < 10) put('0');
       u64(static_cast<std::uint64_t>(e10));
     }
@@ -183,8 +185,10 @@ struct Registry {
 struct Registrar {
   explicit Registrar(TestCase* t) {
     Registry& r = Registry::get();
-    if (r.tail) r.tail->next = t;
-    else r.head = t;
+    if (r.tail)
+      r.tail->next = t;
+    else
+      r.head = t;
     r.tail = t;
   }
 };
@@ -319,12 +323,12 @@ int run_all(const char* pattern = nullptr);
 #define MICROATTN_TT_CAT_(a, b) a##b
 #define MICROATTN_TT_CAT(a, b) MICROATTN_TT_CAT_(a, b)
 
-#define TEST(suite, name)                                                                   \
-  static void MICROATTN_TT_CAT(suite##_##name, _body)();                                    \
-  static ::microattn::tiny_test::TestCase MICROATTN_TT_CAT(suite##_##name, _case) = {       \
-      #suite, #name, &MICROATTN_TT_CAT(suite##_##name, _body), nullptr};                    \
-  static const ::microattn::tiny_test::Registrar MICROATTN_TT_CAT(suite##_##name, _reg){    \
-      &MICROATTN_TT_CAT(suite##_##name, _case)};                                            \
+#define TEST(suite, name)                                                             \
+  static void MICROATTN_TT_CAT(suite##_##name, _body)();                              \
+  static ::microattn::tiny_test::TestCase MICROATTN_TT_CAT(suite##_##name, _case) = { \
+      #suite, #name, &MICROATTN_TT_CAT(suite##_##name, _body), nullptr};              \
+  static const ::microattn::tiny_test::Registrar MICROATTN_TT_CAT(                    \
+      suite##_##name, _reg){&MICROATTN_TT_CAT(suite##_##name, _case)};                \
   static void MICROATTN_TT_CAT(suite##_##name, _body)()
 
 // `switch (0) case 0: default:` keeps a dangling `else` after the macro from binding to our
@@ -335,59 +339,71 @@ int run_all(const char* pattern = nullptr);
   default:
 
 // Binary comparison: evaluates each operand once, then reports both on failure.
-#define MICROATTN_TT_BINARY_(on_fail, a, op, b, text)                                          \
-  MICROATTN_TT_BLOCKER_                                                                          \
-  if (const auto microattn_tt_v = ::microattn::tiny_test::Operands<                              \
-          typename std::decay<decltype(a)>::type, typename std::decay<decltype(b)>::type>{(a), \
-                                                                                          (b)}; \
-      microattn_tt_v.first op microattn_tt_v.second)                                                      \
-    ;                                                                                            \
-  else                                                                                           \
-    on_fail ::microattn::tiny_test::Failure(__FILE__, __LINE__, text)                            \
-        .with(microattn_tt_v.first, microattn_tt_v.second) = ::microattn::tiny_test::as_lvalue(           \
-        ::microattn::tiny_test::Message())
-
-#define MICROATTN_TT_BOOL_(on_fail, cond, expect, text)                  \
-  MICROATTN_TT_BLOCKER_                                                  \
-  if (static_cast<bool>(cond) == (expect))                               \
-    ;                                                                    \
-  else                                                                   \
-    on_fail ::microattn::tiny_test::Failure(__FILE__, __LINE__, text) =  \
+#define MICROATTN_TT_BINARY_(on_fail, a, op, b, text)                                         \
+  MICROATTN_TT_BLOCKER_                                                                       \
+  if (const auto microattn_tt_v =                                                             \
+          ::microattn::tiny_test::Operands<typename std::decay<decltype(a)>::type,            \
+                                           typename std::decay<decltype(b)>::type>{(a), (b)}; \
+      microattn_tt_v.first op microattn_tt_v.second)                                          \
+    ;                                                                                         \
+  else                                                                                        \
+    on_fail ::microattn::tiny_test::Failure(__FILE__, __LINE__, text)                         \
+        .with(microattn_tt_v.first, microattn_tt_v.second) =                                  \
         ::microattn::tiny_test::as_lvalue(::microattn::tiny_test::Message())
 
-#define MICROATTN_TT_NEAR_(on_fail, a, b, tol, text)                                             \
-  MICROATTN_TT_BLOCKER_                                                                          \
-  if (const auto microattn_tt_v = ::microattn::tiny_test::Operands<                              \
-          typename std::decay<decltype(a)>::type, typename std::decay<decltype(b)>::type>{(a), \
-                                                                                          (b)}; \
-      ::microattn::tiny_test::near(microattn_tt_v.first, microattn_tt_v.second,                           \
-                                   static_cast<double>(tol)))                                    \
-    ;                                                                                            \
-  else                                                                                           \
-    on_fail ::microattn::tiny_test::Failure(__FILE__, __LINE__, text)                            \
-        .with(microattn_tt_v.first, microattn_tt_v.second, static_cast<double>(tol)) =                    \
+#define MICROATTN_TT_BOOL_(on_fail, cond, expect, text)                 \
+  MICROATTN_TT_BLOCKER_                                                 \
+  if (static_cast<bool>(cond) == (expect))                              \
+    ;                                                                   \
+  else                                                                  \
+    on_fail ::microattn::tiny_test::Failure(__FILE__, __LINE__, text) = \
+        ::microattn::tiny_test::as_lvalue(::microattn::tiny_test::Message())
+
+#define MICROATTN_TT_NEAR_(on_fail, a, b, tol, text)                                          \
+  MICROATTN_TT_BLOCKER_                                                                       \
+  if (const auto microattn_tt_v =                                                             \
+          ::microattn::tiny_test::Operands<typename std::decay<decltype(a)>::type,            \
+                                           typename std::decay<decltype(b)>::type>{(a), (b)}; \
+      ::microattn::tiny_test::near(microattn_tt_v.first, microattn_tt_v.second,               \
+                                   static_cast<double>(tol)))                                 \
+    ;                                                                                         \
+  else                                                                                        \
+    on_fail ::microattn::tiny_test::Failure(__FILE__, __LINE__, text)                         \
+        .with(microattn_tt_v.first, microattn_tt_v.second, static_cast<double>(tol)) =        \
         ::microattn::tiny_test::as_lvalue(::microattn::tiny_test::Message())
 
 #define MICROATTN_TT_EXPECT_ /* nothing: go on */
 #define MICROATTN_TT_ASSERT_ return
 
-#define EXPECT_EQ(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, ==, b, "EXPECT_EQ(" #a ", " #b ")")
-#define EXPECT_NE(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, !=, b, "EXPECT_NE(" #a ", " #b ")")
-#define EXPECT_LT(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, <, b, "EXPECT_LT(" #a ", " #b ")")
-#define EXPECT_LE(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, <=, b, "EXPECT_LE(" #a ", " #b ")")
-#define EXPECT_GT(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, >, b, "EXPECT_GT(" #a ", " #b ")")
-#define EXPECT_GE(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, >=, b, "EXPECT_GE(" #a ", " #b ")")
+#define EXPECT_EQ(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, ==, b, "EXPECT_EQ(" #a ", " #b ")")
+#define EXPECT_NE(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, !=, b, "EXPECT_NE(" #a ", " #b ")")
+#define EXPECT_LT(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, <, b, "EXPECT_LT(" #a ", " #b ")")
+#define EXPECT_LE(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, <=, b, "EXPECT_LE(" #a ", " #b ")")
+#define EXPECT_GT(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, >, b, "EXPECT_GT(" #a ", " #b ")")
+#define EXPECT_GE(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_EXPECT_, a, >=, b, "EXPECT_GE(" #a ", " #b ")")
 #define EXPECT_TRUE(c) MICROATTN_TT_BOOL_(MICROATTN_TT_EXPECT_, c, true, "EXPECT_TRUE(" #c ")")
 #define EXPECT_FALSE(c) MICROATTN_TT_BOOL_(MICROATTN_TT_EXPECT_, c, false, "EXPECT_FALSE(" #c ")")
 #define EXPECT_NEAR(a, b, tol) \
   MICROATTN_TT_NEAR_(MICROATTN_TT_EXPECT_, a, b, tol, "EXPECT_NEAR(" #a ", " #b ", " #tol ")")
 
-#define ASSERT_EQ(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, ==, b, "ASSERT_EQ(" #a ", " #b ")")
-#define ASSERT_NE(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, !=, b, "ASSERT_NE(" #a ", " #b ")")
-#define ASSERT_LT(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, <, b, "ASSERT_LT(" #a ", " #b ")")
-#define ASSERT_LE(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, <=, b, "ASSERT_LE(" #a ", " #b ")")
-#define ASSERT_GT(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, >, b, "ASSERT_GT(" #a ", " #b ")")
-#define ASSERT_GE(a, b) MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, >=, b, "ASSERT_GE(" #a ", " #b ")")
+#define ASSERT_EQ(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, ==, b, "ASSERT_EQ(" #a ", " #b ")")
+#define ASSERT_NE(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, !=, b, "ASSERT_NE(" #a ", " #b ")")
+#define ASSERT_LT(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, <, b, "ASSERT_LT(" #a ", " #b ")")
+#define ASSERT_LE(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, <=, b, "ASSERT_LE(" #a ", " #b ")")
+#define ASSERT_GT(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, >, b, "ASSERT_GT(" #a ", " #b ")")
+#define ASSERT_GE(a, b) \
+  MICROATTN_TT_BINARY_(MICROATTN_TT_ASSERT_, a, >=, b, "ASSERT_GE(" #a ", " #b ")")
 #define ASSERT_TRUE(c) MICROATTN_TT_BOOL_(MICROATTN_TT_ASSERT_, c, true, "ASSERT_TRUE(" #c ")")
 #define ASSERT_FALSE(c) MICROATTN_TT_BOOL_(MICROATTN_TT_ASSERT_, c, false, "ASSERT_FALSE(" #c ")")
 #define ASSERT_NEAR(a, b, tol) \

@@ -51,7 +51,9 @@
 
 namespace {
 
-volatile std::uint32_t& reg(std::uintptr_t a) { return *reinterpret_cast<volatile std::uint32_t*>(a); }
+volatile std::uint32_t& reg(std::uintptr_t a) {
+  return *reinterpret_cast<volatile std::uint32_t*>(a);
+}
 
 #if BOARD_CONSOLE_UART
 // TODO(console): your UART's transmit data register and status flags. The values are those of

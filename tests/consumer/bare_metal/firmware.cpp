@@ -10,7 +10,8 @@ float g_wq[16 * 16], g_wk[16 * 8], g_wv[16 * 8], g_wo[16 * 16], g_x[6 * 16], g_y
 microattn::MultiHeadAttention<Cfg> g_attn;
 
 void fill(float* p, unsigned n, unsigned salt) {
-  for (unsigned i = 0; i < n; ++i) p[i] = static_cast<float>((i + salt) * 2654435761u >> 24) / 512.0f - 0.25f;
+  for (unsigned i = 0; i < n; ++i)
+    p[i] = static_cast<float>((i + salt) * 2654435761u >> 24) / 512.0f - 0.25f;
 }
 
 }  // namespace
