@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// README.md's integer-compute example (between the readme markers; tests/test_readme.cmake
-// checks that README shows exactly this block), built and run against the fp32 layer.
+// docs/quantization.md's integer-compute example (between the readme markers;
+// tests/test_readme.cmake checks that the page shows exactly this block), built and run against
+// the fp32 layer.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -28,25 +28,30 @@ function(readme_block_compiles name code)
 endfunction()
 readme_block_compiles(usage "${code}")
 
-# The C example: README's C blocks are those of tests/c/readme_layer.cpp and readme_example.c
-# (between the same readme markers), which the c_api test builds and runs; its integer-compute
-# block is tests/readme_int8.cpp's (ctest ReadmeInt8.*).
-foreach(_case "tests/c/readme_layer.cpp|readme-c-layer|cpp" "tests/c/readme_example.c|readme-c-example|c"
-              "tests/readme_int8.cpp|readme-int8|cpp"
-              "examples/tiny_lm/readme_tiny_lm.c|readme-tiny-lm|c")
+# The documented code blocks are those of sources the tests build and run (between the same
+# readme markers): README's C blocks, tests/c/readme_layer.cpp and readme_example.c (the c_api
+# test); docs/quantization.md's integer-compute block, tests/readme_int8.cpp (ctest
+# ReadmeInt8.*); docs/tiny-lm.md's C block, examples/tiny_lm/readme_tiny_lm.c (ctest
+# tiny_lm_readme).
+foreach(_case "tests/c/readme_layer.cpp|readme-c-layer|cpp|README.md"
+              "tests/c/readme_example.c|readme-c-example|c|README.md"
+              "tests/readme_int8.cpp|readme-int8|cpp|docs/quantization.md"
+              "examples/tiny_lm/readme_tiny_lm.c|readme-tiny-lm|c|docs/tiny-lm.md")
   string(REPLACE "|" ";" _case "${_case}")
   list(GET _case 0 _file)
   list(GET _case 1 _marker)
   list(GET _case 2 _lang)
+  list(GET _case 3 _page)
   file(READ "${SRC}/${_file}" _src)
+  file(READ "${SRC}/${_page}" _text)
   string(REGEX MATCH "// \\[readme-begin\\]\n(.*)// \\[readme-end\\]" _ "${_src}")
   set(_code "${CMAKE_MATCH_1}")
-  string(REGEX MATCH "<!-- ${_marker}-begin -->\n```${_lang}\n(.*)```\n<!-- ${_marker}-end -->" _ "${readme}")
+  string(REGEX MATCH "<!-- ${_marker}-begin -->\n```${_lang}\n(.*)```\n<!-- ${_marker}-end -->" _ "${_text}")
   set(_doc "${CMAKE_MATCH_1}")
   if(_code STREQUAL "" OR NOT _code STREQUAL _doc)
-    message(FATAL_ERROR "README.md block ${_marker} differs from ${_file} (readme markers)")
+    message(FATAL_ERROR "${_page} block ${_marker} differs from ${_file} (readme markers)")
   endif()
-  message(STATUS "README ${_marker} block matches ${_file}")
+  message(STATUS "${_page} ${_marker} block matches ${_file}")
   if(_marker STREQUAL "readme-int8")
     readme_block_compiles(int8 "${_code}")
   endif()

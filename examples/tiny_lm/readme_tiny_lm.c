@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* README.md's "Run a real model" C example (the block between the readme markers), built and
+/* docs/tiny-lm.md's C example (the block between the readme markers), built and
  * run by the tests (ctest tiny_lm_readme): greedy text from the tiny model through the C API. */
 #include <stdio.h>
 #include <string.h>
