@@ -30,8 +30,8 @@ import export_test_setup as setup  # noqa: E402
 ARGS, UNITTEST_ARGS = setup.parser(__doc__).parse_known_args()
 ROOT = os.path.abspath(ARGS.source_dir)
 
-HOST = {"build-essential", "cmake", "ninja-build", "clang", "libclang-rt-14-dev", "python3",
-        "libxsimd-dev", "libgtest-dev", "libbenchmark-dev"}
+HOST = {"build-essential", "cmake", "ninja-build", "clang", "libclang-rt-14-dev", "clang-format",
+        "clang-tidy", "python3", "libxsimd-dev", "libgtest-dev", "libbenchmark-dev"}
 CORTEX_M = {"gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "libstdc++-arm-none-eabi-newlib",
             "binutils-arm-none-eabi", "qemu-system-arm"}
 CROSS = CORTEX_M | {"g++-aarch64-linux-gnu", "g++-arm-linux-gnueabihf", "qemu-user", "llvm-19",
