@@ -863,9 +863,38 @@ def main():
 
 
 def report(args, mca_bin, tmp):
+    """The run main() sets up: picks the targets and loops, compiles the probes and prints the
+    tables (or --show's loop; --sweep's tiles too), then with --check the verdict (check_report).
+    Returns the exit status."""
     version = llvm_version(mca_bin)
     n1 = has_model(mca_bin, tmp, "neoverse-n1", "N1Unit")
     targets = make_targets(n1, has_model(mca_bin, tmp, "neoverse-n2", "N2Unit"))
+    want = wanted_targets(args, targets, version)
+    targets = [t for t in targets if t.name in want]
+    loops_wanted = wanted_loops(args)
+    targets = with_compilers(args, targets, tmp)
+    if targets is None:
+        return SKIP
+    xs = xsimd_dir(tmp, args.xsimd_include)
+
+    print("llvm-mca %s (%s); MODEL ESTIMATES, not measurements" % (version, mca_bin))
+    if not n1:
+        print("note: this llvm-mca has no Neoverse N1 model: no Cortex-A76 rows (LLVM 19 has it)")
+    asms, peaks = compile_targets(args, targets, tmp, xs, mca_bin)
+    if args.show:
+        show_loop(args, targets, asms)
+        return 0
+    rows, int_rows = print_tables(args, targets, asms, mca_bin, tmp, peaks, loops_wanted)
+    if args.sweep:
+        sweep_tiles(args, targets, tmp, xs, mca_bin, peaks)
+    if not args.check:
+        return 0
+    return check_report(targets, asms, rows, int_rows, n1, version)
+
+
+def wanted_targets(args, targets, version):
+    """The names of the targets to run: --target's, --check's list or all of targets; without
+    the Cortex-M55 (a note says so) where llvm-mca is older than 18."""
     want = args.target or (["aarch64", "aarch64+dotprod", "aarch64+i8mm", "armv7", "cortex-m4",
                             "cortex-m7", "cortex-m55", "x86-avx2", "x86-avx512", "x86-avx512+vnni"]
                            if args.check else [t.name for t in targets])
@@ -876,13 +905,25 @@ def report(args, mca_bin, tmp):
         print("note: llvm-mca %s cannot model the Cortex-M55 loops (needs 18 or newer): "
               "no Cortex-M55 rows" % version)
         want = [w for w in want if w != "cortex-m55"]
-    targets = [t for t in targets if t.name in want]
+    return want
+
+
+def wanted_loops(args):
+    """The LOOPS and QD8_LOOPS entries to analyse: --check's, else --loop's (with the fp32 GEMM
+    the integer rows compare with) or all."""
     loops_wanted = [l for l in LOOPS + QD8_LOOPS if not args.loop or l[1] in args.loop]
     if args.check:
         loops_wanted = [l for l in LOOPS + QD8_LOOPS
                         if l[1] in ("gemm_ukernel", "exp", "attn_rows", "qd8_gemm")]
     elif any(l[1] in QD8_NAMES for l in loops_wanted) and LOOPS[0] not in loops_wanted:
         loops_wanted.insert(0, LOOPS[0])  # the fp32 GEMM the integer rows compare with
+    return loops_wanted
+
+
+def with_compilers(args, targets, tmp):
+    """Sets each target's cxx and flags from its toolchain file; returns the targets whose
+    compiler is installed (a note names the others), or None to skip: --check with a compiler
+    missing, or none left."""
     missing = []
     for t in targets:
         t.cxx, t.flags = toolchain_flags(t, tmp)
@@ -893,16 +934,18 @@ def report(args, mca_bin, tmp):
             t.cxx for t in missing)
         if args.check:
             print("SKIP: " + msg)
-            return SKIP
+            return None
         print("note: " + msg + "; those targets are left out")
         targets = [t for t in targets if t not in missing]
         if not targets:
-            return SKIP
-    xs = xsimd_dir(tmp, args.xsimd_include)
+            return None
+    return targets
 
-    print("llvm-mca %s (%s); MODEL ESTIMATES, not measurements" % (version, mca_bin))
-    if not n1:
-        print("note: this llvm-mca has no Neoverse N1 model: no Cortex-A76 rows (LLVM 19 has it)")
+
+def compile_targets(args, targets, tmp, xs, mca_bin):
+    """Compiles the probes for every target (in parallel) and prints each one's command line and
+    the cores' peak multiply-add lanes per cycle; returns ({target: assembly},
+    {(target, cpu): peak lanes})."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         asms = dict(zip([t.name for t in targets],
                         ex.map(lambda t: compile_probes(t, tmp, xs, args.include, opt="-" + args.opt),
@@ -920,20 +963,26 @@ def report(args, mca_bin, tmp):
         "%s %s%s %.3g" % (t.name, label, " (TRM)" if cpu == M4_TRM[1] else "",
                           peaks[(t.name, cpu)]) for t in targets
         for (label, cpu, _) in t.cores))
+    return asms, peaks
 
-    if args.show:
-        for t in targets:
-            func = [l[0] for l in LOOPS + QD8_LOOPS if l[1] == args.show]
-            if not func:
-                raise Error("no loop %s" % args.show)
-            if t.loops == "int" and args.show not in QD8_NAMES:
-                continue
-            count = int_lanes if args.show in QD8_NAMES else fma_lanes
-            fn, body = hot_loop(asms[t.name], func[0], t.arch, count)
-            print("\n== %s, %s (in %s): %d instructions" % (args.show, t.name, fn, len(body)))
-            print("\n".join("  " + l for l in body))
-        return 0
 
+def show_loop(args, targets, asms):
+    """--show: prints the hot loop body of the loop args.show for each target."""
+    for t in targets:
+        func = [l[0] for l in LOOPS + QD8_LOOPS if l[1] == args.show]
+        if not func:
+            raise Error("no loop %s" % args.show)
+        if t.loops == "int" and args.show not in QD8_NAMES:
+            continue
+        count = int_lanes if args.show in QD8_NAMES else fma_lanes
+        fn, body = hot_loop(asms[t.name], func[0], t.arch, count)
+        print("\n== %s, %s (in %s): %d instructions" % (args.show, t.name, fn, len(body)))
+        print("\n".join("  " + l for l in body))
+
+
+def print_tables(args, targets, asms, mca_bin, tmp, peaks, loops_wanted):
+    """Analyses the wanted loops of every target and prints the fp32 table, the integer one and
+    what each loop's iteration is; returns (fp32 rows, integer rows)."""
     rows = []
     for t in targets:
         rows += analyse(t, asms[t.name], mca_bin, tmp, peaks,
@@ -951,39 +1000,76 @@ def report(args, mca_bin, tmp):
         print("\nper iteration of:")
         for (_, name, what) in loops_wanted:
             print("  %-14s %s" % (name, what))
+    return rows, int_rows
 
-    if args.sweep:
-        for t in targets:
-            if t.name not in SWEEP:
-                continue
-            srows = []
-            tiles = SWEEP[t.name]
 
-            def one(tile):
-                mr, nrv = tile
-                asm = compile_probes(t, tmp, xs, args.include,
-                                     ["-DMCA_MR=%d" % mr, "-DMCA_NRV=%d" % nrv],
-                                     tag=".%dx%d" % (mr, nrv), opt="-" + args.opt)
-                rs = analyse(t, asm, mca_bin, tmp, peaks, [LOOPS[0]], tag=".%dx%d" % (mr, nrv))
-                for r in rs:
-                    r["loop"] = "gemm %dx%d" % (mr, nrv)
-                return rs
+def sweep_tiles(args, targets, tmp, xs, mca_bin, peaks):
+    """--sweep: compiles the GEMM micro-kernel with each register tile of SWEEP and prints a
+    table per target."""
+    for t in targets:
+        if t.name not in SWEEP:
+            continue
+        srows = []
+        tiles = SWEEP[t.name]
 
-            with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-                for rs in ex.map(one, tiles):
-                    srows += rs
-            print("\nGEMM register tiles, %s (mca_gemm_ukernel with -DMCA_MR/-DMCA_NRV):" % t.name)
-            print(fmt_table(srows, args.markdown))
+        def one(tile):
+            mr, nrv = tile
+            asm = compile_probes(t, tmp, xs, args.include,
+                                 ["-DMCA_MR=%d" % mr, "-DMCA_NRV=%d" % nrv],
+                                 tag=".%dx%d" % (mr, nrv), opt="-" + args.opt)
+            rs = analyse(t, asm, mca_bin, tmp, peaks, [LOOPS[0]], tag=".%dx%d" % (mr, nrv))
+            for r in rs:
+                r["loop"] = "gemm %dx%d" % (mr, nrv)
+            return rs
 
-    if not args.check:
-        return 0
-    failed, checked, spilled, checked_spills = [], [], set(), []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
+            for rs in ex.map(one, tiles):
+                srows += rs
+        print("\nGEMM register tiles, %s (mca_gemm_ukernel with -DMCA_MR/-DMCA_NRV):" % t.name)
+        print(fmt_table(srows, args.markdown))
+
+
+def check_report(targets, asms, rows, int_rows, n1, version):
+    """--check: runs every check, prints its notes, failures or PASS lines; returns the exit
+    status (0, 1 a check failed, SKIP without the Neoverse N1 model)."""
+    failed, checked = check_fp32_rows(rows)
+    attn_failed, notes, checked_spills = check_attn_rows_spills(targets, asms)
+    moves_failed, moves_checked = check_string_moves(targets, asms)
+    failed += attn_failed + moves_failed
+    checked_spills += moves_checked
+    int_checked = []
+    failed += check_int_rows(int_rows, rows, {t.name: t.fp32_of for t in targets}, notes,
+                             int_checked)
+    print()
+    for n in notes:
+        print("note: " + n)
+    for f in failed:
+        print("FAIL: " + f)
+    if failed:
+        print("(the loop: --show gemm_ukernel --target aarch64; other tiles: --sweep; "
+              "docs/targets.md, Cycle estimates)")
+        return 1
+    print("PASS: GEMM micro-kernel >= %.0f %% of the modelled FMA bound on %s; it and "
+          "exp without spills; f32_attn_rows' loops without vector spills on %s"
+          % (CHECK_PCT, ", ".join(checked), ", ".join(checked_spills)))
+    print("PASS: integer GEMM micro-tile without spills; " + "; ".join(int_checked))
+    if not n1:
+        print("SKIP: Cortex-A76 not checked: llvm-mca %s has no Neoverse N1 model" % version)
+        return SKIP
+    return 0
+
+
+def check_fp32_rows(rows):
+    """The fp32 rows' checks: no stack access in a loop (x86: no vector spill), the GEMM
+    micro-kernel's share of the FMA bound on the A76, A72, M55 and M7; returns (failures, the
+    cores checked)."""
+    failed, checked, spilled = [], [], set()
     for r in rows:
         if "error" in r:
             failed.append("%s %s: %s" % (r["loop"], r["target"], r["error"]))
             continue
         if r["loop"] == "attn_rows":
-            continue  # every loop of it, below
+            continue  # every loop of it, in check_attn_rows_spills
         # x86: vector spills only (the 12-row micro-kernel has more row pointers than x86 has
         # general registers: one is reloaded from the stack per k, a load beside 14 others).
         n_stack = (vector_stack_stores(r["body"], "x86") if r["target"].startswith("x86")
@@ -1008,10 +1094,15 @@ def report(args, mca_bin, tmp):
             if r["pct"] < CHECK_PCT_M7:
                 failed.append("%s %s %s: %.1f %% of the FMA bound (target >= %.0f %%)" % (
                     r["loop"], r["target"], r["core"], r["pct"], CHECK_PCT_M7))
-    # f32_attn_rows: no loop of it spills a vector to the stack. armv7's micro-kernel tile uses
-    # all 16 q registers and GCC 12 spills one where it is inlined there (1 store + 1 load per
-    # 12 FMAs, a known cost, reported and not failed).
-    notes = []
+    return failed, checked
+
+
+def check_attn_rows_spills(targets, asms):
+    """f32_attn_rows: no loop of it spills a vector to the stack; returns (failures, notes, the
+    targets checked)."""
+    # armv7's micro-kernel tile uses all 16 q registers and GCC 12 spills one where it is
+    # inlined there (1 store + 1 load per 12 FMAs, a known cost, reported and not failed).
+    failed, notes, checked_spills = [], [], []
     for t in targets:
         spills = [vector_stack_stores(body, t.arch)
                   for (_, body) in fma_loops(asms[t.name], "mca_attn_rows", t.arch)]
@@ -1027,8 +1118,14 @@ def report(args, mca_bin, tmp):
                                                    "+".join(str(n) for n in bad)))
         else:
             checked_spills.append("%s (%d loops)" % (t.name, len(spills)))
-    # x86: no string move in the projections' GEMM (a `rep movsq` per row of an edge tile
-    # once cost S1, the teaching notes' 11-token layer, 60 % of its GEMM time).
+    return failed, notes, checked_spills
+
+
+def check_string_moves(targets, asms):
+    """x86: no string move in the projections' GEMM; returns (failures, what was checked)."""
+    # A `rep movsq` per row of an edge tile once cost S1, the teaching notes' 11-token layer,
+    # 60 % of its GEMM time.
+    failed, checked = [], []
     for t in targets:
         if t.arch != "x86":
             continue
@@ -1039,27 +1136,8 @@ def report(args, mca_bin, tmp):
             failed.append("gemm %s: %d string moves (%s) in f32_gemm's code" % (
                 t.name, len(reps), reps[0]))
         else:
-            checked_spills.append("%s gemm without rep movs" % t.name)
-    int_checked = []
-    failed += check_int_rows(int_rows, rows, {t.name: t.fp32_of for t in targets}, notes,
-                             int_checked)
-    print()
-    for n in notes:
-        print("note: " + n)
-    for f in failed:
-        print("FAIL: " + f)
-    if failed:
-        print("(the loop: --show gemm_ukernel --target aarch64; other tiles: --sweep; "
-              "docs/targets.md, Cycle estimates)")
-        return 1
-    print("PASS: GEMM micro-kernel >= %.0f %% of the modelled FMA bound on %s; it and "
-          "exp without spills; f32_attn_rows' loops without vector spills on %s"
-          % (CHECK_PCT, ", ".join(checked), ", ".join(checked_spills)))
-    print("PASS: integer GEMM micro-tile without spills; " + "; ".join(int_checked))
-    if not n1:
-        print("SKIP: Cortex-A76 not checked: llvm-mca %s has no Neoverse N1 model" % version)
-        return SKIP
-    return 0
+            checked.append("%s gemm without rep movs" % t.name)
+    return failed, checked
 
 
 if __name__ == "__main__":
