@@ -24,26 +24,6 @@
 
 namespace microattn {
 
-namespace internal {
-/// y[N] = x[K] · W (+ bias) for a weight slice of either element type (the decode step's
-/// projections: f32_gemv or qc8w_f32_gemv), or part `part` of `parts` of it
-/// (kernels::gemv_part: bit-identical for any split).
-template <class Arch, class E>
-inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<E>& w,
-                        const float* bias, float* y, std::size_t part = 0,
-                        std::size_t parts = 1) noexcept {
-  kernels::gemv_part<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y, part, parts);
-}
-/// The same with integer compute, for one quantised row (kernels::qd8_f32_qc8w_gemv).
-template <class Arch>
-inline void project_vec(std::size_t N, std::size_t K, const kernels::Qd8Rows& x,
-                        const WeightSlice<std::int8_t>& w, const float* bias, float* y,
-                        std::size_t part = 0, std::size_t parts = 1) noexcept {
-  kernels::qd8_f32_qc8w_gemv<Arch>(N, K, x.q, x.scale[0], w.b, w.ldb, w.layout, w.scale, bias, y,
-                                   part, parts);
-}
-}  // namespace internal
-
 /// What export_cache() wrote: which cached tokens, of what shape, rotated how. import_cache()
 /// checks it, so a cache computed elsewhere (offline on a host and kept in flash, or handed
 /// over from another process) is only accepted where it means the same thing.

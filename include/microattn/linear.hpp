@@ -13,7 +13,6 @@
 #include "microattn/internal/checks.hpp"
 #include "microattn/internal/layer_driver.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
-#include "microattn/kv_cache.hpp"
 #include "microattn/layout.hpp"
 #include "microattn/status.hpp"
 

@@ -3,7 +3,8 @@
 // and KvAttention::prefill. A call's key/value groups are prepared (a Source: projected from x
 // and rotated, or staged from the caller's Q, K, V) into a K/V store (a Store: the staged fp32
 // tiles of the call's own tokens, or a KV cache), attended by the tile kernel with the store's
-// mask, then projected by W_O. The entry points differ only in their Source and Store.
+// mask, then projected by W_O. The entry points differ only in their Source and Store. Also the
+// projections every layer and block calls (project: a GEMM; project_vec: a decode step's GEMV).
 //
 // A Store (see StagedKv, and KvAttention's cache store) provides:
 //   keys(g, s, k, ldk, n, pos)        n rotated keys of group g at positions pos .. (stage s)
@@ -23,6 +24,7 @@
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/f32_gemv.hpp"
 #include "microattn/kernels/qd8_gemm.hpp"
 #include "microattn/weights.hpp"
 
@@ -170,6 +172,24 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::
                     std::size_t, const WeightSlice<std::int8_t>& w, const float* bias, Store store,
                     float* pack) noexcept {
   kernels::qd8_f32_qc8w_gemm<Arch>(M, N, K, a, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
+}
+
+/// y[N] = x[K] · W (+ bias) for a weight slice of either element type (the decode step's
+/// projections: f32_gemv or qc8w_f32_gemv), or part `part` of `parts` of it
+/// (kernels::gemv_part: bit-identical for any split).
+template <class Arch, class E>
+inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<E>& w,
+                        const float* bias, float* y, std::size_t part = 0,
+                        std::size_t parts = 1) noexcept {
+  kernels::gemv_part<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y, part, parts);
+}
+/// The same with integer compute, for one quantised row (kernels::qd8_f32_qc8w_gemv).
+template <class Arch>
+inline void project_vec(std::size_t N, std::size_t K, const kernels::Qd8Rows& x,
+                        const WeightSlice<std::int8_t>& w, const float* bias, float* y,
+                        std::size_t part = 0, std::size_t parts = 1) noexcept {
+  kernels::qd8_f32_qc8w_gemv<Arch>(N, K, x.q, x.scale[0], w.b, w.ldb, w.layout, w.scale, bias, y,
+                                   part, parts);
 }
 
 /// Up to kRows quantised rows of at most kWidth values (integer compute's activations,
