@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Fuzz smoke run (CI): builds the libFuzzer targets of tests/fuzz with clang 14 twice, SIMD
 # kernels for this CPU (build/host-fuzz) and the forced scalar Cortex-M path
-# (build/host-fuzz-scalar), then runs each target for a fixed time, one job, starting from the
-# seed and regression corpus tests/fuzz/corpus/<target>/. Any invariant violation, sanitizer
+# (build/host-fuzz-scalar), then runs its targets side by side (one job each) for a fixed time,
+# starting from the seed and regression corpus tests/fuzz/corpus/<target>/. Any invariant violation, sanitizer
 # report or crash fails the run; its input is saved as build/<dir>/fuzz-artifacts/<target>-crash-*.
 # The SIMD build also runs the latent attention's, the Decoder's and the blocks' unit tests
 # under clang's UBSan (microattn_clang_ubsan_tests).
@@ -41,6 +41,31 @@ if [ "${FUZZ_SKIP_SETUP:-0}" != 1 ]; then
   fi
 fi
 
+# One fuzz target of one build for the time budget: its summary line into $dir/fuzz-$t.result,
+# the invariant message, sanitizer report and saved input on stdout when it fails.
+fuzz_one() {
+  local dir=$1 b=$2 t=$3 budget rc secs execs t0
+  local work="$dir/fuzz-work/$t" art="$dir/fuzz-artifacts" log="$dir/fuzz-$t.log"
+  rm -rf "$work" "$dir/fuzz-$t.result"
+  mkdir -p "$work" "$art"
+  if [ -n "$runs" ]; then budget=(-runs="$runs"); else budget=(-max_total_time="$seconds"); fi
+  echo "=== $b: $t (${budget[*]})"
+  t0=$(date +%s)
+  "$dir/tests/fuzz/$t" "${budget[@]}" -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$art/$t-" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  secs=$(($(date +%s) - t0))
+  execs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
+  if [ "$rc" -eq 0 ]; then
+    echo "PASS $b $t: ${execs:-?} inputs in ${secs} s" > "$dir/fuzz-$t.result"
+  else
+    echo "FAIL $b $t (exit $rc after ${secs} s, log $log)" > "$dir/fuzz-$t.result"
+    grep -A3 -e '^==== microattn fuzz' "$log" | head -8
+    grep -m1 -A6 -e 'ERROR: AddressSanitizer' -e 'runtime error:' -e 'ERROR: libFuzzer: timeout' "$log"
+    grep -e 'Test unit written to' "$log" | tail -1
+  fi
+}
+
 start_all=$(date +%s)
 for b in $builds; do
   case "$b" in
@@ -74,31 +99,14 @@ for b in $builds; do
     summary+=("FAIL $b clang_ubsan (log $dir/clang-ubsan.log)")
     grep -m3 -e 'runtime error:' -e '^\[  FAILED' "$dir/clang-ubsan.log"
   fi
+  # The targets run side by side (one job each, as many as there are targets: 2 cores are 2x
+  # the inputs per second); each writes its one summary line to $dir/fuzz-$t.result.
+  for t in $targets; do fuzz_one "$dir" "$b" "$t" & done
+  wait
   for t in $targets; do
-    work="$dir/fuzz-work/$t"        # new inputs go here, never into the repo's corpus
-    art="$dir/fuzz-artifacts"
-    log="$dir/fuzz-$t.log"
-    rm -rf "$work"
-    mkdir -p "$work" "$art"
-    if [ -n "$runs" ]; then budget=(-runs="$runs"); else budget=(-max_total_time="$seconds"); fi
-    echo "=== $b: $t (${budget[*]})"
-    t0=$(date +%s)
-    "$dir/tests/fuzz/$t" "${budget[@]}" -seed="${FUZZ_SEED:-1}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="$art/$t-" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
-    rc=$?
-    secs=$(($(date +%s) - t0))
-    execs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log" | tail -1)
-    if [ "$rc" -eq 0 ]; then
-      passed=$((passed + 1))
-      summary+=("PASS $b $t: ${execs:-?} inputs in ${secs} s")
-    else
-      failed=$((failed + 1))
-      summary+=("FAIL $b $t (exit $rc after ${secs} s, log $log)")
-      # The invariant message (or the sanitizer's first lines) and the saved input.
-      grep -A3 -e '^==== microattn fuzz' "$log" | head -8
-      grep -m1 -A6 -e 'ERROR: AddressSanitizer' -e 'runtime error:' -e 'ERROR: libFuzzer: timeout' "$log"
-      grep -e 'Test unit written to' "$log" | tail -1
-    fi
+    r=$(cat "$dir/fuzz-$t.result" 2> /dev/null || echo "FAIL $b $t (no result)")
+    summary+=("$r")
+    case "$r" in PASS*) passed=$((passed + 1)) ;; *) failed=$((failed + 1)) ;; esac
   done
 done
 
