@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Every test: set up (Debian packages incl. cross compilers and QEMU), then build and test the
-# host five ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan, -Ofast:
-# the numerics when a user builds with -ffast-math, and against xsimd 14) and every cross target under emulation
-# (scripts/test_targets.sh). Each step is a CMake workflow preset
+# host five ways (SIMD for this CPU, forced scalar = the Cortex-M code, ASan+UBSan; the kernels'
+# suites at -Ofast, the numerics when a user builds with -ffast-math, and against xsimd 14) and
+# every cross target under emulation (scripts/test_targets.sh). Each step is a CMake workflow preset
 # (CMakePresets.json), so `cmake --workflow --preset NAME` repeats one of them.
 # Usage: bash scripts/test_all.sh [--host-only]
 set -euo pipefail
