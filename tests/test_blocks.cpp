@@ -56,12 +56,8 @@ struct TestMatrix {
     if constexpr (std::is_same<E, float>::value) src = w;
     for (std::size_t i = 0; i < kIn * kPadded; ++i) lay[i] = E(0);
     for (std::size_t i = 0; i < kIn; ++i)
-      for (std::size_t o = 0; o < kOut; ++o) {
-        const std::size_t at = l == WeightLayout::kOutIn   ? o * kIn + i
-                               : l == WeightLayout::kInOut ? i * kOut + o
-                                                           : (o / 16) * kIn * 16 + i * 16 + o % 16;
-        lay[at] = src[i * kOut + o];
-      }
+      for (std::size_t o = 0; o < kOut; ++o)
+        lay[microattn_test::weight_index(l, kIn, kOut, i, o)] = src[i * kOut + o];
     return lay;
   }
 };

@@ -71,12 +71,8 @@ struct Params {
   template <class T>
   static void relayout(const T* w, std::size_t in, std::size_t out, WeightLayout l, T* dst) {
     for (std::size_t i = 0; i < in; ++i)
-      for (std::size_t o = 0; o < out; ++o) {
-        const std::size_t at = l == WeightLayout::kOutIn   ? o * in + i
-                               : l == WeightLayout::kInOut ? i * out + o
-                                                           : (o / 16) * in * 16 + i * 16 + o % 16;
-        dst[at] = w[i * out + o];
-      }
+      for (std::size_t o = 0; o < out; ++o)
+        dst[microattn_test::weight_index(l, in, out, i, o)] = w[i * out + o];
   }
   void init(std::uint64_t seed) {
     microattn_test::Rng rng(seed);

@@ -289,16 +289,6 @@ float rnd(float v) {
   volatile float t = v;
   return t;
 }
-float bits_float(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-std::uint32_t float_bits(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
 /// p (a float of magnitude <= 2^22) rounded to the nearest integer, ties to even.
 long round_half_even(float p) {
   const double f = std::floor(double(p)), d = double(p) - f;  // exact
@@ -318,15 +308,15 @@ int round_div_away(float w, float s) {
 float ref_quantize(std::size_t K, const float* x, int* v) {
   std::uint32_t m = 0;
   for (std::size_t k = 0; k < K; ++k) {
-    const std::uint32_t u = float_bits(x[k]) & 0x7fffffffu;
+    const std::uint32_t u = microattn_test::to_bits(x[k]) & 0x7fffffffu;
     m = u > m ? u : m;
   }
   for (std::size_t k = 0; k < K; ++k) v[k] = 0;
-  if (m >= 0x7f800000u) return bits_float(0x7fc00000u);  // a NaN or an infinity: NaN
+  if (m >= 0x7f800000u) return microattn_test::from_bits(0x7fc00000u);  // a NaN or an infinity: NaN
   if (m == 0) return 0.0f;
-  const float amax = bits_float(m), s = rnd(rnd(amax) / rnd(127.0f));
+  const float amax = microattn_test::from_bits(m), s = rnd(rnd(amax) / rnd(127.0f));
   const float inv = rnd(rnd(127.0f) / rnd(amax));
-  const bool tiny = (float_bits(inv) & 0x7f800000u) == 0x7f800000u;
+  const bool tiny = (microattn_test::to_bits(inv) & 0x7f800000u) == 0x7f800000u;
   for (std::size_t k = 0; k < K; ++k) {
     if (tiny) {
       v[k] = round_div_away(x[k], s);
@@ -401,12 +391,8 @@ void bits_data(std::uint64_t seed, std::size_t M, std::size_t K, std::size_t N, 
 /// q(k, n) (at q[k * N + n]) stored in layout l as weight arrays are (K inputs, N outputs).
 void to_layout(const std::int8_t* q, std::size_t K, std::size_t N, WeightLayout l, std::int8_t* w) {
   for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t n = 0; n < N; ++n) {
-      const std::size_t at = l == WeightLayout::kInOut   ? k * N + n
-                             : l == WeightLayout::kOutIn ? n * K + k
-                                                         : (n / 16) * K * 16 + k * 16 + n % 16;
-      w[at] = q[k * N + n];
-    }
+    for (std::size_t n = 0; n < N; ++n)
+      w[microattn_test::weight_index(l, K, N, k, n)] = q[k * N + n];
   if (l == WeightLayout::kPanel16)
     for (std::size_t n = N; n % 16 != 0; ++n)
       for (std::size_t k = 0; k < K; ++k) w[(n / 16) * K * 16 + k * 16 + n % 16] = 0;
@@ -415,7 +401,7 @@ void to_layout(const std::int8_t* q, std::size_t K, std::size_t N, WeightLayout 
 /// FNV-1a of the bits of n floats, continuing from h.
 std::uint32_t fnv_bits(const float* y, std::size_t n, std::uint32_t h) {
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t u = float_bits(y[i]);
+    const std::uint32_t u = microattn_test::to_bits(y[i]);
     for (int b = 0; b < 32; b += 8) h = (h ^ ((u >> b) & 0xffu)) * 16777619u;
   }
   return h;
@@ -446,7 +432,7 @@ TEST(Qd8Bits, QuantiserEqualsSpelledOutRule) {
         const float s = microattn::kernels::qd8_quantize_row<A>(K, x, g_qrow);
         const float s_ref = ref_quantize(K, x, v);
         ++cases;
-        bool ok = float_bits(s) == float_bits(s_ref);
+        bool ok = microattn_test::to_bits(s) == microattn_test::to_bits(s_ref);
         for (std::size_t k = 0; k < K; ++k) ok = ok && value_at<A>(g_qrow, k) == v[k];
         wrong += !ok;
         EXPECT_TRUE(ok) << A::name() << " K " << K << " kind " << kind << " scale " << s << " vs "
@@ -474,7 +460,8 @@ void check_linear_bits(std::uint64_t seed, std::uint32_t* hash) {
       for (std::size_t i = 0; i < M * N; ++i) g_by[i] = NAN;
       ASSERT_EQ(lin.forward(g_bx, M, g_by), Status::kOk);
       std::size_t wrong = 0;
-      for (std::size_t i = 0; i < M * N; ++i) wrong += float_bits(g_by[i]) != float_bits(g_bref[i]);
+      for (std::size_t i = 0; i < M * N; ++i)
+        wrong += microattn_test::to_bits(g_by[i]) != microattn_test::to_bits(g_bref[i]);
       EXPECT_EQ(wrong, 0u) << A::name() << " Linear " << K << " -> " << N
                            << (kBias == Bias::kYes ? " + bias, " : ", ") << M << " rows, layout "
                            << static_cast<int>(l) << ": y " << g_by[0] << " vs " << g_bref[0];
@@ -542,7 +529,7 @@ void check_mlp_bits(std::uint64_t seed, std::uint32_t* hash) {
       ASSERT_EQ(mlp.forward(g_bx, M, g_by), Status::kOk);
       std::size_t wrong = 0;
       for (std::size_t i = 0; i < M * DM; ++i)
-        wrong += float_bits(g_by[i]) != float_bits(g_bref[i]);
+        wrong += microattn_test::to_bits(g_by[i]) != microattn_test::to_bits(g_bref[i]);
       EXPECT_EQ(wrong, 0u) << A::name() << " Mlp " << (kGated ? "SwiGLU" : "ReLU")
                            << (kB ? " + biases, " : ", ") << M << " rows, layout "
                            << static_cast<int>(l);

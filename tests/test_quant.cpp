@@ -52,9 +52,7 @@ float g_s[3][kQOut];
 /// W(i, o) of a [in][out] (kInOut) array.
 float in_out(const float* w, std::size_t i, std::size_t o) { return w[i * kQOut + o]; }
 std::int8_t q_at(const std::int8_t* q, WeightLayout l, std::size_t i, std::size_t o) {
-  if (l == WeightLayout::kInOut) return q[i * kQOut + o];
-  if (l == WeightLayout::kOutIn) return q[o * kQIn + i];
-  return q[(o / 16) * kQIn * 16 + i * 16 + o % 16];
+  return q[microattn_test::weight_index(l, kQIn, kQOut, i, o)];
 }
 
 TEST(Quantize, RoundTripEveryLayout) {

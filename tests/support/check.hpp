@@ -13,6 +13,7 @@
 
 #include "microattn/arch.hpp"
 #include "microattn/internal/vec.hpp"
+#include "microattn/layout.hpp"
 
 namespace microattn_test {
 
@@ -83,6 +84,15 @@ double rel_err(const float* a, const R* ref, std::size_t n) {
     r += static_cast<double>(ref[i]) * static_cast<double>(ref[i]);
   }
   return r > 0 ? std::sqrt(e / r) : std::sqrt(e);
+}
+
+/// Where element (i, o) (input i, output o) of an in x out weight matrix sits in layout l, written
+/// out from docs/weights.md rather than taken from the library (kPanel16: panels of 16 outputs).
+inline std::size_t weight_index(microattn::WeightLayout l, std::size_t in, std::size_t out,
+                                std::size_t i, std::size_t o) {
+  if (l == microattn::WeightLayout::kInOut) return i * out + o;
+  if (l == microattn::WeightLayout::kOutIn) return o * in + i;
+  return (o / 16) * in * 16 + i * 16 + o % 16;
 }
 
 // ---- bits: decided on the representation, so that no compiler flag (-ffast-math) folds them
