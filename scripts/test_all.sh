@@ -10,12 +10,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 host_only=0
 [ "${1:-}" = "--host-only" ] && host_only=1
+setup_start=$(date +%s)
 if [ "$host_only" -eq 1 ]; then bash scripts/setup.sh; else bash scripts/setup.sh --cross; fi
+setup_seconds=$(( $(date +%s) - setup_start ))
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$(nproc)}
 export CTEST_OUTPUT_ON_FAILURE=1
 
 failed=()
+summary=("$(printf '  %-16s %-7s %5ss' setup ok "$setup_seconds")")  # each step: name, result, seconds
+all_start=$(date +%s)
+step() {  # step NAME COMMAND...: runs it, records its result and time
+  local name=$1 start rc=0
+  shift
+  start=$(date +%s)
+  "$@" || rc=$?
+  summary+=("$(printf '  %-16s %-7s %5ss' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAILED)" "$(( $(date +%s) - start ))")")
+  return $rc
+}
 presets=(host host-scalar host-asan host-tsan host-ofast)
 # The newest xsimd release's headers (shared/ beside the clone; never downloaded): the whole
 # suite against them too, since users get xsimd 12-14 from newer distributions.
@@ -27,14 +39,14 @@ fi
 for preset in "${presets[@]}"; do
   echo "=== $preset: cmake --workflow --preset $preset"
   start=$(date +%s)
-  cmake --workflow --preset "$preset" || failed+=("$preset")
+  step "$preset" cmake --workflow --preset "$preset" || failed+=("$preset")
   echo "=== $preset: $(( $(date +%s) - start )) s"
 done
 # libFuzzer smoke run (clang 14, SIMD and scalar builds): the layer, the core and KV-cache
 # operation sequences against the numeric contract and the status rules (tests/fuzz).
 echo "=== fuzz: scripts/fuzz_smoke.sh"
 start=$(date +%s)
-FUZZ_SKIP_SETUP=1 bash scripts/fuzz_smoke.sh || failed+=("fuzz")
+step fuzz env FUZZ_SKIP_SETUP=1 bash scripts/fuzz_smoke.sh || failed+=("fuzz")
 echo "=== fuzz: $(( $(date +%s) - start )) s"
 if [ "$host_only" -eq 0 ]; then
   # The host preset's kernels (its demo's first line): test_targets.sh skips the x86 preset
@@ -46,11 +58,15 @@ if [ "$host_only" -eq 0 ]; then
   fi
   # test_targets.sh also checks the figures in README.md and docs/ against the Cortex-M builds
   # (scripts/update_figures.py --check; "figures" in its summary).
-  bash scripts/test_targets.sh || failed+=("cross targets (see the summary above)")
+  step "cross targets" bash scripts/test_targets.sh || failed+=("cross targets (see their summary above)")
 else
   echo "=== figures check skipped (--host-only: it needs the Cortex-M builds of scripts/test_targets.sh)"
 fi
 
+echo
+echo "=== test_all summary (seconds of each step; the cross targets' own are above)"
+printf '%s\n' "${summary[@]}"
+echo "  total            $(( $(date +%s) - all_start + setup_seconds ))s (setup included)"
 if [ "${#failed[@]}" -ne 0 ]; then
   echo "FAILED: ${failed[*]}"
   exit 1
