@@ -9,6 +9,8 @@
 #include <type_traits>
 
 #include "microattn/arch.hpp"
+#include "microattn/internal/intrin_neon.hpp"
+#include "microattn/internal/intrin_x86.hpp"
 
 /// MICROATTN_ASSERT(cond): precondition of an inner kernel, checked in debug and sanitizer
 /// builds (!NDEBUG) and with MICROATTN_ENABLE_ASSERTS (whatever NDEBUG says), free otherwise.
