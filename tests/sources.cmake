@@ -9,6 +9,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_bad_input.cpp
   test_f32_exp.cpp
   test_f32_gemm.cpp
+  test_format.cpp
   test_pytorch_fixtures.cpp
   test_quant.cpp
   test_qd8.cpp

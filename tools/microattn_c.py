@@ -142,7 +142,8 @@ ATTENTION_VALUES = [
     ("chunk", "(@CHUNK@)"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
     ("int8_cache", "Cfg::kInt8Cache ? 1u : 0u"), ("cache_bytes", "@CACHE_BYTES@"),
     ("max_workers", "Cfg::kMaxWorkers"), ("mask", "static_cast<std::size_t>(Cfg::kMask)"),
-    ("window", "Cfg::kWindow"), ("int8_compute", "Cfg::kInt8Compute ? 1u : 0u")]
+    ("window", "Cfg::kWindow"), ("int8_compute", "Cfg::kInt8Compute ? 1u : 0u"),
+    ("weight_format", "Cfg::WeightFormat::kDesc.code()")]
 LATENT_VALUES = [
     ("t_max", "Cfg::kTMax"), ("d_model", "Cfg::kDModel"), ("heads", "Cfg::kHeads"),
     ("d_latent", "Cfg::kDLatent"), ("d_rope", "Cfg::kDRope"), ("d_nope", "Cfg::kDNope"),
@@ -154,7 +155,8 @@ LATENT_VALUES = [
     ("max_workers", "Cfg::kMaxWorkers"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
     ("int8_cache", "Cfg::kInt8Cache ? 1u : 0u"),
     ("absorbed_only", "Cfg::kAbsorbedOnly ? 1u : 0u"),
-    ("panel16", "::microattn::LatentWeights<Cfg>::panel_fits() ? 1u : 0u")]
+    ("panel16", "::microattn::LatentWeights<Cfg>::panel_fits() ? 1u : 0u"),
+    ("weight_format", "Cfg::WeightFormat::kDesc.code()")]
 
 DECODER_VALUES = [
     ("vocab", "Cfg::kVocab"), ("d_model", "Cfg::kDModel"), ("layers", "Cfg::kLayers"),
@@ -167,13 +169,15 @@ DECODER_VALUES = [
 
 LINEAR_VALUES = [
     ("in", "Cfg::kIn"), ("out", "Cfg::kOut"), ("bias", "Cfg::kBias ? 1u : 0u"),
-    ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"), ("max_workers", "Cfg::kMaxWorkers")]
+    ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"), ("max_workers", "Cfg::kMaxWorkers"),
+    ("weight_format", "Cfg::WeightFormat::kDesc.code()")]
 
 MLP_VALUES = [
     ("d_model", "Cfg::kDModel"), ("d_hidden", "Cfg::kDHidden"),
     ("activation", "static_cast<std::size_t>(Cfg::kAct)"), ("gated", "Cfg::kGated ? 1u : 0u"),
     ("bias", "Cfg::kBias ? 1u : 0u"), ("int8_weights", "Cfg::kInt8Weights ? 1u : 0u"),
-    ("max_workers", "Cfg::kMaxWorkers"), ("max_rows", "(@CHUNK@)")]
+    ("max_workers", "Cfg::kMaxWorkers"), ("max_rows", "(@CHUNK@)"),
+    ("weight_format", "Cfg::WeightFormat::kDesc.code()")]
 
 NORM_VALUES = [
     ("d", "::microattn::c_api::NormShape<Cfg>::kDim"),
@@ -567,6 +571,7 @@ def attention_shape(w, args, N, v, ring):
           "microattn_weights_q8 */" % (N, v["int8_weights"]))
         w("#define %s_INT8_COMPUTE %d /* Compute::kInt8: projections in integer arithmetic */"
           % (N, v["int8_compute"]))
+        weight_format_define(w, N, v)
     w("#define %s_MASK %d /* microattn::Mask: 0 causal (a window is causal), 1 none */"
       % (N, v["mask"]))
     w("#define %s_WINDOW %d /* SlidingWindow{W}: token i sees i - W + 1 .. i; 0: no window */"
@@ -576,6 +581,24 @@ def attention_shape(w, args, N, v, ring):
           % (N, v["int8_cache"]))
         w("#define %s_PREFILL_CHUNK %d /* tokens prefill processes at a time */"
           % (N, v["chunk"]))
+
+
+FORMAT_NAMES = {0x0: "MICROATTN_FORMAT_F32", 0x10801: "MICROATTN_FORMAT_QC8"}
+
+
+def weight_format_define(w, N, v):
+    """NAME_WEIGHT_FORMAT: the format every microattn_matrix given to NAME_set_matrices has."""
+    code = v["weight_format"]
+    w("#define %s_WEIGHT_FORMAT 0x%xu /* %s: each microattn_matrix's format */"
+      % (N, code, FORMAT_NAMES.get(code, "microattn::StorageFormat::code()")))
+
+
+def set_matrices_prototype(w, n, N, struct):
+    """NAME_set_matrices: the weights as one microattn_matrix per matrix, in any format."""
+    comment(w, "The same from one microattn_matrix per matrix (%s): MICROATTN_OK, the "
+            "statuses above, or MICROATTN_BAD_ARGUMENT when a matrix the layer uses has "
+            "another format than %s_WEIGHT_FORMAT." % (struct, N))
+    w("microattn_status %s_set_matrices(%s* obj, const %s* w);" % (n, n, struct))
 
 
 def attention_settings(w, args, n, N, v):
@@ -613,6 +636,7 @@ def attention_settings(w, args, n, N, v):
           "width")
         w(" * is not a multiple of 16). */")
         w("microattn_status %s_set_weights(%s* obj, const microattn_weights* w);" % (n, n))
+    set_matrices_prototype(w, n, N, "microattn_layer_matrices")
     w("")
     if args.kind == "kv":
         w("/* Rotary embeddings on Q and K, only while the cache is empty. MICROATTN_OK, or")
@@ -779,6 +803,7 @@ def latent_shape(w, N, v):
              "no unabsorbed staging in NAME_BYTES"),
             ("panel16", "PANEL16", "set_weights takes PANEL16 (widths in panels of 16)")):
         w("#define %s_%s %d%s" % (N, name, v[key], " /* %s */" % what if what else ""))
+    weight_format_define(w, N, v)
 
 
 def latent_settings(w, n, N, v):
@@ -806,6 +831,7 @@ def latent_settings(w, n, N, v):
                ", or PANEL16: %s_PANEL16 is 0" % N if not v["panel16"] else ""))
     w("microattn_status %s_set_weights(%s* obj, const microattn_latent_weights%s* w);"
       % (n, n, "_q8" if q8 else ""))
+    set_matrices_prototype(w, n, N, "microattn_latent_matrices")
     w("")
     comment(w, "Rotary embeddings on k_R and each head's q_R (rotary_dims 0 = %s_D_ROPE), only "
             "while the cache is empty. DeepSeek's checkpoints rotate adjacent pairs "
@@ -954,6 +980,8 @@ def block_header_text(args, config, v, header_name):
     w("/* Shape. Row counts M are 1 or more (no upper bound: the block keeps no rows). */")
     for key, name, what in block_shape_rows(kind, v):
         w("#define %s_%s %d /* %s */" % (N, name, v[key], what))
+    if not norm:
+        weight_format_define(w, N, v)
     w("")
     w("/* The object. Place it anywhere (static, a RAM section, the stack) aligned to %s_ALIGN:"
       % N)
@@ -1059,6 +1087,7 @@ def weighted_block_functions(w, n, N, kind, v):
                ", a scale array included" if q8 else ""))
     w("microattn_status %s_set_weights(%s* obj, const microattn_%s_weights%s* w);"
       % (n, n, kind, q8))
+    set_matrices_prototype(w, n, N, "microattn_%s_matrices" % kind)
     w("")
     comment(w, "Splits every later call over ex's workers (microattn_executor; copied): "
             "MICROATTN_OK, MICROATTN_NULL_POINTER (ex NULL) or MICROATTN_BAD_ARGUMENT (more "

@@ -501,101 +501,156 @@ constexpr WeightLayout layout_from_c(int layout) noexcept {
              : static_cast<WeightLayout>(0xff);
 }
 
-/// A C weight view as the C++ one (fp32 weights).
+static_assert(MICROATTN_FORMAT_F32 == format::F32::kDesc.code() &&
+                  MICROATTN_FORMAT_QC8 == format::Qc8::kDesc.code(),
+              "microattn C API: the C format codes are StorageFormat::code()");
+
+/// The C matrices struct of a configuration (NAME_set_matrices): microattn_layer_matrices, or
+/// microattn_latent_matrices, _linear_matrices, _mlp_matrices for those Config families.
 template <class Cfg>
-Weights<Cfg> weights_from_c(const microattn_weights& w) noexcept {
-  static_assert(!Cfg::kInt8Weights, "microattn C API: int8 weights come as microattn_weights_q8");
-  return Weights<Cfg>(layout_from_c(w.layout), w.w_q, w.w_k, w.w_v, w.w_o, w.b_q, w.b_k, w.b_v,
-                      w.b_o);
+struct CMatricesOf {
+  using type = microattn_layer_matrices;
+};
+template <std::size_t kT, std::size_t kD, std::size_t kH, std::size_t kC, std::size_t kR,
+          std::size_t kN, std::size_t kV, auto... kOptions>
+struct CMatricesOf<LatentConfig<kT, kD, kH, kC, kR, kN, kV, kOptions...>> {
+  using type = microattn_latent_matrices;
+};
+template <std::size_t kI, std::size_t kO, auto... kOptions>
+struct CMatricesOf<LinearConfig<kI, kO, kOptions...>> {
+  using type = microattn_linear_matrices;
+};
+template <std::size_t kD, std::size_t kH, Activation kA, auto... kOptions>
+struct CMatricesOf<MlpConfig<kD, kH, kA, kOptions...>> {
+  using type = microattn_mlp_matrices;
+};
+template <class Cfg>
+using CMatrices = typename CMatricesOf<Cfg>::type;
+
+/// A C matrix as the C++ record of format Fmt; *format_ok becomes false when the matrix is
+/// `used` by the layer and its format is not Fmt (an unused one may be left all zero).
+template <class Fmt>
+Matrix<Fmt> matrix_from_c(const microattn_matrix& m, bool used, bool* format_ok) noexcept {
+  if (used && m.format != FormatTraits<Fmt>::kDesc.code()) *format_ok = false;
+  return {static_cast<const typename Fmt::Elem*>(m.data),
+          FormatTraits<Fmt>::kScaled ? m.scales : nullptr};
+}
+/// A C matrix of the old structs' element type E and scales (null: an fp32 matrix).
+inline microattn_matrix matrix_to_c(const float* w) noexcept {
+  return {w, nullptr, MICROATTN_FORMAT_F32};
+}
+inline microattn_matrix matrix_to_c(const std::int8_t* w, const float* s) noexcept {
+  return {w, s, MICROATTN_FORMAT_QC8};
 }
 
-/// The same for int8 weights (WeightType::kInt8).
+/// The C matrices of an attention layer as the C++ view.
 template <class Cfg>
-Weights<Cfg> weights_from_c(const microattn_weights_q8& w) noexcept {
-  static_assert(Cfg::kInt8Weights, "microattn C API: fp32 weights come as microattn_weights");
-  static_assert(std::is_same<typename Cfg::WeightElem, std::int8_t>::value &&
-                    std::is_same<std::remove_cv_t<std::remove_pointer_t<decltype(w.w_q)>>,
-                                 std::int8_t>::value,
-                "microattn C API: int8_t of C is std::int8_t");
-  return Weights<Cfg>(layout_from_c(w.layout), w.w_q, w.s_q, w.w_k, w.s_k, w.w_v, w.s_v, w.w_o,
-                      w.s_o, w.b_q, w.b_k, w.b_v, w.b_o);
+Weights<Cfg> view_from_c(const microattn_layer_matrices& w, bool* ok) noexcept {
+  using F = typename Cfg::WeightFormat;
+  Weights<Cfg> c(layout_from_c(w.layout));
+  const Matrix<F> q = matrix_from_c<F>(w.q, true, ok), k = matrix_from_c<F>(w.k, true, ok),
+                  v = matrix_from_c<F>(w.v, true, ok),
+                  o = matrix_from_c<F>(w.o, Cfg::kHasOutProj, ok);
+  c.w_q = q.data, c.s_q = q.scales, c.w_k = k.data, c.s_k = k.scales;
+  c.w_v = v.data, c.s_v = v.scales, c.w_o = o.data, c.s_o = o.scales;
+  c.b_q = w.b_q, c.b_k = w.b_k, c.b_v = w.b_v, c.b_o = w.b_o;
+  return c;
 }
 
-/// The layout, matrices and RMSNorm weights of either C latent struct as a LatentWeights (an
-/// unknown layout becomes one check() refuses; PANEL16 is checked by check() as in C++); the
-/// struct's matrix type must be the LatentConfig's.
-template <class LCfg, class CW>
-LatentWeights<LCfg> latent_matrices_from_c(const CW& w) noexcept {
-  static_assert(std::is_same<std::remove_cv_t<std::remove_pointer_t<decltype(w.w_q)>>,
-                             typename LCfg::WeightElem>::value,
-                "microattn C API: a latent layer's weight struct has the LatentConfig's "
-                "WeightType (fp32: microattn_latent_weights, int8: microattn_latent_weights_q8)");
+/// The C matrices of a latent layer as the C++ view (w_q, or w_dq and w_uq with a query
+/// latent, are the ones used).
+template <class LCfg>
+LatentWeights<LCfg> view_from_c(const microattn_latent_matrices& w, bool* ok) noexcept {
+  using F = typename LCfg::WeightFormat;
+  constexpr bool kQl = LCfg::kHasQueryLatent;
   LatentWeights<LCfg> c;
   c.layout = layout_from_c(w.layout);
-  c.w_q = w.w_q, c.w_dq = w.w_dq, c.g_q = w.g_q, c.w_uq = w.w_uq;
-  c.w_dkv = w.w_dkv, c.g_kv = w.g_kv, c.w_ukv = w.w_ukv, c.w_o = w.w_o;
+  const Matrix<F> q = matrix_from_c<F>(w.q, !kQl, ok), dq = matrix_from_c<F>(w.dq, kQl, ok),
+                  uq = matrix_from_c<F>(w.uq, kQl, ok), dkv = matrix_from_c<F>(w.dkv, true, ok),
+                  ukv = matrix_from_c<F>(w.ukv, true, ok), o = matrix_from_c<F>(w.o, true, ok);
+  c.w_q = q.data, c.s_q = q.scales, c.w_dq = dq.data, c.s_dq = dq.scales, c.g_q = w.g_q;
+  c.w_uq = uq.data, c.s_uq = uq.scales, c.w_dkv = dkv.data, c.s_dkv = dkv.scales, c.g_kv = w.g_kv;
+  c.w_ukv = ukv.data, c.s_ukv = ukv.scales, c.w_o = o.data, c.s_o = o.scales;
   return c;
 }
 
-/// The latent weights (fp32) as LatentWeights; set_weights() picks the overload by struct.
+/// The C matrix of a linear layer as the C++ view.
 template <class LCfg>
-LatentWeights<LCfg> weights_from_c(const microattn_latent_weights& w) noexcept {
-  return latent_matrices_from_c<LCfg>(w);
-}
-
-/// The same for int8 latent weights (WeightType::kInt8): the matrices and their scales.
-template <class LCfg>
-LatentWeights<LCfg> weights_from_c(const microattn_latent_weights_q8& w) noexcept {
-  LatentWeights<LCfg> c = latent_matrices_from_c<LCfg>(w);
-  c.s_q = w.s_q, c.s_dq = w.s_dq, c.s_uq = w.s_uq;
-  c.s_dkv = w.s_dkv, c.s_ukv = w.s_ukv, c.s_o = w.s_o;
-  return c;
-}
-
-/// A linear layer's C weights (fp32) as LinearWeights.
-template <class LCfg>
-LinearWeights<LCfg> weights_from_c(const microattn_linear_weights& w) noexcept {
-  static_assert(!LCfg::kInt8Weights,
-                "microattn C API: int8 weights come as microattn_linear_weights_q8");
+LinearWeights<LCfg> view_from_c(const microattn_linear_matrices& w, bool* ok) noexcept {
+  const auto m = matrix_from_c<typename LCfg::WeightFormat>(w.w, true, ok);
   LinearWeights<LCfg> c;
   c.layout = layout_from_c(w.layout);
-  c.w = w.w, c.b = w.b;
+  c.w = m.data, c.s = m.scales, c.b = w.b;
   return c;
 }
 
-/// The same for int8 weights (WeightType::kInt8): the matrix, its scales, the fp32 bias.
-template <class LCfg>
-LinearWeights<LCfg> weights_from_c(const microattn_linear_weights_q8& w) noexcept {
-  static_assert(LCfg::kInt8Weights,
-                "microattn C API: fp32 weights come as microattn_linear_weights");
-  LinearWeights<LCfg> c;
-  c.layout = layout_from_c(w.layout);
-  c.w = w.w, c.s = w.s, c.b = w.b;
-  return c;
-}
-
-/// An MLP's C weights (fp32) as MlpWeights.
+/// The C matrices of an MLP as the C++ view (w_gate used by the gated activations only).
 template <class MCfg>
-MlpWeights<MCfg> weights_from_c(const microattn_mlp_weights& w) noexcept {
-  static_assert(!MCfg::kInt8Weights,
-                "microattn C API: int8 weights come as microattn_mlp_weights_q8");
+MlpWeights<MCfg> view_from_c(const microattn_mlp_matrices& w, bool* ok) noexcept {
+  using F = typename MCfg::WeightFormat;
+  const Matrix<F> g = matrix_from_c<F>(w.gate, MCfg::kGated, ok),
+                  u = matrix_from_c<F>(w.up, true, ok), d = matrix_from_c<F>(w.down, true, ok);
   MlpWeights<MCfg> c;
   c.layout = layout_from_c(w.layout);
-  c.w_gate = w.w_gate, c.w_up = w.w_up, c.w_down = w.w_down;
+  c.w_gate = g.data, c.s_gate = g.scales, c.w_up = u.data, c.s_up = u.scales;
+  c.w_down = d.data, c.s_down = d.scales;
   c.b_gate = w.b_gate, c.b_up = w.b_up, c.b_down = w.b_down;
   return c;
 }
 
-/// The same for int8 weights (WeightType::kInt8): the matrices, their scales, fp32 biases.
-template <class MCfg>
-MlpWeights<MCfg> weights_from_c(const microattn_mlp_weights_q8& w) noexcept {
-  static_assert(MCfg::kInt8Weights, "microattn C API: fp32 weights come as microattn_mlp_weights");
-  MlpWeights<MCfg> c;
-  c.layout = layout_from_c(w.layout);
-  c.w_gate = w.w_gate, c.w_up = w.w_up, c.w_down = w.w_down;
-  c.s_gate = w.s_gate, c.s_up = w.s_up, c.s_down = w.s_down;
-  c.b_gate = w.b_gate, c.b_up = w.b_up, c.b_down = w.b_down;
-  return c;
+/// The old per-format structs (NAME_set_weights, kept for this release) as the matrices structs:
+/// NAME_set_weights is NAME_set_matrices on them.
+inline microattn_layer_matrices matrices_from_c(const microattn_weights& w) noexcept {
+  return {w.layout,
+          matrix_to_c(w.w_q),
+          matrix_to_c(w.w_k),
+          matrix_to_c(w.w_v),
+          matrix_to_c(w.w_o),
+          w.b_q,
+          w.b_k,
+          w.b_v,
+          w.b_o};
+}
+inline microattn_layer_matrices matrices_from_c(const microattn_weights_q8& w) noexcept {
+  return {w.layout,
+          matrix_to_c(w.w_q, w.s_q),
+          matrix_to_c(w.w_k, w.s_k),
+          matrix_to_c(w.w_v, w.s_v),
+          matrix_to_c(w.w_o, w.s_o),
+          w.b_q,
+          w.b_k,
+          w.b_v,
+          w.b_o};
+}
+inline microattn_latent_matrices matrices_from_c(const microattn_latent_weights& w) noexcept {
+  return {w.layout, matrix_to_c(w.w_q),   matrix_to_c(w.w_dq),
+          w.g_q,    matrix_to_c(w.w_uq),  matrix_to_c(w.w_dkv),
+          w.g_kv,   matrix_to_c(w.w_ukv), matrix_to_c(w.w_o)};
+}
+inline microattn_latent_matrices matrices_from_c(const microattn_latent_weights_q8& w) noexcept {
+  return {w.layout, matrix_to_c(w.w_q, w.s_q),     matrix_to_c(w.w_dq, w.s_dq),
+          w.g_q,    matrix_to_c(w.w_uq, w.s_uq),   matrix_to_c(w.w_dkv, w.s_dkv),
+          w.g_kv,   matrix_to_c(w.w_ukv, w.s_ukv), matrix_to_c(w.w_o, w.s_o)};
+}
+inline microattn_linear_matrices matrices_from_c(const microattn_linear_weights& w) noexcept {
+  return {w.layout, matrix_to_c(w.w), w.b};
+}
+inline microattn_linear_matrices matrices_from_c(const microattn_linear_weights_q8& w) noexcept {
+  return {w.layout, matrix_to_c(w.w, w.s), w.b};
+}
+inline microattn_mlp_matrices matrices_from_c(const microattn_mlp_weights& w) noexcept {
+  return {
+      w.layout, matrix_to_c(w.w_gate), matrix_to_c(w.w_up), matrix_to_c(w.w_down), w.b_gate, w.b_up,
+      w.b_down};
+}
+inline microattn_mlp_matrices matrices_from_c(const microattn_mlp_weights_q8& w) noexcept {
+  return {w.layout,
+          matrix_to_c(w.w_gate, w.s_gate),
+          matrix_to_c(w.w_up, w.s_up),
+          matrix_to_c(w.w_down, w.s_down),
+          w.b_gate,
+          w.b_up,
+          w.b_down};
 }
 
 /// A C RoPE setting as the C++ one (an unknown pairing becomes one set_rope() refuses).
@@ -675,13 +730,31 @@ float scale(const Storage* storage) noexcept {
   return object_of(storage, &o) == Status::kOk ? o->scale() : 0.0f;
 }
 
+/// NAME_set_matrices: the statuses of set_weights (a missing matrix, scale array or bias is
+/// kNullPointer first), then kBadArgument for a used matrix whose format is not the Config's.
 template <class Object, class Cfg, class Storage>
-microattn_status set_weights(Storage* storage, const CWeights<Cfg>* w) noexcept {
+microattn_status set_matrices(Storage* storage, const CMatrices<Cfg>* w) noexcept {
   Object* o = nullptr;
   const Status s = object_of(storage, &o);
   if (s != Status::kOk) return to_c(s);
   if (w == nullptr) return MICROATTN_NULL_POINTER;
-  return to_c(o->set_weights(weights_from_c<Cfg>(*w)));
+  bool format_ok = true;
+  const auto view = view_from_c<Cfg>(*w, &format_ok);
+  if (const Status c = view.check(); c == Status::kNullPointer) return to_c(c);
+  if (!format_ok) return MICROATTN_BAD_ARGUMENT;
+  return to_c(o->set_weights(view));
+}
+
+/// NAME_set_weights (the per-format structs, kept for this release): NAME_set_matrices.
+template <class Object, class Cfg, class Storage>
+microattn_status set_weights(Storage* storage, const CWeights<Cfg>* w) noexcept {
+  if (w == nullptr) {
+    Object* o = nullptr;
+    const Status s = object_of(storage, &o);
+    return to_c(s != Status::kOk ? s : Status::kNullPointer);
+  }
+  const CMatrices<Cfg> m = matrices_from_c(*w);
+  return set_matrices<Object, Cfg>(storage, &m);
 }
 
 template <class Object, class Storage>
@@ -1101,6 +1174,11 @@ float eps(const Storage* storage) noexcept {
   extern "C" microattn_status name##_set_weights(                                                  \
       name* obj, const ::microattn::c_api::CWeights<microattn_c_##name::Cfg>* w) {                 \
     return ::microattn::c_api::set_weights<microattn_c_##name::Object, microattn_c_##name::Cfg>(   \
+        obj, w);                                                                                   \
+  }                                                                                                \
+  extern "C" microattn_status name##_set_matrices(                                                 \
+      name* obj, const ::microattn::c_api::CMatrices<microattn_c_##name::Cfg>* w) {                \
+    return ::microattn::c_api::set_matrices<microattn_c_##name::Object, microattn_c_##name::Cfg>(  \
         obj, w);                                                                                   \
   }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "microattn/format.hpp"
+
 namespace microattn {
 
 /// Which projections add a bias vector: a set of flags, combined with `|`.
@@ -38,12 +40,7 @@ enum class Rope : bool { kNo = false, kYes = true };
 /// out_proj = Linear(d_out, d_out): Config<T, d_in, H, H, d_out / H, OutDim{d_out}>.
 enum class OutDim : std::size_t {};
 
-/// Element type of the weight matrices W_Q, W_K, W_V, W_O (biases are always fp32).
-///   WeightType::kF32   fp32 (the default)
-///   WeightType::kInt8  int8, symmetric, one fp32 scale per output column of each matrix
-///                      (w(i, o) = scale[o] * q(i, o), q in [-127, 127]; "qc8w" in kernel
-///                      names): a quarter of the flash, read in place like fp32 weights.
-enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
+// WeightType (the weight matrices' storage format: fp32, int8 per column) is in format.hpp.
 
 /// The arithmetic of the projections (W_Q, W_K, W_V, W_O; prefill and decode).
 ///   Compute::kF32   fp32 multiply-adds (the default; int8 weights are widened to fp32)
@@ -132,6 +129,16 @@ template <class Opt, class... Ts>
 constexpr std::size_t option_count(Ts...) noexcept {
   return (std::size_t{0} + ... + (std::is_same<Ts, Opt>::value ? 1u : 0u));
 }
+/// The storage format of the weight matrices among a Config's options (WeightType; fp32 when
+/// none): the one parser every Config family (attention, latent, linear, MLP, decoder) uses.
+template <auto... kOptions>
+using weight_format_t =
+    typename WeightFormatOf<option_or<WeightType>(WeightType::kF32, kOptions...)>::type;
+/// Whether a WeightType value names a format (WeightFormatOf has an entry for it).
+constexpr bool is_weight_type(WeightType w) noexcept {
+  return w == WeightType::kF32 || w == WeightType::kInt8;
+}
+
 template <class T>
 constexpr bool is_config_option() noexcept {
   return std::is_same<T, Bias>::value || std::is_same<T, OutProj>::value ||
@@ -200,11 +207,15 @@ struct Config {
   static constexpr bool kBiasV = has(kBias, Bias::kV);
   static constexpr bool kBiasO = has(kBias, Bias::kO) && kHasOutProj;
 
-  /// Element type of the weight matrices, and the C++ type of their arrays (float or int8_t).
+  /// The weight matrices' storage format (format.hpp), and the C++ type of their arrays.
   static constexpr WeightType kWeightType =
       internal::option_or<WeightType>(WeightType::kF32, kOptions...);
-  static constexpr bool kInt8Weights = kWeightType == WeightType::kInt8;
-  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  static_assert(internal::is_weight_type(kWeightType),
+                "microattn::Config: WeightType must be kF32 or kInt8");
+  using WeightFormat = internal::weight_format_t<kOptions...>;
+  using WeightElem = typename WeightFormat::Elem;
+  /// int8 weights with a scale per output column (format::Qc8).
+  static constexpr bool kInt8Weights = std::is_same<WeightFormat, format::Qc8>::value;
   /// The projections' arithmetic (Compute::kInt8: integer, on int8 weights).
   static constexpr Compute kCompute = internal::option_or<Compute>(Compute::kF32, kOptions...);
   static constexpr bool kInt8Compute = kCompute == Compute::kInt8;
@@ -239,8 +250,6 @@ struct Config {
           ? static_cast<std::size_t>(internal::option_or<OutDim>(OutDim{kDModel_}, kOptions...))
           : kQDim;
 
-  static_assert(kWeightType == WeightType::kF32 || kWeightType == WeightType::kInt8,
-                "microattn::Config: WeightType must be kF32 or kInt8");
   static_assert(kCompute == Compute::kF32 || kCompute == Compute::kInt8,
                 "microattn::Config: Compute must be kF32 or kInt8");
   static_assert(!kInt8Compute || kInt8Weights,

@@ -53,7 +53,10 @@ struct DecoderConfig {
   static constexpr std::size_t kDHidden = kDHidden_, kTMax = kTMax_;
   static constexpr WeightType kWeightType =
       internal::option_or<WeightType>(WeightType::kF32, kOptions...);
-  static constexpr bool kInt8Weights = kWeightType == WeightType::kInt8;
+  /// The weight matrices' storage format (format.hpp) and the C++ type of their arrays.
+  using WeightFormat = internal::weight_format_t<kOptions...>;
+  using WeightElem = typename WeightFormat::Elem;
+  static constexpr bool kInt8Weights = std::is_same<WeightFormat, format::Qc8>::value;
   static constexpr std::size_t kMaxWorkers =
       static_cast<std::size_t>(internal::option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
   static constexpr bool kTiedHead =
@@ -61,7 +64,6 @@ struct DecoderConfig {
   static constexpr Activation kAct =
       internal::option_or<Activation>(Activation::kSwiGlu, kOptions...);
   static_assert(is_gated(kAct), "microattn::DecoderConfig: the MLP is gated (kSwiGlu, kGeGlu)");
-  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
   static constexpr Compute kCompute = internal::option_or<Compute>(Compute::kF32, kOptions...);
   /// The blocks' own configurations.
   using Attn = Config<kTMax_, kDModel_, kHeads_, kKvHeads_, kDHead_, Rope::kYes, kWeightType,
@@ -109,9 +111,9 @@ struct DecoderWeights {
   /// is not a WeightLayout value, eps not positive and finite, a negative or non-finite RoPE
   /// base, T_max above trained_context). Checked on the bits: holds under fast-math.
   Status check() const noexcept {
-    constexpr bool q = DCfg::kInt8Weights;
-    if (!embed || !norm || (q && !s_embed)) return Status::kNullPointer;
-    if (!DCfg::kTiedHead && (!head || (q && !s_head))) return Status::kNullPointer;
+    using Head = Matrix<typename DCfg::WeightFormat>;
+    if (!embedding().complete() || !norm) return Status::kNullPointer;
+    if (!DCfg::kTiedHead && !Head{head, s_head}.complete()) return Status::kNullPointer;
     for (const auto& l : layers) {
       if (!l.attn_norm || !l.mlp_norm) return Status::kNullPointer;
       if (const Status s = l.attn.check(); s != Status::kOk) return s;
@@ -128,6 +130,10 @@ struct DecoderWeights {
     return RopeConfig{true, rope_base > 0.0f ? rope_base : 10000.0f, rope_pairing, rotary_dims, 0};
   }
   float eps() const noexcept { return norm_eps; }
+  /// The embedding as a matrix record ([vocab][d_model], a scale per token row when scaled).
+  constexpr Matrix<typename DCfg::WeightFormat> embedding() const noexcept {
+    return {embed, s_embed};
+  }
   /// The LM head as a Linear layer's weights (the embedding when tied).
   LinearWeights<typename DCfg::Head> head_weights() const noexcept {
     LinearWeights<typename DCfg::Head> h;
@@ -139,11 +145,10 @@ struct DecoderWeights {
   /// True when [p, p + bytes) overlaps a weight array.
   bool overlaps(const void* p, std::size_t bytes) const noexcept {
     constexpr std::size_t V = DCfg::kVocab, DM = DCfg::kDModel;
-    const std::size_t row = DCfg::kInt8Weights ? 1 : sizeof(float);
-    if (internal::overlaps(p, bytes, embed, V * DM * row) ||
+    // The embedding is [vocab][d_model] with a scale per token row: kOutIn's shape.
+    if (embedding().overlaps(p, bytes, WeightLayout::kOutIn, DM, V) ||
         internal::overlaps(p, bytes, norm, DM * sizeof(float)) || head_weights().overlaps(p, bytes))
       return true;
-    if (DCfg::kInt8Weights && internal::overlaps(p, bytes, s_embed, V * sizeof(float))) return true;
     for (const auto& l : layers)
       if (internal::overlaps(p, bytes, l.attn_norm, DM * sizeof(float)) ||
           internal::overlaps(p, bytes, l.mlp_norm, DM * sizeof(float)) ||
@@ -306,11 +311,12 @@ class Decoder {
   }
   void embed(const std::int32_t* tokens, std::size_t m) noexcept {
     for (std::size_t i = 0; i < m; ++i) {
+      using F = FormatTraits<typename DCfg::WeightFormat>;
       const std::size_t t = static_cast<std::size_t>(tokens[i]);
-      const auto* row = w_.embed + t * DM;
-      const float s = DCfg::kInt8Weights ? w_.s_embed[t] : 1.0f;
-      for (std::size_t j = 0; j < DM; ++j)
-        x_[i * DM + j] = DCfg::kInt8Weights ? s * static_cast<float>(row[j]) : row[j];
+      for (std::size_t j = 0; j < DM; ++j) {  // row t of [vocab][d_model] (kOutIn's indices)
+        const float s = F::kScaled ? w_.s_embed[F::scale_index(j, t, DM)] : 1.0f;
+        x_[i * DM + j] = F::widen(F::load(w_.embed, t * DM + j), s);
+      }
     }
   }
   /// n_ = RMSNorm(x rows) with weight g.
@@ -352,11 +358,12 @@ class BlobCursor {
     pos_ += count * sizeof(E);
     return p;
   }
-  /// A matrix [out][in] (int8: followed by its scales).
-  template <class E>
-  const E* matrix(std::size_t out, std::size_t in, const float** scales) noexcept {
-    const E* m = take<E>(out * in);
-    if (std::is_same<E, std::int8_t>::value) *scales = take<float>(out);
+  /// A matrix [out][in] in format Fmt (a scaled format: followed by its scales).
+  template <class Fmt>
+  const typename Fmt::Elem* matrix(std::size_t out, std::size_t in, const float** scales) noexcept {
+    using T = FormatTraits<Fmt>;
+    const auto* m = take<typename Fmt::Elem>(T::elem_offset(out * in));
+    if (T::kScaled) *scales = take<float>(T::scale_count(in, out));
     return m;
   }
   bool ok() const noexcept { return ok_; }
@@ -426,7 +433,7 @@ Status decoder_weights_from_blob(const void* blob, std::size_t bytes,
       !internal::blob_header_fits<DCfg>(b, bytes))
     return Status::kBadArgument;
   using A = typename DCfg::Attn;
-  using E = typename DCfg::WeightElem;
+  using E = typename DCfg::WeightFormat;
   constexpr std::size_t DM = DCfg::kDModel, DH = DCfg::kDHidden;
   internal::BlobCursor c(b, internal::blob_word(b, 15));
   DecoderWeights<DCfg> w;

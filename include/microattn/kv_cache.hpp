@@ -530,9 +530,9 @@ class KvAttention {
     rope_.cover(L, 1);
     DecodeWork& dw = dw_;
     // Projections of the token: every weight read once.
-    const auto wq = internal::weight_slice(w_.w_q, lay, DM, QD, 0, w_.s_q);
-    const auto wk = internal::weight_slice(w_.w_k, lay, DM, KD, 0, w_.s_k);
-    const auto wv = internal::weight_slice(w_.w_v, lay, DM, KD, 0, w_.s_v);
+    const auto wq = internal::weight_slice(w_.q(), lay, DM, QD, 0);
+    const auto wk = internal::weight_slice(w_.k(), lay, DM, KD, 0);
+    const auto wv = internal::weight_slice(w_.v(), lay, DM, KD, 0);
     // From the token, or the token quantised (Compute::kInt8).
     auto project_from = [&](const auto& xin) {
       auto proj = [&](std::size_t i) {
@@ -589,7 +589,7 @@ class KvAttention {
                                                    D);
     }
     if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.w_o, lay, QD, OD, 0, w_.s_o);
+      const auto wo = internal::weight_slice(w_.o(), lay, QD, OD, 0);
       auto out_from = [&](const auto& cin) {  // the heads, or the heads quantised
         auto out = [&](std::size_t i) {
           internal::project_vec<Arch>(OD, QD, cin, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i, parts);

@@ -100,9 +100,10 @@ struct LatentConfig {
       static_cast<std::size_t>(internal::option_or<MaxWorkers>(MaxWorkers{1}, kOptions...));
   static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
                 "microattn::LatentConfig: MaxWorkers{n} needs 1 <= n <= 256");
-  static constexpr bool kInt8Weights =
-      internal::option_or<WeightType>(WeightType::kF32, kOptions...) == WeightType::kInt8;
-  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  /// The weight matrices' storage format (format.hpp) and the C++ type of their arrays.
+  using WeightFormat = internal::weight_format_t<kOptions...>;
+  using WeightElem = typename WeightFormat::Elem;
+  static constexpr bool kInt8Weights = std::is_same<WeightFormat, format::Qc8>::value;
   static constexpr bool kInt8Cache =
       internal::option_or<CacheType>(CacheType::kF32, kOptions...) == CacheType::kInt8;
   static_assert(internal::option_or<LatentPrefill>(LatentPrefill::kAuto, kOptions...) !=
@@ -156,7 +157,9 @@ struct LatentConfig {
 /// scaled by the block's column scales first.
 template <class LCfg>
 struct LatentWeights {
-  /// Element type of the matrices: float, or int8_t with WeightType::kInt8.
+  /// The matrices' storage format (format.hpp) and the C++ type of their arrays: float, or
+  /// int8_t with WeightType::kInt8.
+  using Format = typename LCfg::WeightFormat;
   using Elem = typename LCfg::WeightElem;
   static constexpr bool kInt8 = LCfg::kInt8Weights;
   WeightLayout layout = WeightLayout::kInOut;
@@ -176,6 +179,14 @@ struct LatentWeights {
   const float* s_ukv = nullptr;
   const float* s_o = nullptr;
 
+  /// Each matrix as one record (its elements and its scales).
+  constexpr Matrix<Format> q() const noexcept { return {w_q, s_q}; }
+  constexpr Matrix<Format> dq() const noexcept { return {w_dq, s_dq}; }
+  constexpr Matrix<Format> uq() const noexcept { return {w_uq, s_uq}; }
+  constexpr Matrix<Format> dkv() const noexcept { return {w_dkv, s_dkv}; }
+  constexpr Matrix<Format> ukv() const noexcept { return {w_ukv, s_ukv}; }
+  constexpr Matrix<Format> o() const noexcept { return {w_o, s_o}; }
+
   /// kPanel16 needs every matrix's output width and the per-head column blocks of W_UKV
   /// (d_nope, d_v) in whole panels of 16.
   static constexpr bool panel_fits() noexcept {
@@ -187,12 +198,10 @@ struct LatentWeights {
   /// needs is null; kBadArgument for a layout that is not a WeightLayout value, or kPanel16
   /// without panel_fits().
   constexpr Status check() const noexcept {
-    const bool q_ok = LCfg::kHasQueryLatent ? (w_dq && g_q && w_uq) : w_q != nullptr;
-    if (!q_ok || !w_dkv || !g_kv || !w_ukv || !w_o) return Status::kNullPointer;
-    if (kInt8) {
-      const bool sq_ok = LCfg::kHasQueryLatent ? (s_dq && s_uq) : s_q != nullptr;
-      if (!sq_ok || !s_dkv || !s_ukv || !s_o) return Status::kNullPointer;
-    }
+    const bool q_ok =
+        LCfg::kHasQueryLatent ? (dq().complete() && g_q && uq().complete()) : q().complete();
+    if (!q_ok || !dkv().complete() || !g_kv || !ukv().complete() || !o().complete())
+      return Status::kNullPointer;
     if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
         (layout != WeightLayout::kPanel16 || !panel_fits()))
       return Status::kBadArgument;
@@ -201,22 +210,20 @@ struct LatentWeights {
   /// True when [p, p + bytes) overlaps a weight array.
   bool overlaps(const void* p, std::size_t bytes) const noexcept {
     constexpr std::size_t F = sizeof(float), DM = LCfg::kDModel;
-    // A matrix and (int8) its out scales.
-    auto mat = [&](const Elem* w, const float* sc, std::size_t in, std::size_t out) {
-      return internal::overlaps(p, bytes, w, weight_floats(layout, in, out) * sizeof(Elem)) ||
-             (kInt8 && internal::overlaps(p, bytes, sc, out * F));
+    auto mat = [&](const Matrix<Format>& m, std::size_t in, std::size_t out) {
+      return m.overlaps(p, bytes, layout, in, out);
     };
     if (LCfg::kHasQueryLatent) {
-      if (mat(w_dq, s_dq, DM, LCfg::kDQLatent) ||
+      if (mat(dq(), DM, LCfg::kDQLatent) ||
           internal::overlaps(p, bytes, g_q, LCfg::kDQLatent * F) ||
-          mat(w_uq, s_uq, LCfg::kDQLatent, LCfg::kQDim))
+          mat(uq(), LCfg::kDQLatent, LCfg::kQDim))
         return true;
-    } else if (mat(w_q, s_q, DM, LCfg::kQDim)) {
+    } else if (mat(q(), DM, LCfg::kQDim)) {
       return true;
     }
-    return mat(w_dkv, s_dkv, DM, LCfg::kDCache) ||
+    return mat(dkv(), DM, LCfg::kDCache) ||
            internal::overlaps(p, bytes, g_kv, LCfg::kDLatent * F) ||
-           mat(w_ukv, s_ukv, LCfg::kDLatent, LCfg::kUkvDim) || mat(w_o, s_o, LCfg::kVDim, DM);
+           mat(ukv(), LCfg::kDLatent, LCfg::kUkvDim) || mat(o(), LCfg::kVDim, DM);
   }
 };
 
@@ -454,9 +461,9 @@ class LatentAttention {
     return Status::kOk;
   }
   /// Columns [col0, ..) of a matrix (in inputs, out outputs) with their int8 scales.
-  internal::WeightSlice<Elem> slice(const Elem* w, const float* sc, std::size_t in, std::size_t out,
-                                    std::size_t col0) const noexcept {
-    return internal::weight_slice(w, w_.layout, in, out, col0, kInt8W ? sc : nullptr);
+  internal::WeightSlice<Elem> slice(const Matrix<typename LCfg::WeightFormat>& m, std::size_t in,
+                                    std::size_t out, std::size_t col0) const noexcept {
+    return internal::weight_slice(m, w_.layout, in, out, col0);
   }
   /// Head h's qs scratch: int8 weights only (with fp32 weights dw.qs is a single float).
   static float* query_scratch(DecodeWork& dw, std::size_t h) noexcept {
@@ -537,19 +544,19 @@ class LatentAttention {
       const float* xr = x + r.begin * DM;
       float* panel = pw.pack[i];
       latents(n, L + r.begin, kInt8C ? pw.lat + r.begin * DCR : nullptr, [&](float* rows) {
-        internal::project<Arch>(n, DCR, DM, xr, DM, slice(w_.w_dkv, w_.s_dkv, DM, DCR, 0), nullptr,
+        internal::project<Arch>(n, DCR, DM, xr, DM, slice(w_.dkv(), DM, DCR, 0), nullptr,
                                 kernels::StoreRowMajor{rows, DCR}, panel);
       });
       float* q = pw.q + r.begin * QD;
       if constexpr (LCfg::kHasQueryLatent) {
         float* cq = pw.cq + r.begin * DCQ;
-        internal::project<Arch>(n, DCQ, DM, xr, DM, slice(w_.w_dq, w_.s_dq, DM, DCQ, 0), nullptr,
+        internal::project<Arch>(n, DCQ, DM, xr, DM, slice(w_.dq(), DM, DCQ, 0), nullptr,
                                 kernels::StoreRowMajor{cq, DCQ}, panel);
         kernels::f32_rms_norm_rows(cq, DCQ, n, DCQ, w_.g_q, rms_eps());
-        internal::project<Arch>(n, QD, DCQ, cq, DCQ, slice(w_.w_uq, w_.s_uq, DCQ, QD, 0), nullptr,
+        internal::project<Arch>(n, QD, DCQ, cq, DCQ, slice(w_.uq(), DCQ, QD, 0), nullptr,
                                 kernels::StoreRowMajor{q, QD}, panel);
       } else {
-        internal::project<Arch>(n, QD, DM, xr, DM, slice(w_.w_q, w_.s_q, DM, QD, 0), nullptr,
+        internal::project<Arch>(n, QD, DM, xr, DM, slice(w_.q(), DM, QD, 0), nullptr,
                                 kernels::StoreRowMajor{q, QD}, panel);
       }
       rope_.apply(q + DN, QD, DQK, n, H, L + r.begin);
@@ -565,7 +572,7 @@ class LatentAttention {
       const internal::Range r = internal::token_rows<Arch>(T, i, parts);
       if (r.begin >= r.end) return;
       internal::project<Arch>(r.end - r.begin, DM, VD, pw.ctx + r.begin * VD, VD,
-                              slice(w_.w_o, w_.s_o, VD, DM, 0), nullptr,
+                              slice(w_.o(), VD, DM, 0), nullptr,
                               kernels::StoreRowMajor{y + r.begin * DM, DM}, pw.pack[i]);
     };
     ex_.run(parts, out);
@@ -595,8 +602,8 @@ class LatentAttention {
   void expand_head(std::size_t h, std::size_t b, std::size_t e, std::size_t s,
                    std::size_t w) noexcept {
     PrefillWork& pw = pw_;
-    const auto wk = slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV));
-    const auto wv = slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV) + DN);
+    const auto wk = slice(w_.ukv(), DC, UD, h * (DN + DV));
+    const auto wv = slice(w_.ukv(), DC, UD, h * (DN + DV) + DN);
     for (std::size_t rb = b, n = 0; rb < e; rb += n) {
       n = internal::min_size(kExpandRows, e - rb);
       const float* c;
@@ -643,7 +650,7 @@ class LatentAttention {
       const internal::Range r = internal::split(H, 1, i, parts);
       for (std::size_t h = r.begin; h < r.end; ++h)
         internal::project_vec<Arch>(DV, DC, dw.oc + h * DC,
-                                    slice(w_.w_ukv, w_.s_ukv, DC, UD, h * (DN + DV) + DN), nullptr,
+                                    slice(w_.ukv(), DC, UD, h * (DN + DV) + DN), nullptr,
                                     ctx + h * DV);
     };
     ex_.run(parts, lift);
@@ -656,35 +663,33 @@ class LatentAttention {
     DecodeWork& dw = dw_;
     latents(1, L, pw_.lat, [&](float* row) {
       auto proj = [&](std::size_t i) {
-        internal::project_vec<Arch>(DCR, DM, x, slice(w_.w_dkv, w_.s_dkv, DM, DCR, 0), nullptr, row,
-                                    i, parts);
+        internal::project_vec<Arch>(DCR, DM, x, slice(w_.dkv(), DM, DCR, 0), nullptr, row, i,
+                                    parts);
       };
       ex_.run(parts, proj);
     });
     if constexpr (LCfg::kHasQueryLatent) {
       auto pa = [&](std::size_t i) {
-        internal::project_vec<Arch>(DCQ, DM, x, slice(w_.w_dq, w_.s_dq, DM, DCQ, 0), nullptr, dw.cq,
-                                    i, parts);
+        internal::project_vec<Arch>(DCQ, DM, x, slice(w_.dq(), DM, DCQ, 0), nullptr, dw.cq, i,
+                                    parts);
       };
       ex_.run(parts, pa);
       kernels::f32_rms_norm_rows(dw.cq, DCQ, 1, DCQ, w_.g_q, rms_eps());
       auto pb = [&](std::size_t i) {
-        internal::project_vec<Arch>(QD, DCQ, dw.cq, slice(w_.w_uq, w_.s_uq, DCQ, QD, 0), nullptr,
-                                    dw.q, i, parts);
+        internal::project_vec<Arch>(QD, DCQ, dw.cq, slice(w_.uq(), DCQ, QD, 0), nullptr, dw.q, i,
+                                    parts);
       };
       ex_.run(parts, pb);
     } else {
       auto pq = [&](std::size_t i) {
-        internal::project_vec<Arch>(QD, DM, x, slice(w_.w_q, w_.s_q, DM, QD, 0), nullptr, dw.q, i,
-                                    parts);
+        internal::project_vec<Arch>(QD, DM, x, slice(w_.q(), DM, QD, 0), nullptr, dw.q, i, parts);
       };
       ex_.run(parts, pq);
     }
     rope_.apply(dw.q + DN, QD, DQK, 1, H, L);
     attend_absorbed(dw.q, L + 1, dw.ctx);
     auto out = [&](std::size_t i) {
-      internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.w_o, w_.s_o, VD, DM, 0), nullptr, y, i,
-                                  parts);
+      internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.o(), VD, DM, 0), nullptr, y, i, parts);
     };
     ex_.run(parts, out);
   }

@@ -36,9 +36,10 @@ struct BlockOptions {
                     option_count<MaxWorkers>(kOptions...) <= 1,
                 "microattn: each option may be given once");
   static constexpr bool kBias = option_or<Bias>(Bias::kNo, kOptions...) != Bias::kNo;
-  static constexpr bool kInt8Weights =
-      option_or<WeightType>(WeightType::kF32, kOptions...) == WeightType::kInt8;
-  using WeightElem = std::conditional_t<kInt8Weights, std::int8_t, float>;
+  /// The weight matrices' storage format (format.hpp) and the C++ type of their arrays.
+  using WeightFormat = weight_format_t<kOptions...>;
+  using WeightElem = typename WeightFormat::Elem;
+  static constexpr bool kInt8Weights = std::is_same<WeightFormat, format::Qc8>::value;
   /// Compute::kInt8: each row of a matrix product's input quantised to int8 (a scale per row),
   /// integer sums with the int8 weights (the attention layers' integer option).
   static constexpr Compute kCompute = option_or<Compute>(Compute::kF32, kOptions...);
@@ -56,23 +57,21 @@ struct BlockOptions {
                 "microattn: MaxWorkers{n} needs 1 <= n <= 256");
 };
 
-/// One weight matrix (in inputs, out outputs) of a building block: the view, its int8 scales,
-/// its bias.
-template <class E>
+/// One weight matrix (in inputs, out outputs) of a building block: the matrix record (its
+/// elements and scales) and its bias.
+template <class Fmt>
 struct MatrixView {
-  const E* w = nullptr;
-  const float* s = nullptr;  ///< int8: a scale per output column
+  Matrix<Fmt> m;
   const float* b = nullptr;  ///< bias (out floats), when the block has biases
-  bool ok(bool int8, bool bias) const noexcept { return w && (!int8 || s) && (!bias || b); }
+  constexpr bool ok(bool bias) const noexcept { return m.complete() && (!bias || b); }
   bool overlaps(const void* p, std::size_t bytes, WeightLayout l, std::size_t in, std::size_t out,
-                bool int8, bool bias) const noexcept {
-    return internal::overlaps(p, bytes, w, weight_floats(l, in, out) * sizeof(E)) ||
-           (int8 && internal::overlaps(p, bytes, s, out * sizeof(float))) ||
+                bool bias) const noexcept {
+    return m.overlaps(p, bytes, l, in, out) ||
            (bias && internal::overlaps(p, bytes, b, out * sizeof(float)));
   }
-  WeightSlice<E> slice(WeightLayout l, std::size_t in, std::size_t out, std::size_t col0,
-                       bool int8) const noexcept {
-    return weight_slice(w, l, in, out, col0, int8 ? s : nullptr);
+  WeightSlice<typename Fmt::Elem> slice(WeightLayout l, std::size_t in, std::size_t out,
+                                        std::size_t col0) const noexcept {
+    return weight_slice(m, l, in, out, col0);
   }
 };
 
@@ -172,7 +171,7 @@ struct LinearWeights {
   /// kOk; kNullPointer (w, or a scale or bias array the configuration needs, null);
   /// kBadArgument (layout not a WeightLayout value).
   constexpr Status check() const noexcept {
-    if (!view().ok(LCfg::kInt8Weights, LCfg::kBias)) return Status::kNullPointer;
+    if (!view().ok(LCfg::kBias)) return Status::kNullPointer;
     if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
         layout != WeightLayout::kPanel16)
       return Status::kBadArgument;
@@ -180,10 +179,11 @@ struct LinearWeights {
   }
   /// True when [p, p + bytes) overlaps the matrix, its scales or its bias.
   bool overlaps(const void* p, std::size_t bytes) const noexcept {
-    return view().overlaps(p, bytes, layout, LCfg::kIn, LCfg::kOut, LCfg::kInt8Weights,
-                           LCfg::kBias);
+    return view().overlaps(p, bytes, layout, LCfg::kIn, LCfg::kOut, LCfg::kBias);
   }
-  constexpr internal::MatrixView<Elem> view() const noexcept { return {w, s, b}; }
+  constexpr internal::MatrixView<typename LCfg::WeightFormat> view() const noexcept {
+    return {{w, s}, b};
+  }
 };
 
 /// y = x W (+ b) for M rows at a time: the GEMM of the attention layers' projections (M > 1)
@@ -227,7 +227,7 @@ class Linear : public internal::BlockState<LinearWeights<LCfg>, LCfg::kMaxWorker
   /// y[m][kOut] = x[m][kIn] W (+ b); with integer compute m <= kMaxRows, each part quantising
   /// the rows it multiplies (a row alone: before the split by columns).
   void run(const float* x, std::size_t m, float* y) noexcept {
-    const auto slice = w_.view().slice(w_.layout, I, O, 0, LCfg::kInt8Weights);
+    const auto slice = w_.view().slice(w_.layout, I, O, 0);
     const float* bias = LCfg::kBias ? w_.b : nullptr;
     const std::size_t parts = ex_.parts();
     Qd8& buf = *this;

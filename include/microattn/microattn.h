@@ -70,6 +70,37 @@ const char* microattn_status_string(microattn_status s);
  *   PANEL16  [out/16][in][16]: the fastest; needs d_head and W_O's width multiples of 16 */
 enum { MICROATTN_LAYOUT_IN_OUT = 0, MICROATTN_LAYOUT_OUT_IN = 1, MICROATTN_LAYOUT_PANEL16 = 2 };
 
+/* Storage formats of a weight matrix: microattn::StorageFormat::code() (microattn/format.hpp),
+ * the same numbers a model file will carry.
+ *   F32  float elements, no scales
+ *   QC8  int8_t elements in -127 .. 127 with a float scale per output column,
+ *        W(i, o) = scales[o] * data(i, o) (microattn_quantize_int8() makes both) */
+#define MICROATTN_FORMAT_F32 0x0u
+#define MICROATTN_FORMAT_QC8 0x10801u
+
+/* One weight matrix: its elements in `layout` (the struct that holds it says which), its
+ * scales when the format has them (NULL otherwise: ignored), and its format. A layer takes the
+ * format of its Config (<NAME>_WEIGHT_FORMAT): another one is MICROATTN_BAD_ARGUMENT, so the
+ * same struct serves fp32 and int8 weights without a compile-time type of its own. */
+typedef struct microattn_matrix {
+  const void* data;    /* float (F32), int8_t (QC8) */
+  const float* scales; /* QC8: [out] */
+  uint32_t format;     /* MICROATTN_FORMAT_* */
+} microattn_matrix;
+
+/* The weights of one attention layer (kinds layer, kv) in any format: the matrices of
+ * microattn_weights (same shapes and layouts), each a microattn_matrix, and the fp32 biases.
+ * <NAME>_set_matrices takes it; microattn_weights and microattn_weights_q8 with
+ * <NAME>_set_weights remain for this release. */
+typedef struct microattn_layer_matrices {
+  int layout; /* MICROATTN_LAYOUT_* */
+  microattn_matrix q, k, v, o;
+  const float* b_q;
+  const float* b_k;
+  const float* b_v;
+  const float* b_o;
+} microattn_layer_matrices;
+
 /* The weights of one layer: views over the caller's arrays (never copied; may be in flash).
  * Shapes in floats, QD = H * d_head, KD = H_kv * d_head, OD = the layer's output width:
  *   field  IN_OUT          OUT_IN          needed when
@@ -181,6 +212,18 @@ typedef struct microattn_latent_weights_q8 {
   const float* s_o;
 } microattn_latent_weights_q8;
 
+/* The weights of a latent layer in any format (<NAME>_set_matrices): the matrices of
+ * microattn_latent_weights (same shapes and layouts), each a microattn_matrix; the RMSNorm
+ * weights g_q, g_kv fp32. */
+typedef struct microattn_latent_matrices {
+  int layout; /* MICROATTN_LAYOUT_* */
+  microattn_matrix q, dq;
+  const float* g_q;
+  microattn_matrix uq, dkv;
+  const float* g_kv;
+  microattn_matrix ukv, o;
+} microattn_latent_matrices;
+
 /* The weights of a linear layer, y = x W (+ b) (microattn::LinearWeights; --kind linear): views
  * over the caller's arrays. w: [in][out] in IN_OUT, [out][in] in OUT_IN (PyTorch's
  * nn.Linear.weight as it is), [out/16][in][16] in PANEL16 (out rounded up to a multiple of 16,
@@ -202,6 +245,14 @@ typedef struct microattn_linear_weights_q8 {
   const float* s;
   const float* b;
 } microattn_linear_weights_q8;
+
+/* The weights of a linear layer in any format (<NAME>_set_matrices): w as in
+ * microattn_linear_weights, a microattn_matrix; the fp32 bias b. */
+typedef struct microattn_linear_matrices {
+  int layout; /* MICROATTN_LAYOUT_* */
+  microattn_matrix w;
+  const float* b;
+} microattn_linear_matrices;
 
 /* The weights of an MLP (microattn::MlpWeights; --kind mlp), every matrix in `layout`:
  *   field   IN_OUT              OUT_IN (PyTorch)     Hugging Face LLaMA (OUT_IN)
@@ -236,6 +287,16 @@ typedef struct microattn_mlp_weights_q8 {
   const float* b_up;
   const float* b_down;
 } microattn_mlp_weights_q8;
+
+/* The weights of an MLP in any format (<NAME>_set_matrices): the matrices of
+ * microattn_mlp_weights, each a microattn_matrix; the fp32 biases. */
+typedef struct microattn_mlp_matrices {
+  int layout; /* MICROATTN_LAYOUT_* */
+  microattn_matrix gate, up, down;
+  const float* b_gate;
+  const float* b_up;
+  const float* b_down;
+} microattn_mlp_matrices;
 
 /* What microattn_quantize_int8() measured (microattn::QuantError): the error its rounding
  * introduced into one matrix. */

@@ -6,6 +6,7 @@
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
 #include "microattn/decoder.hpp"
+#include "microattn/format.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/latent_attention.hpp"
 #include "microattn/latent_export.hpp"

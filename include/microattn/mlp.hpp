@@ -46,14 +46,15 @@ struct MlpWeights {
   const float* b_up = nullptr;
   const float* b_down = nullptr;
 
-  constexpr internal::MatrixView<Elem> gate() const noexcept { return {w_gate, s_gate, b_gate}; }
-  constexpr internal::MatrixView<Elem> up() const noexcept { return {w_up, s_up, b_up}; }
-  constexpr internal::MatrixView<Elem> down() const noexcept { return {w_down, s_down, b_down}; }
+  using View = internal::MatrixView<typename MCfg::WeightFormat>;
+  constexpr View gate() const noexcept { return {{w_gate, s_gate}, b_gate}; }
+  constexpr View up() const noexcept { return {{w_up, s_up}, b_up}; }
+  constexpr View down() const noexcept { return {{w_down, s_down}, b_down}; }
   /// kOk; kNullPointer (a matrix, scale or bias array the configuration needs is null);
   /// kBadArgument (layout not a WeightLayout value).
   constexpr Status check() const noexcept {
-    constexpr bool q = MCfg::kInt8Weights, b = MCfg::kBias;
-    if ((MCfg::kGated && !gate().ok(q, b)) || !up().ok(q, b) || !down().ok(q, b))
+    constexpr bool b = MCfg::kBias;
+    if ((MCfg::kGated && !gate().ok(b)) || !up().ok(b) || !down().ok(b))
       return Status::kNullPointer;
     if (layout != WeightLayout::kInOut && layout != WeightLayout::kOutIn &&
         layout != WeightLayout::kPanel16)
@@ -61,11 +62,11 @@ struct MlpWeights {
     return Status::kOk;
   }
   bool overlaps(const void* p, std::size_t bytes) const noexcept {
-    constexpr bool q = MCfg::kInt8Weights, b = MCfg::kBias;
+    constexpr bool b = MCfg::kBias;
     constexpr std::size_t DM = MCfg::kDModel, DH = MCfg::kDHidden;
-    return (MCfg::kGated && gate().overlaps(p, bytes, layout, DM, DH, q, b)) ||
-           up().overlaps(p, bytes, layout, DM, DH, q, b) ||
-           down().overlaps(p, bytes, layout, DH, DM, q, b);
+    return (MCfg::kGated && gate().overlaps(p, bytes, layout, DM, DH, b)) ||
+           up().overlaps(p, bytes, layout, DM, DH, b) ||
+           down().overlaps(p, bytes, layout, DH, DM, b);
   }
 };
 
@@ -126,9 +127,9 @@ class MlpWork : private MCfg::template Qd8Input<Arch, kMaxRows, MCfg::kWidest> {
 
  private:
   static const float* bias(const float* b) noexcept { return MCfg::kBias ? b : nullptr; }
-  static auto gate(const W& w) noexcept { return w.gate().slice(w.layout, DM, DH, 0, kQ); }
-  static auto up(const W& w) noexcept { return w.up().slice(w.layout, DM, DH, 0, kQ); }
-  static auto down(const W& w) noexcept { return w.down().slice(w.layout, DH, DM, 0, kQ); }
+  static auto gate(const W& w) noexcept { return w.gate().slice(w.layout, DM, DH, 0); }
+  static auto up(const W& w) noexcept { return w.up().slice(w.layout, DM, DH, 0); }
+  static auto down(const W& w) noexcept { return w.down().slice(w.layout, DH, DM, 0); }
   /// Rows [b, e) of src (K wide) as the products read them, from row b: src's, or quantised.
   auto input(const float* src, std::size_t K, std::size_t b, std::size_t e) noexcept {
     Qd8& buf = *this;

@@ -11,6 +11,7 @@
 
 #include "microattn/arch.hpp"
 #include "microattn/config.hpp"
+#include "microattn/format.hpp"
 #include "microattn/internal/elem.hpp"
 #include "microattn/layout.hpp"
 #include "microattn/status.hpp"
@@ -225,7 +226,9 @@ inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_
 ///   w_v = v_proj.weight, w_o = o_proj.weight, no biases.
 template <class Cfg>
 struct Weights {
-  /// Element type of the matrices: float, or int8_t with WeightType::kInt8.
+  /// The matrices' storage format (format.hpp) and the C++ type of their arrays: float, or
+  /// int8_t with WeightType::kInt8.
+  using Format = typename Cfg::WeightFormat;
   using Elem = typename Cfg::WeightElem;
   static constexpr bool kInt8 = Cfg::kInt8Weights;
 
@@ -274,13 +277,18 @@ struct Weights {
   const float* s_v = nullptr;
   const float* s_o = nullptr;
 
+  /// Each matrix as one record (its elements and its scales).
+  constexpr Matrix<Format> q() const noexcept { return {w_q, s_q}; }
+  constexpr Matrix<Format> k() const noexcept { return {w_k, s_k}; }
+  constexpr Matrix<Format> v() const noexcept { return {w_v, s_v}; }
+  constexpr Matrix<Format> o() const noexcept { return {w_o, s_o}; }
+
   /// True when every pointer the configuration needs is set.
   [[nodiscard]] constexpr bool complete() const noexcept {
-    if (!w_q || !w_k || !w_v) return false;
-    if (Cfg::kHasOutProj && !w_o) return false;
+    if (!q().complete() || !k().complete() || !v().complete()) return false;
+    if (Cfg::kHasOutProj && !o().complete()) return false;
     if ((Cfg::kBiasQ && !b_q) || (Cfg::kBiasK && !b_k) || (Cfg::kBiasV && !b_v)) return false;
     if (Cfg::kBiasO && !b_o) return false;
-    if (kInt8 && (!s_q || !s_k || !s_v || (Cfg::kHasOutProj && !s_o))) return false;
     return true;
   }
 

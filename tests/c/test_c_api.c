@@ -2196,6 +2196,138 @@ static void test_readme_example(void) {
   CHECK(poisoned(y, 64 * 64));
 }
 
+/* NAME_set_matrices: one microattn_matrix per matrix, whatever the format. The headers name
+ * each layer's format; the old per-format structs are the same call (the same outputs); a used
+ * matrix of another format is refused after the null checks; an unused one is not looked at. */
+_Static_assert(CMHA_WEIGHT_FORMAT == MICROATTN_FORMAT_F32 &&
+                   CMHA_Q8_WEIGHT_FORMAT == MICROATTN_FORMAT_QC8 &&
+                   CLAT_Q8_WEIGHT_FORMAT == MICROATTN_FORMAT_QC8 &&
+                   CLAT_WEIGHT_FORMAT == MICROATTN_FORMAT_F32 &&
+                   CLIN_WEIGHT_FORMAT == MICROATTN_FORMAT_F32 &&
+                   CLIN_Q8_WEIGHT_FORMAT == MICROATTN_FORMAT_QC8 &&
+                   CMLP_GELU_WEIGHT_FORMAT == MICROATTN_FORMAT_F32 &&
+                   CMLP_Q8_WEIGHT_FORMAT == MICROATTN_FORMAT_QC8,
+               "each header's NAME_WEIGHT_FORMAT is its Config's format");
+
+static microattn_matrix f32_matrix(const float* w) {
+  const microattn_matrix m = {w, NULL, MICROATTN_FORMAT_F32};
+  return m;
+}
+static microattn_matrix qc8_matrix(const int8_t* w, const float* s) {
+  const microattn_matrix m = {w, s, MICROATTN_FORMAT_QC8};
+  return m;
+}
+
+static void test_set_matrices_layers(void) {
+  static cmha a, b;
+  static float ya[kT * kDM], yb[kT * kDM];
+  const microattn_weights w = all_weights(MICROATTN_LAYOUT_OUT_IN);
+  microattn_layer_matrices m = {w.layout,
+                                f32_matrix(w.w_q),
+                                f32_matrix(w.w_k),
+                                f32_matrix(w.w_v),
+                                f32_matrix(w.w_o),
+                                w.b_q,
+                                w.b_k,
+                                w.b_v,
+                                w.b_o};
+  CHECK_STATUS(cmha_set_matrices(NULL, &m), MICROATTN_NULL_POINTER);
+  CHECK_STATUS(cmha_set_matrices(&b, NULL), MICROATTN_NULL_POINTER);
+  m.k.format = MICROATTN_FORMAT_QC8;
+  CHECK_STATUS(cmha_set_matrices(&b, &m), MICROATTN_BAD_ARGUMENT);
+  m.k.data = NULL; /* a missing matrix is named first, as by set_weights */
+  CHECK_STATUS(cmha_set_matrices(&b, &m), MICROATTN_NULL_POINTER);
+  m.k = f32_matrix(w.w_k);
+  m.k.scales = g_wq; /* fp32: scales are ignored */
+  poison(yb, kT * kDM);
+  CHECK_STATUS(cmha_forward(&b, g_x, kT, yb), MICROATTN_NULL_POINTER); /* nothing was set */
+  CHECK(poisoned(yb, kT * kDM));
+  CHECK_STATUS(cmha_set_weights(&a, &w), MICROATTN_OK);
+  CHECK_STATUS(cmha_set_matrices(&b, &m), MICROATTN_OK);
+  CHECK_STATUS(cmha_forward(&a, g_x, kT, ya), MICROATTN_OK);
+  CHECK_STATUS(cmha_forward(&b, g_x, kT, yb), MICROATTN_OK);
+  CHECK(memcmp(ya, yb, sizeof ya) == 0);
+
+  /* int8 weights: the same struct with QC8 matrices and their scales. */
+  static cmha_q8 qa, qb;
+  quantize_set(&g_q8_mha, MICROATTN_LAYOUT_IN_OUT);
+  const microattn_weights_q8 q = q8_weights(&g_q8_mha, MICROATTN_LAYOUT_IN_OUT, 1);
+  microattn_layer_matrices mq = {q.layout,
+                                 qc8_matrix(q.w_q, q.s_q),
+                                 qc8_matrix(q.w_k, q.s_k),
+                                 qc8_matrix(q.w_v, q.s_v),
+                                 qc8_matrix(q.w_o, q.s_o),
+                                 q.b_q,
+                                 q.b_k,
+                                 q.b_v,
+                                 q.b_o};
+  mq.o.scales = NULL;
+  CHECK_STATUS(cmha_q8_set_matrices(&qb, &mq), MICROATTN_NULL_POINTER);
+  mq.o.scales = q.s_o;
+  mq.q.format = MICROATTN_FORMAT_F32;
+  CHECK_STATUS(cmha_q8_set_matrices(&qb, &mq), MICROATTN_BAD_ARGUMENT);
+  mq.q.format = MICROATTN_FORMAT_QC8;
+  CHECK_STATUS(cmha_q8_set_weights(&qa, &q), MICROATTN_OK);
+  CHECK_STATUS(cmha_q8_set_matrices(&qb, &mq), MICROATTN_OK);
+  CHECK_STATUS(cmha_q8_forward(&qa, g_x, kT, ya), MICROATTN_OK);
+  CHECK_STATUS(cmha_q8_forward(&qb, g_x, kT, yb), MICROATTN_OK);
+  CHECK(memcmp(ya, yb, sizeof ya) == 0);
+}
+
+static void test_set_matrices_latent(void) {
+  /* clat_q8 has a query latent: w_q is not used, so its all-zero matrix (format F32) is fine. */
+  static clat_q8 a, b;
+  static float ya[4 * CLAT_Q8_D_MODEL], yb[4 * CLAT_Q8_D_MODEL];
+  _Static_assert(CLAT_Q8_D_MODEL == kDM && CLAT_Q8_D_Q_LATENT > 0, "x rows fit; query latent");
+  const microattn_latent_weights_q8 w = latent_q8_weights(2, MICROATTN_LAYOUT_OUT_IN);
+  microattn_latent_matrices m;
+  memset(&m, 0, sizeof m);
+  m.layout = w.layout;
+  m.dq = qc8_matrix(w.w_dq, w.s_dq), m.g_q = w.g_q, m.uq = qc8_matrix(w.w_uq, w.s_uq);
+  m.dkv = qc8_matrix(w.w_dkv, w.s_dkv), m.g_kv = w.g_kv, m.ukv = qc8_matrix(w.w_ukv, w.s_ukv);
+  m.o = qc8_matrix(w.w_o, w.s_o);
+  m.ukv.format = MICROATTN_FORMAT_F32;
+  CHECK_STATUS(clat_q8_set_matrices(&b, &m), MICROATTN_BAD_ARGUMENT);
+  m.ukv.format = MICROATTN_FORMAT_QC8;
+  CHECK_STATUS(clat_q8_set_weights(&a, &w), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_set_matrices(&b, &m), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_prefill(&a, g_x, 4, ya), MICROATTN_OK);
+  CHECK_STATUS(clat_q8_prefill(&b, g_x, 4, yb), MICROATTN_OK);
+  CHECK(memcmp(ya, yb, sizeof ya) == 0);
+}
+
+static void test_set_matrices_blocks(void) {
+  static clin la, lb;
+  static float ya[kT * kBH], yb[kT * kBH];
+  const microattn_linear_weights w = lin_weights(MICROATTN_LAYOUT_OUT_IN);
+  microattn_linear_matrices m = {w.layout, f32_matrix(w.w), w.b};
+  m.w.format = 0x10801u; /* QC8 given to an fp32 block */
+  CHECK_STATUS(clin_set_matrices(&lb, &m), MICROATTN_BAD_ARGUMENT);
+  m.w.format = MICROATTN_FORMAT_F32;
+  m.b = NULL; /* Bias::kYes: the bias is needed */
+  CHECK_STATUS(clin_set_matrices(&lb, &m), MICROATTN_NULL_POINTER);
+  m.b = w.b;
+  CHECK_STATUS(clin_set_weights(&la, &w), MICROATTN_OK);
+  CHECK_STATUS(clin_set_matrices(&lb, &m), MICROATTN_OK);
+  CHECK_STATUS(clin_forward(&la, g_x, kT, ya), MICROATTN_OK);
+  CHECK_STATUS(clin_forward(&lb, g_x, kT, yb), MICROATTN_OK);
+  CHECK(memcmp(ya, yb, kT * CLIN_OUT * sizeof(float)) == 0);
+  /* An ungated MLP does not use w_gate: left all zero with another format, still accepted. */
+  static cmlp_gelu ga, gb;
+  const microattn_mlp_weights mw = mlp_weights(MICROATTN_LAYOUT_OUT_IN, 1);
+  microattn_mlp_matrices mm;
+  memset(&mm, 0, sizeof mm);
+  mm.layout = mw.layout;
+  mm.gate.format = MICROATTN_FORMAT_QC8;
+  mm.up = f32_matrix(mw.w_up), mm.down = f32_matrix(mw.w_down);
+  mm.b_gate = mw.b_gate, mm.b_up = mw.b_up, mm.b_down = mw.b_down;
+  CHECK_STATUS(cmlp_gelu_set_weights(&ga, &mw), MICROATTN_OK);
+  CHECK_STATUS(cmlp_gelu_set_matrices(&gb, &mm), MICROATTN_OK);
+  CHECK_STATUS(cmlp_gelu_forward(&ga, g_x, kT, ya), MICROATTN_OK);
+  CHECK_STATUS(cmlp_gelu_forward(&gb, g_x, kT, yb), MICROATTN_OK);
+  CHECK(memcmp(ya, yb, kT * CMLP_GELU_D_MODEL * sizeof(float)) == 0);
+}
+
 int main(void) {
   fill_data();
   int passed = 0, total = 0;
@@ -2242,6 +2374,9 @@ int main(void) {
   RUN(test_mlp);
   RUN(test_mlp_q8);
   RUN(test_norms);
+  RUN(test_set_matrices_layers);
+  RUN(test_set_matrices_latent);
+  RUN(test_set_matrices_blocks);
   printf("%d of %d C API tests passed (%d failed checks)\n", passed, total, g_failed_checks);
   return g_failed_checks == 0 ? 0 : 1;
 }

@@ -32,31 +32,19 @@ inline bool span_bytes(const void* p, std::size_t rows, std::size_t ld, std::siz
   return true;
 }
 
-/// True when [a, a + a_bytes) and [b, b + b_bytes) share a byte (both ranges must be valid
-/// address ranges: span_bytes() says so).
-inline bool overlaps(const void* a, std::size_t a_bytes, const void* b,
-                     std::size_t b_bytes) noexcept {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a);
-  const auto pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + b_bytes && pb < pa + a_bytes;
-}
+// (internal::overlaps, the test of two byte ranges, is in format.hpp: the views use it.)
 
 /// True when [y, y + y_bytes) overlaps one of the weight or bias arrays Cfg reads through w
 /// (sized by w.layout). Writing y there would change the weights in the middle of the call.
 template <class Cfg>
 bool overlaps_weights(const Weights<Cfg>& w, const void* y, std::size_t y_bytes) noexcept {
-  constexpr std::size_t F = sizeof(float), E = sizeof(typename Cfg::WeightElem);
+  constexpr std::size_t F = sizeof(float), D = Cfg::kDModel;
   const WeightLayout l = w.layout;
-  if (overlaps(y, y_bytes, w.w_q, Weights<Cfg>::q_floats(l) * E) ||
-      overlaps(y, y_bytes, w.w_k, Weights<Cfg>::kv_floats(l) * E) ||
-      overlaps(y, y_bytes, w.w_v, Weights<Cfg>::kv_floats(l) * E))
+  if (w.q().overlaps(y, y_bytes, l, D, Cfg::kQDim) ||
+      w.k().overlaps(y, y_bytes, l, D, Cfg::kKvDim) ||
+      w.v().overlaps(y, y_bytes, l, D, Cfg::kKvDim))
     return true;
-  if (Cfg::kHasOutProj && overlaps(y, y_bytes, w.w_o, Weights<Cfg>::o_floats(l) * E)) return true;
-  if (Cfg::kInt8Weights && (overlaps(y, y_bytes, w.s_q, Cfg::kQDim * F) ||
-                            overlaps(y, y_bytes, w.s_k, Cfg::kKvDim * F) ||
-                            overlaps(y, y_bytes, w.s_v, Cfg::kKvDim * F) ||
-                            (Cfg::kHasOutProj && overlaps(y, y_bytes, w.s_o, Cfg::kOutDim * F))))
-    return true;
+  if (Cfg::kHasOutProj && w.o().overlaps(y, y_bytes, l, Cfg::kQDim, Cfg::kOutDim)) return true;
   return (Cfg::kBiasQ && overlaps(y, y_bytes, w.b_q, Cfg::kQDim * F)) ||
          (Cfg::kBiasK && overlaps(y, y_bytes, w.b_k, Cfg::kKvDim * F)) ||
          (Cfg::kBiasV && overlaps(y, y_bytes, w.b_v, Cfg::kKvDim * F)) ||
