@@ -111,9 +111,9 @@ struct DecoderWeights {
   /// is not a WeightLayout value, eps not positive and finite, a negative or non-finite RoPE
   /// base, T_max above trained_context). Checked on the bits: holds under fast-math.
   Status check() const noexcept {
-    using Head = Matrix<typename DCfg::WeightFormat>;
+    using Record = Matrix<typename DCfg::WeightFormat>;
     if (!embedding().complete() || !norm) return Status::kNullPointer;
-    if (!DCfg::kTiedHead && !Head{head, s_head}.complete()) return Status::kNullPointer;
+    if (!DCfg::kTiedHead && !Record{head, s_head}.complete()) return Status::kNullPointer;
     for (const auto& l : layers) {
       if (!l.attn_norm || !l.mlp_norm) return Status::kNullPointer;
       if (const Status s = l.attn.check(); s != Status::kOk) return s;

@@ -78,7 +78,6 @@ class MlpWork : private MCfg::template Qd8Input<Arch, kMaxRows, MCfg::kWidest> {
   static constexpr std::size_t DM = MCfg::kDModel, DH = MCfg::kDHidden;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
   static_assert(kernels::qd8_pack_floats<Arch>() <= kPackFloats, "integer GEMM panel fits");
-  static constexpr bool kQ = MCfg::kInt8Weights;
   using Qd8 = typename MCfg::template Qd8Input<Arch, kMaxRows, MCfg::kWidest>;
   using W = MlpWeights<MCfg>;
 
