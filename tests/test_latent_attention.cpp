@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "microattn/latent_attention.hpp"
 #include "reference/rope_ref.hpp"
@@ -530,5 +531,71 @@ using CfgMC8 =
 static_assert(LatentAttention<CfgMC8, microattn::DefaultArch, 8>::ram_bytes() <
                   LatentAttention<CfgM, microattn::DefaultArch, 8>::ram_bytes(),
               "the int8 latent cache makes the object smaller");
+
+// The absorbed decode kernel alone (kernels/f32_attn_latent.hpp) against a double softmax
+// attention over the (dequantised) rows, and its phases split into 3 parts run last first (the
+// layer's executor split): the bits of the one-part call. Two shapes: ML1's (8 heads, the pair
+// form on AVX-512, several value column blocks) and an odd one (5 heads, d_v 20).
+template <std::size_t kDK, std::size_t kDV, std::size_t kRows, class CE>
+void check_latent_decode_kernel(std::uint32_t seed) {
+  using Arch = microattn::DefaultArch;
+  constexpr std::size_t kKeys = 100, kN = 97, kParts = 3;
+  using Sc = microattn::kernels::LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>;
+  constexpr std::size_t kSlack = microattn::kernels::latent_cache_slack<Arch>();
+  static float q[kRows * kDK], rows[kKeys * kDK], rs[2 * kKeys], one[kRows * kDV],
+      split[kRows * kDV];
+  static CE c[kKeys * kDK + kSlack];
+  static Sc sa, sb;
+  microattn_test::Rng rng(seed);
+  rng.fill(q, kRows * kDK, -1.0f, 1.0f);
+  rng.fill(rows, kKeys * kDK, -1.0f, 1.0f);
+  for (std::size_t j = 0; j < kKeys; ++j) {  // the cache, and rows = what it stands for
+    if constexpr (std::is_same<CE, float>::value) {
+      std::memcpy(c + j * kDK, rows + j * kDK, kDK * sizeof(float));
+    } else {
+      using Q = microattn::internal::Elem<std::int8_t>;
+      rs[2 * j] = Q::encode(rows + j * kDK, kDV, c + j * kDK, 1);
+      rs[2 * j + 1] = Q::encode(rows + j * kDK + kDV, kDK - kDV, c + j * kDK + kDV, 1);
+      for (std::size_t d = 0; d < kDK; ++d)
+        rows[j * kDK + d] = rs[2 * j + (d < kDV ? 0 : 1)] * float(c[j * kDK + d]);
+    }
+  }
+  const float scale = 0.3f;
+  microattn::kernels::f32_attn_latent_decode<Arch, kDK, kDV, kRows, kKeys, CE, kParts>(
+      q, kDK, c, kDK, kN, scale, sa, one, kDV, rs);
+  namespace k = microattn::kernels;
+  k::latent_decode_queries(q, kDK, scale, sb);
+  for (std::size_t i = kParts; i-- > 0;) k::latent_decode_scores(c, kDK, kN, rs, sb, i, kParts);
+  k::latent_decode_softmax(kN, rs, sb);
+  for (std::size_t i = kParts; i-- > 0;)
+    k::latent_decode_values(c, kDK, kN, sb, split, kDV, i, kParts);
+  EXPECT_TRUE(microattn_test::same_bits(one, split, kRows * kDV));
+  // fp32 scores of kDK terms of magnitude <= 1 (scaled: |s| <= 0.3 kDK), weights summed over 97
+  // keys, outputs |o| <= 1: a few times (kDK + kN) fp32 epsilons each, so 2e-5 absolute.
+  double worst = 0.0;
+  for (std::size_t e = 0; e < kRows; ++e) {
+    double s[kN], m = -1e300, l = 0.0;
+    for (std::size_t j = 0; j < kN; ++j) {
+      s[j] = 0.0;
+      for (std::size_t d = 0; d < kDK; ++d) s[j] += double(q[e * kDK + d]) * rows[j * kDK + d];
+      s[j] *= scale;
+      m = s[j] > m ? s[j] : m;
+    }
+    for (std::size_t j = 0; j < kN; ++j) l += (s[j] = std::exp(s[j] - m));
+    for (std::size_t d = 0; d < kDV; ++d) {
+      double o = 0.0;
+      for (std::size_t j = 0; j < kN; ++j) o += s[j] * rows[j * kDK + d];
+      worst = std::fmax(worst, std::fabs(o / l - one[e * kDV + d]));
+    }
+  }
+  EXPECT_LE(worst, 2e-5);
+}
+
+TEST(LatentDecodeKernel, MatchesDoubleAndAnySplitGivesOnePartsBits) {
+  check_latent_decode_kernel<160, 128, 8, float>(21);
+  check_latent_decode_kernel<160, 128, 8, std::int8_t>(22);
+  check_latent_decode_kernel<26, 20, 5, float>(23);
+  check_latent_decode_kernel<26, 20, 5, std::int8_t>(24);
+}
 
 }  // namespace

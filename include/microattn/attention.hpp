@@ -10,9 +10,9 @@
 
 #include "microattn/arch.hpp"
 #include "microattn/config.hpp"
+#include "microattn/driver/layer_driver.hpp"
 #include "microattn/executor.hpp"
 #include "microattn/internal/checks.hpp"
-#include "microattn/internal/layer_driver.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
@@ -384,13 +384,14 @@ class MultiHeadAttention : private internal::Qd8BufferFor<Cfg, Arch, Cfg::kTMax>
   static constexpr std::size_t ram_bytes() noexcept { return sizeof(MultiHeadAttention); }
 
  private:
-  // The shared prefill pipeline (internal/layer_driver.hpp) over the call's own tokens.
+  // The shared prefill pipeline (driver/layer_driver.hpp) over the call's own tokens.
   template <bool kMaps>
   void run(const float* x, std::size_t T, float* y, float scale, float* maps) noexcept {
     internal::StagedKv<Cfg, Arch, kStagedHeads> store{core_};
-    internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(
-        ex_, w_, rope_, store, x, T, 0, q_[0], kQStride, ctx_, pack_[0], kPackFloats, core_.tile,
-        scale, y, maps, static_cast<Qd8&>(*this));
+    const internal::PrefillBuffers<typename Core::Scratch, Qd8> buf{
+        q_[0], kQStride, ctx_, pack_[0], kPackFloats, core_.tile, *this};
+    internal::layer_prefill<Cfg, Arch, Cfg::kTMax, kMaps>(ex_, w_, rope_, store,
+                                                          {x, T, 0, y, scale, maps}, buf);
   }
 
   Weights<Cfg> w_{WeightLayout::kInOut};  // all null: forward() says kNullPointer until set

@@ -172,7 +172,6 @@ class Decoder {
  public:
   using Config = DCfg;
   using AttnLayer = KvAttention<typename DCfg::Attn, Arch, kChunk>;
-  using FfnBlock = Mlp<typename DCfg::Ffn, Arch, kChunk>;
   using HeadBlock = Linear<typename DCfg::Head, Arch, kChunk>;
 
   Decoder() = default;
@@ -190,7 +189,7 @@ class Decoder {
     if (const Status s = apply_rope(w.rope()); s != Status::kOk) return s;
     w_ = w;
     for (std::size_t l = 0; l < L; ++l) (void)attn_[l].set_weights(w.layers[l].attn);
-    (void)norm_.set_eps(w.eps());
+    (void)eps_.set(w.eps());
     (void)head_.set_weights(w.head_weights());
     ready_ = true;
     return Status::kOk;
@@ -200,7 +199,7 @@ class Decoder {
   [[nodiscard]] Status set_executor(const Executor& e) noexcept {
     if (const Status s = attn_[0].set_executor(e); s != Status::kOk) return s;
     for (auto& a : attn_) (void)a.set_executor(e);
-    (void)mlp_.set_executor(e);
+    (void)ex_.set(e);
     (void)head_.set_executor(e);
     return Status::kOk;
   }
@@ -294,12 +293,9 @@ class Decoder {
       MICROATTN_ASSERT(a == Status::kOk);
       add_residual(m);
       normalise(lw.mlp_norm, x_, m);
-      const Status f = mlp_.set_weights(lw.mlp);
-      MICROATTN_ASSERT(f == Status::kOk);
-      const Status g = mlp_.forward(n_, m, t_);
-      MICROATTN_ASSERT(g == Status::kOk);
+      ffn_.run(lw.mlp, ex_, n_, m, t_);
       add_residual(m);
-      (void)a, (void)f, (void)g;
+      (void)a;
     }
   }
   /// logits[k][vocab] of rows first .. first + k - 1 of the chunk.
@@ -319,12 +315,9 @@ class Decoder {
       }
     }
   }
-  /// n_ = RMSNorm(x rows) with weight g.
+  /// n_ = RMSNorm(x rows) with weight g (RmsNorm's kernel; the weights were checked once).
   void normalise(const float* g, const float* x, std::size_t m) noexcept {
-    const Status a = norm_.set_weight(g);
-    const Status b = norm_.forward(x, m, n_);
-    MICROATTN_ASSERT(a == Status::kOk && b == Status::kOk);
-    (void)a, (void)b;
+    kernels::f32_rms_norm_rows(x, DM, n_, DM, m, DM, g, eps_.get(1e-6f));
   }
   void add_residual(std::size_t m) noexcept {
     for (std::size_t i = 0; i < m * DM; ++i) x_[i] += t_[i];
@@ -332,9 +325,12 @@ class Decoder {
 
   DecoderWeights<DCfg> w_{};
   bool ready_ = false;
-  RmsNorm<DCfg::kDModel> norm_{};
+  internal::EpsSetting eps_{};
   AttnLayer attn_[L] = {};
-  FfnBlock mlp_{};
+  // The blocks of every layer: attention with its cache per layer; one MLP's working memory
+  // and the head, each layer's weights passed in the call.
+  internal::MlpWork<typename DCfg::Ffn, Arch, kChunk> ffn_{};
+  internal::ExecutorSetting<DCfg::Ffn::kMaxWorkers> ex_{};
   HeadBlock head_{};
   alignas(internal::Tiles<Arch>::kAlign) float x_[kChunk * DM] = {};  // residual stream
   alignas(internal::Tiles<Arch>::kAlign) float n_[kChunk * DM] = {};  // normed rows

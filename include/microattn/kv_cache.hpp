@@ -438,11 +438,12 @@ class KvAttention {
     put_keys(g, k, ldk, n, pos);
     put_values(g, v, ldv, n, pos);
   }
-  /// The prefill driver's Store (internal/layer_driver.hpp): this object's cache. fp32 values
+  /// The prefill driver's Store (driver/layer_driver.hpp): this object's cache. fp32 values
   /// are projected into their rows in place; int8 ones and the ring's go through put_values.
   struct CacheStore {
     static constexpr bool kValueRows = !kQCache && !kRing;
     static constexpr std::size_t kVStride = kDPad;
+    static constexpr std::size_t kKeyRows = kTPad;
     KvAttention& self;
     void keys(std::size_t g, std::size_t, const float* k, std::size_t ldk, std::size_t n,
               std::size_t pos) noexcept {
@@ -512,97 +513,24 @@ class KvAttention {
   }
 
   // T <= kPrefillChunk tokens at positions length_ .. length_ + T - 1, through the shared
-  // prefill pipeline (internal/layer_driver.hpp) into the cache.
+  // prefill pipeline (driver/layer_driver.hpp) into the cache.
   void run_prefill(const float* x, std::size_t T, float* y) noexcept {
     rope_.cover(length_, T);
     CacheStore store{*this};
+    const internal::PrefillBuffers<TileScratch, PrefillQd8> buf{
+        pw_.q[0], kQStride, pw_.ctx, pw_.pack[0], kPackFloats, pw_.tile, pw_};
     internal::layer_prefill<Cfg, Arch, kPrefillChunk, false>(
-        ex_, w_, rope_, store, x, T, length_, pw_.q[0], kQStride, pw_.ctx, pw_.pack[0], kPackFloats,
-        pw_.tile, scale(), y, nullptr, static_cast<PrefillQd8&>(pw_));
+        ex_, w_, rope_, store, {x, T, length_, y, scale(), nullptr}, buf);
   }
 
-  // One token: the projections split by output columns, the attention by key/value groups,
-  // W_O by output columns (three parallel regions).
+  // One token through the shared decode pipeline (driver/layer_driver.hpp): the projections
+  // split by output columns, the attention by key/value groups (or their key chunks), W_O by
+  // output columns.
   void run_decode(const float* x, float* y) noexcept {
-    const WeightLayout lay = w_.layout;
-    const std::size_t L = length_;
-    const std::size_t parts = ex_.parts();
-    rope_.cover(L, 1);
-    DecodeWork& dw = dw_;
-    // Projections of the token: every weight read once.
-    const auto wq = internal::weight_slice(w_.q(), lay, DM, QD, 0);
-    const auto wk = internal::weight_slice(w_.k(), lay, DM, KD, 0);
-    const auto wv = internal::weight_slice(w_.v(), lay, DM, KD, 0);
-    // From the token, or the token quantised (Compute::kInt8).
-    auto project_from = [&](const auto& xin) {
-      auto proj = [&](std::size_t i) {
-        internal::project_vec<Arch>(QD, DM, xin, wq, Cfg::kBiasQ ? w_.b_q : nullptr, dw.q, i,
-                                    parts);
-        internal::project_vec<Arch>(KD, DM, xin, wk, Cfg::kBiasK ? w_.b_k : nullptr, dw.k, i,
-                                    parts);
-        internal::project_vec<Arch>(KD, DM, xin, wv, Cfg::kBiasV ? w_.b_v : nullptr, dw.v, i,
-                                    parts);
-      };
-      ex_.run(parts, proj);
-    };
-    if constexpr (Cfg::kInt8Compute) {
-      dw.quantize(0, 1, DM, x, DM);
-      project_from(dw.rows(0));
-    } else {
-      project_from(x);
-    }
-    rope_.apply(dw.q, QD, D, 1, Cfg::kHeads, L);
-    rope_.apply(dw.k, KD, D, 1, HKV, L);
-    float* ctx = Cfg::kHasOutProj ? dw.ctx : y;
-    for (std::size_t g = 0; g < HKV; ++g) store_kv(g, dw.k + g * D, D, dw.v + g * D, D, 1, L);
-    // The keys the token sees, from the same mask as prefill's: key indices [key0, key0 + n).
-    const kernels::KeyMask mask = CacheStore::mask(L, 1);
-    const float sc = scale();
-    const std::size_t key0 = mask.lo(L), n_keys = mask.hi(L) - key0;
-    if constexpr (kSplitK == 1) {
-      const std::size_t groups = parts < HKV ? parts : HKV;
-      auto attn = [&](std::size_t i) {
-        for (std::size_t g = i; g < HKV; g += groups)
-          kernels::f32_attn_decode<Arch, D, G, kTPad>(dw.q + g * G * D, D, ctx + g * G * D, D,
-                                                      n_keys, kt_head(g), v_head(g), sc, dw.att[i],
-                                                      ks_head(g), vs_head(g), key0);
-      };
-      ex_.run(groups, attn);
-    } else {
-      // Chunk c of head g is item g * kSplitK + c; task i takes items i, i + tasks, ...
-      constexpr std::size_t kItems = HKV * kSplitK;
-      const std::size_t tasks = parts < kItems ? parts : kItems;
-      auto attn = [&](std::size_t i) {
-        for (std::size_t t = i; t < kItems; t += tasks) {
-          const std::size_t g = t / kSplitK;
-          const internal::Range r = internal::split(n_keys, Tl::kBK, t % kSplitK, kSplitK);
-          dw.part[t].empty = r.begin >= r.end;
-          if (r.begin < r.end)
-            kernels::f32_attn_decode<Arch, D, G, kTPad>(
-                dw.q + g * G * D, D, nullptr, D, r.end - r.begin, kt_head(g), v_head(g), sc,
-                dw.att[i], ks_head(g), vs_head(g), key0 + r.begin, &dw.part[t]);
-        }
-      };
-      ex_.run(tasks, attn);
-      for (std::size_t g = 0; g < HKV; ++g)
-        kernels::f32_attn_decode_merge<Arch, D, G>(dw.part + g * kSplitK, kSplitK, ctx + g * G * D,
-                                                   D);
-    }
-    if (Cfg::kHasOutProj) {
-      const auto wo = internal::weight_slice(w_.o(), lay, QD, OD, 0);
-      auto out_from = [&](const auto& cin) {  // the heads, or the heads quantised
-        auto out = [&](std::size_t i) {
-          internal::project_vec<Arch>(OD, QD, cin, wo, Cfg::kBiasO ? w_.b_o : nullptr, y, i, parts);
-        };
-        ex_.run(parts, out);
-      };
-      if constexpr (Cfg::kInt8Compute) {
-        dw.quantize(0, 1, QD, dw.ctx, QD);
-        out_from(dw.rows(0));
-      } else {
-        out_from(static_cast<const float*>(dw.ctx));
-      }
-    }
+    rope_.cover(length_, 1);
+    CacheStore store{*this};
+    internal::layer_decode<Cfg, Arch, kSplitK>(ex_, w_, rope_, store,
+                                               {x, 1, length_, y, scale(), nullptr}, dw_);
   }
 
   // Every member's default is zero bytes (see the class comment): no default may need code.

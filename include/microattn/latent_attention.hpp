@@ -12,8 +12,8 @@
 #include "microattn/arch.hpp"
 #include "microattn/attention.hpp"
 #include "microattn/config.hpp"
+#include "microattn/driver/layer_driver.hpp"
 #include "microattn/executor.hpp"
-#include "microattn/internal/layer_driver.hpp"
 #include "microattn/kernels/f32_attn_latent.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
@@ -269,7 +269,7 @@ class LatentAttention {
     static constexpr std::size_t kDHead = DQK;
   };
   using TileScratch = kernels::AttnScratch<Arch, DQK, false, DV>;
-  using DecScratch = kernels::LatentDecodeScratch<Arch, DCR, DC, H, kTPad, CE>;
+  using DecScratch = kernels::LatentDecodeScratch<Arch, DCR, DC, H, kTPad, CE, LCfg::kMaxWorkers>;
   static constexpr std::size_t kStages = LCfg::kMaxWorkers < H ? LCfg::kMaxWorkers : H;
   static constexpr std::size_t kDPad = TileScratch::kDPad;
   static constexpr std::size_t kPackFloats = kernels::gemm_pack_floats<Arch>();
@@ -495,6 +495,12 @@ class LatentAttention {
     internal::project_vec<Arch>(DC, DN, q_nope, t, nullptr, qa);
   }
 
+  /// What every query head of n rows of queries (row stride d_q) at positions pos .. gets after
+  /// its projection: its q_R rotated. Prefill and decode both call it: the one home of a
+  /// per-head option on queries (the keys' is latents()).
+  void query_heads(float* q, std::size_t n, std::size_t pos) const noexcept {
+    rope_.apply(q + DN, QD, DQK, n, H, pos);
+  }
   /// The latent rows of n tokens at cache rows pos ..: projected by project_rows (into the
   /// cache, or for an int8 cache into stage, n rows of d_c + d_R floats), c_KV normalised, k_R
   /// rotated (then quantised).
@@ -559,7 +565,7 @@ class LatentAttention {
         internal::project<Arch>(n, QD, DM, xr, DM, slice(w_.q(), DM, QD, 0), nullptr,
                                 kernels::StoreRowMajor{q, QD}, panel);
       }
-      rope_.apply(q + DN, QD, DQK, n, H, L + r.begin);
+      query_heads(q, n, L + r.begin);
     };
     ex_.run(parts, project);
     if (absorbed_prefill(T, L)) {
@@ -644,8 +650,19 @@ class LatentAttention {
       }
     };
     ex_.run(parts, absorb);
-    kernels::f32_attn_latent_decode<Arch, DCR, DC, H, kTPad, CE>(
-        dw.qa, DCR, cache_.c, DCR, n_keys, scale(), dw.att, dw.oc, DC, kInt8C ? cache_.s : nullptr);
+    // The MQA in the latent space: the scores split by keys, the values by columns (the
+    // kernel's phases; the bits of one part for any split).
+    const float* rs = kInt8C ? cache_.s : nullptr;
+    kernels::latent_decode_queries(dw.qa, DCR, scale(), dw.att);
+    auto scores = [&](std::size_t i) {
+      kernels::latent_decode_scores(cache_.c, DCR, n_keys, rs, dw.att, i, parts);
+    };
+    ex_.run(parts, scores);
+    kernels::latent_decode_softmax(n_keys, rs, dw.att);
+    auto values = [&](std::size_t i) {
+      kernels::latent_decode_values(cache_.c, DCR, n_keys, dw.att, dw.oc, DC, i, parts);
+    };
+    ex_.run(parts, values);
     auto lift = [&](std::size_t i) {
       const internal::Range r = internal::split(H, 1, i, parts);
       for (std::size_t h = r.begin; h < r.end; ++h)
@@ -686,7 +703,7 @@ class LatentAttention {
       };
       ex_.run(parts, pq);
     }
-    rope_.apply(dw.q + DN, QD, DQK, 1, H, L);
+    query_heads(dw.q, 1, L);
     attend_absorbed(dw.q, L + 1, dw.ctx);
     auto out = [&](std::size_t i) {
       internal::project_vec<Arch>(DM, VD, dw.ctx, slice(w_.o(), VD, DM, 0), nullptr, y, i, parts);

@@ -9,9 +9,9 @@
 
 #include "microattn/arch.hpp"
 #include "microattn/config.hpp"
+#include "microattn/driver/project.hpp"
 #include "microattn/executor.hpp"
 #include "microattn/internal/checks.hpp"
-#include "microattn/internal/layer_driver.hpp"
 #include "microattn/kernels/f32_gemm.hpp"
 #include "microattn/layout.hpp"
 #include "microattn/status.hpp"

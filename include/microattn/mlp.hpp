@@ -81,6 +81,17 @@ class MlpWork : private MCfg::template Qd8Input<Arch, kMaxRows, MCfg::kWidest> {
   using Qd8 = typename MCfg::template Qd8Input<Arch, kMaxRows, MCfg::kWidest>;
   using W = MlpWeights<MCfg>;
 
+ public:
+  /// y[m][d_model] = MLP(x[m][d_model]) for 1 <= m <= kMaxRows rows with weights w (checked by
+  /// the caller), over ex's parts: a row alone by run_row, several by run_rows.
+  template <class Ex>
+  void run(const W& w, Ex& ex, const float* x, std::size_t m, float* y) noexcept {
+    if (m == 1)
+      run_row(w, ex, x, y);
+    else
+      run_rows(w, ex, x, m, y);
+  }
+
  protected:
   /// One row: the hidden GEMVs by columns, the activation, the down GEMV by columns.
   template <class Ex>
@@ -174,10 +185,7 @@ class Mlp : public internal::BlockState<MlpWeights<MCfg>, MCfg::kMaxWorkers>,
     if (const Status s = this->check_call(x, M, DM, y, DM); s != Status::kOk) return s;
     for (std::size_t r0 = 0; r0 < M; r0 += kMaxRows) {
       const std::size_t m = internal::min_size(kMaxRows, M - r0);
-      if (m == 1)
-        this->run_row(w_, ex_, x + r0 * DM, y + r0 * DM);
-      else
-        this->run_rows(w_, ex_, x + r0 * DM, m, y + r0 * DM);
+      this->run(w_, ex_, x + r0 * DM, m, y + r0 * DM);
     }
     return Status::kOk;
   }

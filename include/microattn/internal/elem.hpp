@@ -9,39 +9,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "microattn/format.hpp"
 #include "microattn/internal/vec.hpp"
 
 namespace microattn {
-namespace internal {
-/// v, as a value the optimiser knows nothing about (an empty volatile asm, no instruction):
-/// under -ffast-math (-freciprocal-math) a division by a constant or loop-invariant float may
-/// become a multiplication by its rounded reciprocal, which rounds differently; the quantiser
-/// divides by opaque values so that it gives the same int8 values and scales (and the same as
-/// tools/export_pytorch.py) in every build.
-inline float opaque_divisor(float v) noexcept {
-#if defined(MICROATTN_OPAQUE_F32)
-  __asm__ volatile("" : MICROATTN_OPAQUE_F32(v));
-  return v;
-#else
-  volatile float t = v;
-  return t;
-#endif
-}
-}  // namespace internal
-
-/// int8 value of w / scale, rounded to nearest (ties away from zero) and clamped to [-127, 127],
-/// computed in float exactly as tools/export_pytorch.py --quant int8 does (the two agree bit
-/// for bit). 0 when scale is 0.
-inline std::int8_t quantize_value(float w, float scale) noexcept {
-  if (!(scale > 0.0f)) return 0;
-  const float r = w / internal::opaque_divisor(scale);
-  float a = r < 0.0f ? -r : r;
-  const float f = static_cast<float>(static_cast<std::int32_t>(a < 127.0f ? a : 127.0f));
-  a = (a - f >= 0.5f && f < 127.0f) ? f + 1.0f : f;
-  const auto q = static_cast<std::int32_t>(a);
-  return static_cast<std::int8_t>(r < 0.0f ? -q : q);
-}
-
 namespace internal {
 
 /// Element type E of stored weights or cache rows:

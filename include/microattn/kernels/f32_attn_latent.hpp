@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "microattn/executor.hpp"
 #include "microattn/internal/elem.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/kernels/f32_attn_decode.hpp"
@@ -32,10 +33,11 @@ namespace microattn {
 namespace kernels {
 
 /// Scratch of f32_attn_latent_decode for kRows query heads of kDK floats over up to kKeys
-/// cached rows (elements CE), values kDV wide.
+/// cached rows (elements CE), values kDV wide, its phases run in up to kParts parts at once.
 template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
-          class CE = float>
+          class CE = float, std::size_t kParts = 1>
 struct LatentDecodeScratch {
+  static_assert(kParts >= 1, "at least one part");
   using Tl = internal::Tiles<Arch>;
   static constexpr std::size_t kW = internal::Vec<Arch>::kWidth;
   /// Rows dequantised at a time for the scores (int8 cache): two micro-kernel blocks.
@@ -49,7 +51,8 @@ struct LatentDecodeScratch {
   alignas(Tl::kAlign) float st[kKeys * kRPad];  ///< scores, then weights, key by key: st[j][e]
   alignas(Tl::kAlign) float p[kRows * kKeys];   ///< weights head by head: p[e][j]
   alignas(Tl::kAlign) float o[kRows * kDVPad];  ///< unnormalised P·V rows
-  alignas(Tl::kAlign) float stage[kScaled ? kStageRows * kDK : 1];  ///< dequantised rows
+  float l[kRows];                               ///< each head's sum of weights
+  alignas(Tl::kAlign) float stage[kParts][kScaled ? kStageRows * kDK : 1];  ///< dequantised rows
 };
 
 /// n int8 latent rows (row stride ldc, kDK values) as fp32 rows [n][kDK]: row j's first kDV
@@ -165,54 +168,20 @@ inline void latent_softmax(float* st, std::size_t n, float* p, float* l) noexcep
     for (std::size_t e = 0; e < kRows; ++e) p[e * kKeys + j] = st[j * kRPad + e];
 }
 
-/// S^T for the keys [0, n) of the cache c with the queries prepared in sc.qt (the pair form's
-/// or the plain one's): fp32 rows read in place; int8 rows dequantised kStageRows at a time
-/// (rs: the rows' two scales).
-template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
-          class CE>
-inline void latent_all_scores(const CE* c, std::size_t ldc, std::size_t n, const float* rs,
-                              LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>& sc) noexcept {
-  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>;
-  constexpr std::size_t RP = Sc::kRPad;
-  auto run = [&](const float* rows, std::size_t ld, std::size_t nb, float* st) {
-    if constexpr (latent_pairs<Arch, kDK, kRows>())
-      latent_scores_pairs<Arch, kDK, kRows, RP>(rows, ld, nb, sc.qt, st);
-    else
-      latent_scores<Arch, kDK, RP>(rows, ld, nb, sc.qt, st);
-  };
-  if constexpr (!Sc::kScaled) {
-    run(c, ldc, n, sc.st);
-  } else {
-    for (std::size_t j0 = 0; j0 < n; j0 += Sc::kStageRows) {
-      const std::size_t nb = internal::min_size(Sc::kStageRows, n - j0);
-      latent_dequantise_rows<kDK, kDV>(c + j0 * ldc, ldc, nb, rs + 2 * j0, sc.stage);
-      run(sc.stage, kDK, nb, sc.st + j0 * RP);
-    }
-  }
-}
-
 }  // namespace detail
 
-/// out_e = softmax(scale * qa_e C^T) C[:, :kDV] for the kRows query heads e of one token, over the
-/// n_keys cached rows of C (every one visible).
-///   q:   head e at q + e * ldq (kDK floats: [q~_e | q_R_e], the absorbed query)
-///   c:   the cache, row j at c + j * ldc (kDK floats read; its first kDV are the values); the
-///        array holds latent_cache_slack<Arch>() floats past the last row's kDK
-///   out: head e at out + e * ldo (kDV floats written)
-/// 1 <= n_keys <= kKeys, kDV <= kDK <= ldc.
-/// CE = int8_t (an int8 cache): rs holds two scales per row (its first kDV columns', the
-/// rest's); ignored (may be null) for fp32 rows.
+/// The phases of f32_attn_latent_decode, for a caller that splits them over workers: queries
+/// (once), scores (part `part` of `parts` of the keys), softmax (once, after every part's
+/// scores), values (part `part` of `parts` of the value columns, each head normalised). Any
+/// split gives the bits of one part: a key's score and an output column are each computed by
+/// one part in the same order, and the softmax runs whole. Arguments as f32_attn_latent_decode's.
 template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
-          class CE = float>
-void f32_attn_latent_decode(const float* q, std::size_t ldq, const CE* c, std::size_t ldc,
-                            std::size_t n_keys, float scale,
-                            LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>& sc, float* out,
-                            std::size_t ldo, const float* rs = nullptr) noexcept {
-  static_assert(kDV <= kDK, "f32_attn_latent_decode: the values are the keys' first columns");
-  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE>;
-  using Tl = internal::Tiles<Arch>;
-  constexpr std::size_t W = Sc::kW, RP = Sc::kRPad, DVP = Sc::kDVPad, BK = Tl::kBK;
-  MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys && kDK <= ldc);
+          class CE, std::size_t kParts>
+void latent_decode_queries(
+    const float* q, std::size_t ldq, float scale,
+    LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>& sc) noexcept {
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>;
+  constexpr std::size_t RP = Sc::kRPad;
   // Scores in base 2 (scale and log2 e folded into the queries once): the exponential is exp2.
   const float qscale = scale * kLog2e;
   if constexpr (detail::latent_pairs<Arch, kDK, kRows>()) {
@@ -225,29 +194,102 @@ void f32_attn_latent_decode(const float* q, std::size_t ldq, const CE* c, std::s
       for (std::size_t e = 0; e < RP; ++e)
         sc.qt[d * RP + e] = e < kRows ? q[e * ldq + d] * qscale : 0.0f;
   }
-  detail::latent_all_scores(c, ldc, n_keys, rs, sc);
-  float l[kRows];
-  detail::latent_softmax<Arch, kRows, RP, kKeys>(sc.st, n_keys, sc.p, l);
+}
+
+/// S^T for part `part` of `parts` of the keys [0, n_keys) (whole stage blocks each): fp32 rows
+/// read in place; int8 rows dequantised kStageRows at a time into the part's stage.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE, std::size_t kParts>
+void latent_decode_scores(const CE* c, std::size_t ldc, std::size_t n_keys, const float* rs,
+                          LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>& sc,
+                          std::size_t part, std::size_t parts) noexcept {
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>;
+  constexpr std::size_t RP = Sc::kRPad;
+  const internal::Range r = internal::split(n_keys, Sc::kStageRows, part, parts);
+  auto run = [&](const float* rows, std::size_t ld, std::size_t nb, float* st) {
+    if constexpr (detail::latent_pairs<Arch, kDK, kRows>())
+      detail::latent_scores_pairs<Arch, kDK, kRows, RP>(rows, ld, nb, sc.qt, st);
+    else
+      detail::latent_scores<Arch, kDK, RP>(rows, ld, nb, sc.qt, st);
+  };
+  if (r.begin >= r.end) return;
+  if constexpr (!Sc::kScaled) {
+    run(c + r.begin * ldc, ldc, r.end - r.begin, sc.st + r.begin * RP);
+  } else {
+    for (std::size_t j0 = r.begin; j0 < r.end; j0 += Sc::kStageRows) {
+      const std::size_t nb = internal::min_size(Sc::kStageRows, r.end - j0);
+      latent_dequantise_rows<kDK, kDV>(c + j0 * ldc, ldc, nb, rs + 2 * j0, sc.stage[part]);
+      run(sc.stage[part], kDK, nb, sc.st + j0 * RP);
+    }
+  }
+}
+
+/// The softmax of every head over the keys [0, n_keys) (sc.p, sc.l); an int8 cache's value
+/// scales rs[2j] folded into the weights.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE, std::size_t kParts>
+void latent_decode_softmax(
+    std::size_t n_keys, const float* rs,
+    LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>& sc) noexcept {
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>;
+  detail::latent_softmax<Arch, kRows, Sc::kRPad, kKeys>(sc.st, n_keys, sc.p, sc.l);
   if constexpr (Sc::kScaled)  // value j is rs[2j] * c(j)[:kDV]: the scale goes into its weight
     for (std::size_t e = 0; e < kRows; ++e)
       for (std::size_t j = 0; j < n_keys; ++j) sc.p[e * kKeys + j] *= rs[2 * j];
+}
 
-  // O = P · C[:, :kDV] in register blocks of R heads by CP vectors (f32_attn_decode's blocking):
-  // with several blocks per row, by chunks of kBK rows so each block reads a chunk from L1.
+/// O = P · C[:, :kDV] for part `part` of `parts` of the value column blocks, each head's columns
+/// normalised into out. Register blocks of R heads by CP vectors (f32_attn_decode's blocking):
+/// with several blocks per row, by chunks of kBK rows so each block reads a chunk from L1.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE, std::size_t kParts>
+void latent_decode_values(const CE* c, std::size_t ldc, std::size_t n_keys,
+                          LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>& sc,
+                          float* out, std::size_t ldo, std::size_t part,
+                          std::size_t parts) noexcept {
+  using Sc = LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>;
+  using Tl = internal::Tiles<Arch>;
+  constexpr std::size_t W = Sc::kW, DVP = Sc::kDVPad, BK = Tl::kBK;
   constexpr std::size_t R = kRows < Tl::kMR ? kRows : Tl::kMR;
   constexpr std::size_t CP = detail::decode_cols(Tl::kMR * Tl::kNRVec, R, DVP / W);
   constexpr std::size_t kBlocks = DVP / (CP * W);
+  const internal::Range blocks = internal::split(kBlocks, 1, part, parts);
+  if (blocks.begin >= blocks.end) return;
   const std::size_t chunk = kBlocks == 1 ? n_keys : BK;
   for (std::size_t j0 = 0; j0 < n_keys; j0 += chunk) {
     const std::size_t kc = internal::min_size(chunk, n_keys - j0);
-    for (std::size_t c0 = 0; c0 < DVP; c0 += CP * W)
-      detail::gemm_row_blocks<Arch, kRows, R, CP>(kc, sc.p + j0, kKeys, c + j0 * ldc + c0, ldc,
-                                                  sc.o + c0, DVP, j0 != 0);
+    for (std::size_t b = blocks.begin; b < blocks.end; ++b)
+      detail::gemm_row_blocks<Arch, kRows, R, CP>(kc, sc.p + j0, kKeys, c + j0 * ldc + b * CP * W,
+                                                  ldc, sc.o + b * CP * W, DVP, j0 != 0);
   }
+  const std::size_t d0 = blocks.begin * CP * W, d1 = internal::min_size(kDV, blocks.end * CP * W);
   for (std::size_t e = 0; e < kRows; ++e) {
-    const float inv = 1.0f / l[e];
-    for (std::size_t d = 0; d < kDV; ++d) out[e * ldo + d] = sc.o[e * DVP + d] * inv;
+    const float inv = 1.0f / sc.l[e];
+    for (std::size_t d = d0; d < d1; ++d) out[e * ldo + d] = sc.o[e * DVP + d] * inv;
   }
+}
+
+/// out_e = softmax(scale * qa_e C^T) C[:, :kDV] for the kRows query heads e of one token, over the
+/// n_keys cached rows of C (every one visible): the four phases above in one part.
+///   q:   head e at q + e * ldq (kDK floats: [q~_e | q_R_e], the absorbed query)
+///   c:   the cache, row j at c + j * ldc (kDK floats read; its first kDV are the values); the
+///        array holds latent_cache_slack<Arch>() floats past the last row's kDK
+///   out: head e at out + e * ldo (kDV floats written)
+/// 1 <= n_keys <= kKeys, kDV <= kDK <= ldc.
+/// CE = int8_t (an int8 cache): rs holds two scales per row (its first kDV columns', the
+/// rest's); ignored (may be null) for fp32 rows.
+template <class Arch, std::size_t kDK, std::size_t kDV, std::size_t kRows, std::size_t kKeys,
+          class CE = float, std::size_t kParts = 1>
+void f32_attn_latent_decode(const float* q, std::size_t ldq, const CE* c, std::size_t ldc,
+                            std::size_t n_keys, float scale,
+                            LatentDecodeScratch<Arch, kDK, kDV, kRows, kKeys, CE, kParts>& sc,
+                            float* out, std::size_t ldo, const float* rs = nullptr) noexcept {
+  static_assert(kDV <= kDK, "f32_attn_latent_decode: the values are the keys' first columns");
+  MICROATTN_ASSERT(n_keys >= 1 && n_keys <= kKeys && kDK <= ldc);
+  latent_decode_queries(q, ldq, scale, sc);
+  latent_decode_scores(c, ldc, n_keys, rs, sc, 0, 1);
+  latent_decode_softmax(n_keys, rs, sc);
+  latent_decode_values(c, ldc, n_keys, sc, out, ldo, 0, 1);
 }
 
 }  // namespace kernels

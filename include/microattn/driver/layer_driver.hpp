@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// microattn internal: the one prefill pipeline of MultiHeadAttention, ScaledDotProductAttention
-// and KvAttention::prefill. A call's key/value groups are prepared (a Source: projected from x
-// and rotated, or staged from the caller's Q, K, V) into a K/V store (a Store: the staged fp32
-// tiles of the call's own tokens, or a KV cache), attended by the tile kernel with the store's
-// mask, then projected by W_O. The entry points differ only in their Source and Store. Also the
-// projections every layer and block calls (project: a GEMM; project_vec: a decode step's GEMV).
+// microattn driver: the one pipeline of every attention layer with its own K/V projections
+// (MultiHeadAttention, ScaledDotProductAttention, KvAttention). Prefill: a call's key/value
+// groups are prepared (a Source: projected from x and rotated, or staged from the caller's Q,
+// K, V) into a K/V store (a Store: the staged fp32 tiles of the call's own tokens, or a KV
+// cache), attended by the tile kernel with the store's mask, then projected by W_O. Decode: the
+// token's Q, K, V by GEMVs, its K and V appended to the store, the decode kernel over the keys
+// the store's mask gives, W_O. What every query and key head gets after its projection (RoPE;
+// the home of any per-head option) is written once, in query_heads and key_heads.
+// (Namespace microattn::internal: not public API.)
 //
 // A Store (see StagedKv, and KvAttention's cache store) provides:
 //   keys(g, s, k, ldk, n, pos)        n rotated keys of group g at positions pos .. (stage s)
@@ -12,6 +15,7 @@
 //   values(g, s, v, ldv, n, pos)       n value rows to copy (or quantise) in
 //   mask(L, T)                         the keys the rows of a call at positions L .. L + T - 1 see
 //   kt(g, s), v(g, s), k_scale(g), v_scale(g)   what the tile kernel reads
+//   kKeyRows                           (decode) key rows per head in kt/v: the kernels' stride
 #pragma once
 
 #include <cstddef>
@@ -19,13 +23,12 @@
 #include <type_traits>
 
 #include "microattn/config.hpp"
+#include "microattn/driver/project.hpp"
 #include "microattn/executor.hpp"
 #include "microattn/internal/checks.hpp"
 #include "microattn/internal/vec.hpp"
+#include "microattn/kernels/f32_attn_decode.hpp"
 #include "microattn/kernels/f32_attn_tile.hpp"
-#include "microattn/kernels/f32_gemm.hpp"
-#include "microattn/kernels/f32_gemv.hpp"
-#include "microattn/kernels/qd8_gemm.hpp"
 #include "microattn/weights.hpp"
 
 namespace microattn {
@@ -60,6 +63,46 @@ template <class Cfg>
 constexpr kernels::KeyMask layer_mask(std::size_t n_keys) noexcept {
   return kernels::KeyMask{n_keys, 0, Cfg::kWindow, Cfg::kCausal};
 }
+
+/// What every key head gets after its projection: n rows of `heads` heads of d_head (row
+/// stride ld) at positions pos .. rotated (RoPE). Prefill and decode both call it: the one home
+/// of a per-head option on keys. query_heads: the same for the query heads.
+template <class Cfg, class Rope>
+inline void key_heads(const Rope& rope, float* k, std::size_t ld, std::size_t n, std::size_t heads,
+                      std::size_t pos) noexcept {
+  rope.apply(k, ld, Cfg::kDHead, n, heads, pos);
+}
+template <class Cfg, class Rope>
+inline void query_heads(const Rope& rope, float* q, std::size_t ld, std::size_t n,
+                        std::size_t heads, std::size_t pos) noexcept {
+  rope.apply(q, ld, Cfg::kDHead, n, heads, pos);
+}
+
+/// One call of a layer: T tokens of x at positions L .. into y (with maps: also the attention
+/// maps, H * T * T floats), at softmax scale `scale`.
+struct LayerCall {
+  const float* x;
+  std::size_t T;
+  std::size_t L;
+  float* y;
+  float scale;
+  float* maps;
+};
+
+/// The working memory of a prefill call: Q buffers (stage s at q + s * q_stride), the
+/// concatenated heads ctx, the GEMM panels (worker i's at pack + i * pack_stride), the tile
+/// scratch of each worker, and integer compute's quantised rows.
+template <class Scratch, class QBuf>
+struct PrefillBuffers {
+  using QBuffer = QBuf;
+  float* q;
+  std::size_t q_stride;
+  float* ctx;
+  float* pack;
+  std::size_t pack_stride;
+  Scratch* tiles;
+  QBuf& qbuf;
+};
 
 /// The Store of MultiHeadAttention and ScaledDotProductAttention: the call's own tokens, fp32,
 /// K^T in key tiles and V rows in stage s of CoreBuffers (key j is token j).
@@ -115,115 +158,6 @@ Status check_layer_output(const Weights<Cfg>& w, const float* x, std::size_t T, 
   return overlaps_weights(w, y, y_bytes) ? Status::kOverlap : Status::kOk;
 }
 
-/// The rows the next projection step takes of the `left` still to do: a block of the GEMM's
-/// kMC rows, so the three projections read a block of x while it is in L2 (one block per GEMM
-/// row block: the same work and bits as one whole call). When at most kMaxRows rows can come
-/// (a microcontroller's layer or prefill chunk fits one block), all of them: the caller's loop
-/// then runs once and the compiler sees it so (no loop: less Cortex-M code).
-template <class Arch, std::size_t kMaxRows>
-constexpr std::size_t row_block(std::size_t left) noexcept {
-  return kMaxRows <= Tiles<Arch>::kMC ? left : min_size(Tiles<Arch>::kMC, left);
-}
-
-/// The rows [b, e) of part i of `parts` of a prefill call of T tokens (multiples of the GEMM's
-/// micro-tile rows, so the split never changes an output's arithmetic).
-template <class Arch>
-Range token_rows(std::size_t T, std::size_t i, std::size_t parts) noexcept {
-  return split(T, Tiles<Arch>::kMR, i, parts);
-}
-
-/// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
-/// GEMM's B operand (with the int8 scales of those columns; null for fp32 weights).
-template <class E>
-struct WeightSlice {
-  const E* b;
-  std::size_t ldb;
-  WeightLayout layout;
-  const float* scale;
-};
-template <class E>
-inline WeightSlice<E> weight_slice(const E* w, WeightLayout layout, std::size_t in_dim,
-                                   std::size_t out_dim, std::size_t col0,
-                                   const float* scale = nullptr) noexcept {
-  const float* sc = scale ? scale + col0 : nullptr;
-  if (layout == WeightLayout::kInOut) return {w + col0, out_dim, layout, sc};
-  if (layout == WeightLayout::kOutIn) return {w + col0 * in_dim, in_dim, layout, sc};
-  // kPanel16: col0 is a multiple of the panel width (Weights::check); ldb = panel stride.
-  return {w + col0 * in_dim, in_dim * kWeightPanel, layout, sc};
-}
-/// The same for a matrix record: its elements and, for a scaled format, the scales of those
-/// columns (format.hpp says where they are; null when unscaled).
-template <class Fmt>
-inline WeightSlice<typename Fmt::Elem> weight_slice(Matrix<Fmt> m, WeightLayout layout,
-                                                    std::size_t in_dim, std::size_t out_dim,
-                                                    std::size_t col0) noexcept {
-  using T = FormatTraits<Fmt>;
-  const float* sc = T::kScaled && m.scales ? m.scales + T::scale_index(0, col0, in_dim) : nullptr;
-  const auto* w = m.data;
-  if (layout == WeightLayout::kInOut)
-    return {w + T::elem_offset(col0), T::elem_offset(out_dim), layout, sc};
-  if (layout == WeightLayout::kOutIn)
-    return {w + T::elem_offset(col0 * in_dim), T::elem_offset(in_dim), layout, sc};
-  return {w + T::elem_offset(col0 * in_dim), T::elem_offset(in_dim * kWeightPanel), layout, sc};
-}
-
-/// C[M][N] = A[M][K] · W (+ bias) for a weight slice of either element type: the projections
-/// of every layer go through here (f32_gemm or qc8w_f32_gemm).
-template <class Arch, class Store>
-inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-                    const WeightSlice<float>& w, const float* bias, Store store,
-                    float* pack) noexcept {
-  kernels::f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, bias, store, pack);
-}
-template <class Arch, class Store>
-inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-                    const WeightSlice<std::int8_t>& w, const float* bias, Store store,
-                    float* pack) noexcept {
-  kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
-}
-
-template <class Arch, class Store>
-inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::Qd8Rows& a,
-                    std::size_t, const WeightSlice<std::int8_t>& w, const float* bias, Store store,
-                    float* pack) noexcept {
-  kernels::qd8_f32_qc8w_gemm<Arch>(M, N, K, a, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
-}
-
-/// y[N] = x[K] · W (+ bias) for a weight slice of either element type (the decode step's
-/// projections: f32_gemv or qc8w_f32_gemv), or part `part` of `parts` of it
-/// (kernels::gemv_part: bit-identical for any split).
-template <class Arch, class E>
-inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<E>& w,
-                        const float* bias, float* y, std::size_t part = 0,
-                        std::size_t parts = 1) noexcept {
-  kernels::gemv_part<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y, part, parts);
-}
-/// The same with integer compute, for one quantised row (kernels::qd8_f32_qc8w_gemv).
-template <class Arch>
-inline void project_vec(std::size_t N, std::size_t K, const kernels::Qd8Rows& x,
-                        const WeightSlice<std::int8_t>& w, const float* bias, float* y,
-                        std::size_t part = 0, std::size_t parts = 1) noexcept {
-  kernels::qd8_f32_qc8w_gemv<Arch>(N, K, x.q, x.scale[0], w.b, w.ldb, w.layout, w.scale, bias, y,
-                                   part, parts);
-}
-
-/// Up to kRows quantised rows of at most kWidth values (integer compute's activations,
-/// Compute::kInt8), one scale per row.
-template <class Arch, std::size_t kRows, std::size_t kWidth>
-struct Qd8RowBuffer {
-  static constexpr std::size_t kLd = kernels::qd8_row_bytes<Arch>(kWidth);
-  alignas(64) std::int8_t q[kRows * kLd] = {};
-  float scale[kRows] = {};
-  kernels::Qd8Rows rows(std::size_t i) const noexcept { return {q + i * kLd, kLd, scale + i}; }
-  /// Rows [b, e) of x (row stride ldx, K <= kWidth wide) quantised into rows [b, e).
-  void quantize(std::size_t b, std::size_t e, std::size_t K, const float* x,
-                std::size_t ldx) noexcept {
-    if (b < e)
-      kernels::qd8_quantize_rows<Arch>(e - b, K, x + b * ldx, ldx, q + b * kLd, kLd, scale + b);
-  }
-};
-/// What a layer or block with fp32 compute keeps instead (nothing).
-struct NoQd8Buffer {};
 /// The quantised rows of an attention call for integer compute: up to kRows rows of x (d_model
 /// wide) and later of the attended heads (H * d_head wide).
 template <class Cfg, class Arch, std::size_t kRows>
@@ -276,7 +210,7 @@ struct ProjectedQkv {
       // its caller on Cortex-M and kept the layer out of main (+112 B of stack, +1 KB of code).
       project<Arch>(n, D, DM, xa, DM, weight_slice(w.w_k, lay, DM, KD, g * D, w.s_k),
                     Cfg::kBiasK ? w.b_k + g * D : nullptr, kernels::StoreRowMajor{qs, D}, panel);
-      rope.apply(qs, D, D, n, 1, pos);
+      key_heads<Cfg>(rope, qs, D, n, 1, pos);
       store.keys(g, s, qs, D, n, pos);
       const auto wv = weight_slice(w.w_v, lay, DM, KD, g * D, w.s_v);
       const float* bv = Cfg::kBiasV ? w.b_v + g * D : nullptr;
@@ -290,7 +224,7 @@ struct ProjectedQkv {
       project<Arch>(n, G * D, DM, xa, DM, weight_slice(w.w_q, lay, DM, QD, g * G * D, w.s_q),
                     Cfg::kBiasQ ? w.b_q + g * G * D : nullptr, kernels::StoreRowMajor{qs, G * D},
                     panel);
-      rope.apply(qs, G * D, D, n, G, pos);
+      query_heads<Cfg>(rope, qs, G * D, n, G, pos);
     }
   }
   const float* q_rows(std::size_t, std::size_t s) const noexcept { return q + s * q_stride; }
@@ -414,34 +348,149 @@ MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kM
   }
 }
 
-/// The whole prefill of a layer: T tokens of x at positions L .., attention into ctx (the
-/// concatenated heads; y itself without W_O), then W_O into y.
-/// (Compute::kInt8: x is first quantised into qbuf, split by rows over the parts.)
+/// The whole prefill of a layer: the call's T tokens of x at positions L .., attention into
+/// ctx (the concatenated heads; y itself without W_O), then W_O into y.
+/// (Compute::kInt8: x is first quantised into the buffers' qbuf, split by rows over the parts.)
 template <class Cfg, class Arch, std::size_t kMaxRows, bool kMaps, class Rope, class Store,
-          class QBuf, class Scratch>
-MICROATTN_ALWAYS_INLINE inline void layer_prefill(
-    const ExecutorSetting<Cfg::kMaxWorkers>& ex, const Weights<Cfg>& w, const Rope& rope,
-    Store& store, const float* x, std::size_t T, std::size_t L, float* q, std::size_t q_stride,
-    float* ctx, float* pack, std::size_t pack_stride, Scratch* tiles, float scale, float* y,
-    float* maps, [[maybe_unused]] QBuf& qbuf) noexcept {
+          class Buffers>
+MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                                  const Weights<Cfg>& w, const Rope& rope,
+                                                  Store& store, const LayerCall& c,
+                                                  const Buffers& b) noexcept {
+  using QBuf = typename Buffers::QBuffer;
+  const std::size_t T = c.T;
   const auto xin = [&] {  // x, or x quantised (split by rows over the parts)
     if constexpr (Cfg::kInt8Compute) {
       auto quantize = [&](std::size_t i) {
         const Range r = token_rows<Arch>(T, i, ex.parts());
-        qbuf.quantize(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
+        b.qbuf.quantize(r.begin, r.end, Cfg::kDModel, c.x, Cfg::kDModel);
       };
       ex.run(ex.parts(), quantize);
-      return static_cast<const QBuf*>(&qbuf);
+      return static_cast<const QBuf*>(&b.qbuf);
     } else {
-      return x;
+      return c.x;
     }
   }();
-  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{w, rope,     store, xin,        L,
-                                                           q, q_stride, pack,  pack_stride};
-  float* out = Cfg::kHasOutProj ? ctx : y;
-  attend_call<Cfg, Arch, kMaps>(ex, T, L, src, store, tiles, out, Cfg::kQDim, scale, maps);
+  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{
+      w, rope, store, xin, c.L, b.q, b.q_stride, b.pack, b.pack_stride};
+  float* out = Cfg::kHasOutProj ? b.ctx : c.y;
+  attend_call<Cfg, Arch, kMaps>(ex, T, c.L, src, store, b.tiles, out, Cfg::kQDim, c.scale, c.maps);
   if constexpr (Cfg::kHasOutProj)
-    out_projection<Cfg, Arch>(ex, w, ctx, T, y, pack, pack_stride, qbuf);
+    out_projection<Cfg, Arch>(ex, w, b.ctx, T, c.y, b.pack, b.pack_stride, b.qbuf);
+}
+
+/// A decode step's Q, K, V of the token x (or x quantised, Compute::kInt8) into dw.q, dw.k,
+/// dw.v: every weight read once, each GEMV split by output columns over the executor's parts.
+template <class Cfg, class Arch, class Work>
+MICROATTN_ALWAYS_INLINE inline void decode_qkv(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                               const Weights<Cfg>& w, const float* x,
+                                               Work& dw) noexcept {
+  constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim;
+  const WeightLayout lay = w.layout;
+  const std::size_t parts = ex.parts();
+  const auto wq = weight_slice(w.q(), lay, DM, QD, 0);
+  const auto wk = weight_slice(w.k(), lay, DM, KD, 0);
+  const auto wv = weight_slice(w.v(), lay, DM, KD, 0);
+  auto project_from = [&](const auto& xin) {
+    auto proj = [&](std::size_t i) {
+      project_vec<Arch>(QD, DM, xin, wq, Cfg::kBiasQ ? w.b_q : nullptr, dw.q, i, parts);
+      project_vec<Arch>(KD, DM, xin, wk, Cfg::kBiasK ? w.b_k : nullptr, dw.k, i, parts);
+      project_vec<Arch>(KD, DM, xin, wv, Cfg::kBiasV ? w.b_v : nullptr, dw.v, i, parts);
+    };
+    ex.run(parts, proj);
+  };
+  if constexpr (Cfg::kInt8Compute) {
+    dw.quantize(0, 1, DM, x, DM);
+    project_from(dw.rows(0));
+  } else {
+    project_from(x);
+  }
+}
+
+/// The token's attention over the keys the store's mask gives it into ctx: split by key/value
+/// groups over the parts, or (kSplitK > 1, more workers than groups) each group's keys in
+/// kSplitK chunks (item g * kSplitK + c; task i takes items i, i + tasks, ...), their partial
+/// results dw.part merged in chunk order (bit-identical for any worker count).
+template <class Cfg, class Arch, std::size_t kSplitK, class Store, class Work>
+MICROATTN_ALWAYS_INLINE inline void decode_attend(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                                  const Store& store, std::size_t L, float scale,
+                                                  Work& dw, float* ctx) noexcept {
+  constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, HKV = Cfg::kKvHeads;
+  constexpr std::size_t kRows = Store::kKeyRows;
+  const kernels::KeyMask mask = store.mask(L, 1);
+  const std::size_t key0 = mask.lo(L), n_keys = mask.hi(L) - key0, parts = ex.parts();
+  if constexpr (kSplitK == 1) {
+    const std::size_t groups = parts < HKV ? parts : HKV;
+    auto attn = [&](std::size_t i) {
+      for (std::size_t g = i; g < HKV; g += groups)
+        kernels::f32_attn_decode<Arch, D, G, kRows>(dw.q + g * G * D, D, ctx + g * G * D, D, n_keys,
+                                                    store.kt(g, 0), store.v(g, 0), scale, dw.att[i],
+                                                    store.k_scale(g), store.v_scale(g), key0);
+    };
+    ex.run(groups, attn);
+  } else {
+    constexpr std::size_t kItems = HKV * kSplitK;
+    const std::size_t tasks = parts < kItems ? parts : kItems;
+    auto attn = [&](std::size_t i) {
+      for (std::size_t t = i; t < kItems; t += tasks) {
+        const std::size_t g = t / kSplitK;
+        const Range r = split(n_keys, Tiles<Arch>::kBK, t % kSplitK, kSplitK);
+        dw.part[t].empty = r.begin >= r.end;
+        if (r.begin < r.end)
+          kernels::f32_attn_decode<Arch, D, G, kRows>(
+              dw.q + g * G * D, D, nullptr, D, r.end - r.begin, store.kt(g, 0), store.v(g, 0),
+              scale, dw.att[i], store.k_scale(g), store.v_scale(g), key0 + r.begin, &dw.part[t]);
+      }
+    };
+    ex.run(tasks, attn);
+    for (std::size_t g = 0; g < HKV; ++g)
+      kernels::f32_attn_decode_merge<Arch, D, G>(dw.part + g * kSplitK, kSplitK, ctx + g * G * D,
+                                                 D);
+  }
+}
+
+/// y = dw.ctx W_O (+ b_O) for the token (Compute::kInt8: dw.ctx quantised first), split by
+/// output columns over the parts.
+template <class Cfg, class Arch, class Work>
+MICROATTN_ALWAYS_INLINE inline void decode_out(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                               const Weights<Cfg>& w, Work& dw, float* y) noexcept {
+  constexpr std::size_t QD = Cfg::kQDim, OD = Cfg::kOutDim;
+  const std::size_t parts = ex.parts();
+  const auto wo = weight_slice(w.o(), w.layout, QD, OD, 0);
+  auto out_from = [&](const auto& cin) {  // the heads, or the heads quantised
+    auto out = [&](std::size_t i) {
+      project_vec<Arch>(OD, QD, cin, wo, Cfg::kBiasO ? w.b_o : nullptr, y, i, parts);
+    };
+    ex.run(parts, out);
+  };
+  if constexpr (Cfg::kInt8Compute) {
+    dw.quantize(0, 1, QD, dw.ctx, QD);
+    out_from(dw.rows(0));
+  } else {
+    out_from(static_cast<const float*>(dw.ctx));
+  }
+}
+
+/// The decode step of a layer over a KV cache store: the token c.x at position c.L (the rows
+/// the store's RoPE covers): its Q, K, V (decode_qkv), its query and key heads (query_heads,
+/// key_heads), K and V appended to the store, the attention (decode_attend) into ctx (y itself
+/// without W_O), then W_O (decode_out). Work (KvAttention's DecodeWork) holds q, k, v, ctx, the
+/// decode scratch att[worker], the split-K partials part[] and integer compute's row buffer.
+template <class Cfg, class Arch, std::size_t kSplitK, class Rope, class Store, class Work>
+MICROATTN_ALWAYS_INLINE inline void layer_decode(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
+                                                 const Weights<Cfg>& w, const Rope& rope,
+                                                 Store& store, const LayerCall& c,
+                                                 Work& dw) noexcept {
+  constexpr std::size_t D = Cfg::kDHead, HKV = Cfg::kKvHeads;
+  decode_qkv<Cfg, Arch>(ex, w, c.x, dw);
+  query_heads<Cfg>(rope, dw.q, Cfg::kQDim, 1, Cfg::kHeads, c.L);
+  key_heads<Cfg>(rope, dw.k, Cfg::kKvDim, 1, HKV, c.L);
+  for (std::size_t g = 0; g < HKV; ++g) {
+    store.keys(g, 0, dw.k + g * D, D, 1, c.L);
+    store.values(g, 0, dw.v + g * D, D, 1, c.L);
+  }
+  decode_attend<Cfg, Arch, kSplitK>(ex, store, c.L, c.scale, dw, Cfg::kHasOutProj ? dw.ctx : c.y);
+  if constexpr (Cfg::kHasOutProj) decode_out<Cfg, Arch>(ex, w, dw, c.y);
 }
 
 }  // namespace internal
