@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "microattn/thread_pool.hpp"
 
 namespace microattn_bench {
 namespace {
@@ -31,6 +32,7 @@ namespace {
 constexpr std::size_t kCtx = 1024;
 using ML1Cfg = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64>;
 using ML2Cfg = microattn::LatentConfig<kCtx, 2048, 16, 512, 64, 128, 128>;
+using ML1T = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64, microattn::MaxWorkers{2}>;
 using ML1q8 = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64, microattn::WeightType::kInt8>;
 using ML1q8kv8 = microattn::LatentConfig<kCtx, 512, 8, 128, 32, 64, 64,
                                          microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
@@ -147,6 +149,36 @@ void bm_latent_decode(benchmark::State& state) {
                  cache_label(Layer::kCacheBytesPerToken));
 }
 
+/// ML1 with an executor of kThreads workers (MaxWorkers{2} either way; 1: no executor), in
+/// wall-clock time: the speed-up is the ratio of the two real times in one run.
+template <int kThreads>
+void bm_latent_decode_mt(benchmark::State& state) {
+  static microattn::ThreadPool pool(2);
+  LatentData<ML1T> d;
+  auto layer = make_layer(d, state, microattn::WeightLayout::kPanel16);
+  if (!layer) return;
+  microattn::Executor e;
+  if (kThreads > 1) e = pool.executor();
+  if (layer->set_executor(e) != microattn::Status::kOk ||
+      layer->prefill(d.x.data(), kCtx - 1, d.y.data()) != microattn::Status::kOk) {
+    state.SkipWithError("set_executor or prefill failed");
+    return;
+  }
+  const float* x_token = d.x.data() + (kCtx - 1) * ML1T::kDModel;
+  float* y_token = d.y.data() + (kCtx - 1) * ML1T::kDModel;
+  for (auto _ : state) {
+    if (layer->decode(x_token, y_token) != microattn::Status::kOk ||
+        layer->truncate(kCtx - 1) != microattn::Status::kOk) {
+      state.SkipWithError("decode failed");
+      break;
+    }
+    benchmark::ClobberMemory();
+  }
+  set_flop_counters(state, step_flops<ML1T>());
+  state.SetLabel(arch_label<microattn::DefaultArch>() + ", kPanel16, " + std::to_string(kThreads) +
+                 " worker(s), real time");
+}
+
 template <class LCfg>
 void bm_latent_prefill(benchmark::State& state) {
   using Layer = microattn::LatentAttention<LCfg>;
@@ -182,6 +214,12 @@ void register_latent_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("ML2", bm_latent_decode<ML2Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MLP1", bm_latent_prefill<ML1Cfg>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("ML1/threads:1", bm_latent_decode_mt<1>)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("ML1/threads:2", bm_latent_decode_mt<2>)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 }  // namespace microattn_bench
