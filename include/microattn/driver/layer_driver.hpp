@@ -357,34 +357,41 @@ MICROATTN_ALWAYS_INLINE inline void layer_prefill(const ExecutorSetting<Cfg::kMa
                                                   const Weights<Cfg>& w, const Rope& rope,
                                                   Store& store, const LayerCall& c,
                                                   const Buffers& b) noexcept {
+  // The fields as locals, as the stages take them: the two records stay out of memory (a
+  // lambda's reference to one would keep all of it on a microcontroller's stack).
   using QBuf = typename Buffers::QBuffer;
-  const std::size_t T = c.T;
+  const float* x = c.x;
+  const std::size_t T = c.T, L = c.L;
+  float* y = c.y;
+  QBuf& qbuf = b.qbuf;
   const auto xin = [&] {  // x, or x quantised (split by rows over the parts)
     if constexpr (Cfg::kInt8Compute) {
       auto quantize = [&](std::size_t i) {
         const Range r = token_rows<Arch>(T, i, ex.parts());
-        b.qbuf.quantize(r.begin, r.end, Cfg::kDModel, c.x, Cfg::kDModel);
+        qbuf.quantize(r.begin, r.end, Cfg::kDModel, x, Cfg::kDModel);
       };
       ex.run(ex.parts(), quantize);
-      return static_cast<const QBuf*>(&b.qbuf);
+      return static_cast<const QBuf*>(&qbuf);
     } else {
-      return c.x;
+      return x;
     }
   }();
-  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{
-      w, rope, store, xin, c.L, b.q, b.q_stride, b.pack, b.pack_stride};
-  float* out = Cfg::kHasOutProj ? b.ctx : c.y;
-  attend_call<Cfg, Arch, kMaps>(ex, T, c.L, src, store, b.tiles, out, Cfg::kQDim, c.scale, c.maps);
+  float* const ctx = b.ctx;
+  float* const pack = b.pack;
+  const std::size_t pack_stride = b.pack_stride;
+  ProjectedQkv<Cfg, Arch, kMaxRows, Rope, Store, QBuf> src{w,   rope,       store, xin,        L,
+                                                           b.q, b.q_stride, pack,  pack_stride};
+  float* out = Cfg::kHasOutProj ? ctx : y;
+  attend_call<Cfg, Arch, kMaps>(ex, T, L, src, store, b.tiles, out, Cfg::kQDim, c.scale, c.maps);
   if constexpr (Cfg::kHasOutProj)
-    out_projection<Cfg, Arch>(ex, w, b.ctx, T, c.y, b.pack, b.pack_stride, b.qbuf);
+    out_projection<Cfg, Arch>(ex, w, ctx, T, y, pack, pack_stride, qbuf);
 }
 
 /// A decode step's Q, K, V of the token x (or x quantised, Compute::kInt8) into dw.q, dw.k,
 /// dw.v: every weight read once, each GEMV split by output columns over the executor's parts.
 template <class Cfg, class Arch, class Work>
-MICROATTN_ALWAYS_INLINE inline void decode_qkv(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
-                                               const Weights<Cfg>& w, const float* x,
-                                               Work& dw) noexcept {
+inline void decode_qkv(const ExecutorSetting<Cfg::kMaxWorkers>& ex, const Weights<Cfg>& w,
+                       const float* x, Work& dw) noexcept {
   constexpr std::size_t DM = Cfg::kDModel, QD = Cfg::kQDim, KD = Cfg::kKvDim;
   const WeightLayout lay = w.layout;
   const std::size_t parts = ex.parts();
@@ -412,16 +419,16 @@ MICROATTN_ALWAYS_INLINE inline void decode_qkv(const ExecutorSetting<Cfg::kMaxWo
 /// kSplitK chunks (item g * kSplitK + c; task i takes items i, i + tasks, ...), their partial
 /// results dw.part merged in chunk order (bit-identical for any worker count).
 template <class Cfg, class Arch, std::size_t kSplitK, class Store, class Work>
-MICROATTN_ALWAYS_INLINE inline void decode_attend(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
-                                                  const Store& store, std::size_t L, float scale,
-                                                  Work& dw, float* ctx) noexcept {
+inline void decode_attend(const ExecutorSetting<Cfg::kMaxWorkers>& ex, const Store& store,
+                          std::size_t L, float scale, Work& dw, float* ctx) noexcept {
   constexpr std::size_t D = Cfg::kDHead, G = Cfg::kGroup, HKV = Cfg::kKvHeads;
   constexpr std::size_t kRows = Store::kKeyRows;
+  // (The store by value in the closures: its one reference, not a pointer to it on the stack.)
   const kernels::KeyMask mask = store.mask(L, 1);
   const std::size_t key0 = mask.lo(L), n_keys = mask.hi(L) - key0, parts = ex.parts();
   if constexpr (kSplitK == 1) {
     const std::size_t groups = parts < HKV ? parts : HKV;
-    auto attn = [&](std::size_t i) {
+    auto attn = [&, store](std::size_t i) {
       for (std::size_t g = i; g < HKV; g += groups)
         kernels::f32_attn_decode<Arch, D, G, kRows>(dw.q + g * G * D, D, ctx + g * G * D, D, n_keys,
                                                     store.kt(g, 0), store.v(g, 0), scale, dw.att[i],
@@ -431,7 +438,7 @@ MICROATTN_ALWAYS_INLINE inline void decode_attend(const ExecutorSetting<Cfg::kMa
   } else {
     constexpr std::size_t kItems = HKV * kSplitK;
     const std::size_t tasks = parts < kItems ? parts : kItems;
-    auto attn = [&](std::size_t i) {
+    auto attn = [&, store](std::size_t i) {
       for (std::size_t t = i; t < kItems; t += tasks) {
         const std::size_t g = t / kSplitK;
         const Range r = split(n_keys, Tiles<Arch>::kBK, t % kSplitK, kSplitK);
@@ -452,8 +459,8 @@ MICROATTN_ALWAYS_INLINE inline void decode_attend(const ExecutorSetting<Cfg::kMa
 /// y = dw.ctx W_O (+ b_O) for the token (Compute::kInt8: dw.ctx quantised first), split by
 /// output columns over the parts.
 template <class Cfg, class Arch, class Work>
-MICROATTN_ALWAYS_INLINE inline void decode_out(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
-                                               const Weights<Cfg>& w, Work& dw, float* y) noexcept {
+inline void decode_out(const ExecutorSetting<Cfg::kMaxWorkers>& ex, const Weights<Cfg>& w, Work& dw,
+                       float* y) noexcept {
   constexpr std::size_t QD = Cfg::kQDim, OD = Cfg::kOutDim;
   const std::size_t parts = ex.parts();
   const auto wo = weight_slice(w.o(), w.layout, QD, OD, 0);
@@ -477,10 +484,8 @@ MICROATTN_ALWAYS_INLINE inline void decode_out(const ExecutorSetting<Cfg::kMaxWo
 /// without W_O), then W_O (decode_out). Work (KvAttention's DecodeWork) holds q, k, v, ctx, the
 /// decode scratch att[worker], the split-K partials part[] and integer compute's row buffer.
 template <class Cfg, class Arch, std::size_t kSplitK, class Rope, class Store, class Work>
-MICROATTN_ALWAYS_INLINE inline void layer_decode(const ExecutorSetting<Cfg::kMaxWorkers>& ex,
-                                                 const Weights<Cfg>& w, const Rope& rope,
-                                                 Store& store, const LayerCall& c,
-                                                 Work& dw) noexcept {
+inline void layer_decode(const ExecutorSetting<Cfg::kMaxWorkers>& ex, const Weights<Cfg>& w,
+                         const Rope& rope, Store& store, const LayerCall& c, Work& dw) noexcept {
   constexpr std::size_t D = Cfg::kDHead, HKV = Cfg::kKvHeads;
   decode_qkv<Cfg, Arch>(ex, w, c.x, dw);
   query_heads<Cfg>(rope, dw.q, Cfg::kQDim, 1, Cfg::kHeads, c.L);
