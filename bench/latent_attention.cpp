@@ -120,16 +120,22 @@ std::string cache_label(std::size_t bytes_per_token) {
   return "cache " + std::to_string(bytes_per_token) + " B/token";
 }
 
-template <class LCfg, microattn::WeightLayout kLayout = microattn::WeightLayout::kPanel16>
+/// One absorbed decode step after kCtx - 1 cached tokens. kThreads > 0: with an executor of
+/// kThreads workers (1: none; LCfg has MaxWorkers{2}), timed in wall-clock time (the speed-up is
+/// the ratio of the two real times in one run).
+template <class LCfg, microattn::WeightLayout kLayout = microattn::WeightLayout::kPanel16,
+          int kThreads = 0>
 void bm_latent_decode(benchmark::State& state) {
   using Layer = microattn::LatentAttention<LCfg>;
+  static microattn::ThreadPool pool(kThreads > 1 ? kThreads : 1);  // (1: no other thread)
   LatentData<LCfg> d;
   auto layer = make_layer(d, state, kLayout);
   if (!layer) return;
   const float* x_token = d.x.data() + (kCtx - 1) * LCfg::kDModel;
   float* y_token = d.y.data() + (kCtx - 1) * LCfg::kDModel;
-  if (layer->prefill(d.x.data(), kCtx - 1, d.y.data()) != microattn::Status::kOk) {
-    state.SkipWithError("prefill failed");
+  if ((kThreads > 1 && layer->set_executor(pool.executor()) != microattn::Status::kOk) ||
+      layer->prefill(d.x.data(), kCtx - 1, d.y.data()) != microattn::Status::kOk) {
+    state.SkipWithError("set_executor or prefill failed");
     return;
   }
   for (auto _ : state) {
@@ -142,41 +148,13 @@ void bm_latent_decode(benchmark::State& state) {
   }
   set_flop_counters(state, step_flops<LCfg>());
   set_byte_counters(state, static_cast<double>(step_bytes<LCfg>()), step_bytes<LCfg>());
+  const std::string workers =
+      kThreads > 0 ? ", " + std::to_string(kThreads) + " worker(s), real time" : "";
   state.SetLabel(arch_label<microattn::DefaultArch>() +
                  (kLayout == microattn::WeightLayout::kPanel16 ? ", kPanel16" : ", kOutIn") +
                  (LCfg::kInt8Weights ? ", int8 weights" : "") +
                  (LCfg::kInt8Cache ? ", int8 cache" : "") + ", absorbed, " +
-                 cache_label(Layer::kCacheBytesPerToken));
-}
-
-/// ML1 with an executor of kThreads workers (MaxWorkers{2} either way; 1: no executor), in
-/// wall-clock time: the speed-up is the ratio of the two real times in one run.
-template <int kThreads>
-void bm_latent_decode_mt(benchmark::State& state) {
-  static microattn::ThreadPool pool(2);
-  LatentData<ML1T> d;
-  auto layer = make_layer(d, state, microattn::WeightLayout::kPanel16);
-  if (!layer) return;
-  microattn::Executor e;
-  if (kThreads > 1) e = pool.executor();
-  if (layer->set_executor(e) != microattn::Status::kOk ||
-      layer->prefill(d.x.data(), kCtx - 1, d.y.data()) != microattn::Status::kOk) {
-    state.SkipWithError("set_executor or prefill failed");
-    return;
-  }
-  const float* x_token = d.x.data() + (kCtx - 1) * ML1T::kDModel;
-  float* y_token = d.y.data() + (kCtx - 1) * ML1T::kDModel;
-  for (auto _ : state) {
-    if (layer->decode(x_token, y_token) != microattn::Status::kOk ||
-        layer->truncate(kCtx - 1) != microattn::Status::kOk) {
-      state.SkipWithError("decode failed");
-      break;
-    }
-    benchmark::ClobberMemory();
-  }
-  set_flop_counters(state, step_flops<ML1T>());
-  state.SetLabel(arch_label<microattn::DefaultArch>() + ", kPanel16, " + std::to_string(kThreads) +
-                 " worker(s), real time");
+                 cache_label(Layer::kCacheBytesPerToken) + workers);
 }
 
 template <class LCfg>
@@ -214,10 +192,12 @@ void register_latent_benchmarks() {
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("ML2", bm_latent_decode<ML2Cfg>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("MLP1", bm_latent_prefill<ML1Cfg>)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("ML1/threads:1", bm_latent_decode_mt<1>)
+  benchmark::RegisterBenchmark("ML1/threads:1",
+                               bm_latent_decode<ML1T, microattn::WeightLayout::kPanel16, 1>)
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("ML1/threads:2", bm_latent_decode_mt<2>)
+  benchmark::RegisterBenchmark("ML1/threads:2",
+                               bm_latent_decode<ML1T, microattn::WeightLayout::kPanel16, 2>)
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
 }
