@@ -651,15 +651,16 @@ class LatentAttention {
     };
     ex_.run(parts, absorb);
     // The MQA in the latent space: the scores split by keys, the values by columns (the
-    // kernel's phases; the bits of one part for any split).
+    // kernel's phases; the bits of one part for any split). Not inlined: one compiled copy for
+    // the calling thread and the workers, so -ffast-math cannot make them round differently.
     const float* rs = kInt8C ? cache_.s : nullptr;
     kernels::latent_decode_queries(dw.qa, DCR, scale(), dw.att);
-    auto scores = [&](std::size_t i) {
+    auto scores = [&](std::size_t i) MICROATTN_NOINLINE {
       kernels::latent_decode_scores(cache_.c, DCR, n_keys, rs, dw.att, i, parts);
     };
     ex_.run(parts, scores);
     kernels::latent_decode_softmax(n_keys, rs, dw.att);
-    auto values = [&](std::size_t i) {
+    auto values = [&](std::size_t i) MICROATTN_NOINLINE {
       kernels::latent_decode_values(cache_.c, DCR, n_keys, dw.att, dw.oc, DC, i, parts);
     };
     ex_.run(parts, values);
