@@ -9,10 +9,10 @@
 #include <cstring>
 
 #include "microattn/config.hpp"
+#include "microattn/kernels/f32_norm.hpp"
 #include "microattn/kv_cache.hpp"
 #include "microattn/linear.hpp"
 #include "microattn/mlp.hpp"
-#include "microattn/norm.hpp"
 #include "microattn/weights.hpp"
 
 namespace microattn {
@@ -189,7 +189,6 @@ class Decoder {
     if (const Status s = apply_rope(w.rope()); s != Status::kOk) return s;
     w_ = w;
     for (std::size_t l = 0; l < L; ++l) (void)attn_[l].set_weights(w.layers[l].attn);
-    (void)eps_.set(w.eps());
     (void)head_.set_weights(w.head_weights());
     ready_ = true;
     return Status::kOk;
@@ -315,9 +314,9 @@ class Decoder {
       }
     }
   }
-  /// n_ = RMSNorm(x rows) with weight g (RmsNorm's kernel; the weights were checked once).
+  /// n_ = RMSNorm(x rows) with weight g and the weights' epsilon (checked by set_weights).
   void normalise(const float* g, const float* x, std::size_t m) noexcept {
-    kernels::f32_rms_norm_rows(x, DM, n_, DM, m, DM, g, eps_.get(1e-6f));
+    kernels::f32_rms_norm_rows(x, DM, n_, DM, m, DM, g, w_.eps());
   }
   void add_residual(std::size_t m) noexcept {
     for (std::size_t i = 0; i < m * DM; ++i) x_[i] += t_[i];
@@ -325,7 +324,6 @@ class Decoder {
 
   DecoderWeights<DCfg> w_{};
   bool ready_ = false;
-  internal::EpsSetting eps_{};
   AttnLayer attn_[L] = {};
   // The blocks of every layer: attention with its cache per layer; one MLP's working memory
   // and the head, each layer's weights passed in the call.
