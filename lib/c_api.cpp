@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "microattn/microattn.h"
+#include "microattn/model_file.hpp"
 #include "microattn/rope_config.hpp"
 #include "microattn/status.hpp"
 #include "microattn/weights.hpp"
@@ -81,6 +82,22 @@ extern "C" microattn_status microattn_quantize_int8(const float* src, int from, 
     err->rel = e.rel;
   }
   return static_cast<microattn_status>(static_cast<int>(s));
+}
+
+extern "C" size_t microattn_model_check_text(const microattn_model_check* c, char* buf,
+                                             size_t cap) {
+  microattn::ModelCheck m;
+  m.status = Status::kNullPointer;
+  if (c != nullptr) {
+    const int v = static_cast<int>(c->status);
+    m.status = v >= MICROATTN_OK && v <= MICROATTN_BAD_ARGUMENT ? static_cast<Status>(v)
+                                                                : Status::kBadArgument;
+    m.problem = c->problem <= static_cast<std::uint32_t>(microattn::ModelProblem::kTensorBytes)
+                    ? static_cast<microattn::ModelProblem>(c->problem)
+                    : microattn::ModelProblem::kNone;
+    m.key = c->key, m.expected = c->expected, m.found = c->found;
+  }
+  return microattn::model_check_text(m, buf, cap);
 }
 
 extern "C" const char* microattn_status_string(microattn_status s) {

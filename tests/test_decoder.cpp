@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "microattn/decoder.hpp"
 #include "support/check.hpp"
@@ -472,7 +473,7 @@ std::size_t write_blob(const TestModel<DCfg>& m, unsigned char* buf, std::size_t
   return pos;
 }
 
-alignas(16) unsigned char g_blob[16384];
+alignas(16) unsigned char g_blob[32768];
 
 TEST(Decoder, ModelFileGivesTheSameModel) {
   constexpr std::size_t T = Int8Cfg::kTMax, V = Int8Cfg::kVocab;
@@ -565,6 +566,264 @@ TEST(Decoder, ModelFileTakesAShorterContext) {
   ASSERT_EQ(g_short.prefill_all(g_int8.tok, T, part), Status::kOk);
   EXPECT_EQ(std::memcmp(part, full, sizeof part), 0);
   EXPECT_EQ(g_short.decode(1, part), Status::kCacheFull);
+}
+
+// ---- version 2 of the model file: keyed fields, a tensor directory (docs/model-format.md)
+
+struct V2Field {
+  std::uint32_t key, type, a, b;
+};
+
+/// Writes m as a version-2 file into buf, written here from docs/model-format.md: the header,
+/// the fields (without drop_key, then `extra`), the tensor directory, the arrays. Its size.
+template <class DCfg>
+std::size_t write_blob_v2(const TestModel<DCfg>& m, unsigned char* buf, std::size_t cap,
+                          std::uint32_t drop_key = 0, const V2Field* extra = nullptr,
+                          std::size_t n_extra = 0) {
+  using M = TestModel<DCfg>;
+  constexpr bool q = DCfg::kInt8Weights;
+  const std::uint32_t code = q ? 0x10801u : 0u;
+  const V2Field all[] = {{1, 0, 1, 0},
+                         {2, 0, std::uint32_t(M::V), 0},
+                         {3, 0, std::uint32_t(M::DM), 0},
+                         {4, 0, std::uint32_t(M::L), 0},
+                         {5, 0, std::uint32_t(DCfg::Attn::kHeads), 0},
+                         {6, 0, std::uint32_t(DCfg::Attn::kKvHeads), 0},
+                         {7, 0, std::uint32_t(DCfg::Attn::kDHead), 0},
+                         {8, 0, std::uint32_t(M::DH), 0},
+                         {9, 0, std::uint32_t(DCfg::kTMax), 0},
+                         {10, 0, DCfg::kTiedHead ? 1u : 0u, 0},
+                         {11, 0, 0, 0},
+                         {12, 0, m.w.rope_pairing == RopePairing::kAdjacent ? 1u : 0u, 0},
+                         {13, 1, float_bits(m.w.rope_base), 0},
+                         {14, 1, float_bits(m.w.norm_eps), 0}};
+  std::memset(buf, 0, cap);
+  const auto word = [&](std::size_t at, std::uint32_t v) {
+    for (std::size_t k = 0; k < 4; ++k) buf[at + k] = (v >> (8 * k)) & 0xffu;
+  };
+  std::size_t nf = 0;
+  for (const V2Field& f : all)
+    if (f.key != drop_key)
+      word(64 + 16 * nf, f.key), word(68 + 16 * nf, f.type), word(72 + 16 * nf++, f.a);
+  for (std::size_t i = 0; i < n_extra; ++i, ++nf)
+    word(64 + 16 * nf, extra[i].key), word(68 + 16 * nf, extra[i].type),
+        word(72 + 16 * nf, extra[i].a), word(76 + 16 * nf, extra[i].b);
+  const std::size_t tensors_at = (64 + 16 * nf + 15) / 16 * 16;
+  std::size_t nt = 0, pos = tensors_at + 32 * (1 + 9 * M::L + 1 + (DCfg::kTiedHead ? 0 : 1));
+  const auto put = [&](const void* p, std::size_t bytes) {
+    pos = (pos + 15) / 16 * 16;
+    MICROATTN_ASSERT(pos + bytes <= cap);
+    std::memcpy(buf + pos, p, bytes);
+    pos += bytes;
+    return std::uint32_t(pos - bytes);
+  };
+  const auto record = [&](std::uint32_t role, std::uint32_t layer, std::uint32_t fmt,
+                          std::size_t rows, std::size_t cols, std::uint32_t d, std::size_t db,
+                          std::uint32_t sc, std::size_t sb) {
+    const std::uint32_t r[8] = {
+        role | layer << 16, fmt, std::uint32_t(rows), std::uint32_t(cols), d,
+        std::uint32_t(db),  sc,  std::uint32_t(sb)};
+    for (std::size_t i = 0; i < 8; ++i) word(tensors_at + 32 * nt + 4 * i, r[i]);
+    ++nt;
+  };
+  const auto mat = [&](std::uint32_t role, std::uint32_t layer, const typename M::E* w,
+                       const float* sc, std::size_t out, std::size_t in) {
+    const std::uint32_t d = put(w, out * in * sizeof(*w));
+    const std::uint32_t at = q ? put(sc, out * sizeof(float)) : 0;
+    record(role, layer, code, out, in, d, out * in * sizeof(*w), at, q ? out * 4 : 0);
+  };
+  const auto vec = [&](std::uint32_t role, std::uint32_t layer, const float* v) {
+    record(role, layer, 0, M::DM, 1, put(v, M::DM * 4), M::DM * 4, 0, 0);
+  };
+  const std::uint32_t none = 0xffff;
+  mat(1, none, m.w.embed, m.w.s_embed, M::V, M::DM);
+  for (std::uint32_t i = 0; i < M::L; ++i) {
+    const auto& l = m.w.layers[i];
+    vec(2, i, l.attn_norm);
+    mat(3, i, l.attn.w_q, l.attn.s_q, M::QD, M::DM),
+        mat(4, i, l.attn.w_k, l.attn.s_k, M::KD, M::DM);
+    mat(5, i, l.attn.w_v, l.attn.s_v, M::KD, M::DM),
+        mat(6, i, l.attn.w_o, l.attn.s_o, M::DM, M::QD);
+    vec(7, i, l.mlp_norm);
+    mat(8, i, l.mlp.w_gate, l.mlp.s_gate, M::DH, M::DM);
+    mat(9, i, l.mlp.w_up, l.mlp.s_up, M::DH, M::DM);
+    mat(10, i, l.mlp.w_down, l.mlp.s_down, M::DM, M::DH);
+  }
+  vec(11, none, m.w.norm);
+  if (!DCfg::kTiedHead) mat(12, none, m.w.head, m.w.s_head, M::V, M::DM);
+  pos = (pos + 15) / 16 * 16;
+  const std::uint32_t head[8] = {0x4D4C414Du,
+                                 2,
+                                 64,
+                                 std::uint32_t(pos),
+                                 std::uint32_t(nf),
+                                 64,
+                                 std::uint32_t(nt),
+                                 std::uint32_t(tensors_at)};
+  for (std::size_t i = 0; i < 8; ++i) word(4 * i, head[i]);
+  return pos;
+}
+
+/// The logits of every position of `tok` from a model file (through Decoder::set_weights_blob).
+template <class DCfg>
+void logits_of_blob(Case<DCfg>& c, const unsigned char* blob, std::size_t n, float* out) {
+  c.dec.reset();
+  microattn::ModelCheck why;
+  ASSERT_EQ(c.dec.set_weights_blob(blob, n, &why), Status::kOk);
+  EXPECT_EQ(why.status, Status::kOk);
+  ASSERT_EQ(c.dec.prefill_all(c.tok, DCfg::kTMax, out), Status::kOk);
+}
+
+// Version 2 of a model (fp32 with its own head; int8 with the tied one) computes what version 1
+// and the weights themselves compute, bit for bit.
+TEST(Decoder, ModelFileVersion2GivesTheSameModel) {
+  constexpr std::size_t T = SeparateCfg::kTMax, V = SeparateCfg::kVocab;
+  static float a[T * V], b[T * V], c[T * V];
+  g_separate.init(11, RopePairing::kHalfSplit);
+  g_separate.dec.reset();
+  ASSERT_EQ(g_separate.dec.set_weights(g_separate.m.w), Status::kOk);
+  ASSERT_EQ(g_separate.dec.prefill_all(g_separate.tok, T, a), Status::kOk);
+  logits_of_blob(g_separate, g_blob, write_blob(g_separate.m, g_blob, sizeof g_blob), b);
+  logits_of_blob(g_separate, g_blob, write_blob_v2(g_separate.m, g_blob, sizeof g_blob), c);
+  EXPECT_EQ(std::memcmp(a, b, sizeof a), 0);
+  EXPECT_EQ(std::memcmp(a, c, sizeof a), 0);
+  EXPECT_EQ(g_separate.dec.rope().pairing, RopePairing::kHalfSplit);
+  g_int8.init(12, RopePairing::kAdjacent);
+  logits_of_blob(g_int8, g_blob, write_blob(g_int8.m, g_blob, sizeof g_blob), b);
+  const std::size_t n = write_blob_v2(g_int8.m, g_blob, sizeof g_blob);
+  logits_of_blob(g_int8, g_blob, n, c);
+  EXPECT_EQ(std::memcmp(b, c, sizeof b), 0);
+  microattn::DecoderWeights<Int8Cfg> w;
+  ASSERT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, n, &w), Status::kOk);
+  EXPECT_EQ(w.trained_context, Int8Cfg::kTMax);
+  EXPECT_EQ(std::memcmp(w.layers[1].mlp.s_down, g_int8.m.w.layers[1].mlp.s_down, 16 * 4), 0);
+  // A described-only field (kModelKeyInfo) is skipped when its range lies in the file.
+  const V2Field source{microattn::kKeySource, 2, 64, 16};
+  logits_of_blob(g_int8, g_blob, write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &source, 1), c);
+  EXPECT_EQ(std::memcmp(b, c, sizeof b), 0);
+}
+
+/// The report and its text for a file refused by Int8Cfg; *w untouched.
+microattn::ModelCheck refusal(const unsigned char* blob, std::size_t n, std::string* text) {
+  microattn::DecoderWeights<Int8Cfg> w;
+  w.norm_eps = 7.0f;
+  microattn::ModelCheck why;
+  EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(blob, n, &w, &why), Status::kBadArgument);
+  EXPECT_TRUE(w.norm_eps == 7.0f && w.embed == nullptr);
+  EXPECT_EQ(why.status, Status::kBadArgument);
+  char buf[160];
+  const std::size_t len = microattn::model_check_text(why, buf, sizeof buf);
+  EXPECT_EQ(len, std::strlen(buf));
+  *text = buf;
+  return why;
+}
+
+/// Patches word `i` of the record at byte `at` of g_blob.
+void set_word_at(std::size_t at, std::size_t i, std::uint32_t v) {
+  for (std::size_t k = 0; k < 4; ++k) g_blob[at + 4 * i + k] = (v >> (8 * k)) & 0xffu;
+}
+
+// Every way a version-2 file can differ from its configuration is refused, naming the field or
+// tensor and both values: the report and its one-line text.
+TEST(Decoder, ModelFileVersion2SaysWhy) {
+  using microattn::ModelProblem;
+  g_int8.init(13, RopePairing::kAdjacent);
+  const std::size_t n = write_blob_v2(g_int8.m, g_blob, sizeof g_blob);
+  const std::size_t t0 = 64 + 16 * 14;  // the tensor directory: embed, then layer 0's attn_norm
+  struct Case {
+    const char* what;
+    std::size_t at, word;  // the word patched (at: a byte offset); at 0, word 0: none
+    std::uint32_t value;
+    ModelProblem problem;
+    std::uint32_t key, expected, found;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"d_model", 64 + 16 * 2, 2, 17, ModelProblem::kFieldDiffers, 3, 16, 17,
+       "field d_model: the file has 17, the configuration 16"},
+      {"unknown key", 64 + 16 * 2, 0, 37, ModelProblem::kUnknownField, 37, 0, 0,
+       "field unknown 37: not computed by this library"},
+      {"twice", 64 + 16 * 2, 0, 2, ModelProblem::kDuplicateField, 2, 0, 0,
+       "field vocab: given twice"},
+      {"eps 0", 64 + 16 * 13, 2, 0, ModelProblem::kBadValue, 14, 0, 0,
+       "field norm_eps: value out of range"},
+      {"eps as uint32", 64 + 16 * 13, 1, 0, ModelProblem::kBadValue, 14, 1, 0,
+       "field norm_eps: value out of range"},
+      {"t_max short", 64 + 16 * 8, 2, 11, ModelProblem::kFieldDiffers, 9, 12, 11,
+       "field t_max: the file has 11, the configuration 12"},
+      {"not tied", 64 + 16 * 9, 2, 0, ModelProblem::kFieldDiffers, 10, 1, 0,
+       "field tied_head: the file has 0, the configuration 1"},
+      {"format", t0, 1, 0, ModelProblem::kTensorFormat, 1 | 0xffffu << 16, 0x10801, 0,
+       "tensor embed: format code 0, the configuration's is 67585"},
+      {"role", t0 + 32, 0, 40, ModelProblem::kUnknownTensor, 40, 0, 0,
+       "tensor unknown 40 of layer 0: not computed by this library"},
+      {"layer", t0 + 32, 0, 2 | 2u << 16, ModelProblem::kUnknownTensor, 2 | 2u << 16, 0, 0,
+       "tensor attn_norm of layer 2: not computed by this library"},
+      {"head in a tied file", t0 + 32, 0, 12 | 0xffffu << 16, ModelProblem::kUnknownTensor,
+       12 | 0xffffu << 16, 0, 0, "tensor lm_head: not computed by this library"},
+      {"shape", t0 + 64, 2, 8, ModelProblem::kTensorShape, 3, 16 << 16 | 16, 8 << 16 | 16,
+       "tensor q_proj of layer 0: the file has 524304, the configuration 1048592"},
+      {"misaligned", t0 + 64, 4, 72, ModelProblem::kTensorBytes, 3, 0, 0,
+       "tensor q_proj of layer 0: data outside the file, misaligned or sized wrong"},
+      {"outside", t0 + 64, 6, 1u << 20, ModelProblem::kTensorBytes, 3, 0, 0,
+       "tensor q_proj of layer 0: data outside the file, misaligned or sized wrong"},
+      {"version", 0, 1, 3, ModelProblem::kVersion, 1, 2, 3,
+       "model file version 3 is not read by this library"},
+      {"reserved", 0, 9, 1, ModelProblem::kBadHeader, 9, 0, 0, "header word 9 is invalid"},
+      {"field table", 0, 4, 1000, ModelProblem::kBadHeader, 5, 0, 0, "header word 5 is invalid"},
+      {"magic", 0, 0, 0x4D4C414Eu, ModelProblem::kNotModelFile, 0, 0, 0,
+       "not a microattn model file (no MALM magic)"},
+  };
+  for (const Case& c : cases) {
+    write_blob_v2(g_int8.m, g_blob, sizeof g_blob);
+    set_word_at(c.at, c.word, c.value);
+    std::string text;
+    const microattn::ModelCheck why = refusal(g_blob, n, &text);
+    EXPECT_EQ(why.problem, c.problem) << c.what;
+    EXPECT_EQ(why.key, c.key) << c.what;
+    EXPECT_EQ(why.expected, c.expected) << c.what;
+    EXPECT_EQ(why.found, c.found) << c.what;
+    EXPECT_EQ(text, c.text) << c.what;
+  }
+  std::string text;
+  // A tensor twice (layer 0's attn_norm for the embedding), a field or a tensor missing, short.
+  write_blob_v2(g_int8.m, g_blob, sizeof g_blob);
+  for (std::size_t i = 0; i < 8; ++i)
+    set_word_at(t0, i, microattn::internal::blob_word(g_blob + t0 + 32, i));
+  EXPECT_EQ(refusal(g_blob, n, &text).problem, ModelProblem::kDuplicateTensor);
+  EXPECT_EQ(text, "tensor attn_norm of layer 0: given twice");
+  const std::size_t m = write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 14);
+  EXPECT_EQ(refusal(g_blob, m, &text).key, 14u);
+  EXPECT_EQ(text, "field norm_eps: missing");
+  write_blob_v2(g_int8.m, g_blob, sizeof g_blob);
+  set_word_at(0, 6, microattn::internal::blob_word(g_blob, 6) - 1);  // the last tensor: norm
+  EXPECT_EQ(refusal(g_blob, n, &text).problem, ModelProblem::kMissingTensor);
+  EXPECT_EQ(text, "tensor norm: missing");
+  write_blob_v2(g_int8.m, g_blob, sizeof g_blob);
+  EXPECT_EQ(refusal(g_blob, n - 16, &text).problem, ModelProblem::kTruncated);
+  EXPECT_EQ(text, "the file is " + std::to_string(n - 16) + " bytes, its header says " +
+                      std::to_string(n));
+  EXPECT_EQ(refusal(g_blob + 4, n - 16, &text).problem, ModelProblem::kNotAligned);
+  const V2Field bad_range{microattn::kKeySource, 2, std::uint32_t(n), 32};  // the file: n + 16
+  write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &bad_range, 1);
+  EXPECT_EQ(refusal(g_blob, n + 16, &text).problem, ModelProblem::kBadValue);
+  EXPECT_EQ(text, "field source: value out of range");
+  // Version 1 names its differences the same way.
+  write_blob(g_int8.m, g_blob, sizeof g_blob);
+  set_blob_word(5, 17);
+  EXPECT_EQ(refusal(g_blob, n, &text).problem, ModelProblem::kFieldDiffers);
+  EXPECT_EQ(text, "field d_model: the file has 17, the configuration 16");
+  write_blob(g_int8.m, g_blob, sizeof g_blob);
+  set_blob_word(3, 0);
+  refusal(g_blob, n, &text);
+  EXPECT_EQ(text, "field weight_type: the file has 0, the configuration 1");
+  // A short buffer gets a terminated prefix; a null one nothing.
+  char small[6];
+  microattn::ModelCheck why;
+  why.problem = ModelProblem::kNotAligned;
+  EXPECT_EQ(microattn::model_check_text(why, small, sizeof small), 5u);
+  EXPECT_STREQ(small, "the f");
+  EXPECT_EQ(microattn::model_check_text(why, nullptr, 4), 0u);
 }
 
 }  // namespace

@@ -170,6 +170,8 @@ the attention-only options (--mask, --path, --layout, --compute, --out ...).
   --blob FILE       the blob: fp32, or with --quant int8 every matrix (the embedding too: one
                     scale per token, which the tied head shares) int8 with one fp32 scale per
                     output row, bit for bit microattn::quantize_int8(); the norms stay fp32.
+  --blob-version V  2 (default): keyed fields and a tensor directory with each tensor's format
+                    code; 1: the fixed 16-word header of microattn 0.2 (docs/model-format.md).
   --reference FILE  a C header (C11 and C++17) of the module's own fp32 forward (one thread,
                     deterministic): --prompt (default the TRAINING.md prompt) encoded one
                     character to one id, --n (default 64) greedy tokens after it, and the logits
@@ -2232,9 +2234,12 @@ def blob_flags(cfg):
     return int(cfg["tied_head"]) | (int(ROPE_PAIRINGS[cfg["rope_pairing"]]) << 1)
 
 
-def blob_total(dec, quant="none"):
-    """The blob's size in bytes, from the tensors' shapes alone (blob_bytes' layout)."""
+def blob_total(dec, quant="none", version=1):
+    """The blob's size in bytes, from the tensors' shapes alone (blob_bytes' layout, or
+    blob_v2_bytes': the same arrays after the field and tensor tables)."""
     pos = BLOB_HEADER_BYTES
+    if version == 2:
+        pos += 16 * len(BLOB_V2_KEYS) + 32 * len(dec.tensors)
     for _, a, is_matrix in dec.tensors:
         for n in (a.size, 4 * a.shape[0]) if quant == "int8" and is_matrix else (4 * a.size,):
             pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + n
@@ -2246,8 +2251,8 @@ def check_blob_size(total):
     raise an uncaught struct.error), before any of it is built."""
     if total > BLOB_MAX_BYTES:
         raise Refusal(f"the model file would be {total} bytes ({total / 2 ** 30:.2f} GiB): over "
-                      f"the format's limit of 4 GiB ({BLOB_MAX_BYTES} bytes; header word 15, "
-                      "the file's size, is a 32-bit unsigned integer)")
+                      f"the format's limit of 4 GiB ({BLOB_MAX_BYTES} bytes; the file's size "
+                      "in its header is a 32-bit unsigned integer)")
 
 
 def blob_bytes(dec, quant="none", report=None):
@@ -2287,6 +2292,91 @@ def blob_bytes(dec, quant="none", report=None):
     body[:BLOB_HEADER_BYTES] = struct.pack("<16I", *words)
     if report is not None:
         report.append(f"blob: {len(body)} bytes, {quant_label(quant)}" + (
+            f"; largest int8 ||W - Wq||_F/||W||_F {worst[0]:.3e} ({worst[1]})"
+            if quant == "int8" else ""))
+    return bytes(body)
+
+
+# Version 2 (docs/model-format.md): keyed fields and a tensor directory with a format code each.
+BLOB_V2_KEYS = {"architecture": 1, "vocab": 2, "d_model": 3, "n_layers": 4, "n_heads": 5,
+                "n_kv_heads": 6, "d_head": 7, "d_hidden": 8, "t_max": 9, "tied_head": 10,
+                "activation": 11, "rope_pairing": 12, "rope_base": 13, "norm_eps": 14}
+BLOB_V2_ROLES = {"embed": 1, "attn_norm": 2, "q_proj": 3, "k_proj": 4, "v_proj": 5, "o_proj": 6,
+                 "mlp_norm": 7, "gate_proj": 8, "up_proj": 9, "down_proj": 10, "norm": 11,
+                 "lm_head": 12}
+BLOB_NO_LAYER = 0xFFFF
+# microattn::StorageFormat::code() of each --quant (format.hpp): fp32 0; int8 with one fp32
+# scale per output row: elem 1 | bits 8 << 8 | per-column 1 << 16 | fp32 scales 0 << 20.
+FORMAT_CODES = {"none": 0, "int8": 0x10801}
+
+
+def blob_tensor_id(key):
+    """A state-dict key ("layers.3.attn.q_proj.weight") as role | layer << 16."""
+    parts = key.split(".")
+    if parts[0] == "layers":
+        return BLOB_V2_ROLES[parts[-2]] | int(parts[1]) << 16
+    return BLOB_V2_ROLES[parts[0]] | BLOB_NO_LAYER << 16
+
+
+def blob_v2_fields(c):
+    """The fields of a version-2 file: [(key, type, value word)], type 0 uint32, 1 float32."""
+    import struct
+    f32 = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]  # noqa: E731
+    u = {"architecture": 1, "vocab": c["vocab"], "activation": 0,
+         "tied_head": int(c["tied_head"]), "rope_pairing": int(ROPE_PAIRINGS[c["rope_pairing"]])}
+    out = []
+    for name, key in BLOB_V2_KEYS.items():
+        if name in ("rope_base", "norm_eps"):
+            out.append((key, 1, f32(c[name])))
+        else:
+            out.append((key, 0, int(u[name] if name in u else c[name])))
+    return out
+
+
+def blob_v2_bytes(dec, quant="none", report=None):
+    """A version-2 model file (docs/model-format.md): the 64-byte header, the field table
+    (16 bytes a field), the tensor directory (32 bytes a tensor: id, format code, rows, cols,
+    data offset and bytes, scales offset and bytes), then the tensors as version 1 stores them,
+    each array at the next 16-byte boundary. Same quantisation and report as blob_bytes."""
+    import struct
+    import numpy as np
+    total = blob_total(dec, quant, 2)
+    check_blob_size(total)
+    c = dec.cfg
+    fields = blob_v2_fields(c)
+    n = len(dec.tensors)
+    field_at = BLOB_HEADER_BYTES
+    tensor_at = field_at + 16 * len(fields)
+    body = bytearray(tensor_at + 32 * n)
+    records, worst = [], (0.0, "")
+
+    def put(raw):
+        body.extend(b"\0" * (-len(body) % BLOB_ALIGN))
+        at = len(body)
+        body.extend(raw)
+        return at, len(raw)
+
+    for key, a, is_matrix in dec.tensors:
+        rows, cols = (a.shape[0], a.shape[1]) if a.ndim == 2 else (a.shape[0], 1)
+        if quant == "int8" and is_matrix:
+            q, s = quantize_int8(a)
+            data, scales = put(q.tobytes()), put(s.astype("<f4").tobytes())
+            worst = max(worst, (quant_error(a, q, s)[2], key))
+            code = FORMAT_CODES[quant]
+        else:
+            data, scales = put(np.ascontiguousarray(a, dtype="<f4").tobytes()), (0, 0)
+            code = 0
+        records.append((blob_tensor_id(key), code, rows, cols) + data + scales)
+    body.extend(b"\0" * (-len(body) % BLOB_ALIGN))
+    assert len(body) == total, (len(body), total)
+    body[:BLOB_HEADER_BYTES] = struct.pack("<16I", BLOB_MAGIC, 2, BLOB_HEADER_BYTES, len(body),
+                                           len(fields), field_at, n, tensor_at, *([0] * 8))
+    for i, (key, typ, v) in enumerate(fields):
+        body[field_at + 16 * i:field_at + 16 * i + 16] = struct.pack("<4I", key, typ, v, 0)
+    for i, r in enumerate(records):
+        body[tensor_at + 32 * i:tensor_at + 32 * i + 32] = struct.pack("<8I", *r)
+    if report is not None:
+        report.append(f"blob (version 2): {len(body)} bytes, {quant_label(quant)}" + (
             f"; largest int8 ||W - Wq||_F/||W||_F {worst[0]:.3e} ({worst[1]})"
             if quant == "int8" else ""))
     return bytes(body)
@@ -2480,7 +2570,8 @@ def run_decoder(a):
     dec = load_decoder(src, bool(a.tiny_lm))
     report, files = [], []
     if a.blob:
-        files.append((a.blob, blob_bytes(dec, a.quant, report)))
+        write = blob_v2_bytes if a.blob_version == 2 else blob_bytes
+        files.append((a.blob, write(dec, a.quant, report)))
     if a.reference:
         files.append((a.reference, reference_header(dec, name, a.prompt, a.n,
                                                     os.path.basename(src), report).encode()))
@@ -2602,6 +2693,9 @@ def run(argv):
                     "(--reference) and its vocabulary (--vocab-header)")
     ap.add_argument("--blob", metavar="FILE", help="with --kind decoder: the model blob "
                     "(docs/model-format.md; fp32, or int8 with --quant int8)")
+    ap.add_argument("--blob-version", type=int, choices=(1, 2), default=2,
+                    help="with --blob: the model file's version (default 2; 1 for readers "
+                    "older than microattn 0.9, e.g. bench/tiny_lm_naive.c)")
     ap.add_argument("--reference", metavar="FILE", help="with --kind decoder: a C header of "
                     "the module's greedy continuation of --prompt and its logits")
     ap.add_argument("--vocab-header", metavar="FILE", help="with --kind decoder: a C header of "

@@ -936,6 +936,12 @@ def decoder_functions(w, n, N):
             "for another configuration or weight type, or trained for a context shorter than "
             "%s_T_MAX, short, misaligned; or another RoPE while tokens are cached)." % N)
     w("microattn_status %s_set_weights_blob(%s* obj, const void* blob, size_t bytes);" % (n, n))
+    comment(w, "Whether a model file fits this configuration (the checks of "
+            "%s_set_weights_blob, no object needed): MICROATTN_OK, MICROATTN_NULL_POINTER, "
+            "MICROATTN_BAD_ARGUMENT; *why (unless NULL) says which field or tensor differs and "
+            "how; microattn_model_check_text() words it." % n)
+    w("microattn_status %s_check_blob(const void* blob, size_t bytes, microattn_model_check* why);"
+      % n)
     w("/* Softmax scale of every layer (default 1/sqrt(%s_D_HEAD)). */" % N)
     w("microattn_status %s_set_scale(%s* obj, float scale);" % (n, n))
     w("float %s_scale(const %s* obj);" % (n, n))

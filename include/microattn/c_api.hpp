@@ -102,7 +102,8 @@
 //   core         microattn_status NAME_forward(NAME* obj, const float* q, size_t ldq,
 //                    const float* k, size_t ldk, const float* v, size_t ldv, size_t T,
 //                    float* out, size_t ldo);
-//   decoder      set_weights_blob, prefill, prefill_all, decode, truncate, reset, length
+//   decoder      set_weights_blob, check_blob, prefill, prefill_all, decode, truncate, reset,
+//   length
 //                (MICROATTN_C_DECODER: tokens in, logits out; the generated header lists them)
 //   linear, mlp  (Linear<LinearConfig>, Mlp<MlpConfig>: M rows of any number, no scale)
 //                microattn_status NAME_set_weights(NAME* obj, const microattn_linear_weights* w);
@@ -904,6 +905,20 @@ microattn_status set_weights_blob(Storage* storage, const void* blob, std::size_
   return to_c(b != Status::kOk ? b : o->set_weights(w));
 }
 
+/// Whether a model file fits Object's configuration, and why not (no object needed).
+template <class Object>
+microattn_status check_blob(const void* blob, std::size_t bytes,
+                            microattn_model_check* why) noexcept {
+  using DCfg = typename Object::Config;
+  DecoderWeights<DCfg> w;
+  ModelCheck c;
+  const Status s = decoder_weights_from_blob<DCfg>(blob, bytes, &w, &c);
+  if (why != nullptr)
+    *why = microattn_model_check{to_c(c.status), static_cast<std::uint32_t>(c.problem), c.key,
+                                 c.expected, c.found};
+  return to_c(s);
+}
+
 template <class Object, class Storage>
 microattn_status decoder_prefill(Storage* storage, const std::int32_t* tokens, std::size_t T,
                                  float* logits, bool all) noexcept {
@@ -1026,8 +1041,8 @@ float eps(const Storage* storage) noexcept {
   static_assert(true, "")
 
 /// Decoder<DecoderConfig> (a whole decoder model, prefill chunk min(16, T_max)): NAME_init,
-/// NAME_set_weights_blob, NAME_set_scale, NAME_scale, NAME_set_executor, NAME_prefill,
-/// NAME_prefill_all, NAME_decode, NAME_truncate, NAME_reset, NAME_length.
+/// NAME_set_weights_blob, NAME_check_blob, NAME_set_scale, NAME_scale, NAME_set_executor,
+/// NAME_prefill, NAME_prefill_all, NAME_decode, NAME_truncate, NAME_reset, NAME_length.
 #define MICROATTN_C_DECODER(name, ...) \
   MICROATTN_C_DECODER_CHUNKED(name, (Cfg::kTMax < 16 ? Cfg::kTMax : 16), __VA_ARGS__)
 
@@ -1036,6 +1051,10 @@ float eps(const Storage* storage) noexcept {
   MICROATTN_C_OBJECT_(name, kDecoder, chunk, __VA_ARGS__)                                          \
   extern "C" microattn_status name##_set_weights_blob(name* obj, const void* blob, size_t bytes) { \
     return ::microattn::c_api::set_weights_blob<microattn_c_##name::Object>(obj, blob, bytes);     \
+  }                                                                                                \
+  extern "C" microattn_status name##_check_blob(const void* blob, size_t bytes,                    \
+                                                microattn_model_check* why) {                      \
+    return ::microattn::c_api::check_blob<microattn_c_##name::Object>(blob, bytes, why);           \
   }                                                                                                \
   extern "C" microattn_status name##_prefill(name* obj, const int32_t* tokens, size_t T,           \
                                              float* logits) {                                      \

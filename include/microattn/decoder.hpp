@@ -13,6 +13,7 @@
 #include "microattn/kv_cache.hpp"
 #include "microattn/linear.hpp"
 #include "microattn/mlp.hpp"
+#include "microattn/model_file.hpp"
 #include "microattn/weights.hpp"
 
 namespace microattn {
@@ -158,6 +159,351 @@ struct DecoderWeights {
   }
 };
 
+namespace internal {
+/// Version 1's tensors in order (docs/model-format.md): each at the next 16-byte offset,
+/// bounds-checked.
+class BlobCursor {
+ public:
+  BlobCursor(const unsigned char* base, std::size_t bytes) noexcept : base_(base), bytes_(bytes) {}
+  template <class E>
+  const E* take(std::size_t count) noexcept {
+    pos_ = (pos_ + 15u) & ~std::size_t{15};
+    if (!ok_ || pos_ > bytes_ || count > (bytes_ - pos_) / sizeof(E)) {
+      ok_ = false;
+      return nullptr;
+    }
+    const E* p = reinterpret_cast<const E*>(base_ + pos_);
+    pos_ += count * sizeof(E);
+    return p;
+  }
+  /// A matrix [out][in] in format Fmt (a scaled format: followed by its scales).
+  template <class Fmt>
+  const typename Fmt::Elem* matrix(std::size_t out, std::size_t in, const float** scales) noexcept {
+    using T = FormatTraits<Fmt>;
+    const auto* m = take<typename Fmt::Elem>(T::elem_offset(out * in));
+    if (T::kScaled) *scales = take<float>(T::scale_count(in, out));
+    return m;
+  }
+  bool ok() const noexcept { return ok_; }
+  std::size_t end() const noexcept { return (pos_ + 15u) & ~std::size_t{15}; }
+
+ private:
+  const unsigned char* base_;
+  std::size_t bytes_;
+  std::size_t pos_ = 64;  // after the header
+  bool ok_ = true;
+};
+
+/// The value DCfg requires of a field that must match it exactly (true), or false for a field
+/// the file chooses (the context, RoPE, epsilon) or one DCfg does not know.
+template <class DCfg>
+bool decoder_exact_field(std::uint32_t key, std::uint32_t* v) noexcept {
+  using A = typename DCfg::Attn;
+  switch (key) {
+    case kKeyArchitecture:
+      *v = 1;
+      return true;
+    case kKeyVocab:
+      *v = static_cast<std::uint32_t>(DCfg::kVocab);
+      return true;
+    case kKeyDModel:
+      *v = static_cast<std::uint32_t>(DCfg::kDModel);
+      return true;
+    case kKeyLayers:
+      *v = static_cast<std::uint32_t>(DCfg::kLayers);
+      return true;
+    case kKeyHeads:
+      *v = static_cast<std::uint32_t>(A::kHeads);
+      return true;
+    case kKeyKvHeads:
+      *v = static_cast<std::uint32_t>(A::kKvHeads);
+      return true;
+    case kKeyDHead:
+      *v = static_cast<std::uint32_t>(A::kDHead);
+      return true;
+    case kKeyDHidden:
+      *v = static_cast<std::uint32_t>(DCfg::kDHidden);
+      return true;
+    case kKeyTiedHead:
+      *v = DCfg::kTiedHead ? 1u : 0u;
+      return true;
+    case kKeyActivation:
+      *v = static_cast<std::uint32_t>(DCfg::kAct);
+      return true;
+    case kKeyWeightType:
+      *v = DCfg::kInt8Weights ? 1u : 0u;
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// A field the file chooses, checked and stored into *w; false (and *why) when out of range.
+template <class DCfg>
+bool decoder_chosen_field(std::uint32_t key, std::uint32_t a, DecoderWeights<DCfg>* w,
+                          ModelCheck* why) noexcept {
+  const float f = bits_float(a);
+  const bool positive = finite_bits(f) && f > 0.0f;
+  switch (key) {
+    case kKeyTrainedContext:
+      if (a < DCfg::kTMax)
+        return refuse(why, ModelProblem::kFieldDiffers, key,
+                      static_cast<std::uint32_t>(DCfg::kTMax), a);
+      w->trained_context = a;
+      return true;
+    case kKeyRopePairing:
+      w->rope_pairing = a == 1 ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
+      return a <= 1 || refuse(why, ModelProblem::kBadValue, key, 0, a);
+    case kKeyRopeBase:
+      w->rope_base = f;
+      return positive || refuse(why, ModelProblem::kBadValue, key, 0, a);
+    case kKeyNormEps:
+      w->norm_eps = f;
+      return positive || refuse(why, ModelProblem::kBadValue, key, 0, a);
+    case kKeyRotaryDims:
+      w->rotary_dims = a;
+      return (a % 2 == 0 && a <= DCfg::Attn::kDHead) ||
+             refuse(why, ModelProblem::kBadValue, key, 0, a);
+    default:
+      return refuse(why, ModelProblem::kUnknownField, key);
+  }
+}
+
+/// Version 2's fields into *w: every key known, none twice, every required one there, each
+/// one's type and value right (docs/model-format.md, "Fields").
+template <class DCfg>
+bool decoder_fields_v2(const ModelFileV2& f, DecoderWeights<DCfg>* w, ModelCheck* why) noexcept {
+  std::uint32_t seen = 0;
+  for (std::uint32_t k = 0; k < f.fields; ++k) {
+    const std::size_t at = f.field_at + 16u * k;
+    const std::uint32_t key = f.word(at, 0), type = f.word(at, 1), a = f.word(at, 2);
+    if (key & kModelKeyInfo) {  // described, not computed: its range must lie in the file
+      const std::uint32_t n = f.word(at, 3);
+      if (type == kFieldRange && (a > f.total || n > f.total - a))
+        return refuse(why, ModelProblem::kBadValue, key, 0, a);
+      continue;
+    }
+    if (key == 0 || key > kKeyRotaryDims) return refuse(why, ModelProblem::kUnknownField, key);
+    if ((seen >> key) & 1u) return refuse(why, ModelProblem::kDuplicateField, key);
+    seen |= 1u << key;
+    const std::uint32_t want_type =
+        key == kKeyRopeBase || key == kKeyNormEps ? kFieldF32 : kFieldU32;
+    if (type != want_type) return refuse(why, ModelProblem::kBadValue, key, want_type, type);
+    std::uint32_t v = 0;
+    if (decoder_exact_field<DCfg>(key, &v)) {
+      if (a != v) return refuse(why, ModelProblem::kFieldDiffers, key, v, a);
+    } else if (!decoder_chosen_field<DCfg>(key, a, w, why)) {
+      return false;
+    }
+  }
+  for (std::uint32_t key = kKeyArchitecture; key <= kKeyNormEps; ++key)
+    if (((seen >> key) & 1u) == 0) return refuse(why, ModelProblem::kMissingField, key);
+  return true;
+}
+
+/// Where a version-2 tensor goes in DecoderWeights: a matrix (elements and scales) or an fp32
+/// vector, and its shape (rows = outputs, cols = inputs; a vector is [n][1]).
+template <class DCfg>
+struct TensorSlot {
+  const typename DCfg::WeightElem** m = nullptr;
+  const float** s = nullptr;
+  const float** v = nullptr;
+  std::size_t rows = 0, cols = 0;
+};
+
+template <class DCfg>
+TensorSlot<DCfg> decoder_slot(DecoderWeights<DCfg>* w, std::uint32_t role,
+                              std::uint32_t layer) noexcept {
+  constexpr std::size_t V = DCfg::kVocab, DM = DCfg::kDModel, DH = DCfg::kDHidden;
+  constexpr std::size_t Q = DCfg::Attn::kQDim, KV = DCfg::Attn::kKvDim;
+  const bool global = role == kTensorEmbed || role == kTensorNorm || role == kTensorHead;
+  if (global != (layer == kModelNoLayer) || (!global && layer >= DCfg::kLayers)) return {};
+  auto& l = w->layers[global ? 0 : layer];
+  auto& a = l.attn;
+  auto& p = l.mlp;
+  switch (role) {
+    case kTensorEmbed:
+      return {&w->embed, &w->s_embed, nullptr, V, DM};
+    case kTensorAttnNorm:
+      return {nullptr, nullptr, &l.attn_norm, DM, 1};
+    case kTensorQ:
+      return {&a.w_q, &a.s_q, nullptr, Q, DM};
+    case kTensorK:
+      return {&a.w_k, &a.s_k, nullptr, KV, DM};
+    case kTensorV:
+      return {&a.w_v, &a.s_v, nullptr, KV, DM};
+    case kTensorO:
+      return {&a.w_o, &a.s_o, nullptr, DM, Q};
+    case kTensorMlpNorm:
+      return {nullptr, nullptr, &l.mlp_norm, DM, 1};
+    case kTensorGate:
+      return {&p.w_gate, &p.s_gate, nullptr, DH, DM};
+    case kTensorUp:
+      return {&p.w_up, &p.s_up, nullptr, DH, DM};
+    case kTensorDown:
+      return {&p.w_down, &p.s_down, nullptr, DM, DH};
+    case kTensorNorm:
+      return {nullptr, nullptr, &w->norm, DM, 1};
+    case kTensorHead:
+      if (DCfg::kTiedHead) return {};
+      return {&w->head, &w->s_head, nullptr, V, DM};
+    default:
+      return {};
+  }
+}
+
+/// A byte range [at, at + n) of the file: 16-aligned, after the header, inside the file.
+inline bool range_fits(std::uint32_t at, std::uint32_t n, std::uint32_t total) noexcept {
+  return at % 16 == 0 && at >= 64 && at <= total && n <= total - at;
+}
+
+/// One version-2 tensor record into *w: a role DCfg computes, not given before, the format,
+/// shape and byte counts DCfg's arrays have, inside the file.
+template <class DCfg>
+bool decoder_tensor_v2(const ModelFileV2& f, const TensorRecord& r, DecoderWeights<DCfg>* w,
+                       ModelCheck* why) noexcept {
+  using T = FormatTraits<typename DCfg::WeightFormat>;
+  using Elem = typename DCfg::WeightElem;
+  const TensorSlot<DCfg> slot = decoder_slot<DCfg>(w, r.id & 0xffffu, r.id >> 16);
+  if (!slot.m && !slot.v) return refuse(why, ModelProblem::kUnknownTensor, r.id);
+  if (slot.m ? *slot.m != nullptr : *slot.v != nullptr)
+    return refuse(why, ModelProblem::kDuplicateTensor, r.id);
+  const std::uint32_t code = slot.m ? T::kDesc.code() : format::F32::kDesc.code();
+  if (r.format != code) return refuse(why, ModelProblem::kTensorFormat, r.id, code, r.format);
+  if (r.rows != slot.rows || r.cols != slot.cols)
+    return refuse(why, ModelProblem::kTensorShape, r.id,
+                  static_cast<std::uint32_t>(slot.rows << 16 | slot.cols), r.rows << 16 | r.cols);
+  const std::size_t n = slot.rows * slot.cols;
+  const std::size_t data_bytes = slot.m ? T::bytes(n) : n * sizeof(float);
+  const std::size_t scale_bytes = slot.m ? T::scale_count(slot.cols, slot.rows) * sizeof(float) : 0;
+  if (r.data_bytes != data_bytes || r.scales_bytes != scale_bytes ||
+      !range_fits(r.data, r.data_bytes, f.total) ||
+      (scale_bytes ? !range_fits(r.scales, r.scales_bytes, f.total) : r.scales != 0))
+    return refuse(why, ModelProblem::kTensorBytes, r.id);
+  if (slot.v) {
+    *slot.v = reinterpret_cast<const float*>(f.b + r.data);
+    return true;
+  }
+  *slot.m = reinterpret_cast<const Elem*>(f.b + r.data);
+  if (scale_bytes) *slot.s = reinterpret_cast<const float*>(f.b + r.scales);
+  return true;
+}
+
+/// The first tensor DCfg needs that a version-2 file did not give (its id), or 0.
+template <class DCfg>
+std::uint32_t decoder_missing_tensor(DecoderWeights<DCfg>* w) noexcept {
+  const std::uint32_t none = kModelNoLayer;
+  if (!w->embed) return model_tensor_id(kTensorEmbed, none);
+  for (std::uint32_t l = 0; l < DCfg::kLayers; ++l)
+    for (std::uint32_t role = kTensorAttnNorm; role <= kTensorDown; ++role) {
+      const TensorSlot<DCfg> s = decoder_slot<DCfg>(w, role, l);
+      if (s.m ? *s.m == nullptr : *s.v == nullptr) return model_tensor_id(role, l);
+    }
+  if (!w->norm) return model_tensor_id(kTensorNorm, none);
+  if (!DCfg::kTiedHead && !w->head) return model_tensor_id(kTensorHead, none);
+  return 0;
+}
+
+/// A version-2 file into *w (docs/model-format.md): its tables, fields and tensors.
+template <class DCfg>
+bool decoder_weights_v2(const unsigned char* b, DecoderWeights<DCfg>* w, ModelCheck* why) noexcept {
+  ModelFileV2 f;
+  if (!model_file_v2(b, &f, why) || !decoder_fields_v2<DCfg>(f, w, why)) return false;
+  for (std::uint32_t k = 0; k < f.tensors; ++k)
+    if (!decoder_tensor_v2<DCfg>(f, f.tensor(k), w, why)) return false;
+  if (const std::uint32_t id = decoder_missing_tensor<DCfg>(w))
+    return refuse(why, ModelProblem::kMissingTensor, id);
+  for (auto& l : w->layers) l.attn.layout = l.mlp.layout = WeightLayout::kOutIn;
+  return true;
+}
+
+/// The header of a version-1 file against DCfg (docs/model-format.md, "Version 1"): every
+/// dimension and the weight type exactly, T_max at most the trained context, the head's tying
+/// and the activation; its RoPE and epsilon into *w.
+template <class DCfg>
+bool decoder_header_v1(const unsigned char* b, DecoderWeights<DCfg>* w, ModelCheck* why) noexcept {
+  for (std::uint32_t i = 3; i <= 10; ++i) {  // words 3 .. 10: weight type, then the dimensions
+    const std::uint32_t key = i == 3 ? kKeyWeightType : i - 2;
+    std::uint32_t v = 0;
+    (void)decoder_exact_field<DCfg>(key, &v);
+    if (blob_word(b, i) != v)
+      return refuse(why, ModelProblem::kFieldDiffers, key, v, blob_word(b, i));
+  }
+  const std::uint32_t flags = blob_word(b, 12);
+  std::uint32_t tied = 0, act = 0;
+  (void)decoder_exact_field<DCfg>(kKeyTiedHead, &tied);
+  (void)decoder_exact_field<DCfg>(kKeyActivation, &act);
+  if ((flags & ~std::uint32_t{0xff03}) != 0) return refuse(why, ModelProblem::kBadHeader, 12);
+  if ((flags & 1u) != tied)
+    return refuse(why, ModelProblem::kFieldDiffers, kKeyTiedHead, tied, flags & 1u);
+  if (((flags >> 8) & 0xffu) != act)
+    return refuse(why, ModelProblem::kFieldDiffers, kKeyActivation, act, (flags >> 8) & 0xffu);
+  return decoder_chosen_field<DCfg>(kKeyTrainedContext, blob_word(b, 11), w, why) &&
+         decoder_chosen_field<DCfg>(kKeyRopePairing, (flags >> 1) & 1u, w, why) &&
+         decoder_chosen_field<DCfg>(kKeyRopeBase, blob_word(b, 13), w, why) &&
+         decoder_chosen_field<DCfg>(kKeyNormEps, blob_word(b, 14), w, why);
+}
+
+/// A version-1 file's tensors, in their fixed order, into *w.
+template <class DCfg>
+bool decoder_weights_v1(const unsigned char* b, DecoderWeights<DCfg>* w, ModelCheck* why) noexcept {
+  if (!decoder_header_v1<DCfg>(b, w, why)) return false;
+  using A = typename DCfg::Attn;
+  using E = typename DCfg::WeightFormat;
+  constexpr std::size_t DM = DCfg::kDModel, DH = DCfg::kDHidden;
+  const std::uint32_t total = blob_word(b, 15);
+  BlobCursor c(b, total);
+  w->embed = c.matrix<E>(DCfg::kVocab, DM, &w->s_embed);
+  for (auto& l : w->layers) {
+    l.attn.layout = l.mlp.layout = WeightLayout::kOutIn;
+    l.attn_norm = c.take<float>(DM);
+    l.attn.w_q = c.matrix<E>(A::kQDim, DM, &l.attn.s_q);
+    l.attn.w_k = c.matrix<E>(A::kKvDim, DM, &l.attn.s_k);
+    l.attn.w_v = c.matrix<E>(A::kKvDim, DM, &l.attn.s_v);
+    l.attn.w_o = c.matrix<E>(DM, A::kQDim, &l.attn.s_o);
+    l.mlp_norm = c.take<float>(DM);
+    l.mlp.w_gate = c.matrix<E>(DH, DM, &l.mlp.s_gate);
+    l.mlp.w_up = c.matrix<E>(DH, DM, &l.mlp.s_up);
+    l.mlp.w_down = c.matrix<E>(DM, DH, &l.mlp.s_down);
+  }
+  w->norm = c.take<float>(DM);
+  if (!DCfg::kTiedHead) w->head = c.matrix<E>(DCfg::kVocab, DM, &w->s_head);
+  if (!c.ok() || c.end() != total) return refuse(why, ModelProblem::kBadHeader, 15);
+  return true;
+}
+}  // namespace internal
+
+/// Points *out at the tensors of a model file (docs/model-format.md, versions 1 and 2;
+/// tools/export_pytorch.py --kind decoder writes it) and sets its RoPE and epsilon: views into
+/// the blob, which must stay (flash). Every field and tensor must be what DCfg computes
+/// (dimensions, formats, tied head, activation), but for DCfg's T_max, which may be any value
+/// up to the context the model was trained for (recorded in out->trained_context).
+/// @return kOk; kNullPointer (blob or out null); kBadArgument (the file is misaligned, short,
+///         or not for DCfg: *why, when given, says which field or tensor and how). *out is
+///         written only on kOk; *why always (status kOk on success).
+template <class DCfg>
+Status decoder_weights_from_blob(const void* blob, std::size_t bytes, DecoderWeights<DCfg>* out,
+                                 ModelCheck* why = nullptr) noexcept {
+  if (why) *why = ModelCheck{};
+  if (!blob || !out) {
+    if (why) why->status = Status::kNullPointer;
+    return Status::kNullPointer;
+  }
+  const auto* b = static_cast<const unsigned char*>(blob);
+  DecoderWeights<DCfg> w;
+  std::uint32_t version = 0;
+  if (!internal::model_file_version(b, bytes, &version, why) ||
+      !(version == 1 ? internal::decoder_weights_v1<DCfg>(b, &w, why)
+                     : internal::decoder_weights_v2<DCfg>(b, &w, why)))
+    return Status::kBadArgument;
+  if (const Status s = w.check(); s != Status::kOk) {
+    if (why) *why = ModelCheck{Status::kBadArgument, ModelProblem::kNone, 0, 0, 0};
+    return Status::kBadArgument;
+  }
+  *out = w;
+  return Status::kOk;
+}
+
 /// A decoder-only language model: tokens in, next-token logits out, with a KV cache per layer.
 /// Per block (pre-norm): x += attn(rms_norm(x)), x += mlp(rms_norm(x)); then logits =
 /// head(rms_norm(x)). Prefill runs kChunk tokens at a time through every layer (working memory
@@ -192,6 +538,17 @@ class Decoder {
     (void)head_.set_weights(w.head_weights());
     ready_ = true;
     return Status::kOk;
+  }
+  /// set_weights() with the weights of a model file (decoder_weights_from_blob: views into it,
+  /// which must stay). @return as those two; *why, when given, says why a file was refused.
+  [[nodiscard]] Status set_weights_blob(const void* blob, std::size_t bytes,
+                                        ModelCheck* why = nullptr) noexcept {
+    DecoderWeights<DCfg> w;
+    if (const Status s = decoder_weights_from_blob<DCfg>(blob, bytes, &w, why); s != Status::kOk)
+      return s;
+    const Status s = set_weights(w);
+    if (why) why->status = s;
+    return s;
   }
   /// Splits every later call over the executor's workers (at most DCfg's MaxWorkers).
   /// @return kOk, or kBadArgument (nothing changed).
@@ -334,129 +691,5 @@ class Decoder {
   alignas(internal::Tiles<Arch>::kAlign) float n_[kChunk * DM] = {};  // normed rows
   alignas(internal::Tiles<Arch>::kAlign) float t_[kChunk * DM] = {};  // a block's output
 };
-
-namespace internal {
-/// Reads a model file's tensors in order (docs/model-format.md): each at the next 16-byte
-/// offset, bounds-checked.
-class BlobCursor {
- public:
-  BlobCursor(const unsigned char* base, std::size_t bytes) noexcept : base_(base), bytes_(bytes) {}
-  template <class E>
-  const E* take(std::size_t count) noexcept {
-    pos_ = (pos_ + 15u) & ~std::size_t{15};
-    if (!ok_ || pos_ > bytes_ || count > (bytes_ - pos_) / sizeof(E)) {
-      ok_ = false;
-      return nullptr;
-    }
-    const E* p = reinterpret_cast<const E*>(base_ + pos_);
-    pos_ += count * sizeof(E);
-    return p;
-  }
-  /// A matrix [out][in] in format Fmt (a scaled format: followed by its scales).
-  template <class Fmt>
-  const typename Fmt::Elem* matrix(std::size_t out, std::size_t in, const float** scales) noexcept {
-    using T = FormatTraits<Fmt>;
-    const auto* m = take<typename Fmt::Elem>(T::elem_offset(out * in));
-    if (T::kScaled) *scales = take<float>(T::scale_count(in, out));
-    return m;
-  }
-  bool ok() const noexcept { return ok_; }
-  std::size_t end() const noexcept { return (pos_ + 15u) & ~std::size_t{15}; }
-
- private:
-  const unsigned char* base_;
-  std::size_t bytes_;
-  std::size_t pos_ = 64;  // after the header
-  bool ok_ = true;
-};
-
-inline std::uint32_t blob_word(const unsigned char* b, std::size_t i) noexcept {
-  return static_cast<std::uint32_t>(b[4 * i]) | static_cast<std::uint32_t>(b[4 * i + 1]) << 8 |
-         static_cast<std::uint32_t>(b[4 * i + 2]) << 16 |
-         static_cast<std::uint32_t>(b[4 * i + 3]) << 24;
-}
-inline float blob_float(const unsigned char* b, std::size_t i) noexcept {
-  const std::uint32_t u = blob_word(b, i);
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/// The header of a model file against DCfg: magic, version, weight type, every dimension (T_max
-/// at most the trained context), the head's tying and the activation.
-template <class DCfg>
-bool blob_header_fits(const unsigned char* b, std::size_t bytes) noexcept {
-  using A = typename DCfg::Attn;
-  const std::uint32_t expect[] = {0x4D4C414Du,
-                                  1u,
-                                  64u,
-                                  DCfg::kInt8Weights ? 1u : 0u,
-                                  static_cast<std::uint32_t>(DCfg::kVocab),
-                                  static_cast<std::uint32_t>(DCfg::kDModel),
-                                  static_cast<std::uint32_t>(DCfg::kLayers),
-                                  static_cast<std::uint32_t>(A::kHeads),
-                                  static_cast<std::uint32_t>(A::kKvHeads),
-                                  static_cast<std::uint32_t>(A::kDHead),
-                                  static_cast<std::uint32_t>(DCfg::kDHidden)};
-  for (std::size_t i = 0; i < sizeof expect / sizeof expect[0]; ++i)
-    if (blob_word(b, i) != expect[i]) return false;
-  if (blob_word(b, 11) < DCfg::kTMax) return false;  // T_max up to the trained context
-  const std::uint32_t flags = blob_word(b, 12);
-  const std::uint32_t act = (flags >> 8) & 0xffu;
-  if ((flags & ~std::uint32_t{0xff03}) != 0 || ((flags & 1u) != 0) != DCfg::kTiedHead ||
-      act != static_cast<std::uint32_t>(DCfg::kAct))
-    return false;
-  return blob_word(b, 15) <= bytes;
-}
-}  // namespace internal
-
-/// Points *out at the tensors of a model file (docs/model-format.md; tools/export_pytorch.py
-/// --kind decoder writes it) and sets its RoPE and epsilon: views into the blob, which must
-/// stay (flash). The file's header must describe DCfg exactly (dimensions, weight type, tied
-/// head, activation), but for DCfg's T_max, which may be any value up to the context the model
-/// was trained for (the file's t_max, recorded in out->trained_context).
-/// @return kOk; kNullPointer (blob or out null); kBadArgument (blob not 16-byte aligned,
-///         shorter than its header says, or made for another configuration). *out is written
-///         only on kOk.
-template <class DCfg>
-Status decoder_weights_from_blob(const void* blob, std::size_t bytes,
-                                 DecoderWeights<DCfg>* out) noexcept {
-  if (!blob || !out) return Status::kNullPointer;
-  const auto* b = static_cast<const unsigned char*>(blob);
-  if (reinterpret_cast<std::uintptr_t>(b) % 16 != 0 || bytes < 64 ||
-      !internal::blob_header_fits<DCfg>(b, bytes))
-    return Status::kBadArgument;
-  using A = typename DCfg::Attn;
-  using E = typename DCfg::WeightFormat;
-  constexpr std::size_t DM = DCfg::kDModel, DH = DCfg::kDHidden;
-  internal::BlobCursor c(b, internal::blob_word(b, 15));
-  DecoderWeights<DCfg> w;
-  w.embed = c.matrix<E>(DCfg::kVocab, DM, &w.s_embed);
-  for (auto& l : w.layers) {
-    l.attn.layout = l.mlp.layout = WeightLayout::kOutIn;
-    l.attn_norm = c.take<float>(DM);
-    l.attn.w_q = c.matrix<E>(A::kQDim, DM, &l.attn.s_q);
-    l.attn.w_k = c.matrix<E>(A::kKvDim, DM, &l.attn.s_k);
-    l.attn.w_v = c.matrix<E>(A::kKvDim, DM, &l.attn.s_v);
-    l.attn.w_o = c.matrix<E>(DM, A::kQDim, &l.attn.s_o);
-    l.mlp_norm = c.take<float>(DM);
-    l.mlp.w_gate = c.matrix<E>(DH, DM, &l.mlp.s_gate);
-    l.mlp.w_up = c.matrix<E>(DH, DM, &l.mlp.s_up);
-    l.mlp.w_down = c.matrix<E>(DM, DH, &l.mlp.s_down);
-  }
-  w.norm = c.take<float>(DM);
-  if (!DCfg::kTiedHead) w.head = c.matrix<E>(DCfg::kVocab, DM, &w.s_head);
-  const std::uint32_t flags = internal::blob_word(b, 12);
-  w.rope_pairing = (flags & 2u) ? RopePairing::kAdjacent : RopePairing::kHalfSplit;
-  w.rope_base = internal::blob_float(b, 13);
-  w.norm_eps = internal::blob_float(b, 14);
-  w.trained_context = internal::blob_word(b, 11);
-  // check() tests the bits (fast-math cannot fold it); a file must give its RoPE base.
-  if (!c.ok() || c.end() != internal::blob_word(b, 15) || w.check() != Status::kOk ||
-      !(w.rope_base > 0.0f))
-    return Status::kBadArgument;
-  *out = w;
-  return Status::kOk;
-}
 
 }  // namespace microattn

@@ -319,6 +319,22 @@ microattn_status microattn_quantize_int8(const float* src, int from, size_t in_d
                                          int to, int8_t* dst, float* scales,
                                          microattn_quant_error* err);
 
+/* Why a model file was refused (<NAME>_check_blob; microattn::ModelCheck): the status, the
+ * problem (microattn::ModelProblem's value), the field key or tensor id (role | layer << 16) it
+ * is about, and the configuration's and the file's values (docs/model-format.md, "Refusals"). */
+typedef struct microattn_model_check {
+  microattn_status status;
+  uint32_t problem;
+  uint32_t key;
+  uint32_t expected;
+  uint32_t found;
+} microattn_model_check;
+
+/* A one-line English reason for *c ("field d_model: the file has 17, the configuration 16")
+ * into buf, at most cap bytes with the terminating 0 (nothing when buf is NULL or cap 0; a
+ * NULL c reads as "null pointer"). Returns the length written, without the 0. */
+size_t microattn_model_check_text(const microattn_model_check* c, char* buf, size_t cap);
+
 /* RoPE pairing (microattn::RopePairing): which dimensions of a head rotate together.
  *   ADJACENT    pair i = (2i, 2i + 1): the original LLaMA code, GPT-J
  *   HALF_SPLIT  pair i = (i, i + rotary_dims / 2): Hugging Face rotate_half, GPT-NeoX */

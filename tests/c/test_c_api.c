@@ -221,6 +221,25 @@ static void test_status_strings(void) {
   CHECK(strcmp(microattn_status_string(MICROATTN_STATUS_FORCE_INT_), "unknown status") == 0);
 }
 
+/* microattn_model_check_text() words a refusal as the C++ model_check_text(): a field, a
+ * tensor (role | layer << 16), a bounded buffer, a NULL check and a value past the problems. */
+static void test_model_check_text(void) {
+  char buf[96];
+  microattn_model_check c = {MICROATTN_BAD_ARGUMENT, 9, 3, 16, 17}; /* kFieldDiffers, d_model */
+  CHECK(microattn_model_check_text(&c, buf, sizeof buf) == strlen(buf));
+  CHECK(strcmp(buf, "field d_model: the file has 17, the configuration 16") == 0);
+  c.problem = 13, c.key = 3u | 1u << 16; /* kMissingTensor, q_proj of layer 1 */
+  (void)microattn_model_check_text(&c, buf, sizeof buf);
+  CHECK(strcmp(buf, "tensor q_proj of layer 1: missing") == 0);
+  CHECK(microattn_model_check_text(&c, buf, 7) == 6 && strcmp(buf, "tensor") == 0);
+  CHECK(microattn_model_check_text(&c, NULL, 7) == 0);
+  (void)microattn_model_check_text(NULL, buf, sizeof buf);
+  CHECK(strcmp(buf, "null pointer") == 0);
+  c.problem = 99; /* not a problem: the status alone */
+  (void)microattn_model_check_text(&c, buf, sizeof buf);
+  CHECK(strcmp(buf, "bad argument") == 0);
+}
+
 static void test_storage_matches_cpp(void) {
   static const struct {
     const char* name;
@@ -2333,6 +2352,7 @@ int main(void) {
   int passed = 0, total = 0;
 #define RUN(t) (passed += run(#t, t), ++total)
   RUN(test_status_strings);
+  RUN(test_model_check_text);
   RUN(test_storage_matches_cpp);
   RUN(test_layer_errors_before_weights);
   RUN(test_layer_set_weights_errors);

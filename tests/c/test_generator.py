@@ -213,7 +213,8 @@ def block_header_checks(tag, kind, h, v):
     name = os.path.splitext(os.path.basename(h))[0]
     want, decls = BLOCK_CASES[kind]
     got = {k: v.get(k) for k in want}
-    missing = [d % (name, name) for d in decls if d % (name, name) not in text]
+    missing = [d % ((name,) * d.count("%s")) for d in decls
+               if d % ((name,) * d.count("%s")) not in text]
     norm = kind in ("rmsnorm", "layernorm")
     check(got == want and not missing and "_scale(" not in text and "T_MAX" not in text and
           (not norm or "_set_executor(" not in text),
@@ -231,9 +232,11 @@ def decoder_header_checks(tag, h, v):
             "INT8_WEIGHTS": "1", "INT8_CACHE": "1", "TIED_HEAD": "1"}
     got = {k: v.get(k) for k in want}
     decls = ["%s_set_weights_blob(%s* obj, const void* blob, size_t bytes);",
+             "%s_check_blob(const void* blob, size_t bytes, microattn_model_check* why);",
              "%s_prefill(%s* obj, const int32_t* tokens, size_t T, float* logits);",
              "%s_decode(%s* obj, int32_t token, float* logits);"]
-    missing = [d % (name, name) for d in decls if d % (name, name) not in text]
+    missing = [d % ((name,) * d.count("%s")) for d in decls
+               if d % ((name,) * d.count("%s")) not in text]
     check(got == want and not missing and 0 < int(v.get("CACHE_BYTES", 0)) < int(v.get("BYTES", 0)),
           "%s: decoder header: the shape, CACHE_BYTES %s, the token/logit functions"
           % (tag, v.get("CACHE_BYTES")), "got %s, missing %s" % (got, missing))
@@ -257,7 +260,8 @@ def latent_header_checks(tag, h, v):
              "%s_export_cache(const %s* obj, size_t first, size_t n, float* rows,",
              "%s_import_cache(%s* obj, const microattn_cache_slice* info,",
              "%s_decode(%s* obj, const float* x, float* y);"]
-    missing = [d % (name, name) for d in decls if d % (name, name) not in text]
+    missing = [d % ((name,) * d.count("%s")) for d in decls
+               if d % ((name,) * d.count("%s")) not in text]
     check(not missing and "_oldest(" not in text and "microattn_weights*" not in text,
           "%s: latent header declares set_weights (microattn_latent_weights), set_rms_eps, "
           "export/import of latent rows" % tag, "\n".join(missing))

@@ -124,6 +124,48 @@ def read_blob(data, int8, c=MODEL.config, sd=SD):
     return out, end, gaps
 
 
+# Version 2 (docs/model-format.md, "Version 2"), written here from the document: field keys and
+# tensor roles, and the two format codes the exporter writes.
+V2_FIELDS = {1: "architecture", 2: "vocab", 3: "d_model", 4: "n_layers", 5: "n_heads",
+             6: "n_kv_heads", 7: "d_head", 8: "d_hidden", 9: "t_max", 10: "tied_head",
+             11: "activation", 12: "rope_pairing", 13: "rope_base", 14: "norm_eps"}
+V2_ROLES = {1: "embed", 2: "attn_norm", 3: "attn.q_proj", 4: "attn.k_proj", 5: "attn.v_proj",
+            6: "attn.o_proj", 7: "mlp_norm", 8: "mlp.gate_proj", 9: "mlp.up_proj",
+            10: "mlp.down_proj", 11: "norm", 12: "lm_head"}
+V2_F32, V2_QC8 = 0, 1 | 8 << 8 | 1 << 16  # fp32; int8, one fp32 scale per output row
+
+
+def read_v2(data, sd=SD):
+    """A version-2 file: (fields {name: value}, tensors as read_blob gives them, the byte
+    ranges [(start, end)] of the header, tables and arrays); sd None: the fields only."""
+    magic, version, hb, total, nf, fa, nt, ta, *rest = struct.unpack("<16I", data[:64])
+    assert (magic, version, hb, total, rest) == (0x4D4C414D, 2, 64, len(data), [0] * 8)
+    used, fields, out = [(0, 64), (fa, fa + 16 * nf), (ta, ta + 32 * nt)], {}, {}
+    for i in range(nf):
+        key, typ, a, b = struct.unpack_from("<4I", data, fa + 16 * i)
+        assert b == 0 and typ in (0, 1) and key not in fields
+        fields[V2_FIELDS[key]] = struct.unpack("<f", struct.pack("<I", a))[0] if typ else a
+    if sd is None:
+        return fields, None, None
+    for i in range(nt):
+        tid, code, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", data, ta + 32 * i)
+        role, layer = V2_ROLES[tid & 0xFFFF], tid >> 16
+        key = (role if layer == 0xFFFF else f"layers.{layer}.{role}") + ".weight"
+        shape = sd[key].shape
+        assert (rows, cols) == (shape[0], shape[1] if len(shape) == 2 else 1), key
+        assert d % 16 == 0 and sc % 16 == 0 and key not in out, key
+        if code == V2_QC8:
+            assert (db, sb) == (rows * cols, 4 * rows), key
+            out[key] = (np.frombuffer(data[d:d + db], np.int8).reshape(shape),
+                        np.frombuffer(data[sc:sc + sb], "<f4"))
+            used.append((sc, sc + sb))
+        else:
+            assert (code, db, sc, sb) == (V2_F32, 4 * rows * cols, 0, 0), key
+            out[key] = np.frombuffer(data[d:d + db], "<f4").reshape(shape)
+        used.append((d, d + db))
+    return fields, out, sorted(used)
+
+
 def reference_logits64(ids, c=MODEL.config, sd=SD):
     """The model of config c (train_tiny_lm's keys) and state dict sd (its names) in float64
     with numpy (RMSNorm, RoPE by pairing, GQA causal softmax, SwiGLU, tied or separate head)."""
@@ -247,11 +289,21 @@ class TinyLmExport(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         d = cls.tmp.name
         cls.fresh = {k: os.path.join(d, os.path.basename(p)) for k, p in COMMITTED.items()}
+        # The committed blobs are version 1 (the version-1 readers' test input); version 2
+        # of the same model is checked against them.
         rc, err = export("--tiny-lm", WEIGHTS, "--name", "tiny_lm", "--blob", cls.fresh["f32"],
-                         "--reference", cls.fresh["ref"], "--vocab-header", cls.fresh["vocab"])
+                         "--blob-version", "1", "--reference", cls.fresh["ref"],
+                         "--vocab-header", cls.fresh["vocab"])
         assert rc == 0, err
-        rc, err = export("--module", WEIGHTS, "--quant", "int8", "--blob", cls.fresh["q8"])
+        rc, err = export("--module", WEIGHTS, "--quant", "int8", "--blob", cls.fresh["q8"],
+                         "--blob-version", "1")
         assert rc == 0, err
+        cls.v2 = {}
+        for k, q in (("f32", ()), ("q8", ("--quant", "int8"))):
+            out = os.path.join(d, f"v2_{k}.bin")
+            rc, err = export("--tiny-lm", WEIGHTS, *q, "--blob", out)
+            assert rc == 0, err
+            cls.v2[k] = read(out)
         cls.data = {k: read(p) for k, p in COMMITTED.items()}
 
     @classmethod
@@ -312,6 +364,35 @@ class TinyLmExport(unittest.TestCase):
             self.assertEqual(data[:4], b"MALM")
             self.assertEqual(f32, [np.float32(c["rope_base"]), np.float32(c["norm_eps"])])
             self.assertEqual(words[15], len(data))
+
+    def test_version2_holds_version1s_tensors(self):
+        """The default export (version 2) of the committed model: its fields are the config's,
+        its directory names every tensor once, each with the format code of its array, and
+        every array is version 1's bit for bit; the arrays, tables and header do not overlap
+        and only zeros lie between them."""
+        c = MODEL.config
+        want = dict(architecture=1, vocab=len(MODEL.vocab), activation=0,
+                    tied_head=int(c["tied_head"]),
+                    rope_pairing=int(c["rope_pairing"] == "adjacent"),
+                    rope_base=float(np.float32(c["rope_base"])),
+                    norm_eps=float(np.float32(c["norm_eps"])),
+                    **{k: c[k] for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_head",
+                                         "d_hidden", "t_max")})
+        for key, int8 in (("f32", False), ("q8", True)):
+            fields, got, used = read_v2(self.v2[key])
+            self.assertEqual(fields, want)
+            v1, _, _ = read_blob(self.data[key], int8)
+            self.assertEqual(set(got), set(v1))
+            for k, a in got.items():
+                pair = a if isinstance(a, tuple) else (a,)
+                ref = v1[k] if isinstance(v1[k], tuple) else (v1[k],)
+                self.assertEqual([x.tobytes() for x in pair], [x.tobytes() for x in ref], k)
+            data = self.v2[key]
+            for (s0, e0), (s1, _) in zip(used, used[1:]):
+                self.assertLessEqual(e0, s1)
+                self.assertEqual(set(data[e0:s1]), set() if e0 == s1 else {0})
+            self.assertEqual(set(data[used[-1][1]:]), set() if used[-1][1] == len(data) else {0})
+            self.assertLess(len(data) - used[-1][1], 16)
 
     def test_fp32_blob_tensors_are_state_dict(self):
         got, end, gaps = read_blob(self.data["f32"], int8=False)
@@ -392,13 +473,13 @@ class TinyLmExport(unittest.TestCase):
                 rc, err = export("--module", pt, "--reference", os.path.join(d, "r.h"))
                 self.assertEqual(rc, 2, err)  # no vocab string: nothing to encode a prompt
                 self.assertIn("vocab", err)
-            words = struct.unpack("<16I", data[:64])
-            self.assertEqual(words[3:13], (0, c.vocab_size, c.hidden_size, c.num_hidden_layers,
-                                           c.num_attention_heads, c.num_key_value_heads,
-                                           c.head_dim, c.intermediate_size,
-                                           c.max_position_embeddings, int(tied)))
-            got, end, _ = read_blob(data, False, cfg, sd)
-            self.assertEqual(end, len(data))
+            fields, got, _ = read_v2(data, sd)
+            self.assertEqual([fields[k] for k in ("vocab", "d_model", "n_layers", "n_heads",
+                                                  "n_kv_heads", "d_head", "d_hidden", "t_max",
+                                                  "tied_head", "rope_pairing")],
+                             [c.vocab_size, c.hidden_size, c.num_hidden_layers,
+                              c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                              c.intermediate_size, c.max_position_embeddings, int(tied), 0])
             self.assertEqual(set(got), set(sd))
             for k, a in got.items():
                 self.assertEqual(a.tobytes(), sd[k].astype("<f4").tobytes(), k)
@@ -492,8 +573,10 @@ class DecoderConfigFields(unittest.TestCase):
         rc, err, bare = self.export_module(m, "bare")
         self.assertEqual(rc, 0, err)
         self.assertEqual(read(out), read(bare))
-        words = struct.unpack("<16I", read(out)[:64])
-        self.assertEqual(words[4:12], (11, 16, 2, 4, 2, 4, 24, 32))
+        fields = read_v2(read(out), None)[0]
+        self.assertEqual([fields[k] for k in ("vocab", "d_model", "n_layers", "n_heads",
+                                              "n_kv_heads", "d_head", "d_hidden", "t_max")],
+                         [11, 16, 2, 4, 2, 4, 24, 32])
         for extra in ({"sliding_window": None}, {"partial_rotary_factor": 1.0},
                       {"pretraining_tp": 1}, {"rope_scaling": None}):
             m.config = hf.full_config(**extra)  # the allowed value, said explicitly
@@ -562,7 +645,7 @@ class DecoderConfigFields(unittest.TestCase):
 
 
 class BlobSizeLimit(unittest.TestCase):
-    """A model file over 4 GiB (header word 15, its size, is a uint32) is refused with its size
+    """A model file over 4 GiB (its size in the header is a uint32) is refused with its size
     and the limit, before any of it is built (the exporter raised struct.error after building
     it): the tensors here are broadcast views, which take no memory."""
 
@@ -604,22 +687,25 @@ class BlobSizeLimit(unittest.TestCase):
             ex.check_blob_size(ex.blob_total(big))
 
     def test_refusal_from_the_command_line(self):
-        """main() with the limit lowered below the tiny model's 1 233 472 bytes: exit status
-        2, one line with the size, no file."""
+        """main() with the limit lowered below the tiny model's 1 233 472 bytes (version 1;
+        version 2 adds its tables, 16 bytes a field and 32 a tensor, and moves every array by
+        that much): exit status 2, one line with the size, no file."""
         saved = ex.BLOB_MAX_BYTES
-        with tempfile.TemporaryDirectory() as d:
-            out = os.path.join(d, "t.bin")
-            try:
-                ex.BLOB_MAX_BYTES = 1233472 - 16
-                rc, err = export_here("--tiny-lm", WEIGHTS, "--blob", out)
-            finally:
-                ex.BLOB_MAX_BYTES = saved
-            self.assertEqual(rc, 2, err)
-            self.assertIn("1233472 bytes", err)
-            self.assertEqual(len(err.strip().split("\n")), 1, err)
-            self.assertFalse(os.path.exists(out))
-            rc, err = export_here("--tiny-lm", WEIGHTS, "--blob", out)
-            self.assertEqual((rc, os.path.getsize(out)), (0, 1233472), err)
+        for version, size in ((1, 1233472), (2, 1233472 + 16 * 14 + 32 * 20)):
+            with tempfile.TemporaryDirectory() as d, self.subTest(version=version):
+                out = os.path.join(d, "t.bin")
+                args = ("--tiny-lm", WEIGHTS, "--blob", out, "--blob-version", str(version))
+                try:
+                    ex.BLOB_MAX_BYTES = size - 16
+                    rc, err = export_here(*args)
+                finally:
+                    ex.BLOB_MAX_BYTES = saved
+                self.assertEqual(rc, 2, err)
+                self.assertIn(f"{size} bytes", err)
+                self.assertEqual(len(err.strip().split("\n")), 1, err)
+                self.assertFalse(os.path.exists(out))
+                rc, err = export_here(*args)
+                self.assertEqual((rc, os.path.getsize(out)), (0, size), err)
 
 
 class TinyLMLookalike(tl.TinyLM):
