@@ -2542,6 +2542,17 @@ def load_decoder(path, tiny_lm):
     return decoder_from_module(obj, os.path.basename(path))
 
 
+def llama2c_decoder(path):
+    """The Decoder of a llama2.c checkpoint (tools/llama2c.py: numpy only)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import llama2c
+    try:
+        cfg, tensors = llama2c.read_checkpoint(path)
+    except llama2c.Llama2cError as e:
+        raise Refusal(str(e)) from None
+    return Decoder(None, cfg, tensors, None)
+
+
 def run_decoder(a):
     """--kind decoder: writes --blob, --reference and --vocab-header (at least one)."""
     unused = [f for f, v in (("--state-dict", a.state_dict), ("--fixtures", a.fixtures),
@@ -2552,8 +2563,11 @@ def run_decoder(a):
     if unused:
         raise Refusal(f"{', '.join(unused)}: not with --kind decoder (a whole causal decoder; "
                       "give --blob, --reference, --vocab-header)")
-    if not (a.module or a.tiny_lm):
-        raise Refusal("--kind decoder needs --module FILE or --tiny-lm FILE")
+    if not (a.module or a.tiny_lm or a.llama2c):
+        raise Refusal("--kind decoder needs --module FILE, --tiny-lm FILE or --llama2c FILE")
+    if a.llama2c and (a.reference or a.vocab_header):
+        raise Refusal("--llama2c: --blob only (a llama2.c checkpoint has no vocabulary string, "
+                      "and its reference is computed by the tests' NumPy model)")
     outs = [(f, v) for f, v in (("--blob", a.blob), ("--reference", a.reference),
                                 ("--vocab-header", a.vocab_header)) if v]
     if not outs:
@@ -2565,9 +2579,12 @@ def run_decoder(a):
         raise Refusal(f"--n {a.n}: must be at least 0")
     for flag, dest in outs:
         check_out(dest, flag)
-    need_torch()
-    src = a.module or a.tiny_lm
-    dec = load_decoder(src, bool(a.tiny_lm))
+    src = a.module or a.tiny_lm or a.llama2c
+    if a.llama2c:
+        dec = llama2c_decoder(a.llama2c)
+    else:
+        need_torch()
+        dec = load_decoder(src, bool(a.tiny_lm))
     report, files = [], []
     if a.blob:
         write = blob_v2_bytes if a.blob_version == 2 else blob_bytes
@@ -2687,6 +2704,9 @@ def run(argv):
                     help="with --state-dict: key prefix (e.g. layers.0.attn.)")
     src.add_argument("--tiny-lm", metavar="FILE", help="with --kind decoder: a checkpoint of "
                      "tools/train_tiny_lm.py (a dict: config, vocab, state_dict)")
+    src.add_argument("--llama2c", metavar="FILE", help="with --kind decoder: a llama2.c "
+                     "checkpoint (run.c's version-0 layout, e.g. stories15M.bin; no torch "
+                     "needed; --blob only)")
     ap.add_argument("--kind", metavar="{attention,decoder}", default="attention",
                     help="attention: one attention layer as a header (default); decoder: a "
                     "whole LLaMA-style decoder as a model blob (--blob), its PyTorch reference "
@@ -2732,7 +2752,8 @@ def run(argv):
         for line in run_decoder(a):
             print(f"export_pytorch.py: {line}", file=sys.stderr)
         return 0
-    decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--blob", a.blob),
+    decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--llama2c", a.llama2c),
+                                   ("--blob", a.blob),
                                    ("--reference", a.reference),
                                    ("--vocab-header", a.vocab_header),
                                    ("--prompt", a.prompt != DEFAULT_PROMPT), ("--n", a.n != 64))

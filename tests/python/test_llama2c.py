@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/export_pytorch.py --kind decoder --llama2c (tools/llama2c.py): llama2.c checkpoints
+into the model file, with NumPy only.
+
+  /usr/bin/python3 tests/python/test_llama2c.py [--source-dir DIR] [unittest options]
+
+- checkpoints written here from llama2.c's layout (run.c's version 0: the 7-int header, the
+  arrays stacked over layers, the old RoPE tables, wcls when vocab_size < 0), tied and untied,
+  with random values: the model file's fields are the header's and run.c's fixed settings
+  (RMSNorm epsilon 1e-5, RoPE base 10000 on adjacent pairs, SwiGLU, trained context seq_len),
+  and every tensor of its directory, read at its offset, is bit for bit the checkpoint's array
+  for that role and layer (w1 the gate, w3 up, w2 down; the RoPE tables not stored);
+- the published stories260K (../shared/models/stories260K, when present): its fields;
+- refusals, exit status 2 and one line naming the reason: the 'ak42' magic of llama2.c's
+  export versions 1 and 2, a file shorter than its header or than its shapes, extra bytes, a
+  zero or negative dimension, dim not a multiple of n_heads, n_heads not of n_kv_heads, an odd
+  head size, a missing file, and --reference or --vocab-header with --llama2c.
+Exits 77 (ctest: skipped) without NumPy.
+"""
+import contextlib
+import io
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+import export_test_setup as setup
+
+ARGS, UNITTEST_ARGS = setup.parser(__doc__).parse_known_args()
+ROOT = os.path.abspath(ARGS.source_dir)
+try:
+    import numpy as np
+except ImportError as e:
+    print(f"SKIP: {sys.executable} cannot import numpy ({e}); apt-get install python3-numpy")
+    sys.exit(setup.SKIP)
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import export_pytorch as ex  # noqa: E402
+
+SHARED = os.path.join(ROOT, "..", "shared", "models", "stories260K", "stories260K.bin")
+# docs/model-format.md: field keys and tensor roles of version 2.
+FIELDS = {1: "architecture", 2: "vocab", 3: "d_model", 4: "layers", 5: "heads", 6: "kv_heads",
+          7: "d_head", 8: "d_hidden", 9: "t_max", 10: "tied_head", 11: "activation",
+          12: "rope_pairing", 13: "rope_base", 14: "norm_eps"}
+ROLES = {1: "embed", 2: "attn_norm", 3: "q_proj", 4: "k_proj", 5: "v_proj", 6: "o_proj",
+         7: "mlp_norm", 8: "gate_proj", 9: "up_proj", 10: "down_proj", 11: "norm", 12: "lm_head"}
+FLOAT_FIELDS = (13, 14)
+
+
+def checkpoint(dim=16, hidden=40, layers=2, heads=4, kv_heads=2, vocab=32, seq=24, tied=True,
+               seed=0):
+    """(bytes, {llama2.c array name: float32 array}) of a version-0 checkpoint."""
+    rng = np.random.default_rng(seed)
+    hs, kv = dim // heads, kv_heads * dim // heads
+    shapes = [("token_embedding_table", (vocab, dim)), ("rms_att_weight", (layers, dim)),
+              ("wq", (layers, dim, dim)), ("wk", (layers, kv, dim)), ("wv", (layers, kv, dim)),
+              ("wo", (layers, dim, dim)), ("rms_ffn_weight", (layers, dim)),
+              ("w1", (layers, hidden, dim)), ("w2", (layers, dim, hidden)),
+              ("w3", (layers, hidden, dim)), ("rms_final_weight", (dim,)),
+              ("freq_cis_real", (seq, hs // 2)), ("freq_cis_imag", (seq, hs // 2))]
+    if not tied:
+        shapes.append(("wcls", (vocab, dim)))
+    arrays = {k: rng.standard_normal(s).astype("<f4") for k, s in shapes}
+    head = struct.pack("<7i", dim, hidden, layers, heads, kv_heads, vocab if tied else -vocab,
+                       seq)
+    return head + b"".join(arrays[k].tobytes() for k, _ in shapes), arrays
+
+
+def read_model_file(data):
+    """(fields {name: value}, tensors {(role, layer or None): float32 array}) of a version-2
+    file, read by docs/model-format.md's rules (64-byte header, 16-byte fields, 32-byte
+    directory entries)."""
+    magic, version, hb, total, nf, fa, nt, ta, *rest = struct.unpack("<16I", data[:64])
+    assert (magic, version, hb, total, rest) == (0x4D4C414D, 2, 64, len(data), [0] * 8)
+    fields, tensors = {}, {}
+    for i in range(nf):
+        key, typ, v, zero = struct.unpack_from("<4I", data, fa + 16 * i)
+        assert zero == 0 and typ == (1 if key in FLOAT_FIELDS else 0)
+        fields[FIELDS[key]] = struct.unpack("<f", struct.pack("<I", v))[0] if typ else v
+    for i in range(nt):
+        tid, code, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", data, ta + 32 * i)
+        assert (code, db, sc, sb) == (0, 4 * rows * cols, 0, 0) and d % 16 == 0
+        layer = None if tid >> 16 == 0xFFFF else tid >> 16
+        a = np.frombuffer(data[d:d + db], "<f4").reshape(rows, cols)
+        tensors[(ROLES[tid & 0xFFFF], layer)] = a if cols > 1 else a[:, 0]
+    return fields, tensors
+
+
+def export(*argv):
+    """(exit status, stderr) of export_pytorch.py with argv."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = ex.main(list(argv))
+        except SystemExit as e:
+            rc = e.code
+    return rc, err.getvalue()
+
+
+class Llama2c(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def convert(self, data):
+        """Writes data as a checkpoint and converts it: (status, stderr, model file bytes)."""
+        with open(self.path("in.bin"), "wb") as f:
+            f.write(data)
+        out = self.path("out.bin")
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob", out)
+        if rc != 0:
+            return rc, err, None
+        with open(out, "rb") as f:
+            return rc, err, f.read()
+
+    def check_model(self, tied):
+        data, a = checkpoint(tied=tied, seed=1 + tied)
+        rc, err, blob = self.convert(data)
+        self.assertEqual(rc, 0, err)
+        fields, t = read_model_file(blob)
+        self.assertEqual(fields, dict(architecture=1, vocab=32, d_model=16, layers=2, heads=4,
+                                      kv_heads=2, d_head=4, d_hidden=40, t_max=24,
+                                      tied_head=int(tied), activation=0, rope_pairing=1,
+                                      rope_base=10000.0, norm_eps=np.float32(1e-5)))
+        want = {("embed", None): a["token_embedding_table"], ("norm", None): a["rms_final_weight"]}
+        if not tied:
+            want[("lm_head", None)] = a["wcls"]
+        for i in range(2):
+            for role, name in (("attn_norm", "rms_att_weight"), ("q_proj", "wq"),
+                               ("k_proj", "wk"), ("v_proj", "wv"), ("o_proj", "wo"),
+                               ("mlp_norm", "rms_ffn_weight"), ("gate_proj", "w1"),
+                               ("up_proj", "w3"), ("down_proj", "w2")):
+                want[(role, i)] = a[name][i]
+        self.assertEqual(sorted(t, key=str), sorted(want, key=str))
+        for k, v in want.items():
+            self.assertEqual(t[k].tobytes(), v.tobytes(), k)
+
+    def test_tied(self):
+        self.check_model(tied=True)
+
+    def test_untied(self):
+        self.check_model(tied=False)
+
+    @unittest.skipUnless(os.path.exists(SHARED), f"{SHARED} not found")
+    def test_stories260k_fields(self):
+        with open(SHARED, "rb") as f:
+            rc, err, blob = self.convert(f.read())
+        self.assertEqual(rc, 0, err)
+        fields, t = read_model_file(blob)
+        self.assertEqual((fields["vocab"], fields["d_model"], fields["layers"], fields["heads"],
+                          fields["kv_heads"], fields["d_hidden"], fields["t_max"],
+                          fields["tied_head"]), (512, 64, 5, 8, 4, 172, 512, 1))
+        self.assertEqual(len(t), 2 + 5 * 9)
+        self.assertEqual(len(blob), 1041920)
+
+    def refused(self, data, *needles):
+        rc, err, _ = self.convert(data)
+        self.assertEqual(rc, 2, err)
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+    def test_refusals(self):
+        good, _ = checkpoint()
+        head = list(struct.unpack_from("<7i", good))
+
+        def with_header(**kw):
+            h = head[:]
+            for i, k in enumerate(("dim", "hidden", "layers", "heads", "kv", "vocab", "seq")):
+                h[i] = kw.get(k, h[i])
+            return struct.pack("<7i", *h) + good[28:]
+
+        # export.py writes the magic as struct.pack("I", 0x616b3432): bytes "24ka" on disk.
+        self.refused(struct.pack("<Ii", 0x616B3432, 2) + good[8:], "'ak42'", "version 2")
+        self.refused(good[:20], "shorter than llama2.c's 28-byte header")
+        self.refused(good[:-4], "header's shapes", "give")
+        self.refused(good + b"\0" * 4, "header's shapes")
+        self.refused(with_header(layers=0), "n_layers = 0")
+        self.refused(with_header(seq=-3), "seq_len = -3")
+        self.refused(with_header(vocab=0), "vocab_size 0")
+        self.refused(with_header(heads=3), "n_heads 3")
+        self.refused(with_header(kv=3), "n_kv_heads 3")
+        self.refused(with_header(dim=8, heads=8, kv=8), "even head size")
+        # The sign of vocab_size says whether wcls follows: a tied file read as untied is short.
+        self.refused(with_header(vocab=-32), "untied classifier")
+
+    def test_refused_options(self):
+        data, _ = checkpoint()
+        with open(self.path("in.bin"), "wb") as f:
+            f.write(data)
+        for flag in ("--reference", "--vocab-header"):
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), flag,
+                             self.path("x.h"))
+            self.assertEqual(rc, 2, err)
+            self.assertIn("--llama2c: --blob only", err)
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("missing.bin"), "--blob",
+                         self.path("o.bin"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("missing.bin", err)
+        rc, err = export("--llama2c", self.path("in.bin"), "--blob", self.path("o.bin"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--llama2c", err)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + UNITTEST_ARGS)

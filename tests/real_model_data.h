@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+// The real_model test's data (tests/real_model_data.cpp): stories260K's model file, written by
+// tools/export_pytorch.py --llama2c, and its float64 llama2.c reference
+// (tests/python/llama2c_reference.py: "RMR1", steps N, vocab V, tokens[N + 1], logits[N][V],
+// margin; little-endian).
+#pragma once
+
+extern "C" {
+extern const unsigned char real_model_blob[];
+extern const unsigned int real_model_blob_bytes;
+extern const unsigned char real_model_ref[];
+extern const unsigned int real_model_ref_bytes;
+}
