@@ -3,8 +3,9 @@
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh            host build, tests and benchmark
 #   scripts/setup.sh --cross    also the ARM cross toolchains, multiarch GoogleTest/Benchmark,
-#                               QEMU, llvm-mca, PyTorch and matplotlib for the Python tests (all
-#                               test_all.sh runs)
+#                               QEMU, llvm-mca, PyTorch, matplotlib, NumPy, SentencePiece and
+#                               the fortunes corpus for the Python-made tests (all test_all.sh
+#                               runs)
 #   scripts/setup.sh --cortex-m only what the Cortex-M firmware needs (scripts/run_tiny_lm.sh
 #                               --cortex-m4, the cortex-m* presets): CMake, Ninja, Python 3,
 #                               arm-none-eabi GCC with newlib, qemu-system-arm; no host
@@ -34,8 +35,11 @@ lock_wait=600
 host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy python3
            libxsimd-dev libgtest-dev libbenchmark-dev)
 # The exporter's tests (tests/python) need PyTorch, the attention-map plot test
-# (examples/plot_attention_maps.py) matplotlib; they are skipped, saying so, without them.
-test_pkgs=(python3-torch python3-numpy python3-matplotlib)
+# (examples/plot_attention_maps.py) matplotlib, the real_model tests NumPy, the tokenizer tests
+# SentencePiece (the reference) and the fortunes files (their corpus); they are skipped, saying
+# so, without them.
+test_pkgs=(python3-torch python3-numpy python3-matplotlib python3-sentencepiece fortunes
+           fortunes-min)
 # Bare-metal Cortex-M (toolchains/arm-none-eabi.cmake: no xsimd, GoogleTest or Benchmark);
 # python3 generates the tiny model's C glue (examples/tiny_lm/tiny_lm.cmake).
 cortex_m_base=(cmake ninja-build python3)

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: Apache-2.0
+// microattn::Tokenizer: SentencePiece BPE by piece scores (Llama 2, TinyLlama, llama2.c's
+// TinyStories models) on the device. The vocabulary is a tokenizer file (tools/tokenizer.py;
+// docs/model-format.md, "Tokenizer file") read in place, flash included, with the sorted index
+// the tool precomputed: nothing is sorted, hashed or allocated at run time. Encode's scratch is
+// sized by a compile-time maximum text length and lives in the object.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "microattn/status.hpp"
+
+namespace microattn {
+
+/// A piece's type (SentencePiece's numbering).
+enum class PieceType : std::uint8_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,  ///< BOS, EOS: never produced from text, decoded as nothing
+  kByte = 6,     ///< <0xNN>: byte fallback
+};
+
+/// A view of a tokenizer file: the pieces, their scores and types, the index, the settings.
+/// Zero-initialised (or before set_blob): empty, every query answers "none".
+class TokenizerModel {
+ public:
+  static constexpr std::uint32_t kMagic = 0x4B54414Du;  // "MATK"
+  static constexpr std::uint32_t kVersion = 1;
+  static constexpr std::uint32_t kHeaderWords = 20;
+  /// Header word 5's bits: SentencePiece's normalizer and trainer settings.
+  static constexpr std::uint32_t kDummyPrefix = 1;        ///< a space before non-empty text
+  static constexpr std::uint32_t kRemoveExtraSpaces = 2;  ///< leading, trailing, repeated ' '
+  static constexpr std::uint32_t kEscapeSpaces = 4;       ///< ' ' is U+2581 in the pieces
+  static constexpr std::uint32_t kByteFallback = 8;       ///< unknown text as <0xNN> pieces
+
+  /// Points the view at a tokenizer file (4-byte aligned; it must stay). Checks every table
+  /// against the file's size, the offsets' order, the index's order and types.
+  /// @return kOk; kNullPointer; kBadArgument (not a valid file; the view unchanged).
+  [[nodiscard]] Status set_blob(const void* blob, std::size_t bytes) noexcept {
+    if (!blob) return Status::kNullPointer;
+    TokenizerModel m;
+    m.b_ = static_cast<const unsigned char*>(blob);
+    m.bytes_ = bytes;
+    if (!m.valid()) return Status::kBadArgument;
+    *this = m;
+    return Status::kOk;
+  }
+  [[nodiscard]] bool ready() const noexcept { return b_ != nullptr; }
+  [[nodiscard]] std::size_t size() const noexcept { return ready() ? word(4) : 0; }
+  [[nodiscard]] std::uint32_t flags() const noexcept { return ready() ? word(5) : 0; }
+  [[nodiscard]] std::int32_t unk() const noexcept { return special(6); }
+  [[nodiscard]] std::int32_t bos() const noexcept { return special(7); }
+  [[nodiscard]] std::int32_t eos() const noexcept { return special(8); }
+  /// The longest piece, in bytes.
+  [[nodiscard]] std::size_t max_piece_bytes() const noexcept { return ready() ? word(9) : 0; }
+
+  /// Piece id's bytes (the model's text: U+2581 for a space), length in *len; null outside.
+  const char* piece(std::int32_t id, std::size_t* len) const noexcept {
+    if (!has(id)) return nullptr;
+    const std::uint32_t a = table(10, std::size_t(id)), e = table(10, std::size_t(id) + 1);
+    if (len) *len = e - a;
+    return reinterpret_cast<const char*>(b_ + word(16) + a);
+  }
+  [[nodiscard]] float score(std::int32_t id) const noexcept {
+    float s = 0.0f;
+    if (has(id)) std::memcpy(&s, b_ + word(11) + 4 * std::size_t(id), sizeof s);
+    return s;
+  }
+  [[nodiscard]] PieceType type(std::int32_t id) const noexcept {
+    return has(id) ? static_cast<PieceType>(b_[word(12) + std::size_t(id)]) : PieceType::kUnknown;
+  }
+  /// The normal piece whose bytes are s[0..n), or -1: a binary search of the index.
+  [[nodiscard]] std::int32_t find(const char* s, std::size_t n) const noexcept {
+    std::size_t lo = 0, hi = ready() ? word(14) : 0;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      const std::int32_t id = static_cast<std::int32_t>(table(13, mid));
+      const int c = compare(id, s, n);
+      if (c == 0) return id;
+      if (c < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return -1;
+  }
+  /// The byte-fallback piece of byte v, or -1.
+  [[nodiscard]] std::int32_t byte_piece(std::uint8_t v) const noexcept {
+    return ready() ? static_cast<std::int32_t>(table(15, v)) : -1;
+  }
+
+  /// The text token id stands for after token prev (prev < 0: the first): U+2581 as ' ', a
+  /// byte piece its byte, control pieces nothing, the unknown piece " \xE2\x81\x87 "
+  /// (SentencePiece's); with kDummyPrefix the first piece (prev < 0 or a control piece) loses
+  /// one leading space. Byte pieces can end mid-character: the caller joins the bytes.
+  /// @return kOk (*n bytes in out); kNullPointer; kBadArgument (id outside the vocabulary or
+  ///         cap below the piece's text: nothing written).
+  [[nodiscard]] Status decode(std::int32_t prev, std::int32_t id, char* out, std::size_t cap,
+                              std::size_t* n) const noexcept {
+    if (!out || !n || !ready()) return Status::kNullPointer;
+    if (!has(id)) return Status::kBadArgument;
+    std::size_t len = 0;
+    const char* p = piece(id, &len);
+    const PieceType t = type(id);
+    char one = 0;
+    if (t == PieceType::kControl) {
+      len = 0;
+    } else if (t == PieceType::kByte) {
+      one = static_cast<char>(byte_of(p, len));
+      p = &one;
+      len = 1;
+    } else if (t == PieceType::kUnknown) {
+      p = " \xE2\x81\x87 ";
+      len = 5;
+    }
+    const bool first = prev < 0 || type(prev) == PieceType::kControl;
+    const bool strip = first && (flags() & kDummyPrefix) && t == PieceType::kNormal;
+    return copy_text(p, len, strip, out, cap, n);
+  }
+
+ private:
+  std::uint32_t word(std::size_t i) const noexcept {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b_ + 4 * i, sizeof v);
+    return v;
+  }
+  // Entry i of the u32 table whose offset header word w holds.
+  std::uint32_t table(std::size_t w, std::size_t i) const noexcept {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b_ + word(w) + 4 * i, sizeof v);
+    return v;
+  }
+  std::int32_t special(std::size_t w) const noexcept {
+    return ready() ? static_cast<std::int32_t>(word(w)) : -1;
+  }
+  bool has(std::int32_t id) const noexcept { return id >= 0 && std::size_t(id) < size(); }
+  int compare(std::int32_t id, const char* s, std::size_t n) const noexcept {
+    std::size_t len = 0;
+    const char* p = piece(id, &len);
+    const int c = std::memcmp(p, s, len < n ? len : n);
+    return c != 0 ? c : (len < n ? -1 : len > n ? 1 : 0);
+  }
+  static unsigned byte_of(const char* p, std::size_t len) noexcept {  // "<0xNN>"
+    unsigned v = 0;
+    for (std::size_t i = 3; i < 5 && i < len; ++i) {
+      const char c = p[i];
+      v = v * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : c - 'A' + 10);
+    }
+    return v;
+  }
+  // The piece's text with U+2581 as ' ', one leading space dropped when strip.
+  static Status copy_text(const char* p, std::size_t len, bool strip, char* out, std::size_t cap,
+                          std::size_t* n) noexcept {
+    std::size_t need = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      std::size_t o = 0;
+      bool drop = strip;
+      for (std::size_t i = 0; i < len;) {
+        const bool mark = i + 3 <= len && std::memcmp(p + i, "\xE2\x96\x81", 3) == 0;
+        const char c = mark || p[i] == ' ' ? ' ' : p[i];
+        i += mark ? 3 : 1;
+        if (drop && c == ' ') {
+          drop = false;
+          continue;
+        }
+        drop = false;
+        if (pass == 1) out[o] = c;
+        ++o;
+      }
+      if (pass == 0 && o > cap) return Status::kBadArgument;
+      need = o;
+    }
+    *n = need;
+    return Status::kOk;
+  }
+  bool valid() const noexcept;
+  bool valid_tables() const noexcept;
+
+  const unsigned char* b_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+inline bool TokenizerModel::valid() const noexcept {
+  if (reinterpret_cast<std::uintptr_t>(b_) % 4 != 0 || bytes_ < 4 * kHeaderWords) return false;
+  if (word(0) != kMagic || word(1) != kVersion || word(2) != bytes_ || word(3) != 1) return false;
+  if (word(18) != 0 || word(19) != 0) return false;
+  const std::size_t n = word(4);
+  if (n == 0 || n >= (std::size_t{1} << 24) || word(14) > n) return false;
+  for (std::size_t w = 6; w <= 8; ++w)
+    if (word(w) != 0xFFFFFFFFu && word(w) >= n) return false;
+  // Each table inside the file and 4-byte aligned (the types: bytes).
+  const std::size_t words[] = {10, 11, 12, 13, 15};  // offsets, scores, types, index, bytes
+  const std::size_t sizes[] = {4 * (n + 1), 4 * n, n, 4 * std::size_t(word(14)), 4 * 256};
+  for (std::size_t t = 0; t < 5; ++t) {
+    const std::size_t at = word(words[t]);
+    if (at % 4 != 0 || at < 4 * kHeaderWords || at > bytes_ || sizes[t] > bytes_ - at) return false;
+  }
+  if (word(16) > bytes_ || word(17) > bytes_ - word(16)) return false;
+  return valid_tables();
+}
+
+inline bool TokenizerModel::valid_tables() const noexcept {
+  const std::size_t n = word(4), pool = word(17);
+  if (table(10, 0) != 0 || table(10, n) != pool) return false;
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t a = table(10, i), e = table(10, i + 1);
+    const std::uint8_t t = b_[word(12) + i];
+    if (e < a || e - a > 255 || e == a) return false;
+    if (t != 1 && t != 2 && t != 3 && t != 6) return false;
+    longest = e - a > longest ? e - a : longest;
+  }
+  if (longest != word(9)) return false;
+  for (std::size_t i = 0; i < word(14); ++i) {  // normal pieces, strictly increasing
+    const std::uint32_t id = table(13, i);
+    if (id >= n || b_[word(12) + id] != 1) return false;
+    if (i > 0) {
+      std::size_t len = 0;
+      const char* p = piece(static_cast<std::int32_t>(id), &len);
+      if (compare(static_cast<std::int32_t>(table(13, i - 1)), p, len) >= 0) return false;
+    }
+  }
+  for (std::size_t v = 0; v < 256; ++v) {
+    const std::uint32_t id = table(15, v);
+    if (id != 0xFFFFFFFFu && (id >= n || b_[word(12) + id] != 6)) return false;
+  }
+  return true;
+}
+
+/// SentencePiece BPE encode with the scratch for texts of up to kMaxText bytes. Zero-initialised
+/// it is an empty tokenizer (set_blob first).
+template <std::size_t kMaxText>
+class Tokenizer {
+  static_assert(kMaxText >= 1 && kMaxText <= (std::size_t{1} << 24),
+                "microattn::Tokenizer: kMaxText 1 .. 2^24 bytes");
+
+ public:
+  /// The normalised text's bound: every byte can become 3 (a space as U+2581, an invalid byte
+  /// as U+FFFD), plus the dummy prefix.
+  static constexpr std::size_t kMaxNormalized = 3 * kMaxText + 3;
+  /// encode()'s largest count (BOS and one byte piece per normalised byte): size ids by it.
+  static constexpr std::size_t kMaxIds = kMaxNormalized + 1;
+
+  /// TokenizerModel::set_blob. @return as it.
+  [[nodiscard]] Status set_blob(const void* blob, std::size_t bytes) noexcept {
+    return model_.set_blob(blob, bytes);
+  }
+  const TokenizerModel& model() const noexcept { return model_; }
+
+  /// The ids of UTF-8 text[0..n), BOS first when add_bos, as SentencePiece encodes it: the
+  /// settings' normalisation (invalid UTF-8: each byte U+FFFD), then the pair of adjacent
+  /// symbols whose joined text is the best-scoring piece merged (the leftmost on a tie) until
+  /// none is; what is left outside the vocabulary as byte pieces (byte fallback) or one unknown
+  /// id per run. @return kOk (*n_ids ids in ids); kNullPointer; kBadTokenCount (n > kMaxText);
+  ///         kBadArgument (cap below the count: nothing written).
+  [[nodiscard]] Status encode(const char* text, std::size_t n, bool add_bos, std::int32_t* ids,
+                              std::size_t cap, std::size_t* n_ids) noexcept {
+    if ((!text && n) || !ids || !n_ids || !model_.ready()) return Status::kNullPointer;
+    if (n > kMaxText) return Status::kBadTokenCount;
+    const std::size_t count = normalize(text, n);
+    merge(count);
+    const std::size_t bos = add_bos && model_.bos() >= 0 ? 1 : 0;
+    const std::size_t total = bos + emit(count, nullptr);
+    if (total > cap) return Status::kBadArgument;
+    if (bos) ids[0] = model_.bos();
+    (void)emit(count, ids + bos);
+    *n_ids = total;
+    return Status::kOk;
+  }
+
+ private:
+  struct Symbol {
+    std::uint32_t start, len;  // bytes of buf_
+    std::int32_t next, id;     // next live symbol (-1: the last); the piece (-1: none)
+    std::int32_t pair_id;      // the piece of this symbol joined with next, or -1
+    float pair_score;
+  };
+
+  static std::size_t utf8_length(const unsigned char* p, std::size_t left) noexcept;
+  std::size_t normalize(const char* text, std::size_t n) noexcept;
+  void append(std::size_t& m, std::size_t& count, const char* s, std::size_t len) noexcept {
+    std::memcpy(buf_ + m, s, len);
+    sym_[count] = Symbol{static_cast<std::uint32_t>(m),
+                         static_cast<std::uint32_t>(len),
+                         -1,
+                         model_.find(s, len),
+                         -1,
+                         0.0f};
+    if (count > 0) sym_[count - 1].next = static_cast<std::int32_t>(count);
+    m += len;
+    ++count;
+  }
+  void pair(std::size_t i) noexcept {
+    Symbol& s = sym_[i];
+    s.pair_id = s.next < 0 ? -1 : model_.find(buf_ + s.start, s.len + sym_[s.next].len);
+    s.pair_score = s.pair_id < 0 ? 0.0f : model_.score(s.pair_id);
+  }
+  void merge(std::size_t count) noexcept;
+  std::size_t emit(std::size_t count, std::int32_t* out) const noexcept;
+
+  char buf_[kMaxNormalized];
+  Symbol sym_[kMaxText + 1];
+  TokenizerModel model_;
+};
+
+// The length of the valid UTF-8 character at p (strict: no overlong forms, surrogates or code
+// points past U+10FFFF), or 0.
+template <std::size_t kMaxText>
+std::size_t Tokenizer<kMaxText>::utf8_length(const unsigned char* p, std::size_t left) noexcept {
+  const unsigned c = p[0];
+  if (c < 0x80) return 1;
+  std::size_t len = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    lo = c == 0xE0 ? 0xA0 : 0x80;
+    hi = c == 0xED ? 0x9F : 0xBF;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    lo = c == 0xF0 ? 0x90 : 0x80;
+    hi = c == 0xF4 ? 0x8F : 0xBF;
+  } else {
+    return 0;
+  }
+  if (left < len || p[1] < lo || p[1] > hi) return 0;
+  for (std::size_t i = 2; i < len; ++i)
+    if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+  return len;
+}
+
+// buf_ and one symbol per character: SentencePiece's identity normaliser with the file's
+// settings. Returns the symbol count.
+template <std::size_t kMaxText>
+std::size_t Tokenizer<kMaxText>::normalize(const char* text, std::size_t n) noexcept {
+  const std::uint32_t f = model_.flags();
+  const bool squeeze = f & TokenizerModel::kRemoveExtraSpaces;
+  const char* space = f & TokenizerModel::kEscapeSpaces ? "\xE2\x96\x81" : " ";
+  const std::size_t space_len = f & TokenizerModel::kEscapeSpaces ? 3 : 1;
+  const auto* t = reinterpret_cast<const unsigned char*>(text);
+  std::size_t i = 0, end = n, m = 0, count = 0;
+  if (squeeze) {
+    while (i < end && t[i] == ' ') ++i;
+    while (end > i && t[end - 1] == ' ') --end;
+  }
+  if (i == end) return 0;
+  if (f & TokenizerModel::kDummyPrefix) append(m, count, space, space_len);
+  bool prev_space = squeeze;  // (the dummy prefix counts as one)
+  while (i < end) {
+    if (t[i] == ' ') {
+      if (!(squeeze && prev_space)) append(m, count, space, space_len);
+      prev_space = true;
+      ++i;
+      continue;
+    }
+    prev_space = false;
+    const std::size_t len = utf8_length(t + i, end - i);
+    if (len == 0) {
+      append(m, count, "\xEF\xBF\xBD", 3);  // U+FFFD
+      ++i;
+    } else {
+      append(m, count, text + i, len);
+      i += len;
+    }
+  }
+  return count;
+}
+
+// Merges the best-scoring adjacent pair until no joined pair is a piece.
+template <std::size_t kMaxText>
+void Tokenizer<kMaxText>::merge(std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) pair(i);
+  for (;;) {
+    std::int32_t best = -1, before = -1;  // the pair to merge, and the live symbol before it
+    for (std::int32_t i = count ? 0 : -1, p = -1; i >= 0; p = i, i = sym_[i].next)
+      if (sym_[i].pair_id >= 0 && (best < 0 || sym_[i].pair_score > sym_[best].pair_score)) {
+        best = i;
+        before = p;
+      }
+    if (best < 0) return;
+    Symbol& s = sym_[best];
+    s.len += sym_[s.next].len;
+    s.id = s.pair_id;
+    s.next = sym_[s.next].next;
+    pair(static_cast<std::size_t>(best));
+    if (before >= 0) pair(static_cast<std::size_t>(before));  // its pair ends later now
+  }
+}
+
+// The ids of the merged symbols into out (null: only counted): byte pieces for a symbol outside
+// the vocabulary (byte fallback), else one unknown id per run of them.
+template <std::size_t kMaxText>
+std::size_t Tokenizer<kMaxText>::emit(std::size_t count, std::int32_t* out) const noexcept {
+  const bool bytes = model_.flags() & TokenizerModel::kByteFallback;
+  std::size_t o = 0;
+  bool prev_unknown = false;
+  for (std::int32_t i = count ? 0 : -1; i >= 0; i = sym_[i].next) {
+    const Symbol& s = sym_[i];
+    if (s.id >= 0) {
+      if (out) out[o] = s.id;
+      ++o;
+      prev_unknown = false;
+    } else if (bytes) {
+      for (std::uint32_t k = 0; k < s.len; ++k, ++o) {
+        const std::int32_t b = model_.byte_piece(static_cast<std::uint8_t>(buf_[s.start + k]));
+        if (out) out[o] = b >= 0 ? b : model_.unk();
+      }
+      prev_unknown = false;
+    } else if (!prev_unknown) {
+      if (out) out[o] = model_.unk();
+      ++o;
+      prev_unknown = true;
+    }
+  }
+  return o;
+}
+
+}  // namespace microattn

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/tokenizer.py: SentencePiece models and llama2.c's tokenizer.bin into tokenizer files.
+
+  /usr/bin/python3 tests/python/test_tokenizer_tool.py [--source-dir DIR] [unittest options]
+
+- the Llama 2 tokenizer (../shared/models/llama2-tokenizer) from tokenizer.model and from
+  llama2.c's tokenizer.bin gives the same file, byte for byte;
+- the file, read by docs/model-format.md's rules: the header, every piece's bytes, score and
+  type equal SentencePieceProcessor's, the index lists exactly the normal pieces in byte order,
+  the byte table the <0xNN> pieces, the flags the model's settings;
+- refusals (exit status 2, one line naming the reason): a unigram model, the nmt_nfkc
+  normaliser, user-defined pieces, treat_whitespace_as_suffix, a truncated tokenizer.bin, a
+  tokenizer.bin whose piece 3 is not <0x00>, a file that is not a model.
+Models are trained here with python3-sentencepiece on a few generated lines; exits 77 without it.
+"""
+import contextlib
+import io
+import os
+import struct
+import sys
+import tempfile
+import unittest
+
+import export_test_setup as setup
+
+ARGS, UNITTEST_ARGS = setup.parser(__doc__).parse_known_args()
+ROOT = os.path.abspath(ARGS.source_dir)
+try:
+    import sentencepiece as spm
+except ImportError as e:
+    print(f"SKIP: {sys.executable} cannot import sentencepiece ({e}): python3-sentencepiece")
+    sys.exit(setup.SKIP)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import tokenizer as tk  # noqa: E402
+
+LLAMA = os.path.join(ROOT, "..", "shared", "models", "llama2-tokenizer")
+WORDS = ("the quick brown fox jumps over a lazy dog while seven wizards quietly hum "
+         "2026 numbers 12345 and café naïve").split()
+
+
+def corpus(path):
+    lines = [" ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(i % 9 + 1))
+             for i in range(400)]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+def train(path, **options):
+    model = io.BytesIO()
+    args = dict(input=path, model_writer=model, model_type="bpe", vocab_size=310,
+                normalization_rule_name="identity", num_threads=1, minloglevel=2,
+                byte_fallback=True)
+    args.update(options)
+    spm.SentencePieceTrainer.train(**args)
+    return model.getvalue()
+
+
+def run_tool(*argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = tk.main(list(argv))
+    return rc, err.getvalue()
+
+
+def parse(data):
+    """(header words, [(bytes, score, type)], index, byte table) by the document's rules."""
+    h = struct.unpack_from("<20I", data)
+    n = h[4]
+    off = struct.unpack_from(f"<{n + 1}I", data, h[10])
+    scores = struct.unpack_from(f"<{n}f", data, h[11])
+    types = data[h[12]:h[12] + n]
+    pool = data[h[16]:h[16] + h[17]]
+    pieces = [(pool[off[i]:off[i + 1]], scores[i], types[i]) for i in range(n)]
+    return h, pieces, struct.unpack_from(f"<{h[14]}I", data, h[13]), struct.unpack_from(
+        "<256I", data, h[15])
+
+
+class TokenizerTool(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.corpus = self.path("corpus.txt")
+        corpus(self.corpus)
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def convert(self, flag, data):
+        src = self.path("in")
+        with open(src, "wb") as f:
+            f.write(data)
+        rc, err = run_tool(flag, src, "--out", self.path("out.mat"))
+        if rc != 0:
+            return rc, err, None
+        with open(self.path("out.mat"), "rb") as f:
+            return rc, err, f.read()
+
+    def check_file(self, data, sp, flags):
+        h, pieces, index, byte_ids = parse(data)
+        self.assertEqual(h[:4], (0x4B54414D, 1, len(data), 1))
+        self.assertEqual((h[4], h[5]), (sp.get_piece_size(), flags))
+        self.assertEqual((h[6], h[7], h[8]), (sp.unk_id(), sp.bos_id(), sp.eos_id()))
+        for i, (text, score, t) in enumerate(pieces):
+            self.assertEqual(text.decode(), sp.id_to_piece(i), i)
+            self.assertEqual(score, struct.unpack("<f", struct.pack("<f", sp.get_score(i)))[0])
+            want = (2 if sp.is_unknown(i) else 3 if sp.is_control(i) else
+                    6 if sp.is_byte(i) else 1)
+            self.assertEqual(t, want, i)
+        normal = [i for i, p in enumerate(pieces) if p[2] == 1]
+        self.assertEqual(list(index), sorted(normal, key=lambda i: pieces[i][0]))
+        self.assertEqual(h[9], max(len(p[0]) for p in pieces))
+        for v in range(256):
+            self.assertEqual(pieces[byte_ids[v]][0], f"<0x{v:02X}>".encode())
+
+    @unittest.skipUnless(os.path.isdir(LLAMA), f"{LLAMA} not found")
+    def test_llama2_both_sources_same_file(self):
+        with open(os.path.join(LLAMA, "tokenizer.model"), "rb") as f:
+            model = f.read()
+        with open(os.path.join(LLAMA, "tokenizer.bin"), "rb") as f:
+            rc, err, from_bin = self.convert("--llama2c", f.read())
+        self.assertEqual(rc, 0, err)
+        rc, err, from_model = self.convert("--sentencepiece", model)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(from_bin, from_model)
+        # Llama 2: dummy prefix, spaces escaped, byte fallback; extra spaces kept.
+        self.check_file(from_model, spm.SentencePieceProcessor(model_proto=model), 1 | 4 | 8)
+
+    def test_trained_model_file(self):
+        model = train(self.corpus)
+        rc, err, data = self.convert("--sentencepiece", model)
+        self.assertEqual(rc, 0, err)
+        self.check_file(data, spm.SentencePieceProcessor(model_proto=model), 1 | 2 | 4 | 8)
+
+    def refused(self, flag, data, *needles):
+        rc, err, _ = self.convert(flag, data)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        for n in needles:
+            self.assertIn(n, err)
+
+    def test_refusals(self):
+        self.refused("--sentencepiece", train(self.corpus, model_type="unigram"),
+                     "model_type unigram")
+        self.refused("--sentencepiece", train(self.corpus, normalization_rule_name="nmt_nfkc"),
+                     "normalizer 'nmt_nfkc'")
+        self.refused("--sentencepiece", train(self.corpus, user_defined_symbols=["<tool>"]),
+                     "user-defined")
+        self.refused("--sentencepiece", train(self.corpus, treat_whitespace_as_suffix=True),
+                     "treat_whitespace_as_suffix")
+        self.refused("--sentencepiece", b"\x08\x01", "no pieces")
+        self.refused("--sentencepiece", b"\x0a\x05ab", "truncated")
+        pieces = [(b"<unk>", 0.0), (b"\n<s>\n", 0.0), (b"\n</s>\n", 0.0)]
+        pieces += [(f"<0x{v:02X}>".encode(), 0.0) for v in range(256)] + [(b" a", -1.0)]
+        good = struct.pack("<i", 8) + b"".join(struct.pack("<fi", s, len(t)) + t
+                                                for t, s in pieces)
+        rc, err, _ = self.convert("--llama2c", good)
+        self.assertEqual(rc, 0, err)
+        self.refused("--llama2c", good[:-1], "runs past the file")
+        bad = good.replace(b"<0x00>", b"<0x0Z>", 1)
+        self.refused("--llama2c", bad, "piece 3", "<0x00>")
+        three = 4 + sum(8 + len(t) for t, _ in pieces[:3])
+        self.refused("--llama2c", good[:three], "3 pieces", "the 256 byte pieces")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + UNITTEST_ARGS)
