@@ -1968,6 +1968,10 @@ HF_LLAMA_FIELDS = {
                                   1.0),
     "sliding_window": only("the model file's attention sees the whole causal context", None),
     "attention_bias": only(NO_BIASES, False), "mlp_bias": only(NO_BIASES, False),
+    # SmolLM2's config.json (written by nanotron's converter): transformers' Llama reads
+    # neither; rope_interleaved true would claim adjacent pairs that transformers does not use.
+    "rope_interleaved": only("transformers' Llama rotates halves (rotate_half)", False),
+    "is_llama_config": only("a converter's marker", True),
     "pretraining_tp": only("LlamaMLP and LlamaAttention then compute in pretraining_tp slices",
                            1),
     "is_encoder_decoder": only("the model file is a decoder only", False),
@@ -2069,9 +2073,10 @@ def read_config(c, table, subj):
     return out
 
 
-def decoder_class(m, subj):
-    """(reader, table) of the module's class (DECODER_CLASSES), or a Refusal naming it."""
-    name = type(m).__name__
+def decoder_class(m, subj, name=None):
+    """(reader, table) of the module's class (DECODER_CLASSES; name: a class name given
+    instead, as a config.json's architectures), or a Refusal naming it."""
+    name = name or type(m).__name__
     if name in DECODER_CLASSES:
         return DECODER_CLASSES[name]
     why = f" ({LLAMA_LOOKALIKES[name]})" if name in LLAMA_LOOKALIKES else ""
@@ -2146,11 +2151,24 @@ def decoder_from_module(m, subj="the module"):
     parts = hf_decoder_parts if reader == "hf" else tiny_decoder_parts
     cfg, sd, emb = parts(m, read_config(c, table, subj), subj)
     cfg = decoder_config(cfg, subj, table)
+    tensors = decoder_state(cfg, sd, emb.weight.shape[0], subj, to_float32)
+    vs = getattr(m, "vocab", None)
+    if vs is not None and (not isinstance(vs, str) or len(vs) != cfg["vocab"]):
+        raise Refusal(f"{subj}.vocab is not a string of {cfg['vocab']} characters (one per "
+                      "embedding row)")
+    return Decoder(m, cfg, tensors, vs)
+
+
+def decoder_state(cfg, sd, rows, subj, to_array):
+    """The tensors [(key, float32 array, is_matrix)] in blob order of state dict sd (the
+    blob's names; rows: the embedding's), each converted by to_array(key, value); sets
+    cfg["vocab"]. Refuses biases, missing or unknown parameters, wrong shapes, a vocabulary
+    the embedding does not have."""
     biases = sorted(k for k in sd if k.endswith("bias"))
     if biases:
         raise Refusal(f"{subj} has biases ({summary(biases, 4)}): the model blob has no biases "
                       "(LLaMA-style decoders have none)")
-    want = decoder_expected(cfg, emb.weight.shape[0])
+    want = decoder_expected(cfg, rows)
     extra = sorted(set(sd) - {k for k, _, _ in want})
     missing = [k for k, _, _ in want if k not in sd]
     if missing or extra:
@@ -2161,17 +2179,12 @@ def decoder_from_module(m, subj="the module"):
     for k, shape, is_matrix in want:
         if tuple(sd[k].shape) != shape:
             raise Refusal(f"{subj}: {k} has shape {tuple(sd[k].shape)}, the config says {shape}")
-        tensors.append((k, to_float32(k, sd[k]), is_matrix))
-    rows = emb.weight.shape[0]
+        tensors.append((k, to_array(k, sd[k]), is_matrix))
     if cfg["vocab"] is not None and cfg["vocab"] != rows:
         raise Refusal(f"{subj}.config says a vocabulary of {cfg['vocab']!r}, the embedding has "
                       f"{rows} rows")
-    vs = getattr(m, "vocab", None)
     cfg["vocab"] = rows
-    if vs is not None and (not isinstance(vs, str) or len(vs) != cfg["vocab"]):
-        raise Refusal(f"{subj}.vocab is not a string of {cfg['vocab']} characters (one per "
-                      "embedding row)")
-    return Decoder(m, cfg, tensors, vs)
+    return tensors
 
 
 def tiny_decoder_parts(m, cfg, subj):
@@ -2553,6 +2566,56 @@ def llama2c_decoder(path):
     return Decoder(None, cfg, tensors, None)
 
 
+def hf_dir_decoder(path):
+    """The Decoder of a Hugging Face directory (tools/hf_model.py: config.json and safetensors,
+    NumPy only): the family from config.json's architectures (DECODER_CLASSES), every field
+    through its table (read_config), the tensors by Hugging Face's names as for a module."""
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import hf_model
+    try:
+        fields, sd, _ = hf_model.read_dir(path)
+    except hf_model.FormatError as e:
+        raise Refusal(str(e)) from None
+    subj = os.path.basename(os.path.normpath(path))
+    archs = fields.get("architectures")
+    if not (isinstance(archs, list) and len(archs) == 1 and isinstance(archs[0], str)):
+        raise Refusal(f"{subj}/config.json: architectures = {short_repr(archs)}: one class name "
+                      "is needed (the family is read from it)")
+    reader, table = decoder_class(None, subj, archs[0])
+    if reader != "hf":
+        raise Refusal(f"{subj}/config.json: {archs[0]} is not a Hugging Face family")
+    cfg = read_config(fields, table, subj)
+    heads = cfg["n_heads"]
+    cfg["n_kv_heads"] = heads if cfg["n_kv_heads"] is None else cfg["n_kv_heads"]
+    if cfg["d_head"] is None and isinstance(cfg["d_model"], int) and isinstance(heads, int):
+        cfg["d_head"] = cfg["d_model"] // heads if heads else None
+    cfg["rope_pairing"] = "half"  # transformers' rotate_half
+    renamed = {}
+    for k, v in sd.items():
+        if k.endswith("rotary_emb.inv_freq"):  # a buffer some exports keep: not a weight
+            continue
+        for a_, b_ in HF_RENAMES:
+            k = k.replace(a_, b_)
+        renamed[k] = v
+    emb = renamed.get("embed.weight")
+    if emb is None or emb.ndim != 2:
+        raise Refusal(f"{subj}: no 2-D model.embed_tokens.weight")
+    if cfg["tied_head"] and "lm_head.weight" in renamed:
+        if not np.array_equal(renamed.pop("lm_head.weight"), emb):
+            raise Refusal(f"{subj}: tie_word_embeddings is true but lm_head.weight is not "
+                          "model.embed_tokens.weight")
+    cfg = decoder_config(cfg, subj, table)
+
+    def finite(k, a):
+        if not np.isfinite(a).all():
+            idx = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            raise Refusal(f"{subj}: {k}[{', '.join(map(str, idx))}] is {a[idx]!r}: microattn "
+                          "weights must be finite")
+        return np.ascontiguousarray(a, dtype=np.float32)
+    return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite), None)
+
+
 def run_decoder(a):
     """--kind decoder: writes --blob, --reference and --vocab-header (at least one)."""
     unused = [f for f, v in (("--state-dict", a.state_dict), ("--fixtures", a.fixtures),
@@ -2563,11 +2626,15 @@ def run_decoder(a):
     if unused:
         raise Refusal(f"{', '.join(unused)}: not with --kind decoder (a whole causal decoder; "
                       "give --blob, --reference, --vocab-header)")
-    if not (a.module or a.tiny_lm or a.llama2c):
-        raise Refusal("--kind decoder needs --module FILE, --tiny-lm FILE or --llama2c FILE")
+    if not (a.module or a.tiny_lm or a.llama2c or a.hf):
+        raise Refusal("--kind decoder needs --module FILE, --tiny-lm FILE, --llama2c FILE or "
+                      "--hf DIR")
     if a.llama2c and (a.reference or a.vocab_header):
         raise Refusal("--llama2c: --blob only (a llama2.c checkpoint has no vocabulary string, "
                       "and its reference is computed by the tests' NumPy model)")
+    if a.hf and (a.reference or a.vocab_header):
+        raise Refusal("--hf: --blob only (no torch: the reference needs the module; the "
+                      "tokenizer is tools/tokenizer.py's)")
     outs = [(f, v) for f, v in (("--blob", a.blob), ("--reference", a.reference),
                                 ("--vocab-header", a.vocab_header)) if v]
     if not outs:
@@ -2579,9 +2646,11 @@ def run_decoder(a):
         raise Refusal(f"--n {a.n}: must be at least 0")
     for flag, dest in outs:
         check_out(dest, flag)
-    src = a.module or a.tiny_lm or a.llama2c
+    src = a.module or a.tiny_lm or a.llama2c or a.hf
     if a.llama2c:
         dec = llama2c_decoder(a.llama2c)
+    elif a.hf:
+        dec = hf_dir_decoder(a.hf)
     else:
         need_torch()
         dec = load_decoder(src, bool(a.tiny_lm))
@@ -2704,6 +2773,9 @@ def run(argv):
                     help="with --state-dict: key prefix (e.g. layers.0.attn.)")
     src.add_argument("--tiny-lm", metavar="FILE", help="with --kind decoder: a checkpoint of "
                      "tools/train_tiny_lm.py (a dict: config, vocab, state_dict)")
+    src.add_argument("--hf", metavar="DIR", help="with --kind decoder: a Hugging Face "
+                     "directory (config.json + model.safetensors or its sharded index; F32, "
+                     "F16, BF16; no torch needed; --blob only)")
     src.add_argument("--llama2c", metavar="FILE", help="with --kind decoder: a llama2.c "
                      "checkpoint (run.c's version-0 layout, e.g. stories15M.bin; no torch "
                      "needed; --blob only)")
@@ -2753,6 +2825,7 @@ def run(argv):
             print(f"export_pytorch.py: {line}", file=sys.stderr)
         return 0
     decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--llama2c", a.llama2c),
+                                   ("--hf", a.hf),
                                    ("--blob", a.blob),
                                    ("--reference", a.reference),
                                    ("--vocab-header", a.vocab_header),
