@@ -2616,6 +2616,80 @@ def hf_dir_decoder(path):
     return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite), None)
 
 
+# A GGUF file's llama.* metadata (llama.cpp's keys) -> the model file, as HF_LLAMA_FIELDS does
+# for a config.json. general.* (names, licences, the file type; general.alignment is the file's
+# layout) and tokenizer.* (tools/tokenizer.py --gguf reads them) do not change the logits.
+GGUF_LLAMA_FIELDS = {
+    "general.architecture": only("another family's file", "llama"),
+    "llama.context_length": carry("t_max"), "llama.embedding_length": carry("d_model"),
+    "llama.block_count": carry("n_layers"), "llama.feed_forward_length": carry("d_hidden"),
+    "llama.attention.head_count": carry("n_heads"),
+    "llama.attention.head_count_kv": carry("n_kv_heads", None),
+    "llama.attention.key_length": carry("d_head", None),
+    "llama.attention.value_length": carry("d_head_v", None),  # = key_length
+    "llama.rope.dimension_count": carry("rope_dims", None),  # = d_head: every dimension turns
+    "llama.attention.layer_norm_rms_epsilon": carry("norm_eps"),
+    "llama.rope.freq_base": carry("rope_base", 10000.0), "llama.vocab_size": carry("vocab", None),
+    "llama.rope.scaling.type": only("the model file's RoPE has no scaling", "none"),
+    "llama.rope.scaling.factor": only("the model file's RoPE has no scaling", 1.0),
+    "llama.expert_count": only("the model file's MLPs are dense", 0),
+    "llama.expert_used_count": only("the model file's MLPs are dense", 0),
+}
+GGUF_RENAMES = (("token_embd.", "embed."), ("output_norm.", "norm."), ("output.", "lm_head."),
+                ("blk.", "layers."), (".attn_q.", ".attn.q_proj."), (".attn_k.", ".attn.k_proj."),
+                (".attn_v.", ".attn.v_proj."), (".attn_output.", ".attn.o_proj."),
+                (".ffn_norm.", ".mlp_norm."), (".ffn_gate.", ".mlp.gate_proj."),
+                (".ffn_up.", ".mlp.up_proj."), (".ffn_down.", ".mlp.down_proj."))
+
+
+def gguf_decoder(path):
+    """The Decoder of a GGUF file (tools/gguf.py; llama architecture, F32/F16/BF16/Q8_0 tensors
+    widened or dequantised to float32 exactly). llama.cpp's converter permutes the Q and K rows
+    of Hugging Face's half-split RoPE into adjacent pairs, which llama.cpp's llama rotates: the
+    rows are kept as stored and the file says adjacent pairs."""
+    import numpy as np
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gguf
+    subj = os.path.basename(path)
+    try:
+        meta, sd, _ = gguf.read_gguf(path)
+    except OSError as e:
+        raise Refusal(f"{path}: {e.strerror}") from None
+    except gguf.GgufError as e:
+        raise Refusal(str(e)) from None
+    fields = {k: v for k, v in meta.items()
+              if k == "general.architecture" or not k.startswith(("general.", "tokenizer."))}
+    if "general.architecture" not in fields:
+        raise Refusal(f"{subj}: no general.architecture")
+    cfg = read_config(fields, GGUF_LLAMA_FIELDS, subj)
+    heads = cfg["n_heads"]
+    cfg["n_kv_heads"] = heads if cfg["n_kv_heads"] is None else cfg["n_kv_heads"]
+    if cfg["d_head"] is None and isinstance(cfg["d_model"], int) and isinstance(heads, int):
+        cfg["d_head"] = cfg["d_model"] // heads if heads else None
+    for k, key in (("d_head_v", "value_length"), ("rope_dims", "rope.dimension_count")):
+        v = cfg.pop(k)
+        if v is not None and v != cfg["d_head"]:
+            raise Refusal(f"{subj}: llama.{key} {v} is not the head size {cfg['d_head']} (the "
+                          "model file's heads have one size and turn every dimension)")
+    cfg["rope_pairing"] = "adjacent"
+    renamed = {}
+    for k, v in sd.items():
+        for a_, b_ in GGUF_RENAMES:
+            k = k.replace(a_, b_) if k.startswith(a_) or a_.startswith(".") else k
+        renamed[k] = v
+    emb = renamed.get("embed.weight")
+    if emb is None or emb.ndim != 2:
+        raise Refusal(f"{subj}: no 2-D token_embd.weight")
+    cfg["tied_head"] = "lm_head.weight" not in renamed  # llama.cpp: no output.weight = tied
+    cfg = decoder_config(cfg, subj, GGUF_LLAMA_FIELDS)
+
+    def finite(k, a):
+        if not np.isfinite(a).all():
+            raise Refusal(f"{subj}: {k} has a non-finite value")
+        return np.ascontiguousarray(a, dtype=np.float32)
+    return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite), None)
+
+
 def run_decoder(a):
     """--kind decoder: writes --blob, --reference and --vocab-header (at least one)."""
     unused = [f for f, v in (("--state-dict", a.state_dict), ("--fixtures", a.fixtures),
@@ -2626,14 +2700,15 @@ def run_decoder(a):
     if unused:
         raise Refusal(f"{', '.join(unused)}: not with --kind decoder (a whole causal decoder; "
                       "give --blob, --reference, --vocab-header)")
-    if not (a.module or a.tiny_lm or a.llama2c or a.hf):
-        raise Refusal("--kind decoder needs --module FILE, --tiny-lm FILE, --llama2c FILE or "
-                      "--hf DIR")
+    if not (a.module or a.tiny_lm or a.llama2c or a.hf or a.gguf):
+        raise Refusal("--kind decoder needs --module FILE, --tiny-lm FILE, --llama2c FILE, "
+                      "--hf DIR or --gguf FILE")
     if a.llama2c and (a.reference or a.vocab_header):
         raise Refusal("--llama2c: --blob only (a llama2.c checkpoint has no vocabulary string, "
                       "and its reference is computed by the tests' NumPy model)")
-    if a.hf and (a.reference or a.vocab_header):
-        raise Refusal("--hf: --blob only (no torch: the reference needs the module; the "
+    if (a.hf or a.gguf) and (a.reference or a.vocab_header):
+        flag = "--hf" if a.hf else "--gguf"
+        raise Refusal(f"{flag}: --blob only (no torch: the reference needs the module; the "
                       "tokenizer is tools/tokenizer.py's)")
     outs = [(f, v) for f, v in (("--blob", a.blob), ("--reference", a.reference),
                                 ("--vocab-header", a.vocab_header)) if v]
@@ -2646,8 +2721,10 @@ def run_decoder(a):
         raise Refusal(f"--n {a.n}: must be at least 0")
     for flag, dest in outs:
         check_out(dest, flag)
-    src = a.module or a.tiny_lm or a.llama2c or a.hf
-    if a.llama2c:
+    src = a.module or a.tiny_lm or a.llama2c or a.hf or a.gguf
+    if a.gguf:
+        dec = gguf_decoder(a.gguf)
+    elif a.llama2c:
         dec = llama2c_decoder(a.llama2c)
     elif a.hf:
         dec = hf_dir_decoder(a.hf)
@@ -2773,6 +2850,9 @@ def run(argv):
                     help="with --state-dict: key prefix (e.g. layers.0.attn.)")
     src.add_argument("--tiny-lm", metavar="FILE", help="with --kind decoder: a checkpoint of "
                      "tools/train_tiny_lm.py (a dict: config, vocab, state_dict)")
+    src.add_argument("--gguf", metavar="FILE", help="with --kind decoder: a GGUF file "
+                     "(version 3, llama architecture; F32, F16, BF16, Q8_0; no torch needed; "
+                     "--blob only)")
     src.add_argument("--hf", metavar="DIR", help="with --kind decoder: a Hugging Face "
                      "directory (config.json + model.safetensors or its sharded index; F32, "
                      "F16, BF16; no torch needed; --blob only)")
@@ -2825,7 +2905,7 @@ def run(argv):
             print(f"export_pytorch.py: {line}", file=sys.stderr)
         return 0
     decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--llama2c", a.llama2c),
-                                   ("--hf", a.hf),
+                                   ("--hf", a.hf), ("--gguf", a.gguf),
                                    ("--blob", a.blob),
                                    ("--reference", a.reference),
                                    ("--vocab-header", a.vocab_header),

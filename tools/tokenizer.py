@@ -6,13 +6,15 @@ lookup index precomputed here, so a device neither sorts nor hashes. Standard li
 
   python3 tools/tokenizer.py --sentencepiece tokenizer.model --out tokenizer.mat
   python3 tools/tokenizer.py --llama2c tokenizer.bin --out tokenizer.mat
+  python3 tools/tokenizer.py --gguf model.gguf --out tokenizer.mat
 
 --sentencepiece reads a SentencePiece model (its protobuf, parsed here: the pieces with score
 and type, trainer_spec's model type, byte fallback and special ids, normalizer_spec's flags).
 --llama2c reads llama2.c's tokenizer.bin (int32 max_token_length, then per piece float32
 score, int32 length, bytes), which keeps no settings: it is the Llama 2 tokenizer's export, so
 the Llama 2 settings apply (unk 0, BOS 1, EOS 2, pieces 3-258 the bytes, a dummy prefix,
-whitespace as U+2581, byte fallback).
+whitespace as U+2581, byte fallback). --gguf reads tokenizer.ggml.* of a GGUF file whose
+tokenizer.ggml.model is "llama" (tools/gguf.py).
 
 Refused, by name, with exit status 2: model types other than BPE (unigram, word, char), a
 normalizer with rules (a precompiled charsmap, e.g. nmt_nfkc: only the identity normalizer is
@@ -158,6 +160,39 @@ def read_llama2c(path):
                 flags=FLAG_DUMMY_PREFIX | FLAG_ESCAPE_WS | FLAG_BYTE_FALLBACK)
 
 
+def read_gguf(path):
+    """The tokenizer dict of a GGUF file's tokenizer.ggml.* metadata (tokenizer.ggml.model
+    "llama": SentencePiece BPE; llama.cpp's settings: spaces as U+2581, extra spaces kept, a
+    dummy prefix unless tokenizer.ggml.add_space_prefix is false, byte fallback when byte pieces
+    exist)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gguf
+    name = os.path.basename(path)
+    try:
+        meta = gguf.read_gguf(path, tensors=False)[0]
+    except gguf.GgufError as e:
+        raise TokenizerError(str(e)) from None
+    model = meta.get("tokenizer.ggml.model")
+    if model != "llama":
+        raise TokenizerError(f"{name}: tokenizer.ggml.model {model!r}: only 'llama' "
+                             "(SentencePiece BPE) is computed")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    n = len(tokens) if isinstance(tokens, list) else 0
+    scores = meta.get("tokenizer.ggml.scores", [0.0] * n)
+    types = meta.get("tokenizer.ggml.token_type", [NORMAL] * n)
+    if not n or len(scores) != n or len(types) != n:
+        raise TokenizerError(f"{name}: tokenizer.ggml.tokens, scores and token_type differ in "
+                             "length or are missing")
+    pieces = [(t.encode(), float(sc), int(ty)) for t, sc, ty in zip(tokens, scores, types)]
+    flags = FLAG_ESCAPE_WS | (FLAG_DUMMY_PREFIX if meta.get("tokenizer.ggml.add_space_prefix",
+                                                            True) else 0)
+    if any(p[2] == BYTE for p in pieces):
+        flags |= FLAG_BYTE_FALLBACK
+    special = [meta.get(f"tokenizer.ggml.{k}_token_id", -1) for k in ("unknown", "bos", "eos")]
+    return dict(name=name, pieces=pieces, flags=flags, unk=special[0], bos=special[1],
+                eos=special[2])
+
+
 def check(tok):
     name, pieces = tok["name"], tok["pieces"]
     if len(pieces) >= 1 << 24:
@@ -224,10 +259,15 @@ def main(argv=None):
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--sentencepiece", metavar="FILE", help="a SentencePiece .model (BPE)")
     src.add_argument("--llama2c", metavar="FILE", help="llama2.c's tokenizer.bin")
+    src.add_argument("--gguf", metavar="FILE", help="a GGUF file's tokenizer.ggml.* (llama)")
     ap.add_argument("--out", required=True, help="the tokenizer file to write")
     a = ap.parse_args(argv)
     try:
-        tok = read_sentencepiece(a.sentencepiece) if a.sentencepiece else read_llama2c(a.llama2c)
+        if a.gguf:
+            tok = read_gguf(a.gguf)
+        else:
+            tok = read_sentencepiece(a.sentencepiece) if a.sentencepiece else \
+                read_llama2c(a.llama2c)
         data = blob(tok)
     except OSError as e:
         print(f"tokenizer.py: error: {e.filename}: {e.strerror}", file=sys.stderr)

@@ -4,14 +4,16 @@
 
   /usr/bin/python3 tests/python/test_tokenizer_tool.py [--source-dir DIR] [unittest options]
 
-- the Llama 2 tokenizer (../shared/models/llama2-tokenizer) from tokenizer.model and from
-  llama2.c's tokenizer.bin gives the same file, byte for byte;
+- the Llama 2 tokenizer (../shared/models/llama2-tokenizer) from tokenizer.model, from
+  llama2.c's tokenizer.bin and from a GGUF file's tokenizer.ggml.* (tests/python/gguf_writer.py)
+  gives the same file, byte for byte;
 - the file, read by docs/model-format.md's rules: the header, every piece's bytes, score and
   type equal SentencePieceProcessor's, the index lists exactly the normal pieces in byte order,
   the byte table the <0xNN> pieces, the flags the model's settings;
 - refusals (exit status 2, one line naming the reason): a unigram model, the nmt_nfkc
   normaliser, user-defined pieces, treat_whitespace_as_suffix, a truncated tokenizer.bin, a
-  tokenizer.bin whose piece 3 is not <0x00>, a file that is not a model.
+  tokenizer.bin whose piece 3 is not <0x00>, a file that is not a model, a GGUF whose
+  tokenizer.ggml.model is gpt2.
 Models are trained here with python3-sentencepiece on a few generated lines; exits 77 without it.
 """
 import contextlib
@@ -33,6 +35,8 @@ except ImportError as e:
     sys.exit(setup.SKIP)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import tokenizer as tk  # noqa: E402
+sys.path.insert(0, setup.HERE)
+import gguf_writer as gw  # noqa: E402
 
 LLAMA = os.path.join(ROOT, "..", "shared", "models", "llama2-tokenizer")
 WORDS = ("the quick brown fox jumps over a lazy dog while seven wizards quietly hum "
@@ -123,6 +127,29 @@ class TokenizerTool(unittest.TestCase):
         rc, err, from_model = self.convert("--sentencepiece", model)
         self.assertEqual(rc, 0, err)
         self.assertEqual(from_bin, from_model)
+        sp = spm.SentencePieceProcessor(model_proto=model)
+        n = sp.get_piece_size()
+        types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else 1
+                 for i in range(n)]
+        meta = [("general.architecture", gw.STRING, "llama"),
+                ("tokenizer.ggml.model", gw.STRING, "llama"),
+                ("tokenizer.ggml.tokens", gw.ARRAY,
+                 (gw.STRING, [sp.id_to_piece(i) for i in range(n)])),
+                ("tokenizer.ggml.scores", gw.ARRAY,
+                 (gw.FLOAT32, [sp.get_score(i) for i in range(n)])),
+                ("tokenizer.ggml.token_type", gw.ARRAY, (gw.INT32, types)),
+                ("tokenizer.ggml.bos_token_id", gw.UINT32, 1),
+                ("tokenizer.ggml.eos_token_id", gw.UINT32, 2),
+                ("tokenizer.ggml.unknown_token_id", gw.UINT32, 0)]
+        gw.write_gguf(self.path("t.gguf"), meta, [])
+        with open(self.path("t.gguf"), "rb") as f:
+            rc, err, from_gguf = self.convert("--gguf", f.read())
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(from_gguf, from_model)
+        gw.write_gguf(self.path("t.gguf"), [(k, t, "gpt2" if k == "tokenizer.ggml.model" else v)
+                                            for k, t, v in meta], [])
+        with open(self.path("t.gguf"), "rb") as f:
+            self.refused("--gguf", f.read(), "tokenizer.ggml.model 'gpt2'")
         # Llama 2: dummy prefix, spaces escaped, byte fallback; extra spaces kept.
         self.check_file(from_model, spm.SentencePieceProcessor(model_proto=model), 1 | 4 | 8)
 

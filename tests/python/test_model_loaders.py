@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""tools/export_pytorch.py --kind decoder --hf DIR (tools/hf_model.py): Hugging Face
-directories without transformers or torch, run through microattn::Decoder.
+"""tools/export_pytorch.py --kind decoder --hf DIR (tools/hf_model.py) and --gguf FILE
+(tools/gguf.py): Hugging Face directories and GGUF files without transformers, torch or
+llama.cpp, run through microattn::Decoder.
 
-  /usr/bin/python3 tests/python/test_hf_loader.py --cxx g++ [--xsimd-include DIR]
+  /usr/bin/python3 tests/python/test_model_loaders.py --cxx g++ [--xsimd-include DIR]
       [--cxx-flags FLAGS] [--work-dir DIR] [unittest options]
 
 - a LlamaForCausalLM-shaped module (tests/python/hf_llama_like.py, random weights; GQA, tied
@@ -20,6 +21,12 @@ directories without transformers or torch, run through microattn::Decoder.
   shard tensor missing from the index, an architectures other than LlamaForCausalLM, a config
   field the model file cannot carry (sliding_window), rope_interleaved true, a tied config
   whose lm_head differs.
+- GGUF: the same module as a GGUF version-3 file (tests/python/gguf_writer.py, written from
+  ggml's docs/gguf.md; llama.cpp's names, Q and K rows permuted into adjacent RoPE pairs as its
+  converter does, norms F32) with F32, F16, BF16 and Q8_0 matrices: within 1e-5 of the float64
+  forward of the weights as stored (Q8_0 dequantised: exact in float32); refusals: a Q4_0
+  tensor, version 2, an unknown llama.* key, RoPE scaling, another architecture, a partial
+  rotary dimension count, a rope_freqs tensor, a truncated file.
 Exits 77 without torch (the module) or NumPy.
 """
 import contextlib
@@ -46,9 +53,10 @@ sys.path.insert(0, setup.HERE)
 import export_pytorch as ex  # noqa: E402
 import hf_llama_like as hf  # noqa: E402
 import hf_model  # noqa: E402
+import gguf_writer as gw  # noqa: E402
 
 SHAPE = dict(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, head_dim=8, intermediate_size=48, max_position_embeddings=32,
+             num_key_value_heads=2, head_dim=8, intermediate_size=64, max_position_embeddings=32,
              rope_theta=10000.0, rms_norm_eps=1e-5)
 IDS = [3, 17, 5, 39, 0, 22, 8, 8, 31, 12, 2, 27]
 
@@ -166,9 +174,15 @@ def export(*argv):
     return rc, err.getvalue()
 
 
-class HfLoader(unittest.TestCase):
+class Programs(unittest.TestCase):
+    """decoder_run built once for the shape (tied and untied), shared by the test classes."""
+    built = None
+
     @classmethod
     def setUpClass(cls):
+        if Programs.built:
+            cls.work, cls.run_bin = Programs.built
+            return
         cls.work = ARGS.work_dir or tempfile.mkdtemp(prefix="hf_loader_")
         if ARGS.work_dir:
             shutil.rmtree(cls.work, ignore_errors=True)
@@ -188,11 +202,8 @@ class HfLoader(unittest.TestCase):
             cmd += ARGS.cxx_flags.split()
             subprocess.run(cmd, check=True)
             cls.run_bin[tied] = out
+        Programs.built = (cls.work, cls.run_bin)
 
-    @classmethod
-    def tearDownClass(cls):
-        if not ARGS.work_dir:
-            shutil.rmtree(cls.work, ignore_errors=True)
 
     def folder(self, name):
         p = os.path.join(self.work, name)
@@ -206,6 +217,9 @@ class HfLoader(unittest.TestCase):
         return np.array([[float.fromhex(v) for v in line.split()]
                          for line in r.stdout.splitlines()])
 
+
+
+class HfLoader(Programs):
     def test_llama_directories_match_float64(self):
         for tied in (True, False):
             m = module(tied, seed=11 + tied)
@@ -290,7 +304,7 @@ class HfLoader(unittest.TestCase):
                 self.refused(d, *needles)
         # A tied config whose file has its own, different lm_head.
         d = self.folder("bad_head")
-        hf_dir(d, m, edit=add("lm_head.weight", (40 * 32,)))
+        hf_dir(d, m, edit=add("lm_head.weight", (40 * 32,)))  # (replaced below)
         st = os.path.join(d, "model.safetensors")
         t = hf_model.read_safetensors(st)[0]
         items = [(k, "F32", v.shape, v.astype("<f4").tobytes()) for k, v in t.items()]
@@ -326,6 +340,121 @@ class HfLoader(unittest.TestCase):
             json.dump(j, f)
         self.refused(d, q0, "weight_map")
         self.refused(self.folder("nothing"), "config.json")
+
+
+GGUF_NAMES = (("model.embed_tokens.", "token_embd."), ("model.norm.", "output_norm."),
+              ("lm_head.", "output."), ("model.layers.", "blk."), (".self_attn.q_proj.", ".attn_q."),
+              (".self_attn.k_proj.", ".attn_k."), (".self_attn.v_proj.", ".attn_v."),
+              (".self_attn.o_proj.", ".attn_output."), (".input_layernorm.", ".attn_norm."),
+              (".post_attention_layernorm.", ".ffn_norm."), (".mlp.gate_proj.", ".ffn_gate."),
+              (".mlp.up_proj.", ".ffn_up."), (".mlp.down_proj.", ".ffn_down."))
+
+
+def gguf_meta(**override):
+    c = SHAPE
+    meta = {"general.architecture": (gw.STRING, "llama"), "general.name": (gw.STRING, "test"),
+            "general.file_type": (gw.UINT32, 7),
+            "llama.context_length": (gw.UINT32, c["max_position_embeddings"]),
+            "llama.embedding_length": (gw.UINT32, c["hidden_size"]),
+            "llama.block_count": (gw.UINT32, c["num_hidden_layers"]),
+            "llama.feed_forward_length": (gw.UINT32, c["intermediate_size"]),
+            "llama.rope.dimension_count": (gw.UINT32, c["head_dim"]),
+            "llama.attention.head_count": (gw.UINT32, c["num_attention_heads"]),
+            "llama.attention.head_count_kv": (gw.UINT32, c["num_key_value_heads"]),
+            "llama.attention.layer_norm_rms_epsilon": (gw.FLOAT32, c["rms_norm_eps"]),
+            "llama.rope.freq_base": (gw.FLOAT32, c["rope_theta"]),
+            "tokenizer.ggml.model": (gw.STRING, "llama")}
+    meta.update(override)
+    return [(k, t, v) for k, (t, v) in meta.items() if t is not None]
+
+
+def gguf_file(path, m, ggml_type, meta=None, extra=()):
+    """m as a GGUF file; returns {HF name: float32 values as stored, HF layout}."""
+    tied = m.config.tie_word_embeddings
+    heads = {"q_proj": SHAPE["num_attention_heads"], "k_proj": SHAPE["num_key_value_heads"]}
+    tensors, values = [], {}
+    for k, v in m.state_dict().items():
+        if k.endswith("inv_freq") or (tied and k == "lm_head.weight"):
+            continue
+        a = v.detach().numpy().astype(np.float32)
+        if a.ndim == 1:
+            t, raw, back = gw.F32, a.astype("<f4").tobytes(), a
+        elif ggml_type == gw.Q8_0:
+            t, (raw, back) = gw.Q8_0, gw.q8_0(a)
+        else:
+            dtype = {gw.F32: "F32", gw.F16: "F16", gw.BF16: "BF16"}[ggml_type]
+            t, (raw, back) = ggml_type, stored(a, dtype)
+        values[k] = back
+        proj = k.split(".")[-2]
+        if proj in heads:  # llama.cpp's permutation: halves -> adjacent pairs, row-wise
+            h, dh = heads[proj], SHAPE["head_dim"]
+            rows = np.arange(a.shape[0]).reshape(h, 2, dh // 2).swapaxes(1, 2).reshape(-1)
+            width = len(raw) // a.shape[0]
+            raw = b"".join(raw[r * width:(r + 1) * width] for r in rows)
+        name = k
+        for x, y in GGUF_NAMES:
+            name = name.replace(x, y)
+        tensors.append((name, t, list(a.shape[::-1]), raw))
+    gw.write_gguf(path, gguf_meta() if meta is None else meta, tensors + list(extra))
+    return values
+
+
+class GgufLoader(Programs):
+    def test_gguf_files_match_float64(self):
+        for tied in (True, False):
+            m = module(tied, seed=21 + tied)
+            for t in (gw.F32, gw.F16, gw.BF16, gw.Q8_0):
+                path = os.path.join(self.work, f"g_{int(tied)}_{t}.gguf")
+                values = gguf_file(path, m, t)
+                rc, err = export("--kind", "decoder", "--gguf", path, "--blob", path + ".bin")
+                self.assertEqual(rc, 0, err)
+                got = self.logits(path + ".bin", tied)
+                want = forward64(values, tied, IDS)
+                rel = np.abs(got - want).max() / np.abs(want).max()
+                print(f"gguf_loader: tied {tied} type {t}: max |logit - float64| / max |logit| "
+                      f"{rel:.2e}", file=sys.stderr)
+                self.assertLess(rel, 1e-5, (tied, t))
+
+    def test_gguf_refusals(self):
+        m = module(True, seed=4)
+
+        def refused(path, *needles):
+            rc, err = export("--kind", "decoder", "--gguf", path, "--blob", path + ".bin")
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            for n in needles:
+                self.assertIn(n, err)
+
+        p = os.path.join(self.work, "bad.gguf")
+        gguf_file(p, m, gw.F32, extra=[("blk.0.extra.weight", gw.Q4_0, [32], bytes(18))])
+        refused(p, "Q4_0")
+        for meta, needles in (
+                (gguf_meta(**{"llama.foo": (gw.UINT32, 1)}), ("llama.foo",)),
+                (gguf_meta(**{"llama.rope.scaling.type": (gw.STRING, "linear")}),
+                 ("llama.rope.scaling.type", "linear")),
+                (gguf_meta(**{"general.architecture": (gw.STRING, "qwen2")}), ("qwen2",)),
+                (gguf_meta(**{"llama.rope.dimension_count": (gw.UINT32, 4)}),
+                 ("rope.dimension_count 4",)),
+                (gguf_meta(**{"llama.block_count": (None, None)}), ("llama.block_count",))):
+            gguf_file(p, m, gw.F32, meta=meta)
+            with self.subTest(needles=needles):
+                refused(p, *needles)
+        gguf_file(p, m, gw.F32, extra=[("rope_freqs.weight", gw.F32, [4], bytes(16))])
+        refused(p, "rope_freqs")
+        gguf_file(p, m, gw.F32)
+        with open(p, "rb") as f:
+            good = f.read()
+        with open(p, "wb") as f:
+            f.write(good[:4] + struct.pack("<I", 2) + good[8:])
+        refused(p, "version 2")
+        with open(p, "wb") as f:
+            f.write(good[:-64])
+        refused(p, "runs past the file")
+
+
+def tearDownModule():
+    if Programs.built and not ARGS.work_dir:
+        shutil.rmtree(Programs.built[0], ignore_errors=True)
 
 
 if __name__ == "__main__":
