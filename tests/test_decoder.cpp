@@ -817,6 +817,23 @@ TEST(Decoder, ModelFileVersion2SaysWhy) {
   write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &bad_range, 1);
   EXPECT_EQ(refusal(g_blob, n + 16, &text).problem, ModelProblem::kBadValue);
   EXPECT_TRUE(text == "field source: value out of range") << text.s;
+  // The exported-for context (key 17, --context): at least T_max (12 here) and at most t_max.
+  {
+    const V2Field ctx{17, 0, 12, 0};
+    const std::size_t k = write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &ctx, 1);
+    microattn::DecoderWeights<Int8Cfg> w;
+    EXPECT_EQ(microattn::decoder_weights_from_blob<Int8Cfg>(g_blob, k, &w), Status::kOk);
+    const V2Field short_ctx{17, 0, 11, 0}, long_ctx{17, 0, 13, 0}, v1_key{16, 0, 1, 0};
+    write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &short_ctx, 1);
+    EXPECT_EQ(refusal(g_blob, k, &text).problem, ModelProblem::kFieldDiffers);
+    EXPECT_TRUE(text == "field context: the file has 11, the configuration 12") << text.s;
+    write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &long_ctx, 1);
+    EXPECT_EQ(refusal(g_blob, k, &text).problem, ModelProblem::kBadValue);
+    EXPECT_TRUE(text == "field context: value out of range") << text.s;
+    write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &v1_key, 1);  // version 1's word only
+    EXPECT_EQ(refusal(g_blob, k, &text).problem, ModelProblem::kUnknownField);
+    EXPECT_EQ(refusal(g_blob, k, &text).key, 16u);
+  }
   // Version 1 names its differences the same way.
   write_blob(g_int8.m, g_blob, sizeof g_blob);
   set_blob_word(5, 17);

@@ -2252,7 +2252,7 @@ def blob_total(dec, quant="none", version=1):
     blob_v2_bytes': the same arrays after the field and tensor tables)."""
     pos = BLOB_HEADER_BYTES
     if version == 2:
-        pos += 16 * len(BLOB_V2_KEYS) + 32 * len(dec.tensors)
+        pos += 16 * len(blob_v2_fields(dec.cfg)) + 32 * len(dec.tensors)
     for _, a, is_matrix in dec.tensors:
         for n in (a.size, 4 * a.shape[0]) if quant == "int8" and is_matrix else (4 * a.size,):
             pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + n
@@ -2314,6 +2314,7 @@ def blob_bytes(dec, quant="none", report=None):
 BLOB_V2_KEYS = {"architecture": 1, "vocab": 2, "d_model": 3, "n_layers": 4, "n_heads": 5,
                 "n_kv_heads": 6, "d_head": 7, "d_hidden": 8, "t_max": 9, "tied_head": 10,
                 "activation": 11, "rope_pairing": 12, "rope_base": 13, "norm_eps": 14}
+BLOB_V2_CONTEXT = 17
 BLOB_V2_ROLES = {"embed": 1, "attn_norm": 2, "q_proj": 3, "k_proj": 4, "v_proj": 5, "o_proj": 6,
                  "mlp_norm": 7, "gate_proj": 8, "up_proj": 9, "down_proj": 10, "norm": 11,
                  "lm_head": 12}
@@ -2343,6 +2344,8 @@ def blob_v2_fields(c):
             out.append((key, 1, f32(c[name])))
         else:
             out.append((key, 0, int(u[name] if name in u else c[name])))
+    if c.get("context"):  # --context: the T_max exported for (<= the trained t_max)
+        out.append((BLOB_V2_CONTEXT, 0, int(c["context"])))
     return out
 
 
@@ -2721,6 +2724,8 @@ def run_decoder(a):
         raise Refusal(f"--n {a.n}: must be at least 0")
     for flag, dest in outs:
         check_out(dest, flag)
+    if a.context is not None and (a.blob_version != 2 or not a.blob):
+        raise Refusal("--context: with --blob of version 2 (a field of the model file)")
     src = a.module or a.tiny_lm or a.llama2c or a.hf or a.gguf
     if a.gguf:
         dec = gguf_decoder(a.gguf)
@@ -2732,6 +2737,10 @@ def run_decoder(a):
         need_torch()
         dec = load_decoder(src, bool(a.tiny_lm))
     report, files = [], []
+    if a.context is not None:
+        if not 1 <= a.context <= dec.cfg["t_max"]:
+            raise Refusal(f"--context {a.context}: 1 .. the trained context {dec.cfg['t_max']}")
+        dec.cfg["context"] = a.context
     if a.blob:
         write = blob_v2_bytes if a.blob_version == 2 else blob_bytes
         files.append((a.blob, write(dec, a.quant, report)))
@@ -2838,7 +2847,8 @@ def load(path, weights_only):
         raise Refusal(f"{path}: torch.load failed: {msg[:300]}") from None
 
 
-def run(argv):
+def parser():
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group()
@@ -2868,6 +2878,9 @@ def run(argv):
     ap.add_argument("--blob-version", type=int, choices=(1, 2), default=2,
                     help="with --blob: the model file's version (default 2; 1 for readers "
                     "older than microattn 0.9, e.g. bench/tiny_lm_naive.c)")
+    ap.add_argument("--context", type=int, metavar="N", help="with --blob (version 2): the "
+                    "context to deploy for, at most the trained one (the file's t_max stays "
+                    "the trained context; a Decoder with T_max above N refuses the file)")
     ap.add_argument("--reference", metavar="FILE", help="with --kind decoder: a C header of "
                     "the module's greedy continuation of --prompt and its logits")
     ap.add_argument("--vocab-header", metavar="FILE", help="with --kind decoder: a C header of "
@@ -2895,7 +2908,11 @@ def run(argv):
     ap.add_argument("--compute", metavar="{f32,int8}", default="f32",
                     help="f32: float arithmetic (default); int8: with --quant int8, the Config "
                     "line names microattn::Compute::kInt8 (integer projections)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def run(argv):
+    a = parser().parse_args(argv)
     if a.quant not in QUANTS:  # checked here, not by argparse: one line and exit 2, like the rest
         raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(QUANTS)}")
     if a.kind not in ("attention", "decoder"):
@@ -2906,7 +2923,7 @@ def run(argv):
         return 0
     decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--llama2c", a.llama2c),
                                    ("--hf", a.hf), ("--gguf", a.gguf),
-                                   ("--blob", a.blob),
+                                   ("--blob", a.blob), ("--context", a.context is not None),
                                    ("--reference", a.reference),
                                    ("--vocab-header", a.vocab_header),
                                    ("--prompt", a.prompt != DEFAULT_PROMPT), ("--n", a.n != 64))

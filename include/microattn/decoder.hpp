@@ -264,6 +264,11 @@ bool decoder_chosen_field(std::uint32_t key, std::uint32_t a, DecoderWeights<DCf
       w->rotary_dims = a;
       return (a % 2 == 0 && a <= DCfg::Attn::kDHead) ||
              refuse(why, ModelProblem::kBadValue, key, 0, a);
+    case kKeyContext:  // (at most t_max: decoder_fields_v2 checks once both are read)
+      if (a < DCfg::kTMax)
+        return refuse(why, ModelProblem::kFieldDiffers, key,
+                      static_cast<std::uint32_t>(DCfg::kTMax), a);
+      return true;
     default:
       return refuse(why, ModelProblem::kUnknownField, key);
   }
@@ -273,7 +278,7 @@ bool decoder_chosen_field(std::uint32_t key, std::uint32_t a, DecoderWeights<DCf
 /// one's type and value right (docs/model-format.md, "Fields").
 template <class DCfg>
 bool decoder_fields_v2(const ModelFileV2& f, DecoderWeights<DCfg>* w, ModelCheck* why) noexcept {
-  std::uint32_t seen = 0;
+  std::uint32_t seen = 0, context = 0;
   for (std::uint32_t k = 0; k < f.fields; ++k) {
     const std::size_t at = f.field_at + 16u * k;
     const std::uint32_t key = f.word(at, 0), type = f.word(at, 1), a = f.word(at, 2);
@@ -283,7 +288,9 @@ bool decoder_fields_v2(const ModelFileV2& f, DecoderWeights<DCfg>* w, ModelCheck
         return refuse(why, ModelProblem::kBadValue, key, 0, a);
       continue;
     }
-    if (key == 0 || key > kKeyRotaryDims) return refuse(why, ModelProblem::kUnknownField, key);
+    if (key == 0 || key > kKeyContext || key == kKeyWeightType)
+      return refuse(why, ModelProblem::kUnknownField, key);
+    if (key == kKeyContext) context = a;
     if ((seen >> key) & 1u) return refuse(why, ModelProblem::kDuplicateField, key);
     seen |= 1u << key;
     const std::uint32_t want_type =
@@ -298,6 +305,9 @@ bool decoder_fields_v2(const ModelFileV2& f, DecoderWeights<DCfg>* w, ModelCheck
   }
   for (std::uint32_t key = kKeyArchitecture; key <= kKeyNormEps; ++key)
     if (((seen >> key) & 1u) == 0) return refuse(why, ModelProblem::kMissingField, key);
+  if (context > w->trained_context)
+    return refuse(why, ModelProblem::kBadValue, kKeyContext,
+                  static_cast<std::uint32_t>(w->trained_context), context);
   return true;
 }
 

@@ -32,7 +32,8 @@ enum ModelKey : std::uint32_t {
   kKeyNormEps = 14,        ///< float32, positive and finite
   kKeyRotaryDims = 15,     ///< rotated dimensions of each head (0: all; even, <= d_head)
   kKeyWeightType = 16,     ///< version 1's header word 3 (0 fp32, 1 int8); a report's name only
-  kKeyLast = 16,
+  kKeyContext = 17,        ///< optional: the context exported for (T_max <= it <= t_max)
+  kKeyLast = 17,
   kModelKeyInfo = 0x80000000u,
   kKeyTokenizer = kModelKeyInfo | 1u,  ///< a byte range: the tokenizer (the real-model issue)
   kKeySource = kModelKeyInfo | 2u,     ///< a byte range: UTF-8 text naming the source model
@@ -94,9 +95,9 @@ struct ModelCheck {
 /// The name docs/model-format.md gives a field key ("d_model"), or "unknown".
 inline const char* model_key_name(std::uint32_t key) noexcept {
   static const char* const kNames[] = {
-      "unknown",      "architecture", "vocab",    "d_model",     "layers",     "heads",
-      "kv_heads",     "d_head",       "d_hidden", "t_max",       "tied_head",  "activation",
-      "rope_pairing", "rope_base",    "norm_eps", "rotary_dims", "weight_type"};
+      "unknown",      "architecture", "vocab",    "d_model",     "layers",      "heads",
+      "kv_heads",     "d_head",       "d_hidden", "t_max",       "tied_head",   "activation",
+      "rope_pairing", "rope_base",    "norm_eps", "rotary_dims", "weight_type", "context"};
   if (key == kKeyTokenizer) return "tokenizer";
   if (key == kKeySource) return "source";
   return key <= kKeyLast ? kNames[key] : kNames[0];

@@ -15,7 +15,9 @@ into the model file, with NumPy only.
 - refusals, exit status 2 and one line naming the reason: the 'ak42' magic of llama2.c's
   export versions 1 and 2, a file shorter than its header or than its shapes, extra bytes, a
   zero or negative dimension, dim not a multiple of n_heads, n_heads not of n_kv_heads, an odd
-  head size, a missing file, and --reference or --vocab-header with --llama2c.
+  head size, a missing file, and --reference or --vocab-header with --llama2c;
+- --context N: the model file's field 17 (the context exported for), t_max still the trained
+  context; N outside 1 .. t_max and version 1 refused.
 Exits 77 (ctest: skipped) without NumPy.
 """
 import contextlib
@@ -43,7 +45,7 @@ SHARED = os.path.join(ROOT, "..", "shared", "models", "stories260K", "stories260
 # docs/model-format.md: field keys and tensor roles of version 2.
 FIELDS = {1: "architecture", 2: "vocab", 3: "d_model", 4: "layers", 5: "heads", 6: "kv_heads",
           7: "d_head", 8: "d_hidden", 9: "t_max", 10: "tied_head", 11: "activation",
-          12: "rope_pairing", 13: "rope_base", 14: "norm_eps"}
+          12: "rope_pairing", 13: "rope_base", 14: "norm_eps", 17: "context"}
 ROLES = {1: "embed", 2: "attn_norm", 3: "q_proj", 4: "k_proj", 5: "v_proj", 6: "o_proj",
          7: "mlp_norm", 8: "gate_proj", 9: "up_proj", 10: "down_proj", 11: "norm", 12: "lm_head"}
 FLOAT_FIELDS = (13, 14)
@@ -189,6 +191,27 @@ class Llama2c(unittest.TestCase):
         self.refused(with_header(dim=8, heads=8, kv=8), "even head size")
         # The sign of vocab_size says whether wcls follows: a tied file read as untied is short.
         self.refused(with_header(vocab=-32), "untied classifier")
+
+    def test_context(self):
+        """--context N: field 17 (the T_max exported for), t_max stays the trained 24."""
+        data, _ = checkpoint()
+        with open(self.path("in.bin"), "wb") as f:
+            f.write(data)
+        out = self.path("c.bin")
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob", out,
+                         "--context", "12")
+        self.assertEqual(rc, 0, err)
+        with open(out, "rb") as f:
+            fields, _ = read_model_file(f.read())
+        self.assertEqual((fields["t_max"], fields["context"]), (24, 12))
+        for argv, needle in ((["--blob", out, "--context", "25"], "--context 25: 1 .. the "
+                              "trained context 24"),
+                             (["--blob", out, "--context", "0"], "--context 0"),
+                             (["--blob", out, "--blob-version", "1", "--context", "8"],
+                              "--context: with --blob of version 2")):
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), *argv)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(needle, err)
 
     def test_refused_options(self):
         data, _ = checkpoint()
