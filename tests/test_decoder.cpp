@@ -834,6 +834,31 @@ TEST(Decoder, ModelFileVersion2SaysWhy) {
     EXPECT_EQ(refusal(g_blob, k, &text).problem, ModelProblem::kUnknownField);
     EXPECT_EQ(refusal(g_blob, k, &text).key, 16u);
   }
+  // A described byte range (the tokenizer's): model_file_range finds it, or says why not.
+  {
+    const V2Field tok{microattn::kKeyTokenizer, 2, 64, 16};
+    const std::size_t k = write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &tok, 1);
+    const unsigned char* d = nullptr;
+    std::size_t len = 0;
+    microattn::ModelCheck why;
+    EXPECT_EQ(microattn::model_file_range(g_blob, k, microattn::kKeyTokenizer, &d, &len, &why),
+              Status::kOk);
+    EXPECT_TRUE(d == g_blob + 64 && len == 16u);
+    d = nullptr;
+    EXPECT_EQ(microattn::model_file_range(g_blob, k, microattn::kKeySource, &d, &len, &why),
+              Status::kBadArgument);
+    EXPECT_TRUE(why.problem == ModelProblem::kMissingField && d == nullptr);
+    EXPECT_EQ(microattn::model_file_range(g_blob, 40, microattn::kKeyTokenizer, &d, &len, &why),
+              Status::kBadArgument);
+    EXPECT_TRUE(why.problem == ModelProblem::kTruncated && d == nullptr);
+    EXPECT_EQ(microattn::model_file_range(nullptr, k, microattn::kKeyTokenizer, &d, &len),
+              Status::kNullPointer);
+    const V2Field outside{microattn::kKeyTokenizer, 2, std::uint32_t(k), 16};
+    write_blob_v2(g_int8.m, g_blob, sizeof g_blob, 0, &outside, 1);
+    EXPECT_EQ(microattn::model_file_range(g_blob, k, microattn::kKeyTokenizer, &d, &len, &why),
+              Status::kBadArgument);
+    EXPECT_TRUE(why.problem == ModelProblem::kBadValue && d == nullptr);
+  }
   // Version 1 names its differences the same way.
   write_blob(g_int8.m, g_blob, sizeof g_blob);
   set_blob_word(5, 17);

@@ -2256,6 +2256,8 @@ def blob_total(dec, quant="none", version=1):
     for _, a, is_matrix in dec.tensors:
         for n in (a.size, 4 * a.shape[0]) if quant == "int8" and is_matrix else (4 * a.size,):
             pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + n
+    if version == 2 and dec.cfg.get("tokenizer"):
+        pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + len(dec.cfg["tokenizer"])
     return -(-pos // BLOB_ALIGN) * BLOB_ALIGN
 
 
@@ -2315,6 +2317,7 @@ BLOB_V2_KEYS = {"architecture": 1, "vocab": 2, "d_model": 3, "n_layers": 4, "n_h
                 "n_kv_heads": 6, "d_head": 7, "d_hidden": 8, "t_max": 9, "tied_head": 10,
                 "activation": 11, "rope_pairing": 12, "rope_base": 13, "norm_eps": 14}
 BLOB_V2_CONTEXT = 17
+BLOB_V2_TOKENIZER = 0x80000001  # a described byte range: tools/tokenizer.py's file
 BLOB_V2_ROLES = {"embed": 1, "attn_norm": 2, "q_proj": 3, "k_proj": 4, "v_proj": 5, "o_proj": 6,
                  "mlp_norm": 7, "gate_proj": 8, "up_proj": 9, "down_proj": 10, "norm": 11,
                  "lm_head": 12}
@@ -2346,6 +2349,8 @@ def blob_v2_fields(c):
             out.append((key, 0, int(u[name] if name in u else c[name])))
     if c.get("context"):  # --context: the T_max exported for (<= the trained t_max)
         out.append((BLOB_V2_CONTEXT, 0, int(c["context"])))
+    if c.get("tokenizer"):  # --tokenizer: a byte range, placed by blob_v2_bytes
+        out.append((BLOB_V2_TOKENIZER, 2, 0))
     return out
 
 
@@ -2383,12 +2388,16 @@ def blob_v2_bytes(dec, quant="none", report=None):
             data, scales = put(np.ascontiguousarray(a, dtype="<f4").tobytes()), (0, 0)
             code = 0
         records.append((blob_tensor_id(key), code, rows, cols) + data + scales)
+    ranges = {}
+    if c.get("tokenizer"):
+        ranges[BLOB_V2_TOKENIZER] = put(c["tokenizer"])
     body.extend(b"\0" * (-len(body) % BLOB_ALIGN))
     assert len(body) == total, (len(body), total)
     body[:BLOB_HEADER_BYTES] = struct.pack("<16I", BLOB_MAGIC, 2, BLOB_HEADER_BYTES, len(body),
                                            len(fields), field_at, n, tensor_at, *([0] * 8))
     for i, (key, typ, v) in enumerate(fields):
-        body[field_at + 16 * i:field_at + 16 * i + 16] = struct.pack("<4I", key, typ, v, 0)
+        v, b = ranges.get(key, (v, 0))
+        body[field_at + 16 * i:field_at + 16 * i + 16] = struct.pack("<4I", key, typ, v, b)
     for i, r in enumerate(records):
         body[tensor_at + 32 * i:tensor_at + 32 * i + 32] = struct.pack("<8I", *r)
     if report is not None:
@@ -2693,6 +2702,23 @@ def gguf_decoder(path):
     return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite), None)
 
 
+def read_tokenizer_file(path, vocab):
+    """A tools/tokenizer.py file's bytes for --tokenizer, refused unless its header says a
+    tokenizer of vocab pieces."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Refusal(f"--tokenizer {path}: {e.strerror}") from None
+    if len(data) < 80 or data[:4] != b"MATK" or struct.unpack_from("<I", data, 8)[0] != len(data):
+        raise Refusal(f"--tokenizer {path}: not a tokenizer file of tools/tokenizer.py")
+    n = struct.unpack_from("<I", data, 16)[0]
+    if n != vocab:
+        raise Refusal(f"--tokenizer {path}: {n} pieces, the model's vocabulary is {vocab}")
+    return data
+
+
 def run_decoder(a):
     """--kind decoder: writes --blob, --reference and --vocab-header (at least one)."""
     unused = [f for f, v in (("--state-dict", a.state_dict), ("--fixtures", a.fixtures),
@@ -2724,8 +2750,9 @@ def run_decoder(a):
         raise Refusal(f"--n {a.n}: must be at least 0")
     for flag, dest in outs:
         check_out(dest, flag)
-    if a.context is not None and (a.blob_version != 2 or not a.blob):
-        raise Refusal("--context: with --blob of version 2 (a field of the model file)")
+    for flag, v in (("--context", a.context is not None), ("--tokenizer", a.tokenizer)):
+        if v and (a.blob_version != 2 or not a.blob):
+            raise Refusal(f"{flag}: with --blob of version 2 (a field of the model file)")
     src = a.module or a.tiny_lm or a.llama2c or a.hf or a.gguf
     if a.gguf:
         dec = gguf_decoder(a.gguf)
@@ -2737,6 +2764,8 @@ def run_decoder(a):
         need_torch()
         dec = load_decoder(src, bool(a.tiny_lm))
     report, files = [], []
+    if a.tokenizer:
+        dec.cfg["tokenizer"] = read_tokenizer_file(a.tokenizer, dec.cfg["vocab"])
     if a.context is not None:
         if not 1 <= a.context <= dec.cfg["t_max"]:
             raise Refusal(f"--context {a.context}: 1 .. the trained context {dec.cfg['t_max']}")
@@ -2878,6 +2907,9 @@ def parser():
     ap.add_argument("--blob-version", type=int, choices=(1, 2), default=2,
                     help="with --blob: the model file's version (default 2; 1 for readers "
                     "older than microattn 0.9, e.g. bench/tiny_lm_naive.c)")
+    ap.add_argument("--tokenizer", metavar="FILE", help="with --blob (version 2): a "
+                    "tokenizer file of tools/tokenizer.py, stored inside the model file (its "
+                    "pieces must be the model's vocabulary)")
     ap.add_argument("--context", type=int, metavar="N", help="with --blob (version 2): the "
                     "context to deploy for, at most the trained one (the file's t_max stays "
                     "the trained context; a Decoder with T_max above N refuses the file)")
@@ -2924,6 +2956,7 @@ def run(argv):
     decoder_only = [f for f, v in (("--tiny-lm", a.tiny_lm), ("--llama2c", a.llama2c),
                                    ("--hf", a.hf), ("--gguf", a.gguf),
                                    ("--blob", a.blob), ("--context", a.context is not None),
+                                   ("--tokenizer", a.tokenizer),
                                    ("--reference", a.reference),
                                    ("--vocab-header", a.vocab_header),
                                    ("--prompt", a.prompt != DEFAULT_PROMPT), ("--n", a.n != 64))

@@ -317,4 +317,37 @@ inline bool model_file_v2(const unsigned char* b, ModelFileV2* f, ModelCheck* wh
 }
 }  // namespace internal
 
+/// The byte range a version-2 file gives under key (kKeyTokenizer, kKeySource): *data and
+/// *bytes point into blob (16-aligned when the exporter wrote it). @return kOk; kNullPointer;
+/// kBadArgument (not a valid version-2 file, no such field, or its range outside the file:
+/// outputs untouched; *why, when given, says which).
+inline Status model_file_range(const void* blob, std::size_t bytes, std::uint32_t key,
+                               const unsigned char** data, std::size_t* n,
+                               ModelCheck* why = nullptr) noexcept {
+  if (!blob || !data || !n) return Status::kNullPointer;
+  const auto* b = static_cast<const unsigned char*>(blob);
+  std::uint32_t version = 0;
+  internal::ModelFileV2 f;
+  if (!internal::model_file_version(b, bytes, &version, why)) return Status::kBadArgument;
+  if (version != 2) {
+    (void)internal::refuse(why, ModelProblem::kVersion, 1, 2, version);
+    return Status::kBadArgument;
+  }
+  if (!internal::model_file_v2(b, &f, why)) return Status::kBadArgument;
+  for (std::uint32_t k = 0; k < f.fields; ++k) {
+    const std::size_t at = f.field_at + 16u * k;
+    if (f.word(at, 0) != key) continue;
+    const std::uint32_t a = f.word(at, 2), len = f.word(at, 3);
+    if (f.word(at, 1) != internal::kFieldRange || a > f.total || len > f.total - a) {
+      (void)internal::refuse(why, ModelProblem::kBadValue, key, 0, a);
+      return Status::kBadArgument;
+    }
+    *data = b + a;
+    *n = len;
+    return Status::kOk;
+  }
+  (void)internal::refuse(why, ModelProblem::kMissingField, key);
+  return Status::kBadArgument;
+}
+
 }  // namespace microattn

@@ -16,6 +16,7 @@ into the model file, with NumPy only.
   export versions 1 and 2, a file shorter than its header or than its shapes, extra bytes, a
   zero or negative dimension, dim not a multiple of n_heads, n_heads not of n_kv_heads, an odd
   head size, a missing file, and --reference or --vocab-header with --llama2c;
+- --tokenizer FILE: the tokenizer file inside the model file (its byte range field);
 - --context N: the model file's field 17 (the context exported for), t_max still the trained
   context; N outside 1 .. t_max and version 1 refused.
 Exits 77 (ctest: skipped) without NumPy.
@@ -78,8 +79,12 @@ def read_model_file(data):
     assert (magic, version, hb, total, rest) == (0x4D4C414D, 2, 64, len(data), [0] * 8)
     fields, tensors = {}, {}
     for i in range(nf):
-        key, typ, v, zero = struct.unpack_from("<4I", data, fa + 16 * i)
-        assert zero == 0 and typ == (1 if key in FLOAT_FIELDS else 0)
+        key, typ, v, b = struct.unpack_from("<4I", data, fa + 16 * i)
+        if key == 0x80000001:  # the tokenizer: a byte range
+            assert typ == 2 and v % 16 == 0 and v + b <= len(data)
+            fields["tokenizer"] = data[v:v + b]
+            continue
+        assert b == 0 and typ == (1 if key in FLOAT_FIELDS else 0)
         fields[FIELDS[key]] = struct.unpack("<f", struct.pack("<I", v))[0] if typ else v
     for i in range(nt):
         tid, code, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", data, ta + 32 * i)
@@ -210,6 +215,36 @@ class Llama2c(unittest.TestCase):
                              (["--blob", out, "--blob-version", "1", "--context", "8"],
                               "--context: with --blob of version 2")):
             rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), *argv)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(needle, err)
+
+    def test_tokenizer_inside(self):
+        """--tokenizer FILE: tools/tokenizer.py's file stored whole as the 0x80000001 range;
+        one of another vocabulary size, or not a tokenizer file, refused."""
+        import tokenizer as tk
+        pieces = [(b"<unk>", 0.0, tk.UNKNOWN), (b"<s>", 0.0, tk.CONTROL),
+                  (b"</s>", 0.0, tk.CONTROL)]
+        pieces += [(f"p{i}".encode(), -float(i), tk.NORMAL) for i in range(29)]
+        tok = tk.blob(dict(name="t", pieces=pieces, unk=0, bos=1, eos=2,
+                           flags=tk.FLAG_DUMMY_PREFIX | tk.FLAG_ESCAPE_WS))
+        data, _ = checkpoint()  # vocab 32
+        for name, raw in (("in.bin", data), ("t.mat", tok), ("short.mat", tok[:-16]),
+                          ("big.mat", tk.blob(dict(name="t", pieces=pieces + [(b"x", 0.0, 1)],
+                                                   flags=0, unk=0, bos=1, eos=2)))):
+            with open(self.path(name), "wb") as f:
+                f.write(raw)
+        out = self.path("t.bin")
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob", out,
+                         "--tokenizer", self.path("t.mat"), "--context", "8")
+        self.assertEqual(rc, 0, err)
+        with open(out, "rb") as f:
+            fields, _ = read_model_file(f.read())
+        self.assertEqual(fields["tokenizer"], tok)
+        self.assertEqual(fields["context"], 8)
+        for name, needle in (("short.mat", "not a tokenizer file"),
+                             ("big.mat", "33 pieces, the model's vocabulary is 32")):
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob",
+                             out, "--tokenizer", self.path(name))
             self.assertEqual(rc, 2, err)
             self.assertIn(needle, err)
 
