@@ -9,6 +9,7 @@
 #include "microattn/model_file.hpp"
 #include "microattn/rope_config.hpp"
 #include "microattn/status.hpp"
+#include "microattn/tokenizer.hpp"
 #include "microattn/weights.hpp"
 
 namespace {
@@ -105,4 +106,66 @@ extern "C" const char* microattn_status_string(microattn_status s) {
   const int v = static_cast<int>(s);
   if (v < MICROATTN_OK || v > MICROATTN_BAD_ARGUMENT) return "unknown status";
   return microattn::to_string(static_cast<Status>(v));
+}
+
+// ---- the tokenizer (microattn/tokenizer.hpp): a view kept as its pointer and size
+
+static_assert(MICROATTN_TOKENIZER_SCRATCH_BYTES(1000) == microattn::tokenizer_scratch_bytes(1000),
+              "MICROATTN_TOKENIZER_SCRATCH_BYTES != tokenizer_scratch_bytes");
+static_assert(MICROATTN_TOKENIZER_MAX_IDS(1000) == microattn::tokenizer_max_ids(1000),
+              "MICROATTN_TOKENIZER_MAX_IDS != tokenizer_max_ids");
+
+namespace {
+microattn::TokenizerModel tokenizer_of(const microattn_tokenizer* t) {
+  return t ? microattn::TokenizerModel::accepted(t->blob_, t->bytes_) : microattn::TokenizerModel{};
+}
+microattn_status c_status(Status s) { return static_cast<microattn_status>(s); }
+}  // namespace
+
+extern "C" microattn_status microattn_tokenizer_set_blob(microattn_tokenizer* t, const void* blob,
+                                                         size_t bytes) {
+  if (!t) return MICROATTN_NULL_POINTER;
+  microattn::TokenizerModel m;
+  const Status s = m.set_blob(blob, bytes);
+  if (s == Status::kOk) t->blob_ = m.blob(), t->bytes_ = m.bytes();
+  return c_status(s);
+}
+
+extern "C" microattn_status microattn_model_file_tokenizer(microattn_tokenizer* t,
+                                                           const void* model_blob, size_t bytes) {
+  if (!t || !model_blob) return MICROATTN_NULL_POINTER;
+  const unsigned char* data = nullptr;
+  std::size_t n = 0;
+  const Status s =
+      microattn::model_file_range(model_blob, bytes, microattn::kKeyTokenizer, &data, &n);
+  return s == Status::kOk ? microattn_tokenizer_set_blob(t, data, n) : c_status(s);
+}
+
+extern "C" size_t microattn_tokenizer_size(const microattn_tokenizer* t) {
+  return tokenizer_of(t).size();
+}
+extern "C" int32_t microattn_tokenizer_bos(const microattn_tokenizer* t) {
+  return tokenizer_of(t).bos();
+}
+extern "C" int32_t microattn_tokenizer_eos(const microattn_tokenizer* t) {
+  return tokenizer_of(t).eos();
+}
+extern "C" int32_t microattn_tokenizer_unk(const microattn_tokenizer* t) {
+  return tokenizer_of(t).unk();
+}
+
+extern "C" microattn_status microattn_tokenizer_encode(const microattn_tokenizer* t,
+                                                       const char* text, size_t n, int add_bos,
+                                                       void* scratch, size_t scratch_bytes,
+                                                       int32_t* ids, size_t cap, size_t* n_ids) {
+  if (!t) return MICROATTN_NULL_POINTER;
+  return c_status(microattn::tokenizer_encode(tokenizer_of(t), scratch, scratch_bytes, text, n,
+                                              add_bos != 0, ids, cap, n_ids));
+}
+
+extern "C" microattn_status microattn_tokenizer_decode(const microattn_tokenizer* t, int32_t prev,
+                                                       int32_t id, char* out, size_t cap,
+                                                       size_t* n) {
+  if (!t) return MICROATTN_NULL_POINTER;
+  return c_status(tokenizer_of(t).decode(prev, id, out, cap, n));
 }

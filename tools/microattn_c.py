@@ -1200,6 +1200,43 @@ def join_dash_values(argv):
     return out
 
 
+def model_file_config(path, context=None):
+    """--from-model: the DecoderConfig arguments of a version-2 model file (docs/model-format.md):
+    its shapes, T_max its exported-for context (field 17) or the trained t_max (or context, at
+    most either), the tied head, int8 weights when its matrices are (format code 0x10801)."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Refused("--from-model %s: %s" % (path, e.strerror))
+    if len(data) < 64 or data[:4] != b"MALM" or struct.unpack_from("<I", data, 4)[0] != 2:
+        raise Refused("--from-model %s: not a version-2 model file" % path)
+    _, _, _, total, nf, fa, nt, ta = struct.unpack_from("<8I", data)
+    if total != len(data) or fa + 16 * nf > total or ta + 32 * nt > total or nt == 0:
+        raise Refused("--from-model %s: its tables run past the file" % path)
+    f = {}
+    for i in range(nf):
+        key, _, a, _ = struct.unpack_from("<4I", data, fa + 16 * i)
+        f[key] = a
+    need = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+    if any(k not in f for k in need):
+        raise Refused("--from-model %s: a required field is missing" % path)
+    t_max = f.get(17, f[9])
+    if context is not None:
+        if not 1 <= context <= t_max:
+            raise Refused("--context %d: 1 .. %d (the file's context)" % (context, t_max))
+        t_max = context
+    code = struct.unpack_from("<I", data, ta + 4)[0]  # the embedding's format
+    if code not in (0, 0x10801):
+        raise Refused("--from-model %s: tensor format code %#x is not computed" % (path, code))
+    parts = [str(f[k]) for k in (2, 3, 4, 5, 6, 7, 8)] + [str(t_max)]
+    parts.append("LmHead::kTied" if f[10] else "LmHead::kSeparate")
+    if code:
+        parts.append("WeightType::kInt8")
+    return ", ".join(parts)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -1230,6 +1267,11 @@ def main(argv=None):
                         "'64, 64, 4, 2, 16, Mask::kNone', '64, 64, 4, 2, 16, SlidingWindow{8}' "
                         "(options with or without microattn::), or the type "
                         "microattn::Config<...>")
+    p.add_argument("--from-model", metavar="FILE",
+                   help="decoder: the DecoderConfig from a model file (its shapes; T_max its "
+                        "exported-for context or trained context), instead of --config")
+    p.add_argument("--context", type=int, metavar="N",
+                   help="with --from-model: T_max N (at most the file's context)")
     p.add_argument("--chunk", type=int, default=None,
                    help="kv, latent and decoder: tokens prefill processes at a time, 1 .. T_max "
                         "(default T_max; decoder min(16, T_max)); mlp: rows per pass, the "
@@ -1257,6 +1299,12 @@ def main(argv=None):
     try:
         if args.cpp_from:
             return merge(args)
+        if args.from_model:
+            if args.kind != "decoder" or args.config:
+                raise Refused("--from-model: with --kind decoder, instead of --config")
+            args.config = model_file_config(args.from_model, args.context)
+        elif args.context is not None:
+            raise Refused("--context: with --from-model")
         if not args.name or not args.config:
             raise Refused("--name and --config are needed (or --cpp-from HEADER... --cpp-out)")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", args.name):

@@ -19,6 +19,8 @@
 #include "tiny_lm_blobs.h"
 #include "tiny_lm_platform.h"
 #include "tiny_lm_vocab.h"
+/* (after tlm_write's prototype) */
+#include "run_support.h"
 #if !defined(TINY_LM_NO_F32)
 #include "tlm_f32.h"
 #endif
@@ -98,76 +100,9 @@ static void write_tokens(const int32_t* tokens, size_t n) {
   for (i = 0; i < n; ++i) tlm_write(tokens[i] == 3 ? "\n" : tiny_lm_vocab[tokens[i]]);
 }
 
-/* ---- numbers as text (no printf: the boards' C library has none to spare) */
+/* ---- choosing the next token: run_support.h (greedy, or softmax at temperature 1) */
 
-static void write_u(unsigned long v) {
-  char b[24];
-  int i = 23;
-  b[i] = '\0';
-  do b[--i] = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  tlm_write(b + i);
-}
-
-/* v / 10^decimals with `decimals` digits after the point (integers only: the boards' FPUs
- * have no double, and soft-float doubles would cost flash). */
-static void write_fixed(unsigned long long v, int decimals) {
-  unsigned long long scale = 1;
-  int d;
-  for (d = 0; d < decimals; ++d) scale *= 10;
-  write_u((unsigned long)(v / scale));
-  if (decimals == 0) return;
-  tlm_write(".");
-  for (d = decimals - 1; d >= 0; --d) {
-    unsigned long long p = 1;
-    int k;
-    for (k = 0; k < d; ++k) p *= 10;
-    write_u((unsigned long)(v / p % 10));
-  }
-}
-
-/* ---- choosing the next token */
-
-static int32_t argmax(const float* logits) {
-  int32_t best = 0, i;
-  for (i = 1; i < VOCAB; ++i)
-    if (logits[i] > logits[best]) best = i;
-  return best;
-}
-
-/* splitmix64: the same stream on every target. */
-static uint64_t g_rng;
-/* Uniform in [0, 1), 24 bits (exact in float). */
-static float uniform(void) {
-  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (float)((z ^ (z >> 31)) >> 40) * (1.0f / 16777216.0f);
-}
-
-/* exp(x) for x <= 0 without libm (the board image links none), in float: the boards' FPUs
- * have no double (soft-float doubles cost as much as the model). Relative error ~1e-6;
- * C11 (no FMA contraction) makes it the same bits on every target. */
-static float exp_neg(float x) {
-  float r = 1.0f, t = 1.0f;
-  int k, halvings = 0;
-  while (x < -0.5f) x *= 0.5f, ++halvings;
-  for (k = 1; k < 10; ++k) t *= x / (float)k, r += t;
-  while (halvings-- > 0) r *= r;
-  return r;
-}
-
-/* A token drawn from softmax(logits) (temperature 1). */
-static int32_t sample(const float* logits) {
-  float p[VOCAB], sum = 0.0f, u, c = 0.0f;
-  const float top = logits[argmax(logits)];
-  int32_t i;
-  for (i = 0; i < VOCAB; ++i) sum += (p[i] = exp_neg(logits[i] - top));
-  u = uniform() * sum;
-  for (i = 0; i < VOCAB; ++i)
-    if ((c += p[i]) > u) return i;
-  return VOCAB - 1;
-}
+static int32_t argmax(const float* logits) { return run_argmax(logits, VOCAB); }
 
 /* ---- the demo */
 
@@ -187,22 +122,6 @@ static int fail(const char* what, microattn_status s) {
   return 1;
 }
 
-static void report_rate(const char* what, unsigned long tokens, unsigned long long used) {
-  const int ns = strcmp(tlm_counter_unit(), "nanoseconds") == 0;
-  tlm_write(what);
-  write_u(tokens);
-  tlm_write(" tokens, ");
-  if (ns) { /* tenths of tokens/s, rounded */
-    write_fixed(used > 0 ? (tokens * 10000000000ull + used / 2) / used : 0, 1);
-    tlm_write(" tokens/s\n");
-  } else {
-    write_u((unsigned long)((used + tokens / 2) / tokens));
-    tlm_write(" ");
-    tlm_write(tlm_counter_unit());
-    tlm_write(" per token\n");
-  }
-}
-
 static int generate(const model* m, const options* o) {
   static int32_t tokens[MAX_TOKENS];
   static float logits[VOCAB];
@@ -212,13 +131,18 @@ static int generate(const model* m, const options* o) {
   microattn_status s;
   if (np == 0) return fail("empty prompt", MICROATTN_BAD_TOKEN_COUNT);
   if (np + n > MAX_TOKENS) n = MAX_TOKENS - np;
-  g_rng = o->seed;
+  static float p[VOCAB];
+  static int32_t idx[VOCAB];
+  const run_sampling sampling = {1.0f, 0, 1.0f};
+  run_rng rng;
+  rng.state = o->seed;
   t0 = tlm_counter();
   s = m->prefill(tokens, np, logits);
   t1 = tlm_counter();
   if (s != MICROATTN_OK) return fail("prefill", s);
   for (i = 0; i < n; ++i) {
-    tokens[np + i] = o->sample ? sample(logits) : argmax(logits);
+    tokens[np + i] =
+        o->sample ? run_choose(logits, VOCAB, &sampling, &rng, p, idx) : argmax(logits);
     if (i + 1 < n && (s = m->decode(tokens[np + i], logits)) != MICROATTN_OK)
       return fail("decode", s);
   }
@@ -228,8 +152,8 @@ static int generate(const model* m, const options* o) {
   tlm_write("\" ->\n\"");
   write_tokens(tokens + np, n);
   tlm_write("\"\n");
-  report_rate("prefill: ", (unsigned long)np, t1 - t0);
-  if (n > 1) report_rate("decode:  ", (unsigned long)(n - 1), t2 - t1);
+  run_report_rate("prefill: ", (unsigned long)np, t1 - t0);
+  if (n > 1) run_report_rate("decode:  ", (unsigned long)(n - 1), t2 - t1);
   return 0;
 }
 
@@ -243,9 +167,9 @@ static void write_e(float v) {
   while (v >= 10.0f) v /= 10.0f, ++e;
   digits = (unsigned long)(v * 1000.0f + 0.5f);
   if (digits >= 10000) digits /= 10, ++e;
-  write_fixed(digits, 3);
+  run_write_fixed(digits, 3);
   tlm_write(e < 0 ? "e-" : "e+");
-  write_u((unsigned long)(e < 0 ? -e : e));
+  run_write_u((unsigned long)(e < 0 ? -e : e));
 }
 
 /* The logits of the reference sequence against PyTorch's (relative to the largest), and the
@@ -288,9 +212,9 @@ static int check(const model* m, int int8) {
   tlm_write(" (limit ");
   write_e(tol);
   tlm_write("); greedy tokens equal: ");
-  write_u((unsigned long)agree);
+  run_write_u((unsigned long)agree);
   tlm_write(" of ");
-  write_u(TINY_LM_REF_CONTINUATION);
+  run_write_u(TINY_LM_REF_CONTINUATION);
   tlm_write("\n");
   if (!(err <= tol * top) ||
       agree < (int8 ? TINY_LM_REF_CONTINUATION * 3 / 4 : TINY_LM_REF_CONTINUATION))
@@ -363,9 +287,9 @@ int main(int argc, char** argv) {
   tlm_write(", model ");
   tlm_write(m->name);
   tlm_write(" (RAM ");
-  write_u((unsigned long)m->ram_bytes);
+  run_write_u((unsigned long)m->ram_bytes);
   tlm_write(" bytes), ");
-  write_u(o.threads);
+  run_write_u(o.threads);
   tlm_write(o.threads == 1 ? " thread, " : " threads, ");
   tlm_write(o.sample ? "sampled\n" : "greedy\n");
   if (o.check) {

@@ -71,7 +71,8 @@ function(microattn_tiny_lm_setup target dir)
     target_sources(${target} PRIVATE ${MICROATTN_TINY_LM_DIR}/tiny_lm.c)
   endif()
   target_sources(${target} PRIVATE ${MICROATTN_TINY_LM_DIR}/tiny_lm_blobs.cpp)
-  target_include_directories(${target} PRIVATE ${dir} ${MICROATTN_TINY_LM_DIR})
+  target_include_directories(${target} PRIVATE ${dir} ${MICROATTN_TINY_LM_DIR}
+                             ${MICROATTN_TINY_LM_DIR}/../run)
   set_target_properties(${target} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
   set_source_files_properties(${MICROATTN_TINY_LM_DIR}/tiny_lm_blobs.cpp PROPERTIES
     COMPILE_DEFINITIONS "TINY_LM_DIR=\"${MICROATTN_TINY_LM_DIR}\""

@@ -335,6 +335,47 @@ typedef struct microattn_model_check {
  * NULL c reads as "null pointer"). Returns the length written, without the 0. */
 size_t microattn_model_check_text(const microattn_model_check* c, char* buf, size_t cap);
 
+/* A tokenizer file (tools/tokenizer.py; docs/models.md): SentencePiece BPE, read in place.
+ * The object is a view; all-zero bytes are an empty tokenizer. */
+typedef struct microattn_tokenizer {
+  const void* blob_;
+  size_t bytes_;
+} microattn_tokenizer;
+
+/* Encode scratch for texts of up to n bytes (microattn::tokenizer_scratch_bytes), and the most
+ * ids encode writes for them (BOS included). The scratch: the caller's, 4-byte aligned. */
+#define MICROATTN_TOKENIZER_SCRATCH_BYTES(n) (24u * ((size_t)(n) + 1u) + 3u * (size_t)(n) + 3u)
+#define MICROATTN_TOKENIZER_MAX_IDS(n) (3u * (size_t)(n) + 4u)
+
+/* Points *t at a tokenizer file (4-byte aligned; it must stay), checking every table:
+ * MICROATTN_OK, MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT (not a valid file; *t
+ * unchanged). A model file's own tokenizer: microattn_model_file_tokenizer. */
+microattn_status microattn_tokenizer_set_blob(microattn_tokenizer* t, const void* blob,
+                                              size_t bytes);
+/* The tokenizer stored inside a model file (export_pytorch.py --tokenizer), into *t:
+ * MICROATTN_OK, MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT (no tokenizer in the file, or
+ * not a valid one). */
+microattn_status microattn_model_file_tokenizer(microattn_tokenizer* t, const void* model_blob,
+                                                size_t bytes);
+/* Pieces (0 for an empty or NULL tokenizer), and the BOS, EOS and unknown ids (-1: none). */
+size_t microattn_tokenizer_size(const microattn_tokenizer* t);
+int32_t microattn_tokenizer_bos(const microattn_tokenizer* t);
+int32_t microattn_tokenizer_eos(const microattn_tokenizer* t);
+int32_t microattn_tokenizer_unk(const microattn_tokenizer* t);
+/* The ids of UTF-8 text[0 .. n), BOS first when add_bos, as SentencePiece encodes it, into
+ * ids[cap]: MICROATTN_OK (*n_ids written), MICROATTN_NULL_POINTER, MICROATTN_BAD_TOKEN_COUNT
+ * (scratch_bytes below MICROATTN_TOKENIZER_SCRATCH_BYTES(n)), MICROATTN_BAD_ARGUMENT (cap too
+ * small, scratch misaligned); nothing written on error. */
+microattn_status microattn_tokenizer_encode(const microattn_tokenizer* t, const char* text,
+                                            size_t n, int add_bos, void* scratch,
+                                            size_t scratch_bytes, int32_t* ids, size_t cap,
+                                            size_t* n_ids);
+/* The bytes token id stands for after token prev (-1 at the start): into out[cap], *n of them
+ * (byte pieces may end inside a UTF-8 character: the caller joins them). MICROATTN_OK,
+ * MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT (id outside, cap too small). */
+microattn_status microattn_tokenizer_decode(const microattn_tokenizer* t, int32_t prev,
+                                            int32_t id, char* out, size_t cap, size_t* n);
+
 /* RoPE pairing (microattn::RopePairing): which dimensions of a head rotate together.
  *   ADJACENT    pair i = (2i, 2i + 1): the original LLaMA code, GPT-J
  *   HALF_SPLIT  pair i = (i, i + rotary_dims / 2): Hugging Face rotate_half, GPT-NeoX */

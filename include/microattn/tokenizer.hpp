@@ -47,6 +47,16 @@ class TokenizerModel {
     *this = m;
     return Status::kOk;
   }
+  /// The view of a file that set_blob accepted before (kept as its pointer and size, as the
+  /// C API's microattn_tokenizer does), without checking it again.
+  static TokenizerModel accepted(const void* blob, std::size_t bytes) noexcept {
+    TokenizerModel m;
+    m.b_ = static_cast<const unsigned char*>(blob);
+    m.bytes_ = blob ? bytes : 0;
+    return m;
+  }
+  [[nodiscard]] const void* blob() const noexcept { return b_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   [[nodiscard]] bool ready() const noexcept { return b_ != nullptr; }
   [[nodiscard]] std::size_t size() const noexcept { return ready() ? word(4) : 0; }
   [[nodiscard]] std::uint32_t flags() const noexcept { return ready() ? word(5) : 0; }
@@ -229,86 +239,62 @@ inline bool TokenizerModel::valid_tables() const noexcept {
   return true;
 }
 
-/// SentencePiece BPE encode with the scratch for texts of up to kMaxText bytes. Zero-initialised
-/// it is an empty tokenizer (set_blob first).
-template <std::size_t kMaxText>
-class Tokenizer {
-  static_assert(kMaxText >= 1 && kMaxText <= (std::size_t{1} << 24),
-                "microattn::Tokenizer: kMaxText 1 .. 2^24 bytes");
+/// One symbol of encode's work: bytes of the normalised text and the pair it starts.
+struct TokenSymbol {
+  std::uint32_t start, len;  // bytes of the normalised text
+  std::int32_t next, id;     // next live symbol (-1: the last); the piece (-1: none)
+  std::int32_t pair_id;      // the piece of this symbol joined with next, or -1
+  float pair_score;
+};
 
+/// Bytes of encode scratch for texts of up to max_text bytes: a symbol per byte plus the dummy
+/// prefix, and the normalised text (every byte can become 3: a space as U+2581, an invalid
+/// byte as U+FFFD; plus the prefix).
+constexpr std::size_t tokenizer_scratch_bytes(std::size_t max_text) noexcept {
+  return sizeof(TokenSymbol) * (max_text + 1) + 3 * max_text + 3;
+}
+/// encode's largest id count for max_text bytes (BOS, one byte piece per normalised byte).
+constexpr std::size_t tokenizer_max_ids(std::size_t max_text) noexcept { return 3 * max_text + 4; }
+
+namespace internal {
+
+/// SentencePiece BPE encode of one text over caller-owned scratch (tokenizer_encode).
+class Encoder {
  public:
-  /// The normalised text's bound: every byte can become 3 (a space as U+2581, an invalid byte
-  /// as U+FFFD), plus the dummy prefix.
-  static constexpr std::size_t kMaxNormalized = 3 * kMaxText + 3;
-  /// encode()'s largest count (BOS and one byte piece per normalised byte): size ids by it.
-  static constexpr std::size_t kMaxIds = kMaxNormalized + 1;
-
-  /// TokenizerModel::set_blob. @return as it.
-  [[nodiscard]] Status set_blob(const void* blob, std::size_t bytes) noexcept {
-    return model_.set_blob(blob, bytes);
-  }
-  const TokenizerModel& model() const noexcept { return model_; }
-
-  /// The ids of UTF-8 text[0..n), BOS first when add_bos, as SentencePiece encodes it: the
-  /// settings' normalisation (invalid UTF-8: each byte U+FFFD), then the pair of adjacent
-  /// symbols whose joined text is the best-scoring piece merged (the leftmost on a tie) until
-  /// none is; what is left outside the vocabulary as byte pieces (byte fallback) or one unknown
-  /// id per run. @return kOk (*n_ids ids in ids); kNullPointer; kBadTokenCount (n > kMaxText);
-  ///         kBadArgument (cap below the count: nothing written).
-  [[nodiscard]] Status encode(const char* text, std::size_t n, bool add_bos, std::int32_t* ids,
-                              std::size_t cap, std::size_t* n_ids) noexcept {
-    if ((!text && n) || !ids || !n_ids || !model_.ready()) return Status::kNullPointer;
-    if (n > kMaxText) return Status::kBadTokenCount;
-    const std::size_t count = normalize(text, n);
-    merge(count);
-    const std::size_t bos = add_bos && model_.bos() >= 0 ? 1 : 0;
-    const std::size_t total = bos + emit(count, nullptr);
-    if (total > cap) return Status::kBadArgument;
-    if (bos) ids[0] = model_.bos();
-    (void)emit(count, ids + bos);
-    *n_ids = total;
-    return Status::kOk;
-  }
+  Encoder(const TokenizerModel& m, TokenSymbol* sym, char* buf) noexcept
+      : m_(m), sym_(sym), buf_(buf) {}
+  std::size_t normalize(const char* text, std::size_t n) noexcept;
+  void merge(std::size_t count) noexcept;
+  std::size_t emit(std::size_t count, std::int32_t* out) const noexcept;
 
  private:
-  struct Symbol {
-    std::uint32_t start, len;  // bytes of buf_
-    std::int32_t next, id;     // next live symbol (-1: the last); the piece (-1: none)
-    std::int32_t pair_id;      // the piece of this symbol joined with next, or -1
-    float pair_score;
-  };
-
   static std::size_t utf8_length(const unsigned char* p, std::size_t left) noexcept;
-  std::size_t normalize(const char* text, std::size_t n) noexcept;
   void append(std::size_t& m, std::size_t& count, const char* s, std::size_t len) noexcept {
     std::memcpy(buf_ + m, s, len);
-    sym_[count] = Symbol{static_cast<std::uint32_t>(m),
-                         static_cast<std::uint32_t>(len),
-                         -1,
-                         model_.find(s, len),
-                         -1,
-                         0.0f};
+    sym_[count] = TokenSymbol{static_cast<std::uint32_t>(m),
+                              static_cast<std::uint32_t>(len),
+                              -1,
+                              m_.find(s, len),
+                              -1,
+                              0.0f};
     if (count > 0) sym_[count - 1].next = static_cast<std::int32_t>(count);
     m += len;
     ++count;
   }
   void pair(std::size_t i) noexcept {
-    Symbol& s = sym_[i];
-    s.pair_id = s.next < 0 ? -1 : model_.find(buf_ + s.start, s.len + sym_[s.next].len);
-    s.pair_score = s.pair_id < 0 ? 0.0f : model_.score(s.pair_id);
+    TokenSymbol& s = sym_[i];
+    s.pair_id = s.next < 0 ? -1 : m_.find(buf_ + s.start, s.len + sym_[s.next].len);
+    s.pair_score = s.pair_id < 0 ? 0.0f : m_.score(s.pair_id);
   }
-  void merge(std::size_t count) noexcept;
-  std::size_t emit(std::size_t count, std::int32_t* out) const noexcept;
 
-  char buf_[kMaxNormalized];
-  Symbol sym_[kMaxText + 1];
-  TokenizerModel model_;
+  const TokenizerModel& m_;
+  TokenSymbol* sym_;
+  char* buf_;
 };
 
 // The length of the valid UTF-8 character at p (strict: no overlong forms, surrogates or code
 // points past U+10FFFF), or 0.
-template <std::size_t kMaxText>
-std::size_t Tokenizer<kMaxText>::utf8_length(const unsigned char* p, std::size_t left) noexcept {
+inline std::size_t Encoder::utf8_length(const unsigned char* p, std::size_t left) noexcept {
   const unsigned c = p[0];
   if (c < 0x80) return 1;
   std::size_t len = 0;
@@ -332,11 +318,10 @@ std::size_t Tokenizer<kMaxText>::utf8_length(const unsigned char* p, std::size_t
   return len;
 }
 
-// buf_ and one symbol per character: SentencePiece's identity normaliser with the file's
-// settings. Returns the symbol count.
-template <std::size_t kMaxText>
-std::size_t Tokenizer<kMaxText>::normalize(const char* text, std::size_t n) noexcept {
-  const std::uint32_t f = model_.flags();
+// The normalised text and one symbol per character: SentencePiece's identity normaliser with
+// the file's settings. Returns the symbol count.
+inline std::size_t Encoder::normalize(const char* text, std::size_t n) noexcept {
+  const std::uint32_t f = m_.flags();
   const bool squeeze = f & TokenizerModel::kRemoveExtraSpaces;
   const char* space = f & TokenizerModel::kEscapeSpaces ? "\xE2\x96\x81" : " ";
   const std::size_t space_len = f & TokenizerModel::kEscapeSpaces ? 3 : 1;
@@ -369,9 +354,8 @@ std::size_t Tokenizer<kMaxText>::normalize(const char* text, std::size_t n) noex
   return count;
 }
 
-// Merges the best-scoring adjacent pair until no joined pair is a piece.
-template <std::size_t kMaxText>
-void Tokenizer<kMaxText>::merge(std::size_t count) noexcept {
+// Merges the best-scoring adjacent pair (the leftmost on a tie) until no joined pair is a piece.
+inline void Encoder::merge(std::size_t count) noexcept {
   for (std::size_t i = 0; i < count; ++i) pair(i);
   for (;;) {
     std::int32_t best = -1, before = -1;  // the pair to merge, and the live symbol before it
@@ -381,7 +365,7 @@ void Tokenizer<kMaxText>::merge(std::size_t count) noexcept {
         before = p;
       }
     if (best < 0) return;
-    Symbol& s = sym_[best];
+    TokenSymbol& s = sym_[best];
     s.len += sym_[s.next].len;
     s.id = s.pair_id;
     s.next = sym_[s.next].next;
@@ -392,30 +376,89 @@ void Tokenizer<kMaxText>::merge(std::size_t count) noexcept {
 
 // The ids of the merged symbols into out (null: only counted): byte pieces for a symbol outside
 // the vocabulary (byte fallback), else one unknown id per run of them.
-template <std::size_t kMaxText>
-std::size_t Tokenizer<kMaxText>::emit(std::size_t count, std::int32_t* out) const noexcept {
-  const bool bytes = model_.flags() & TokenizerModel::kByteFallback;
+inline std::size_t Encoder::emit(std::size_t count, std::int32_t* out) const noexcept {
+  const bool bytes = m_.flags() & TokenizerModel::kByteFallback;
   std::size_t o = 0;
   bool prev_unknown = false;
   for (std::int32_t i = count ? 0 : -1; i >= 0; i = sym_[i].next) {
-    const Symbol& s = sym_[i];
+    const TokenSymbol& s = sym_[i];
     if (s.id >= 0) {
       if (out) out[o] = s.id;
       ++o;
       prev_unknown = false;
     } else if (bytes) {
       for (std::uint32_t k = 0; k < s.len; ++k, ++o) {
-        const std::int32_t b = model_.byte_piece(static_cast<std::uint8_t>(buf_[s.start + k]));
-        if (out) out[o] = b >= 0 ? b : model_.unk();
+        const std::int32_t b = m_.byte_piece(static_cast<std::uint8_t>(buf_[s.start + k]));
+        if (out) out[o] = b >= 0 ? b : m_.unk();
       }
       prev_unknown = false;
     } else if (!prev_unknown) {
-      if (out) out[o] = model_.unk();
+      if (out) out[o] = m_.unk();
       ++o;
       prev_unknown = true;
     }
   }
   return o;
 }
+
+}  // namespace internal
+
+/// The ids of UTF-8 text[0..n), BOS first when add_bos, as SentencePiece encodes it: the
+/// model's normalisation (invalid UTF-8: each byte U+FFFD), then the pair of adjacent symbols
+/// whose joined text is the best-scoring piece merged (the leftmost on a tie) until none is;
+/// what is left outside the vocabulary as byte pieces (byte fallback) or one unknown id per
+/// run. scratch: tokenizer_scratch_bytes(n) or more, 4-byte aligned, the caller's.
+/// @return kOk (*n_ids ids in ids); kNullPointer (or the model empty); kBadTokenCount (scratch
+///         too small for n bytes); kBadArgument (cap below the count, scratch misaligned:
+///         nothing written).
+inline Status tokenizer_encode(const TokenizerModel& m, void* scratch, std::size_t scratch_bytes,
+                               const char* text, std::size_t n, bool add_bos, std::int32_t* ids,
+                               std::size_t cap, std::size_t* n_ids) noexcept {
+  if ((!text && n) || !ids || !n_ids || !scratch || !m.ready()) return Status::kNullPointer;
+  if (n >= (std::size_t{1} << 24) || tokenizer_scratch_bytes(n) > scratch_bytes)
+    return Status::kBadTokenCount;
+  if (reinterpret_cast<std::uintptr_t>(scratch) % alignof(TokenSymbol) != 0)
+    return Status::kBadArgument;
+  auto* sym = static_cast<TokenSymbol*>(scratch);
+  internal::Encoder e(m, sym, reinterpret_cast<char*>(sym + n + 1));
+  const std::size_t count = e.normalize(text, n);
+  e.merge(count);
+  const std::size_t bos = add_bos && m.bos() >= 0 ? 1 : 0;
+  const std::size_t total = bos + e.emit(count, nullptr);
+  if (total > cap) return Status::kBadArgument;
+  if (bos) ids[0] = m.bos();
+  (void)e.emit(count, ids + bos);
+  *n_ids = total;
+  return Status::kOk;
+}
+
+/// A tokenizer with the scratch for texts of up to kMaxText bytes in the object.
+/// Zero-initialised it is an empty tokenizer (set_blob first).
+template <std::size_t kMaxText>
+class Tokenizer {
+  static_assert(kMaxText >= 1 && kMaxText < (std::size_t{1} << 24),
+                "microattn::Tokenizer: kMaxText 1 .. 2^24 - 1 bytes");
+
+ public:
+  /// encode()'s largest count: size ids by it.
+  static constexpr std::size_t kMaxIds = tokenizer_max_ids(kMaxText);
+
+  /// TokenizerModel::set_blob. @return as it.
+  [[nodiscard]] Status set_blob(const void* blob, std::size_t bytes) noexcept {
+    return model_.set_blob(blob, bytes);
+  }
+  const TokenizerModel& model() const noexcept { return model_; }
+
+  /// tokenizer_encode() with the object's scratch. @return as it (kBadTokenCount: n >
+  /// kMaxText).
+  [[nodiscard]] Status encode(const char* text, std::size_t n, bool add_bos, std::int32_t* ids,
+                              std::size_t cap, std::size_t* n_ids) noexcept {
+    return tokenizer_encode(model_, scratch_, sizeof scratch_, text, n, add_bos, ids, cap, n_ids);
+  }
+
+ private:
+  alignas(TokenSymbol) unsigned char scratch_[tokenizer_scratch_bytes(kMaxText)];
+  TokenizerModel model_;
+};
 
 }  // namespace microattn
