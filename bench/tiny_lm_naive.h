@@ -21,6 +21,9 @@
 extern "C" {
 #endif
 
+/* The tiny LM's shape; another model's when its file defines them all first (stories_naive.c:
+ * stories260K, with the names renamed). */
+#if !defined(TLM_VOCAB)
 #define TLM_VOCAB 100
 #define TLM_DM 128 /* d_model */
 #define TLM_LAYERS 2
@@ -29,6 +32,7 @@ extern "C" {
 #define TLM_DH 32      /* d_head */
 #define TLM_HIDDEN 256 /* SwiGLU hidden width */
 #define TLM_TMAX 128   /* context: positions 0 .. TLM_TMAX - 1 */
+#endif
 #define TLM_QD (TLM_H * TLM_DH)
 #define TLM_KVD (TLM_HKV * TLM_DH)
 

@@ -2219,11 +2219,7 @@ def hf_decoder_parts(m, cfg, subj):
     emb = getattr(getattr(m, "model", None), "embed_tokens", None)
     if not isinstance(emb, torch.nn.Embedding):
         raise Refusal(f"{subj} has no nn.Embedding model.embed_tokens")
-    heads, hidden = cfg["n_heads"], cfg["d_model"]
-    if cfg["n_kv_heads"] is None:
-        cfg["n_kv_heads"] = heads
-    if cfg["d_head"] is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
-        cfg["d_head"] = hidden // heads
+    cfg = default_heads(cfg)
     cfg["rope_pairing"] = "half"
     head = getattr(m, "lm_head", None)
     if head is None:
@@ -2578,6 +2574,29 @@ def llama2c_decoder(path):
     return Decoder(None, cfg, tensors, None)
 
 
+def default_heads(cfg):
+    """A Hugging Face / GGUF config's defaults: key/value heads = heads, d_head = d_model /
+    heads (left None when those are not numbers: decoder_config refuses them by name)."""
+    heads = cfg["n_heads"]
+    cfg["n_kv_heads"] = heads if cfg["n_kv_heads"] is None else cfg["n_kv_heads"]
+    if cfg["d_head"] is None and isinstance(cfg["d_model"], int) and isinstance(heads, int):
+        cfg["d_head"] = cfg["d_model"] // heads if heads else None
+    return cfg
+
+
+def finite_array(subj):
+    """decoder_state's to_array for NumPy tensors: float32, refusing a non-finite value."""
+    import numpy as np
+
+    def convert(k, a):
+        if not np.isfinite(a).all():
+            idx = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            raise Refusal(f"{subj}: {k}[{', '.join(map(str, idx))}] is {a[idx]!r}: microattn "
+                          "weights must be finite")
+        return np.ascontiguousarray(a, dtype=np.float32)
+    return convert
+
+
 def hf_dir_decoder(path):
     """The Decoder of a Hugging Face directory (tools/hf_model.py: config.json and safetensors,
     NumPy only): the family from config.json's architectures (DECODER_CLASSES), every field
@@ -2597,11 +2616,7 @@ def hf_dir_decoder(path):
     reader, table = decoder_class(None, subj, archs[0])
     if reader != "hf":
         raise Refusal(f"{subj}/config.json: {archs[0]} is not a Hugging Face family")
-    cfg = read_config(fields, table, subj)
-    heads = cfg["n_heads"]
-    cfg["n_kv_heads"] = heads if cfg["n_kv_heads"] is None else cfg["n_kv_heads"]
-    if cfg["d_head"] is None and isinstance(cfg["d_model"], int) and isinstance(heads, int):
-        cfg["d_head"] = cfg["d_model"] // heads if heads else None
+    cfg = default_heads(read_config(fields, table, subj))
     cfg["rope_pairing"] = "half"  # transformers' rotate_half
     renamed = {}
     for k, v in sd.items():
@@ -2618,14 +2633,8 @@ def hf_dir_decoder(path):
             raise Refusal(f"{subj}: tie_word_embeddings is true but lm_head.weight is not "
                           "model.embed_tokens.weight")
     cfg = decoder_config(cfg, subj, table)
-
-    def finite(k, a):
-        if not np.isfinite(a).all():
-            idx = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
-            raise Refusal(f"{subj}: {k}[{', '.join(map(str, idx))}] is {a[idx]!r}: microattn "
-                          "weights must be finite")
-        return np.ascontiguousarray(a, dtype=np.float32)
-    return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite), None)
+    return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite_array(subj)),
+                   None)
 
 
 # A GGUF file's llama.* metadata (llama.cpp's keys) -> the model file, as HF_LLAMA_FIELDS does
@@ -2659,7 +2668,6 @@ def gguf_decoder(path):
     widened or dequantised to float32 exactly). llama.cpp's converter permutes the Q and K rows
     of Hugging Face's half-split RoPE into adjacent pairs, which llama.cpp's llama rotates: the
     rows are kept as stored and the file says adjacent pairs."""
-    import numpy as np
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import gguf
     subj = os.path.basename(path)
@@ -2673,11 +2681,7 @@ def gguf_decoder(path):
               if k == "general.architecture" or not k.startswith(("general.", "tokenizer."))}
     if "general.architecture" not in fields:
         raise Refusal(f"{subj}: no general.architecture")
-    cfg = read_config(fields, GGUF_LLAMA_FIELDS, subj)
-    heads = cfg["n_heads"]
-    cfg["n_kv_heads"] = heads if cfg["n_kv_heads"] is None else cfg["n_kv_heads"]
-    if cfg["d_head"] is None and isinstance(cfg["d_model"], int) and isinstance(heads, int):
-        cfg["d_head"] = cfg["d_model"] // heads if heads else None
+    cfg = default_heads(read_config(fields, GGUF_LLAMA_FIELDS, subj))
     for k, key in (("d_head_v", "value_length"), ("rope_dims", "rope.dimension_count")):
         v = cfg.pop(k)
         if v is not None and v != cfg["d_head"]:
@@ -2694,12 +2698,8 @@ def gguf_decoder(path):
         raise Refusal(f"{subj}: no 2-D token_embd.weight")
     cfg["tied_head"] = "lm_head.weight" not in renamed  # llama.cpp: no output.weight = tied
     cfg = decoder_config(cfg, subj, GGUF_LLAMA_FIELDS)
-
-    def finite(k, a):
-        if not np.isfinite(a).all():
-            raise Refusal(f"{subj}: {k} has a non-finite value")
-        return np.ascontiguousarray(a, dtype=np.float32)
-    return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite), None)
+    return Decoder(None, cfg, decoder_state(cfg, renamed, emb.shape[0], subj, finite_array(subj)),
+                   None)
 
 
 def read_tokenizer_file(path, vocab):

@@ -4,6 +4,7 @@
 # (T_max: the file's context, or CONTEXT) for this build's compiler and flags, and the program
 # reads the file at run time (a host: run_host.c). The model file must exist when it builds.
 set(MICROATTN_RUN_DIR ${CMAKE_CURRENT_LIST_DIR})
+include(${CMAKE_CURRENT_LIST_DIR}/../tiny_lm/tiny_lm.cmake)  # microattn_glue_flags
 
 function(microattn_runner target name model)
   cmake_parse_arguments(ARG "" "CONTEXT" "" ${ARGN})
@@ -11,16 +12,7 @@ function(microattn_runner target name model)
   set(_gen ${PROJECT_SOURCE_DIR}/tools/microattn_c.py)
   set(_dir ${CMAKE_CURRENT_BINARY_DIR}/${target}_glue)
   file(GLOB_RECURSE _headers ${PROJECT_SOURCE_DIR}/include/microattn/*)
-  set(_flags "${CMAKE_CXX_FLAGS}")
-  if(CMAKE_CXX_COMPILER_TARGET)
-    string(APPEND _flags " --target=${CMAKE_CXX_COMPILER_TARGET}")
-  endif()
-  set(_opts "$<TARGET_PROPERTY:microattn,INTERFACE_COMPILE_OPTIONS>")
-  set(_defs "$<TARGET_PROPERTY:microattn,INTERFACE_COMPILE_DEFINITIONS>")
-  set(_incs "$<TARGET_PROPERTY:microattn,INTERFACE_INCLUDE_DIRECTORIES>")
-  string(APPEND _flags "$<$<BOOL:${_opts}>: $<JOIN:${_opts}, >>"
-                       "$<$<BOOL:${_defs}>: -D$<JOIN:${_defs}, -D>>")
-  set(_probe_incs "$<$<BOOL:${_incs}>:-I$<JOIN:${_incs},;-I>>")
+  microattn_glue_flags(_flags _probe_incs)
   set(_ctx "")
   if(ARG_CONTEXT)
     set(_ctx --context ${ARG_CONTEXT})

@@ -12,13 +12,10 @@
 set(MICROATTN_TINY_LM_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(MICROATTN_TINY_LM_SHAPE "100, 128, 2, 4, 2, 32, 256, 128, LmHead::kTied")
 
-function(microattn_tiny_lm_glue dir out)
-  cmake_parse_arguments(ARG "NO_F32;Q8_INT8_COMPUTE" "WORKERS;F32_CHUNK;Q8_CHUNK" "" ${ARGN})
-  find_package(Python3 COMPONENTS Interpreter REQUIRED)
-  set(_gen ${PROJECT_SOURCE_DIR}/tools/microattn_c.py)
-  file(GLOB_RECURSE _headers ${PROJECT_SOURCE_DIR}/include/microattn/*)
-  # What can change the object: the compiler's flags and target, and what the microattn target
-  # hands its users (as tests/c/CMakeLists.txt).
+# microattn_glue_flags(<flags_var> <includes_var>): tools/microattn_c.py's --cxxflags and -I
+# arguments for this build (generator expressions): the compiler's flags and target, and what
+# the microattn target hands its users (as tests/c/CMakeLists.txt). Also examples/run/run.cmake's.
+function(microattn_glue_flags flags_var incs_var)
   set(_flags "${CMAKE_CXX_FLAGS}")
   if(CMAKE_CXX_COMPILER_TARGET)
     string(APPEND _flags " --target=${CMAKE_CXX_COMPILER_TARGET}")
@@ -28,7 +25,16 @@ function(microattn_tiny_lm_glue dir out)
   set(_incs "$<TARGET_PROPERTY:microattn,INTERFACE_INCLUDE_DIRECTORIES>")
   string(APPEND _flags "$<$<BOOL:${_opts}>: $<JOIN:${_opts}, >>"
                        "$<$<BOOL:${_defs}>: -D$<JOIN:${_defs}, -D>>")
-  set(_probe_incs "$<$<BOOL:${_incs}>:-I$<JOIN:${_incs},;-I>>")
+  set(${flags_var} "${_flags}" PARENT_SCOPE)
+  set(${incs_var} "$<$<BOOL:${_incs}>:-I$<JOIN:${_incs},;-I>>" PARENT_SCOPE)
+endfunction()
+
+function(microattn_tiny_lm_glue dir out)
+  cmake_parse_arguments(ARG "NO_F32;Q8_INT8_COMPUTE" "WORKERS;F32_CHUNK;Q8_CHUNK" "" ${ARGN})
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  set(_gen ${PROJECT_SOURCE_DIR}/tools/microattn_c.py)
+  file(GLOB_RECURSE _headers ${PROJECT_SOURCE_DIR}/include/microattn/*)
+  microattn_glue_flags(_flags _probe_incs)
   set(_models q8)
   if(NOT ARG_NO_F32)
     list(APPEND _models f32)

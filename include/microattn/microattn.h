@@ -373,8 +373,8 @@ microattn_status microattn_tokenizer_encode(const microattn_tokenizer* t, const 
 /* The bytes token id stands for after token prev (-1 at the start): into out[cap], *n of them
  * (byte pieces may end inside a UTF-8 character: the caller joins them). MICROATTN_OK,
  * MICROATTN_NULL_POINTER, MICROATTN_BAD_ARGUMENT (id outside, cap too small). */
-microattn_status microattn_tokenizer_decode(const microattn_tokenizer* t, int32_t prev,
-                                            int32_t id, char* out, size_t cap, size_t* n);
+microattn_status microattn_tokenizer_decode(const microattn_tokenizer* t, int32_t prev, int32_t id,
+                                            char* out, size_t cap, size_t* n);
 
 /* RoPE pairing (microattn::RopePairing): which dimensions of a head rotate together.
  *   ADJACENT    pair i = (2i, 2i + 1): the original LLaMA code, GPT-J

@@ -131,22 +131,24 @@ class TokenizerModel {
   }
 
  private:
-  std::uint32_t word(std::size_t i) const noexcept {
+  [[nodiscard]] std::uint32_t word(std::size_t i) const noexcept {
     std::uint32_t v = 0;
     std::memcpy(&v, b_ + 4 * i, sizeof v);
     return v;
   }
   // Entry i of the u32 table whose offset header word w holds.
-  std::uint32_t table(std::size_t w, std::size_t i) const noexcept {
+  [[nodiscard]] std::uint32_t table(std::size_t w, std::size_t i) const noexcept {
     std::uint32_t v = 0;
     std::memcpy(&v, b_ + word(w) + 4 * i, sizeof v);
     return v;
   }
-  std::int32_t special(std::size_t w) const noexcept {
+  [[nodiscard]] std::int32_t special(std::size_t w) const noexcept {
     return ready() ? static_cast<std::int32_t>(word(w)) : -1;
   }
-  bool has(std::int32_t id) const noexcept { return id >= 0 && std::size_t(id) < size(); }
-  int compare(std::int32_t id, const char* s, std::size_t n) const noexcept {
+  [[nodiscard]] bool has(std::int32_t id) const noexcept {
+    return id >= 0 && std::size_t(id) < size();
+  }
+  [[nodiscard]] int compare(std::int32_t id, const char* s, std::size_t n) const noexcept {
     std::size_t len = 0;
     const char* p = piece(id, &len);
     const int c = std::memcmp(p, s, len < n ? len : n);
@@ -185,15 +187,16 @@ class TokenizerModel {
     *n = need;
     return Status::kOk;
   }
-  bool valid() const noexcept;
-  bool valid_tables() const noexcept;
+  [[nodiscard]] bool valid() const noexcept;
+  [[nodiscard]] bool valid_tables() const noexcept;
 
   const unsigned char* b_ = nullptr;
   std::size_t bytes_ = 0;
 };
 
 inline bool TokenizerModel::valid() const noexcept {
-  if (reinterpret_cast<std::uintptr_t>(b_) % 4 != 0 || bytes_ < 4 * kHeaderWords) return false;
+  if (reinterpret_cast<std::uintptr_t>(b_) % 4 != 0 || bytes_ < std::size_t{4} * kHeaderWords)
+    return false;
   if (word(0) != kMagic || word(1) != kVersion || word(2) != bytes_ || word(3) != 1) return false;
   if (word(18) != 0 || word(19) != 0) return false;
   const std::size_t n = word(4);
@@ -202,10 +205,12 @@ inline bool TokenizerModel::valid() const noexcept {
     if (word(w) != 0xFFFFFFFFu && word(w) >= n) return false;
   // Each table inside the file and 4-byte aligned (the types: bytes).
   const std::size_t words[] = {10, 11, 12, 13, 15};  // offsets, scores, types, index, bytes
-  const std::size_t sizes[] = {4 * (n + 1), 4 * n, n, 4 * std::size_t(word(14)), 4 * 256};
+  const std::size_t sizes[] = {4 * (n + 1), 4 * n, n, 4 * std::size_t(word(14)),
+                               std::size_t{4} * 256};
   for (std::size_t t = 0; t < 5; ++t) {
     const std::size_t at = word(words[t]);
-    if (at % 4 != 0 || at < 4 * kHeaderWords || at > bytes_ || sizes[t] > bytes_ - at) return false;
+    if (at % 4 != 0 || at < std::size_t{4} * kHeaderWords || at > bytes_ || sizes[t] > bytes_ - at)
+      return false;
   }
   if (word(16) > bytes_ || word(17) > bytes_ - word(16)) return false;
   return valid_tables();
@@ -447,7 +452,7 @@ class Tokenizer {
   [[nodiscard]] Status set_blob(const void* blob, std::size_t bytes) noexcept {
     return model_.set_blob(blob, bytes);
   }
-  const TokenizerModel& model() const noexcept { return model_; }
+  [[nodiscard]] const TokenizerModel& model() const noexcept { return model_; }
 
   /// tokenizer_encode() with the object's scratch. @return as it (kBadTokenCount: n >
   /// kMaxText).

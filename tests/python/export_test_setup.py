@@ -38,3 +38,17 @@ def require_torch():
         print(f"SKIP: {sys.executable} cannot import torch/numpy ({e}); this test needs "
               "Debian's python3-torch (apt-get install python3-torch, run with /usr/bin/python3)")
         sys.exit(SKIP)
+
+
+def run_exporter(ex, *argv):
+    """(exit status, stderr) of tools/export_pytorch.py's main (module ex) with argv, its
+    output captured."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = ex.main(list(argv))
+        except SystemExit as e:
+            rc = e.code
+    return rc, err.getvalue()

@@ -21,8 +21,6 @@ into the model file, with NumPy only.
   context; N outside 1 .. t_max and version 1 refused.
 Exits 77 (ctest: skipped) without NumPy.
 """
-import contextlib
-import io
 import os
 import struct
 import sys
@@ -96,14 +94,7 @@ def read_model_file(data):
 
 
 def export(*argv):
-    """(exit status, stderr) of export_pytorch.py with argv."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            rc = ex.main(list(argv))
-        except SystemExit as e:
-            rc = e.code
-    return rc, err.getvalue()
+    return setup.run_exporter(ex, *argv)
 
 
 class Llama2c(unittest.TestCase):

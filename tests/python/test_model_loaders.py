@@ -29,8 +29,6 @@ llama.cpp, run through microattn::Decoder.
   rotary dimension count, a rope_freqs tensor, a truncated file.
 Exits 77 without torch (the module) or NumPy.
 """
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -165,13 +163,7 @@ def forward64(values, tied, ids):
 
 
 def export(*argv):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            rc = ex.main(list(argv))
-        except SystemExit as e:
-            rc = e.code
-    return rc, err.getvalue()
+    return setup.run_exporter(ex, *argv)
 
 
 class Programs(unittest.TestCase):
