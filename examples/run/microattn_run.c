@@ -119,6 +119,24 @@ static int generate(const options* o) {
   return 0;
 }
 
+/* A decimal such as "0.8" (no exponent): strtof would pull malloc into a board's image
+ * (newlib's strtod allocates). */
+static float parse_float(const char* s) {
+  float v = 0.0f, scale = 1.0f;
+  int neg = *s == '-', frac = 0;
+  for (s += neg || *s == '+'; *s; ++s) {
+    if (*s == '.' && !frac) {
+      frac = 1;
+    } else if (*s >= '0' && *s <= '9') {
+      if (frac) scale *= 0.1f;
+      v = frac ? v + (float)(*s - '0') * scale : v * 10.0f + (float)(*s - '0');
+    } else {
+      break;
+    }
+  }
+  return neg ? -v : v;
+}
+
 static int usage(void) {
   tlm_write(
       "usage: microattn_run MODEL.bin [-p PROMPT | -i ID...] [-n N] [-t TEMP] [--top-k K] "
@@ -147,11 +165,11 @@ static int parse(int argc, char** argv, options* o) {
     } else if (strcmp(a, "-n") == 0) {
       o->n = strtoul(v, NULL, 10);
     } else if (strcmp(a, "-t") == 0) {
-      o->sampling.temperature = strtof(v, NULL);
+      o->sampling.temperature = parse_float(v);
     } else if (strcmp(a, "--top-k") == 0) {
       o->sampling.top_k = (int32_t)strtol(v, NULL, 10);
     } else if (strcmp(a, "--top-p") == 0) {
-      o->sampling.top_p = strtof(v, NULL);
+      o->sampling.top_p = parse_float(v);
     } else if (strcmp(a, "-s") == 0) {
       o->seed = strtoull(v, NULL, 10);
     } else if (strcmp(a, "--tokenizer") == 0) {

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-# microattn_runner(<target> <name> <model file> [CONTEXT <n>]): examples/run/microattn_run.c for
-# one model file: tools/microattn_c.py --from-model writes the C glue of its DecoderConfig
-# (T_max: the file's context, or CONTEXT) for this build's compiler and flags, and the program
-# reads the file at run time (a host: run_host.c). The model file must exist when it builds.
+# examples/run/microattn_run.c for one model file. tools/microattn_c.py --from-model writes the
+# C glue of the file's DecoderConfig (T_max: the file's context, or CONTEXT) for this build's
+# compiler and flags; the model file must exist when it builds.
+#   microattn_runner(<target> <name> <model file> [CONTEXT <n>])    a host program reading the
+#       file at run time (run_host.c, tiny_lm_host.cpp)
+#   microattn_run_setup(<target> <name> <model file> [CONTEXT <n>])  the glue and the runner's
+#       sources and settings added to an existing target (a board image brings its own
+#       run_platform.h and tiny_lm_platform.h)
 set(MICROATTN_RUN_DIR ${CMAKE_CURRENT_LIST_DIR})
 include(${CMAKE_CURRENT_LIST_DIR}/../tiny_lm/tiny_lm.cmake)  # microattn_glue_flags
 
-function(microattn_runner target name model)
+function(microattn_run_setup target name model)
   cmake_parse_arguments(ARG "" "CONTEXT" "" ${ARGN})
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   set(_gen ${PROJECT_SOURCE_DIR}/tools/microattn_c.py)
@@ -25,8 +29,7 @@ function(microattn_runner target name model)
     DEPENDS ${_gen} ${_headers} ${model}
     COMMENT "tools/microattn_c.py --from-model: ${name}.h" VERBATIM COMMAND_EXPAND_LISTS)
   enable_language(C)
-  add_executable(${target} ${MICROATTN_RUN_DIR}/microattn_run.c ${MICROATTN_RUN_DIR}/run_host.c
-                 ${PROJECT_SOURCE_DIR}/examples/tiny_lm/tiny_lm_host.cpp ${_dir}/${name}.cpp)
+  target_sources(${target} PRIVATE ${MICROATTN_RUN_DIR}/microattn_run.c ${_dir}/${name}.cpp)
   string(TOUPPER "${name}" _N)
   target_compile_definitions(${target} PRIVATE RUN_MODEL=${name} "RUN_HEADER=\"${name}.h\""
                              RUN_VOCAB=${_N}_VOCAB RUN_T_MAX=${_N}_T_MAX)
@@ -34,8 +37,14 @@ function(microattn_runner target name model)
                              ${PROJECT_SOURCE_DIR}/examples/tiny_lm)
   set_target_properties(${target} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON
                         C_EXTENSIONS OFF)
-  set_source_files_properties(${_dir}/${name}.cpp PROPERTIES
+  set_source_files_properties(${_dir}/${name}.cpp TARGET_DIRECTORY ${target} PROPERTIES
                               COMPILE_OPTIONS "-fno-exceptions;-fno-rtti")
+endfunction()
+
+function(microattn_runner target name model)
+  add_executable(${target} ${MICROATTN_RUN_DIR}/run_host.c
+                 ${PROJECT_SOURCE_DIR}/examples/tiny_lm/tiny_lm_host.cpp)
+  microattn_run_setup(${target} ${name} ${model} ${ARGN})
   find_package(Threads REQUIRED)
   target_link_libraries(${target} PRIVATE microattn Threads::Threads)
   target_compile_options(${target} PRIVATE
