@@ -424,6 +424,8 @@ inline Status tokenizer_encode(const TokenizerModel& m, void* scratch, std::size
     return Status::kBadTokenCount;
   if (reinterpret_cast<std::uintptr_t>(scratch) % alignof(TokenSymbol) != 0)
     return Status::kBadArgument;
+  // (TokenSymbol is trivial: the scratch bytes hold its objects from their first write, as
+  // P0593 implicit object creation; no placement new in the library.)
   auto* sym = static_cast<TokenSymbol*>(scratch);
   internal::Encoder e(m, sym, reinterpret_cast<char*>(sym + n + 1));
   const std::size_t count = e.normalize(text, n);
