@@ -3,7 +3,7 @@
 # Installs the Debian 12 packages microattn needs. Idempotent; run as root (or with sudo).
 #   scripts/setup.sh            host build, tests and benchmark
 #   scripts/setup.sh --cross    also the ARM cross toolchains, multiarch GoogleTest/Benchmark,
-#                               QEMU, llvm-mca, PyTorch, matplotlib, NumPy, SentencePiece and
+#                               QEMU, llvm-mca, PyTorch, matplotlib, NumPy, SentencePiece, regex and
 #                               the fortunes corpus for the Python-made tests (all test_all.sh
 #                               runs)
 #   scripts/setup.sh --cortex-m only what the Cortex-M firmware needs (scripts/run_tiny_lm.sh
@@ -36,10 +36,10 @@ host_pkgs=(build-essential cmake ninja-build clang libclang-rt-14-dev clang-form
            libxsimd-dev libgtest-dev libbenchmark-dev)
 # The exporter's tests (tests/python) need PyTorch, the attention-map plot test
 # (examples/plot_attention_maps.py) matplotlib, the real_model tests NumPy, the tokenizer tests
-# SentencePiece (the reference) and the fortunes files (their corpus); they are skipped, saying
-# so, without them.
-test_pkgs=(python3-torch python3-numpy python3-matplotlib python3-sentencepiece fortunes
-           fortunes-min)
+# SentencePiece and regex (the references) and the fortunes files (their corpus); they are skipped,
+# saying so, without them.
+test_pkgs=(python3-torch python3-numpy python3-matplotlib python3-sentencepiece python3-regex
+           fortunes fortunes-min)
 # Bare-metal Cortex-M (toolchains/arm-none-eabi.cmake: no xsimd, GoogleTest or Benchmark);
 # python3 generates the tiny model's C glue (examples/tiny_lm/tiny_lm.cmake).
 cortex_m_base=(cmake ninja-build python3)

@@ -3,7 +3,10 @@
 // of tests/python/tokenizer_reference.py's corpus (the fortunes files, the teaching notes,
 // digits, whitespace runs, non-ASCII text, emoji, control characters, invalid UTF-8), for the
 // Llama 2 tokenizer and two 512-piece BPE models trained on the corpus (byte fallback with
-// SentencePiece's removal of extra spaces; no byte fallback, no dummy prefix). Then decode:
+// SentencePiece's removal of extra spaces; no byte fallback, no dummy prefix); and, against
+// tests/python/bytelevel_bpe.py's GPT-2 encoder, a byte-level BPE of 768 merges read from
+// Hugging Face tokenizer.json files (GPT-2's split; SmolLM2's digits before it with a prefix
+// space). Then decode:
 // the pieces' text joined is the line wherever the tokenizer is lossless; and the status rules.
 // Hosted targets (the ARM ones under qemu-user): the files are read at run time from
 // TOKENIZER_DATA_DIR.
@@ -123,6 +126,7 @@ std::int32_t g_ids[Tok::kMaxIds];
 
 struct Counts {
   std::size_t lines = 0, mismatches = 0, round_trips = 0, lossy = 0;
+  std::int32_t bos = -2, eos = -2;  // the model's (the view dies with check_model's blob)
 };
 
 /// Encodes every line of model `name`'s reference; decodes where lossless(line, ids).
@@ -134,6 +138,8 @@ Counts check_model(const char* name, Lossless lossless) {
   EXPECT_FALSE(blob.empty() || ref.empty()) << name << ": no test data in " TOKENIZER_DATA_DIR;
   if (blob.empty() || ref.empty()) return c;
   EXPECT_EQ(g_tok.set_blob(blob.data(), blob.back()), Status::kOk) << name;
+  c.bos = g_tok.model().bos();
+  c.eos = g_tok.model().eos();
   std::size_t index = 0;
   for (const Line& l : ref) {
     if (index++ % kStride != 0) continue;
@@ -146,8 +152,8 @@ Counts check_model(const char* name, Lossless lossless) {
         std::string a, b;
         for (auto v : got) a += std::to_string(v) + " ";
         for (auto v : l.ids) b += std::to_string(v) + " ";
-        ADD_FAILURE() << name << ": \"" << l.text << "\"\n  microattn:     " << a
-                      << "\n  sentencepiece: " << b;
+        ADD_FAILURE() << name << ": \"" << l.text << "\"\n  microattn: " << a
+                      << "\n  reference: " << b;
       }
       continue;
     }
@@ -159,10 +165,78 @@ Counts check_model(const char* name, Lossless lossless) {
     EXPECT_EQ(decode_all(g_tok.model(), got), l.text) << name;
   }
   std::printf(
-      "tokenizer %s: %zu lines, %zu ids differ from sentencepiece; decode(encode(s)) == s "
+      "tokenizer %s: %zu lines, %zu ids differ from the reference; decode(encode(s)) == s "
       "checked on %zu lines (%zu lossy: not checked)\n",
       name, c.lines, c.mismatches, c.round_trips, c.lossy);
   return c;
+}
+
+// Byte-level: every line comes back byte for byte, invalid UTF-8 included.
+TEST(Tokenizer, ByteLevelMatchesGpt2) {
+  const Counts c = check_model("bytelevel", [](const auto&, const Line&) { return true; });
+  EXPECT_GE(c.lines, 10000u);
+  EXPECT_EQ(c.mismatches, 0u);
+  EXPECT_EQ(c.round_trips, c.lines);
+  EXPECT_EQ(c.bos, 0);  // <|endoftext|>, from tokenizer_config.json
+  EXPECT_EQ(c.eos, 0);
+}
+
+TEST(Tokenizer, ByteLevelDigitsAndPrefixSpaceMatchGpt2) {
+  const Counts c = check_model("bytelevel_digits", [](const auto&, const Line& l) {
+    return !l.text.empty() && l.text[0] == ' ';  // else the prefix space comes back too
+  });
+  EXPECT_GE(c.lines, 10000u);
+  EXPECT_EQ(c.mismatches, 0u);
+  EXPECT_GE(c.round_trips, 100u);
+  EXPECT_EQ(c.bos, -1);  // no tokenizer_config.json
+  EXPECT_EQ(c.eos, -1);
+}
+
+std::vector<std::int32_t> encode(Tok& t, const char* text) {
+  std::size_t n = 0;
+  if (t.encode(text, std::strlen(text), false, g_ids, Tok::kMaxIds, &n) != Status::kOk) n = 0;
+  return std::vector<std::int32_t>(g_ids, g_ids + n);
+}
+
+// GPT-2's split on its hard cases (contractions, a space before each kind of run, runs of
+// spaces before a word and at the end): the ids of the whole are those of its pieces encoded
+// alone, so no merge crossed a piece's boundary. SmolLM2's digits: each one alone.
+TEST(Tokenizer, ByteLevelSplitCases) {
+  static Tok t;
+  std::vector<std::uint32_t> blob = read_words("bytelevel.mat");
+  ASSERT_FALSE(blob.empty());
+  ASSERT_EQ(t.set_blob(blob.data(), blob.back()), Status::kOk);
+  EXPECT_EQ(t.model().options(), 0u);
+  struct Case {
+    const char* text;
+    std::vector<const char*> pieces;
+  };
+  const Case cases[] = {
+      {"I'm it's they'll we've 'x",
+       {"I", "'m", " it", "'s", " they", "'ll", " we", "'ve", " '", "x"}},
+      {"a  b", {"a", " ", " b"}},
+      {"a \n\n b\n", {"a", " \n\n", " b", "\n"}},
+      {"x!? y,z 12a", {"x", "!?", " y", ",", "z", " 12", "a"}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::int32_t> parts;
+    for (const char* p : c.pieces) {
+      const std::vector<std::int32_t> ids = encode(t, p);
+      EXPECT_FALSE(ids.empty()) << p;
+      parts.insert(parts.end(), ids.begin(), ids.end());
+    }
+    EXPECT_EQ(encode(t, c.text), parts) << "\"" << c.text << "\"";
+  }
+  blob = read_words("bytelevel_digits.mat");
+  ASSERT_FALSE(blob.empty());
+  ASSERT_EQ(t.set_blob(blob.data(), blob.back()), Status::kOk);
+  EXPECT_EQ(t.model().options(),
+            microattn::TokenizerModel::kSplitDigits | microattn::TokenizerModel::kPrefixSpace);
+  std::vector<std::int32_t> want = encode(t, " a");
+  for (const char ch : {'2', '0', '2', '4', 'b'})
+    want.push_back(t.model().byte_piece(static_cast<std::uint8_t>(ch)));
+  EXPECT_EQ(encode(t, "a2024b"), want);
+  EXPECT_EQ(encode(t, "a2024b").size(), encode(t, " a").size() + 5);
 }
 
 // Byte fallback, no removal of spaces: every valid UTF-8 line comes back.
@@ -278,6 +352,39 @@ TEST(Tokenizer, RefusesDamagedFiles) {
   EXPECT_TRUE(refused(w, bytes));
   EXPECT_EQ(t.set_blob(nullptr, bytes), Status::kNullPointer);
   EXPECT_EQ(t.model().size(), size);
+}
+
+// The byte-level block: its size word, options, the merge table's order and ids, the classes.
+TEST(Tokenizer, RefusesDamagedByteLevelFiles) {
+  const std::vector<std::uint32_t> blob = read_words("bytelevel.mat");
+  ASSERT_FALSE(blob.empty());
+  const std::size_t bytes = blob.back();
+  static Tok t;
+  ASSERT_EQ(t.set_blob(blob.data(), bytes), Status::kOk);
+  ASSERT_TRUE(t.model().byte_level());
+  const std::size_t size = t.model().size(), block = blob[18] / 4;
+  const std::size_t merges = blob[block + 3] / 4, ranges = blob[block + 5] / 4;
+  ASSERT_GE(t.model().merge_rank(static_cast<std::int32_t>(blob[merges]),
+                                 static_cast<std::int32_t>(blob[merges + 1])),
+            0);
+  auto refused = [&](std::vector<std::uint32_t> b) {
+    return t.set_blob(b.data(), bytes) == Status::kBadArgument && t.model().size() == size;
+  };
+  auto changed = [&](std::size_t i, std::uint32_t v) {
+    std::vector<std::uint32_t> w = blob;
+    w[i] = v;
+    return w;
+  };
+  EXPECT_TRUE(refused(changed(19, 0)));                         // no block
+  EXPECT_TRUE(refused(changed(3, 1)));                          // SentencePiece with a block
+  EXPECT_TRUE(refused(changed(block, 2)));                      // another split
+  EXPECT_TRUE(refused(changed(block + 1, 4)));                  // an unknown option
+  EXPECT_TRUE(refused(changed(block + 2, 1u << 24)));           // the merge table past the file
+  EXPECT_TRUE(refused(changed(merges, blob[merges + 3] + 1)));  // merges out of order
+  EXPECT_TRUE(refused(changed(merges + 2, 1u << 24)));          // a rank of 2^24
+  EXPECT_TRUE(refused(changed(ranges + 1, blob[ranges + 1] | 4u << 24)));       // class 4..7
+  EXPECT_TRUE(refused(changed(ranges, 0x110000)));                              // past U+10FFFF
+  EXPECT_TRUE(refused(changed(blob[15] / 4 + 'a', blob[blob[15] / 4 + 'b'])));  // byte table
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ lookup index precomputed here, so a device neither sorts nor hashes. Standard li
   python3 tools/tokenizer.py --sentencepiece tokenizer.model --out tokenizer.mat
   python3 tools/tokenizer.py --llama2c tokenizer.bin --out tokenizer.mat
   python3 tools/tokenizer.py --gguf model.gguf --out tokenizer.mat
+  python3 tools/tokenizer.py --hf-tokenizer tokenizer.json --out tokenizer.mat
 
 --sentencepiece reads a SentencePiece model (its protobuf, parsed here: the pieces with score
 and type, trainer_spec's model type, byte fallback and special ids, normalizer_spec's flags).
@@ -14,22 +15,37 @@ and type, trainer_spec's model type, byte fallback and special ids, normalizer_s
 score, int32 length, bytes), which keeps no settings: it is the Llama 2 tokenizer's export, so
 the Llama 2 settings apply (unk 0, BOS 1, EOS 2, pieces 3-258 the bytes, a dummy prefix,
 whitespace as U+2581, byte fallback). --gguf reads tokenizer.ggml.* of a GGUF file whose
-tokenizer.ggml.model is "llama" (tools/gguf.py).
+tokenizer.ggml.model is "llama" (tools/gguf.py). --hf-tokenizer reads a Hugging Face
+tokenizer.json whose model is byte-level BPE by merge ranks (GPT-2, SmolLM/SmolLM2, StarCoder):
+the pre-tokenizer ByteLevel with GPT-2's split, alone or after Digits(individual_digits); BOS
+and EOS from a tokenizer_config.json beside it (bos_token, eos_token) when there is one.
 
 Refused, by name, with exit status 2: model types other than BPE (unigram, word, char), a
 normalizer with rules (a precompiled charsmap, e.g. nmt_nfkc: only the identity normalizer is
 computed on the device), treat_whitespace_as_suffix, user-defined and unused pieces, duplicate
-pieces, a piece over 255 bytes, and more than 2^24 pieces.
+pieces, a piece over 255 bytes, and more than 2^24 pieces; from tokenizer.json any model but
+BPE, a normalizer (Qwen2's NFC), a pre-tokenizer other than the two above (Llama 3's and Qwen2's
+Split regexes, Metaspace), ignore_merges, dropout, subword prefixes or suffixes, byte fallback,
+a decoder other than ByteLevel, a post-processor other than ByteLevel or a BOS template, and an
+added token that is not special (Hugging Face matches those in the text).
 """
 import argparse
+import json
 import os
 import struct
 import sys
+import unicodedata
 
 MAGIC = 0x4B54414D  # "MATK"
 VERSION = 1
 HEADER_WORDS = 20
-KIND_SPM_BPE = 1
+KIND_SPM_BPE, KIND_BYTE_BPE = 1, 2
+PRE_GPT2 = 1  # the byte-level block's pre-tokenizer: GPT-2's split
+OPT_DIGITS, OPT_PREFIX_SPACE = 1, 2  # Digits(individual_digits) first; ByteLevel's prefix space
+CLASS_LETTER, CLASS_NUMBER, CLASS_SPACE = 1, 2, 3  # \p{L}, \p{N}, \s (White_Space)
+WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
+               (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+               (0x3000, 0x3000)]  # Unicode's White_Space property (PropList.txt)
 NONE = 0xFFFFFFFF
 # SentencePiece's piece types (sentencepiece_model.proto).
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -193,6 +209,160 @@ def read_gguf(path):
                 eos=special[2])
 
 
+def byte_to_unicode():
+    """GPT-2's map of the 256 bytes to printable characters (the pieces' text in tokenizer.json):
+    the printable Latin-1 bytes as themselves, the others to U+0100 onwards in byte order."""
+    keep = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
+    out, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(0x100 + extra)
+            extra += 1
+    return out
+
+
+def unicode_classes():
+    """[(first, last, class)] of the code points the GPT-2 split tells apart (Python's unicodedata;
+    every other code point is 'other'), merged into runs."""
+    space = set()
+    for a, b in WHITE_SPACE:
+        space.update(range(a, b + 1))
+    runs = []
+    for cp in range(0x110000):
+        if cp in space:
+            c = CLASS_SPACE
+        else:
+            cat = unicodedata.category(chr(cp))[0]
+            c = CLASS_LETTER if cat == "L" else CLASS_NUMBER if cat == "N" else 0
+        if c and runs and runs[-1][2] == c and runs[-1][1] == cp - 1:
+            runs[-1][1] = cp
+        elif c:
+            runs.append([cp, cp, c])
+    return [tuple(r) for r in runs]
+
+
+def token_text(t):
+    """An added token's or template's token name: a string or {"content": ...}."""
+    return t.get("content") if isinstance(t, dict) else t
+
+
+def hf_pre_tokenizer(name, pre):
+    """The byte-level options of a tokenizer.json pre_tokenizer, or a refusal naming it."""
+    steps = pre.get("pretokenizers", []) if pre and pre.get("type") == "Sequence" else [pre]
+    options = 0
+    if len(steps) == 2 and steps[0] and steps[0].get("type") == "Digits":
+        if not steps[0].get("individual_digits"):
+            raise TokenizerError(f"{name}: pre_tokenizer Digits without individual_digits: not "
+                                 "computed")
+        options |= OPT_DIGITS
+        steps = steps[1:]
+    if len(steps) != 1 or not steps[0] or steps[0].get("type") != "ByteLevel":
+        kinds = "+".join(str(s.get("type")) if s else "null" for s in steps)
+        hint = (" (SentencePiece-style: export its tokenizer.model with --sentencepiece)"
+                if "Metaspace" in kinds else " (a family's own regex)" if "Split" in kinds else "")
+        raise TokenizerError(f"{name}: pre_tokenizer {kinds}{hint}: only ByteLevel with GPT-2's "
+                             "split, alone or after Digits(individual_digits), is computed")
+    if not steps[0].get("use_regex", True):
+        raise TokenizerError(f"{name}: pre_tokenizer ByteLevel with use_regex false: not computed")
+    if steps[0].get("add_prefix_space", False):
+        options |= OPT_PREFIX_SPACE
+    return options
+
+
+def hf_check_model(name, j):
+    """Refuses, by name, the tokenizer.json settings the device does not compute."""
+    model = j.get("model") or {}
+    if model.get("type") != "BPE":
+        raise TokenizerError(f"{name}: model type {model.get('type')}: only BPE is computed")
+    for key in ("dropout", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback",
+                "ignore_merges"):
+        if model.get(key):
+            raise TokenizerError(f"{name}: model.{key} {model.get(key)!r}: not computed")
+    if j.get("normalizer") is not None:
+        raise TokenizerError(f"{name}: normalizer {j['normalizer'].get('type')}: only byte-level "
+                             "BPE without a normalizer is computed")
+    dec = j.get("decoder") or {}
+    if dec.get("type") != "ByteLevel":
+        raise TokenizerError(f"{name}: decoder {dec.get('type')}: only ByteLevel is computed")
+    post = j.get("post_processor")
+    if post is not None and post.get("type") not in ("ByteLevel", "TemplateProcessing"):
+        raise TokenizerError(f"{name}: post_processor {post.get('type')}: not computed")
+
+
+def hf_bos(name, j, ids):
+    """The BOS a TemplateProcessing post-processor puts before a single text, or -1; refuses
+    a template that does more."""
+    post = j.get("post_processor") or {}
+    if post.get("type") != "TemplateProcessing":
+        return -1
+    single = post.get("single", [])
+    shape = [next(iter(s)) for s in single]
+    if shape not in (["Sequence"], ["SpecialToken", "Sequence"]):
+        raise TokenizerError(f"{name}: post_processor template {shape}: only an optional BOS "
+                             "before the text is computed")
+    return ids[single[0]["SpecialToken"]["id"]] if len(shape) == 2 else -1
+
+
+def read_hf_tokenizer(path):
+    """The tokenizer dict of a Hugging Face tokenizer.json (byte-level BPE by merge ranks): the
+    pieces as raw bytes, the merges as id pairs with their ranks."""
+    name = os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+    except ValueError as e:
+        raise TokenizerError(f"{name}: not JSON ({e})") from None
+    hf_check_model(name, j)
+    options = hf_pre_tokenizer(name, j.get("pre_tokenizer"))
+    model = j["model"]
+    to_byte = {c: b for b, c in byte_to_unicode().items()}
+    text = {}
+    for s, i in model.get("vocab", {}).items():
+        if any(c not in to_byte for c in s):
+            raise TokenizerError(f"{name}: piece {i} {s!r} is not byte-level text")
+        text[i] = (bytes(to_byte[c] for c in s), NORMAL)
+    for t in j.get("added_tokens", []):
+        if not t.get("special"):
+            raise TokenizerError(f"{name}: added token {t.get('id')} {t.get('content')!r} is not "
+                                 "special (matched in the text by Hugging Face): not computed")
+        text[t["id"]] = (t["content"].encode(), CONTROL)
+    n = len(text)
+    if sorted(text) != list(range(n)):
+        raise TokenizerError(f"{name}: the ids are not 0 .. {n - 1}")
+    pieces = [(text[i][0], 0.0, text[i][1]) for i in range(n)]
+    ids = {t: i for i, (t, _, ty) in enumerate(pieces) if ty == NORMAL}
+    byte_ids = [ids.get(bytes([b]), -1) for b in range(256)]
+    if -1 in byte_ids:
+        raise TokenizerError(f"{name}: no piece for byte {byte_ids.index(-1):#04x}: a byte-level "
+                             "vocabulary holds all 256")
+    merges = []
+    for rank, m in enumerate(model.get("merges", [])):
+        a, b = m.split(" ") if isinstance(m, str) else m
+        try:
+            pa, pb = (bytes(to_byte[c] for c in x) for x in (a, b))
+        except KeyError:
+            raise TokenizerError(f"{name}: merge {rank} {m!r} is not byte-level text") from None
+        if pa not in ids or pb not in ids or pa + pb not in ids:
+            raise TokenizerError(f"{name}: merge {rank} {m!r}: a side or the result is not a "
+                                 "piece")
+        merges.append((ids[pa], ids[pb], rank))
+    if len({(a, b) for a, b, _ in merges}) != len(merges):
+        raise TokenizerError(f"{name}: a merge is listed twice")
+    special = {t.decode(): i for i, (t, _, ty) in enumerate(pieces) if ty == CONTROL}
+    special.update((s, i) for s, i in model.get("vocab", {}).items() if s not in special)
+    bos, eos = hf_bos(name, j, special), -1
+    config = os.path.join(os.path.dirname(os.path.abspath(path)), "tokenizer_config.json")
+    if os.path.exists(config):
+        with open(config, encoding="utf-8") as f:
+            c = json.load(f)
+        bos = special.get(token_text(c.get("bos_token")), bos)
+        eos = special.get(token_text(c.get("eos_token")), eos)
+    return dict(name=name, pieces=pieces, flags=0, unk=-1, bos=bos, eos=eos, kind=KIND_BYTE_BPE,
+                options=options, merges=merges, byte_ids=byte_ids)
+
+
 def check(tok):
     name, pieces = tok["name"], tok["pieces"]
     if len(pieces) >= 1 << 24:
@@ -212,7 +382,8 @@ def check(tok):
     for key in ("unk", "bos", "eos"):
         if not -1 <= tok[key] < len(pieces):
             raise TokenizerError(f"{name}: {key}_id {tok[key]} outside the vocabulary")
-    if tok["unk"] < 0 or pieces[tok["unk"]][2] != UNKNOWN:
+    if tok.get("kind", KIND_SPM_BPE) == KIND_SPM_BPE and (tok["unk"] < 0 or
+                                                          pieces[tok["unk"]][2] != UNKNOWN):
         raise TokenizerError(f"{name}: unk_id {tok['unk']} is not an unknown piece")
 
 
@@ -222,7 +393,7 @@ def blob(tok):
     pieces = tok["pieces"]
     n = len(pieces)
     index = sorted((i for i, p in enumerate(pieces) if p[2] == NORMAL), key=lambda i: pieces[i][0])
-    byte_ids = [NONE] * 256
+    byte_ids = tok.get("byte_ids", [NONE] * 256)
     for i, (text, _, t) in enumerate(pieces):
         if t == BYTE:
             byte_ids[int(text[3:5], 16)] = i
@@ -245,12 +416,23 @@ def blob(tok):
     index_at = put(struct.pack(f"<{len(index)}I", *index))
     bytes_at = put(struct.pack("<256I", *byte_ids))
     pool_at = put(pool)
+    block_at, block_len = 0, 0
+    if tok.get("kind") == KIND_BYTE_BPE:
+        merges = sorted(tok["merges"])
+        ranges = unicode_classes()
+        merges_at = put(b"".join(struct.pack("<3I", *m) for m in merges))
+        ranges_at = put(b"".join(struct.pack("<2I", a, b | c << 24) for a, b, c in ranges))
+        block_at = put(struct.pack("<8I", PRE_GPT2, tok["options"], len(merges), merges_at,
+                                   len(ranges), ranges_at, 0, 0))
+        block_len = 32
     body.extend(b"\0" * (-len(body) % 16))
     u = lambda v: v & 0xFFFFFFFF  # noqa: E731  (-1: none)
     body[:4 * HEADER_WORDS] = struct.pack(
-        f"<{HEADER_WORDS}I", MAGIC, VERSION, len(body), KIND_SPM_BPE, n, tok["flags"],
+        f"<{HEADER_WORDS}I", MAGIC, VERSION, len(body), tok.get("kind", KIND_SPM_BPE), n,
+        tok["flags"],
         u(tok["unk"]), u(tok["bos"]), u(tok["eos"]), max(len(p[0]) for p in pieces),
-        offsets_at, scores_at, types_at, index_at, len(index), bytes_at, pool_at, len(pool), 0, 0)
+        offsets_at, scores_at, types_at, index_at, len(index), bytes_at, pool_at, len(pool),
+        block_at, block_len)
     return bytes(body)
 
 
@@ -260,11 +442,15 @@ def main(argv=None):
     src.add_argument("--sentencepiece", metavar="FILE", help="a SentencePiece .model (BPE)")
     src.add_argument("--llama2c", metavar="FILE", help="llama2.c's tokenizer.bin")
     src.add_argument("--gguf", metavar="FILE", help="a GGUF file's tokenizer.ggml.* (llama)")
+    src.add_argument("--hf-tokenizer", metavar="FILE",
+                     help="a Hugging Face tokenizer.json (byte-level BPE)")
     ap.add_argument("--out", required=True, help="the tokenizer file to write")
     a = ap.parse_args(argv)
     try:
         if a.gguf:
             tok = read_gguf(a.gguf)
+        elif a.hf_tokenizer:
+            tok = read_hf_tokenizer(a.hf_tokenizer)
         else:
             tok = read_sentencepiece(a.sentencepiece) if a.sentencepiece else \
                 read_llama2c(a.llama2c)

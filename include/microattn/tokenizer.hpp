@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // microattn::Tokenizer: SentencePiece BPE by piece scores (Llama 2, TinyLlama, llama2.c's
-// TinyStories models) on the device. The vocabulary is a tokenizer file (tools/tokenizer.py;
-// docs/model-format.md, "Tokenizer file") read in place, flash included, with the sorted index
-// the tool precomputed: nothing is sorted, hashed or allocated at run time. Encode's scratch is
-// sized by a compile-time maximum text length and lives in the object.
+// TinyStories models) and byte-level BPE by merge ranks (GPT-2, SmolLM2) on the device. The
+// vocabulary is a tokenizer file (tools/tokenizer.py; docs/model-format.md, "Tokenizer file") read
+// in place, flash included, with the sorted index the tool precomputed: nothing is sorted, hashed
+// or allocated at run time. Encode's scratch is sized by a compile-time maximum text length and
+// lives in the object.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,14 @@ class TokenizerModel {
   static constexpr std::uint32_t kRemoveExtraSpaces = 2;  ///< leading, trailing, repeated ' '
   static constexpr std::uint32_t kEscapeSpaces = 4;       ///< ' ' is U+2581 in the pieces
   static constexpr std::uint32_t kByteFallback = 8;       ///< unknown text as <0xNN> pieces
+  /// Header word 3: the algorithm.
+  static constexpr std::uint32_t kSentencePiece = 1;  ///< BPE by piece scores
+  static constexpr std::uint32_t kByteLevel = 2;      ///< byte-level BPE by merge ranks
+  /// The byte-level block's options (word 1).
+  static constexpr std::uint32_t kSplitDigits = 1;  ///< every \p{N} character a piece of its own
+  static constexpr std::uint32_t kPrefixSpace = 2;  ///< ' ' before text not starting with one
+  /// Code-point classes of GPT-2's split (the class table; any other code point is 0).
+  static constexpr std::uint32_t kLetter = 1, kNumber = 2, kSpace = 3;
 
   /// Points the view at a tokenizer file (4-byte aligned; it must stay). Checks every table
   /// against the file's size, the offsets' order, the index's order and types.
@@ -60,6 +69,10 @@ class TokenizerModel {
   [[nodiscard]] bool ready() const noexcept { return b_ != nullptr; }
   [[nodiscard]] std::size_t size() const noexcept { return ready() ? word(4) : 0; }
   [[nodiscard]] std::uint32_t flags() const noexcept { return ready() ? word(5) : 0; }
+  [[nodiscard]] std::uint32_t kind() const noexcept { return ready() ? word(3) : 0; }
+  [[nodiscard]] bool byte_level() const noexcept { return kind() == kByteLevel; }
+  /// The byte-level block's options (kSplitDigits, kPrefixSpace); 0 for SentencePiece.
+  [[nodiscard]] std::uint32_t options() const noexcept { return byte_level() ? block(1) : 0; }
   [[nodiscard]] std::int32_t unk() const noexcept { return special(6); }
   [[nodiscard]] std::int32_t bos() const noexcept { return special(7); }
   [[nodiscard]] std::int32_t eos() const noexcept { return special(8); }
@@ -96,7 +109,38 @@ class TokenizerModel {
     }
     return -1;
   }
-  /// The byte-fallback piece of byte v, or -1.
+  /// The rank of the byte-level merge of pieces left and right, or -1: a binary search of the
+  /// merge table (ordered by left, then right).
+  [[nodiscard]] std::int32_t merge_rank(std::int32_t left, std::int32_t right) const noexcept {
+    std::size_t lo = 0, hi = byte_level() ? block(2) : 0;
+    const auto l = static_cast<std::uint32_t>(left), r = static_cast<std::uint32_t>(right);
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      const std::uint32_t ml = merge(mid, 0), mr = merge(mid, 1);
+      if (ml == l && mr == r) return static_cast<std::int32_t>(merge(mid, 2));
+      if (ml < l || (ml == l && mr < r))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return -1;
+  }
+  /// Code point cp's class in GPT-2's split (kLetter, kNumber, kSpace; 0: any other).
+  [[nodiscard]] std::uint32_t char_class(std::uint32_t cp) const noexcept {
+    std::size_t lo = 0, hi = byte_level() ? block(4) : 0;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      const std::uint32_t first = range(mid, 0), last = range(mid, 1);
+      if (cp < first)
+        hi = mid;
+      else if (cp > (last & 0xFFFFFFu))
+        lo = mid + 1;
+      else
+        return last >> 24;
+    }
+    return 0;
+  }
+  /// The byte-fallback piece of byte v (byte-level: the piece of that one byte), or -1.
   [[nodiscard]] std::int32_t byte_piece(std::uint8_t v) const noexcept {
     return ready() ? static_cast<std::int32_t>(table(15, v)) : -1;
   }
@@ -114,6 +158,13 @@ class TokenizerModel {
     std::size_t len = 0;
     const char* p = piece(id, &len);
     const PieceType t = type(id);
+    if (byte_level()) {  // the pieces are the text's bytes
+      if (t == PieceType::kControl) len = 0;
+      if (len > cap) return Status::kBadArgument;
+      if (len) std::memcpy(out, p, len);
+      *n = len;
+      return Status::kOk;
+    }
     char one = 0;
     if (t == PieceType::kControl) {
       len = 0;
@@ -140,6 +191,22 @@ class TokenizerModel {
   [[nodiscard]] std::uint32_t table(std::size_t w, std::size_t i) const noexcept {
     std::uint32_t v = 0;
     std::memcpy(&v, b_ + word(w) + 4 * i, sizeof v);
+    return v;
+  }
+  // Word i of the byte-level block; entry i's word k of the merge (3 words) and class tables.
+  [[nodiscard]] std::uint32_t block(std::size_t i) const noexcept {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b_ + word(18) + 4 * i, sizeof v);
+    return v;
+  }
+  [[nodiscard]] std::uint32_t merge(std::size_t i, std::size_t k) const noexcept {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b_ + block(3) + 4 * (3 * i + k), sizeof v);
+    return v;
+  }
+  [[nodiscard]] std::uint32_t range(std::size_t i, std::size_t k) const noexcept {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b_ + block(5) + 4 * (2 * i + k), sizeof v);
     return v;
   }
   [[nodiscard]] std::int32_t special(std::size_t w) const noexcept {
@@ -189,6 +256,7 @@ class TokenizerModel {
   }
   [[nodiscard]] bool valid() const noexcept;
   [[nodiscard]] bool valid_tables() const noexcept;
+  [[nodiscard]] bool valid_block() const noexcept;
 
   const unsigned char* b_ = nullptr;
   std::size_t bytes_ = 0;
@@ -197,8 +265,9 @@ class TokenizerModel {
 inline bool TokenizerModel::valid() const noexcept {
   if (reinterpret_cast<std::uintptr_t>(b_) % 4 != 0 || bytes_ < std::size_t{4} * kHeaderWords)
     return false;
-  if (word(0) != kMagic || word(1) != kVersion || word(2) != bytes_ || word(3) != 1) return false;
-  if (word(18) != 0 || word(19) != 0) return false;
+  if (word(0) != kMagic || word(1) != kVersion || word(2) != bytes_) return false;
+  if (word(3) != kSentencePiece && word(3) != kByteLevel) return false;
+  if (word(3) == kSentencePiece ? word(18) != 0 || word(19) != 0 : !valid_block()) return false;
   const std::size_t n = word(4);
   if (n == 0 || n >= (std::size_t{1} << 24) || word(14) > n) return false;
   for (std::size_t w = 6; w <= 8; ++w)
@@ -225,6 +294,7 @@ inline bool TokenizerModel::valid_tables() const noexcept {
     const std::uint8_t t = b_[word(12) + i];
     if (e < a || e - a > 255 || e == a) return false;
     if (t != 1 && t != 2 && t != 3 && t != 6) return false;
+    if (word(3) == kByteLevel && t != 1 && t != 3) return false;  // normal and special only
     longest = e - a > longest ? e - a : longest;
   }
   if (longest != word(9)) return false;
@@ -239,7 +309,43 @@ inline bool TokenizerModel::valid_tables() const noexcept {
   }
   for (std::size_t v = 0; v < 256; ++v) {
     const std::uint32_t id = table(15, v);
-    if (id != 0xFFFFFFFFu && (id >= n || b_[word(12) + id] != 6)) return false;
+    if (word(3) == kByteLevel) {  // every byte's own one-byte piece
+      std::size_t len = 0;
+      if (id >= n || b_[word(12) + id] != 1) return false;
+      const char* p = piece(static_cast<std::int32_t>(id), &len);
+      if (len != 1 || static_cast<unsigned char>(p[0]) != v) return false;
+    } else if (id != 0xFFFFFFFFu && (id >= n || b_[word(12) + id] != 6)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The byte-level block (8 words at word 18's offset): GPT-2's split, known options, the merge
+// table {left, right, rank} strictly ordered by (left, right) over normal pieces with ranks below
+// 2^24, the class table {first, last | class << 24} ordered and disjoint below U+110000.
+inline bool TokenizerModel::valid_block() const noexcept {
+  const std::size_t at = word(18), n = word(4);
+  if (word(19) != 32 || at % 4 != 0 || at < std::size_t{4} * kHeaderWords || at > bytes_ ||
+      bytes_ - at < 32)
+    return false;
+  if (block(0) != 1 || (block(1) & ~(kSplitDigits | kPrefixSpace)) != 0) return false;
+  const std::size_t merges = block(2), ranges = block(4);
+  const std::size_t tables[] = {block(3), block(5)}, sizes[] = {12 * merges, 8 * ranges};
+  for (std::size_t t = 0; t < 2; ++t)
+    if (tables[t] % 4 != 0 || tables[t] > bytes_ || merges >= (std::size_t{1} << 24) ||
+        ranges >= (std::size_t{1} << 21) || sizes[t] > bytes_ - tables[t])
+      return false;
+  for (std::size_t i = 0; i < merges; ++i) {
+    const std::uint32_t l = merge(i, 0), r = merge(i, 1);
+    if (l >= n || r >= n || merge(i, 2) >= (1u << 24)) return false;
+    if (i > 0 && !(merge(i - 1, 0) < l || (merge(i - 1, 0) == l && merge(i - 1, 1) < r)))
+      return false;
+  }
+  for (std::size_t i = 0; i < ranges; ++i) {
+    const std::uint32_t first = range(i, 0), last = range(i, 1) & 0xFFFFFFu, c = range(i, 1) >> 24;
+    if (first > last || last > 0x10FFFFu || c < 1 || c > 3) return false;
+    if (i > 0 && first <= (range(i - 1, 1) & 0xFFFFFFu)) return false;
   }
   return true;
 }
@@ -269,11 +375,16 @@ class Encoder {
   Encoder(const TokenizerModel& m, TokenSymbol* sym, char* buf) noexcept
       : m_(m), sym_(sym), buf_(buf) {}
   std::size_t normalize(const char* text, std::size_t n) noexcept;
-  void merge(std::size_t count) noexcept;
+  std::size_t split_and_merge(const char* text, std::size_t n) noexcept;
+  void merge(std::int32_t first) noexcept;
   std::size_t emit(std::size_t count, std::int32_t* out) const noexcept;
 
  private:
   static std::size_t utf8_length(const unsigned char* p, std::size_t left) noexcept;
+  [[nodiscard]] std::uint32_t class_at(std::size_t i, std::size_t end,
+                                       std::size_t* len) const noexcept;
+  [[nodiscard]] std::size_t stretch_end(std::size_t i, std::size_t end) const noexcept;
+  [[nodiscard]] std::size_t piece_end(std::size_t i, std::size_t end) const noexcept;
   void append(std::size_t& m, std::size_t& count, const char* s, std::size_t len) noexcept {
     std::memcpy(buf_ + m, s, len);
     sym_[count] = TokenSymbol{static_cast<std::uint32_t>(m),
@@ -286,10 +397,18 @@ class Encoder {
     m += len;
     ++count;
   }
+  // The piece symbol i makes with the next and its priority: SentencePiece, the joined text's
+  // score; byte-level, minus the merge's rank (a pair that is no merge is none).
   void pair(std::size_t i) noexcept {
     TokenSymbol& s = sym_[i];
-    s.pair_id = s.next < 0 ? -1 : m_.find(buf_ + s.start, s.len + sym_[s.next].len);
-    s.pair_score = s.pair_id < 0 ? 0.0f : m_.score(s.pair_id);
+    s.pair_id = -1;
+    s.pair_score = 0.0f;
+    if (s.next < 0) return;
+    const TokenSymbol& t = sym_[s.next];
+    std::int32_t rank = 0;
+    if (m_.byte_level() && (rank = m_.merge_rank(s.id, t.id)) < 0) return;
+    s.pair_id = m_.find(buf_ + s.start, s.len + t.len);
+    if (s.pair_id >= 0) s.pair_score = m_.byte_level() ? -float(rank) : m_.score(s.pair_id);
   }
 
   const TokenizerModel& m_;
@@ -359,12 +478,13 @@ inline std::size_t Encoder::normalize(const char* text, std::size_t n) noexcept 
   return count;
 }
 
-// Merges the best-scoring adjacent pair (the leftmost on a tie) until no joined pair is a piece.
-inline void Encoder::merge(std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) pair(i);
+// Merges the best-scoring adjacent pair (the leftmost on a tie) of the symbol list from first
+// (-1: empty) until no pair is a piece.
+inline void Encoder::merge(std::int32_t first) noexcept {
+  for (std::int32_t i = first; i >= 0; i = sym_[i].next) pair(static_cast<std::size_t>(i));
   for (;;) {
     std::int32_t best = -1, before = -1;  // the pair to merge, and the live symbol before it
-    for (std::int32_t i = count ? 0 : -1, p = -1; i >= 0; p = i, i = sym_[i].next)
+    for (std::int32_t i = first, p = -1; i >= 0; p = i, i = sym_[i].next)
       if (sym_[i].pair_id >= 0 && (best < 0 || sym_[i].pair_score > sym_[best].pair_score)) {
         best = i;
         before = p;
@@ -377,6 +497,86 @@ inline void Encoder::merge(std::size_t count) noexcept {
     pair(static_cast<std::size_t>(best));
     if (before >= 0) pair(static_cast<std::size_t>(before));  // its pair ends later now
   }
+}
+
+// The class of the character at buf_[i] (an invalid UTF-8 byte: one character of class 0) and
+// its length in *len.
+inline std::uint32_t Encoder::class_at(std::size_t i, std::size_t end,
+                                       std::size_t* len) const noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(buf_ + i);
+  *len = utf8_length(p, end - i);
+  if (*len == 0) {
+    *len = 1;
+    return 0;
+  }
+  std::uint32_t cp = *len == 1 ? p[0] : p[0] & (0x7Fu >> *len);
+  for (std::size_t k = 1; k < *len; ++k) cp = cp << 6 | (p[k] & 0x3Fu);
+  return m_.char_class(cp);
+}
+
+// The end of the stretch of text from i the split runs on: with kSplitDigits a number
+// character alone, or the text up to the next one (Hugging Face's Digits(individual_digits)).
+inline std::size_t Encoder::stretch_end(std::size_t i, std::size_t end) const noexcept {
+  if (!(m_.options() & TokenizerModel::kSplitDigits)) return end;
+  std::size_t len = 0;
+  if (class_at(i, end, &len) == TokenizerModel::kNumber) return i + len;
+  while (i < end && class_at(i, end, &len) != TokenizerModel::kNumber) i += len;
+  return i;
+}
+
+// The end of the piece GPT-2's split takes at i of a stretch ending at end, its pattern's
+// alternatives in order: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
+// \s+(?!\S)|\s+.
+inline std::size_t Encoder::piece_end(std::size_t i, std::size_t end) const noexcept {
+  const char* t = buf_;
+  if (t[i] == '\'' && i + 1 < end) {
+    const char c = t[i + 1];
+    if (c == 's' || c == 't' || c == 'm' || c == 'd') return i + 2;
+    if (i + 2 < end && ((c == 'r' && t[i + 2] == 'e') || (c == 'v' && t[i + 2] == 'e') ||
+                        (c == 'l' && t[i + 2] == 'l')))
+      return i + 3;
+  }
+  std::size_t len = 0, j = i;
+  std::uint32_t cls = class_at(i, end, &len);
+  if (t[i] == ' ' && i + 1 < end) {  // the optional space before a letter, number or other run
+    std::size_t len2 = 0;
+    const std::uint32_t next = class_at(i + 1, end, &len2);
+    if (next != TokenizerModel::kSpace) cls = next, j = i + 1, len = len2;
+  }
+  if (cls != TokenizerModel::kSpace) {
+    for (j += len; j < end && class_at(j, end, &len) == cls;) j += len;
+    return j;
+  }
+  // A run of spaces: all of it at the stretch's end, else less its last character (which
+  // then starts the next piece) when that leaves one.
+  std::size_t last = i;
+  for (j = i; j < end && class_at(j, end, &len) == TokenizerModel::kSpace; j += len) last = j;
+  return j == end || last == i ? j : last;
+}
+
+// Byte-level BPE: the text (a space before it with kPrefixSpace) split into pieces, each piece
+// a symbol per byte merged by rank on its own; the pieces' symbols linked in order. Returns the
+// symbol count.
+inline std::size_t Encoder::split_and_merge(const char* text, std::size_t n) noexcept {
+  std::size_t m = 0, count = 0;
+  if (n && (m_.options() & TokenizerModel::kPrefixSpace) && text[0] != ' ') buf_[m++] = ' ';
+  if (n) std::memcpy(buf_ + m, text, n);
+  m += n;
+  std::int32_t tail = -1;  // the last live symbol of the pieces merged so far
+  for (std::size_t i = 0; i < m;) {
+    for (const std::size_t e = stretch_end(i, m); i < e;) {
+      const std::size_t p = piece_end(i, e), first = count;
+      for (; i < p; ++i, ++count) {
+        const std::int32_t id = m_.byte_piece(static_cast<std::uint8_t>(buf_[i]));
+        sym_[count] = TokenSymbol{static_cast<std::uint32_t>(i), 1, -1, id, -1, 0.0f};
+        if (count > first) sym_[count - 1].next = static_cast<std::int32_t>(count);
+      }
+      merge(static_cast<std::int32_t>(first));
+      if (tail >= 0) sym_[tail].next = static_cast<std::int32_t>(first);
+      for (tail = static_cast<std::int32_t>(first); sym_[tail].next >= 0;) tail = sym_[tail].next;
+    }
+  }
+  return count;
 }
 
 // The ids of the merged symbols into out (null: only counted): byte pieces for a symbol outside
@@ -412,7 +612,10 @@ inline std::size_t Encoder::emit(std::size_t count, std::int32_t* out) const noe
 /// model's normalisation (invalid UTF-8: each byte U+FFFD), then the pair of adjacent symbols
 /// whose joined text is the best-scoring piece merged (the leftmost on a tie) until none is;
 /// what is left outside the vocabulary as byte pieces (byte fallback) or one unknown id per
-/// run. scratch: tokenizer_scratch_bytes(n) or more, 4-byte aligned, the caller's.
+/// run. A byte-level model (GPT-2's algorithm): the text split by GPT-2's pattern (with the
+/// model's options), each piece's bytes merged by the lowest merge rank (the leftmost on a tie);
+/// invalid UTF-8 kept byte for byte; special tokens are not looked for in the text.
+/// scratch: tokenizer_scratch_bytes(n) or more, 4-byte aligned, the caller's.
 /// @return kOk (*n_ids ids in ids); kNullPointer (or the model empty); kBadTokenCount (scratch
 ///         too small for n bytes); kBadArgument (cap below the count, scratch misaligned:
 ///         nothing written).
@@ -428,8 +631,13 @@ inline Status tokenizer_encode(const TokenizerModel& m, void* scratch, std::size
   // P0593 implicit object creation; no placement new in the library.)
   auto* sym = static_cast<TokenSymbol*>(scratch);
   internal::Encoder e(m, sym, reinterpret_cast<char*>(sym + n + 1));
-  const std::size_t count = e.normalize(text, n);
-  e.merge(count);
+  std::size_t count = 0;
+  if (m.byte_level()) {
+    count = e.split_and_merge(text, n);
+  } else {
+    count = e.normalize(text, n);
+    e.merge(count ? 0 : -1);
+  }
   const std::size_t bos = add_bos && m.bos() >= 0 ? 1 : 0;
   const std::size_t total = bos + e.emit(count, nullptr);
   if (total > cap) return Status::kBadArgument;

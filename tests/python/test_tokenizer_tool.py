@@ -13,11 +13,22 @@
 - refusals (exit status 2, one line naming the reason): a unigram model, the nmt_nfkc
   normaliser, user-defined pieces, treat_whitespace_as_suffix, a truncated tokenizer.bin, a
   tokenizer.bin whose piece 3 is not <0x00>, a file that is not a model, a GGUF whose
-  tokenizer.ggml.model is gpt2.
-Models are trained here with python3-sentencepiece on a few generated lines; exits 77 without it.
+  tokenizer.ggml.model is gpt2;
+- a Hugging Face tokenizer.json (byte-level BPE, trained here by bytelevel_bpe.py): the pieces
+  as their bytes, the special tokens control pieces, the merge table ordered with the ranks of
+  tokenizer.json's order, the class table's letters, numbers and spaces, the options; and each
+  setting the device does not compute refused by name (a WordPiece model, Qwen2's NFC
+  normalizer and Split regex, Metaspace, use_regex false, Digits without individual_digits,
+  ignore_merges, dropout, a subword prefix, byte fallback, another decoder or post-processor, a
+  template with more than a BOS, a non-special added token, a merge of no pieces, a byte
+  without its piece).
+Models are trained here with python3-sentencepiece on a few generated lines; exits 77 without it
+(the byte-level cases skip without python3-regex).
 """
 import contextlib
+import copy
 import io
+import json
 import os
 import struct
 import sys
@@ -37,6 +48,10 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import tokenizer as tk  # noqa: E402
 sys.path.insert(0, setup.HERE)
 import gguf_writer as gw  # noqa: E402
+try:
+    import bytelevel_bpe as bl
+except ImportError:
+    bl = None
 
 LLAMA = os.path.join(ROOT, "..", "shared", "models", "llama2-tokenizer")
 WORDS = ("the quick brown fox jumps over a lazy dog while seven wizards quietly hum "
@@ -188,6 +203,120 @@ class TokenizerTool(unittest.TestCase):
         self.refused("--llama2c", bad, "piece 3", "<0x00>")
         three = 4 + sum(8 + len(t) for t, _ in pieces[:3])
         self.refused("--llama2c", good[:three], "3 pieces", "the 256 byte pieces")
+
+
+@unittest.skipIf(bl is None, "no python3-regex (bytelevel_bpe.py)")
+class HfTokenizerJson(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        lines = [" ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(i % 9 + 1)).encode()
+                 for i in range(400)]
+        vocab, merges, special = bl.train(lines, 60, special=("<|endoftext|>", "<|im_end|>"))
+        cls.model = bl.Model(vocab, merges, special, digits=True)
+        cls.json = json.loads(cls.model.tokenizer_json())
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def convert(self, j, config=None):
+        src = os.path.join(self.tmp.name, "tokenizer.json")
+        with open(src, "w", encoding="utf-8") as f:
+            json.dump(j, f)
+        if config is not None:
+            with open(os.path.join(self.tmp.name, "tokenizer_config.json"), "w") as f:
+                json.dump(config, f)
+        out = os.path.join(self.tmp.name, "out.mat")
+        rc, err = run_tool("--hf-tokenizer", src, "--out", out)
+        if rc != 0:
+            return rc, err, None
+        with open(out, "rb") as f:
+            return rc, err, f.read()
+
+    def test_file(self):
+        rc, err, data = self.convert(self.json, {"bos_token": {"content": "<|endoftext|>"},
+                                                 "eos_token": "<|im_end|>"})
+        self.assertEqual(rc, 0, err)
+        h, pieces, index, byte_ids = parse(data)
+        m = self.model
+        self.assertEqual(h[:4], (0x4B54414D, 1, len(data), 2))
+        self.assertEqual((h[4], h[5]), (len(m.vocab) + 2, 0))
+        self.assertEqual((h[6], h[7], h[8]), (0xFFFFFFFF, 0, 1))
+        for text, i in m.vocab.items():
+            self.assertEqual(pieces[i], (text, 0.0, 1))
+        self.assertEqual(pieces[1], (b"<|im_end|>", 0.0, 3))
+        self.assertEqual(list(index), sorted(m.vocab.values(), key=lambda i: pieces[i][0]))
+        self.assertEqual(list(byte_ids), [m.vocab[bytes([b])] for b in range(256)])
+        self.assertEqual((h[18], h[19]), (h[18], 32))
+        block = struct.unpack_from("<8I", data, h[18])
+        self.assertEqual(block[:3], (1, 1, len(m.merges)))
+        table = [struct.unpack_from("<3I", data, block[3] + 12 * k) for k in range(block[2])]
+        want = sorted((m.vocab[a], m.vocab[b], r) for r, (a, b) in enumerate(m.merges))
+        self.assertEqual(table, want)
+        ranges = [struct.unpack_from("<2I", data, block[5] + 8 * k) for k in range(block[4])]
+
+        def cls(cp):
+            for first, last in ranges:
+                if first <= cp <= last & 0xFFFFFF:
+                    return last >> 24
+            return 0
+        for cp, c in ((ord("a"), 1), (ord("Z"), 1), (0xE9, 1), (0x4E2D, 1), (ord("7"), 2),
+                      (0x663, 2), (0xB2, 2), (ord(" "), 3), (ord("\n"), 3), (0x3000, 3),
+                      (0x85, 3), (0x1C, 0), (ord("!"), 0), (0x301, 0), (0x1F600, 0)):
+            self.assertEqual(cls(cp), c, hex(cp))
+
+    def refused(self, change, *needles):
+        j = copy.deepcopy(self.json)
+        change(j)
+        rc, err, _ = self.convert(j)
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        for n in needles:
+            self.assertIn(n, err)
+
+    def test_refusals(self):
+        qwen_split = {"type": "Split", "pattern": {"Regex": "(?i:'s|'t)|\\p{N}"},
+                      "behavior": "Isolated", "invert": False}
+        cases = [
+            (lambda j: j["model"].update(type="WordPiece"), "model type WordPiece"),
+            (lambda j: j.update(normalizer={"type": "NFC"}), "normalizer NFC"),
+            (lambda j: j.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+                qwen_split, {"type": "ByteLevel", "use_regex": False}]}),
+             "pre_tokenizer Split+ByteLevel", "regex"),
+            (lambda j: j.update(pre_tokenizer={"type": "Metaspace"}), "Metaspace",
+             "--sentencepiece"),
+            (lambda j: j.update(pre_tokenizer={"type": "ByteLevel", "use_regex": False}),
+             "use_regex false"),
+            (lambda j: j["pre_tokenizer"]["pretokenizers"][0].update(individual_digits=False),
+             "Digits without individual_digits"),
+            (lambda j: j["model"].update(ignore_merges=True), "model.ignore_merges"),
+            (lambda j: j["model"].update(dropout=0.1), "model.dropout"),
+            (lambda j: j["model"].update(continuing_subword_prefix="##"),
+             "model.continuing_subword_prefix"),
+            (lambda j: j["model"].update(byte_fallback=True), "model.byte_fallback"),
+            (lambda j: j.update(decoder={"type": "Metaspace"}), "decoder Metaspace"),
+            (lambda j: j.update(post_processor={"type": "RobertaProcessing"}),
+             "post_processor RobertaProcessing"),
+            (lambda j: j.update(post_processor={"type": "TemplateProcessing", "single": [
+                {"SpecialToken": {"id": "<|endoftext|>"}}, {"Sequence": {"id": "A"}},
+                {"SpecialToken": {"id": "<|im_end|>"}}]}), "template"),
+            (lambda j: j["added_tokens"][1].update(special=False), "added token 1",
+             "not special"),
+            (lambda j: j["model"]["merges"].append("\u0120q\u0120 zz"), "merge 60"),
+            (lambda j: j["model"]["vocab"].pop("!"), "the ids are not"),
+        ]
+        for change, *needles in cases:
+            with self.subTest(needles[0]):
+                self.refused(change, *needles)
+
+    def test_bos_template(self):
+        j = copy.deepcopy(self.json)
+        j["post_processor"] = {"type": "TemplateProcessing", "single": [
+            {"SpecialToken": {"id": "<|im_end|>", "type_id": 0}},
+            {"Sequence": {"id": "A", "type_id": 0}}]}
+        rc, err, data = self.convert(j)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(struct.unpack_from("<I", data, 28)[0], 1)  # word 7: BOS
 
 
 if __name__ == "__main__":

@@ -13,14 +13,19 @@ bytes, no BOS). The models:
 - bpe512: a 512-piece BPE trained here on the corpus (identity normaliser, byte fallback,
   SentencePiece's default removal of extra spaces);
 - bpe512_unk: the same without byte fallback and without the dummy prefix, extra spaces kept
-  (unknown pieces).
+  (unknown pieces);
+- bytelevel, bytelevel_digits: a byte-level BPE of 768 merges trained here (bytelevel_bpe.py)
+  on every 4th fortunes line, written as Hugging Face tokenizer.json files (NAME/tokenizer.json:
+  GPT-2's pre-tokenizer, with a tokenizer_config.json naming BOS and EOS; SmolLM2's Digits
+  before it, with ByteLevel's prefix space), the ids bytelevel_bpe.py's GPT-2 encoder's.
 The corpus: every line of the fortunes files (Debian's fortunes / fortunes-min, text files of
 --fortunes), the teaching notes' lines (--seeds), and generated lines: digits, whitespace runs,
 non-ASCII letters, emoji (with joiners and flags), control characters and invalid UTF-8 bytes
-(a seeded generator). Exits 77 without sentencepiece or the fortunes files.
+(a seeded generator). Exits 77 without sentencepiece, regex or the fortunes files.
 """
 import argparse
 import io
+import json
 import os
 import random
 import struct
@@ -80,13 +85,18 @@ def train(corpus_path, name, **options):
     return model.getvalue()
 
 
-def write_ref(path, sp, lines):
+def write_ref(path, encode, lines):
     with open(path, "wb") as f:
         f.write(b"TKR1" + struct.pack("<I", len(lines)))
         for line in lines:
-            ids = sp.encode(line)
+            ids = encode(line)
             f.write(struct.pack("<I", len(line)) + line + struct.pack(f"<I{len(ids)}i", len(ids),
                                                                       *ids))
+
+
+def tool(out_dir, name, *source):
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "tokenizer.py"), *source,
+                    "--out", os.path.join(out_dir, name + ".mat")], check=True)
 
 
 def main(argv):
@@ -100,8 +110,10 @@ def main(argv):
     a = ap.parse_args(argv)
     try:
         import sentencepiece as spm
+        import bytelevel_bpe
     except ImportError as e:
-        print(f"SKIP: {sys.executable} cannot import sentencepiece ({e}): python3-sentencepiece")
+        print(f"SKIP: {sys.executable} cannot import {e.name} ({e}): python3-sentencepiece, "
+              "python3-regex")
         return SKIP
     if not os.path.isdir(a.fortunes):
         print(f"SKIP: {a.fortunes} not found (Debian's fortunes and fortunes-min)")
@@ -121,11 +133,26 @@ def main(argv):
         path = os.path.join(a.out_dir, name + ".model")
         with open(path, "wb") as f:
             f.write(data)
-        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "tokenizer.py"),
-                        "--sentencepiece", path, "--out",
-                        os.path.join(a.out_dir, name + ".mat")], check=True)
+        tool(a.out_dir, name, "--sentencepiece", path)
         write_ref(os.path.join(a.out_dir, name + ".ref"),
-                  spm.SentencePieceProcessor(model_proto=data), lines)
+                  spm.SentencePieceProcessor(model_proto=data).encode, lines)
+    vocab, merges, special = bytelevel_bpe.train(
+        [line for line in fortunes(a.fortunes)[::4] if line.strip()], 768)
+    for name, digits in (("bytelevel", False), ("bytelevel_digits", True)):
+        bl = bytelevel_bpe.Model(vocab, merges, special, digits=digits, prefix_space=digits)
+        folder = os.path.join(a.out_dir, name)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            f.write(bl.tokenizer_json())
+        config = os.path.join(folder, "tokenizer_config.json")
+        if not digits:
+            with open(config, "w", encoding="utf-8") as f:
+                json.dump({"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}, f)
+        elif os.path.exists(config):
+            os.remove(config)
+        tool(a.out_dir, name, "--hf-tokenizer", os.path.join(folder, "tokenizer.json"))
+        write_ref(os.path.join(a.out_dir, name + ".ref"), bl.encode, lines)
+        models[name] = None
     print(f"tokenizer_reference.py: {len(lines)} lines, models {', '.join(models)}")
     return 0
 
