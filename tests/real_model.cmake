@@ -6,8 +6,9 @@
 # tests/CMakeLists.txt (hosted builds) and ports/cortex-m/CMakeLists.txt (the boards).
 #
 # microattn_real_model_data(<dir> <ok_var> <why_var>): the rules that write
-#   <dir>/stories260K_f32.bin, stories260K_f32_v1.bin (version 1) and stories260K_ref.bin (in the calling directory, so a
-#   target there depends on them by file); <ok_var> TRUE, or FALSE with <why_var> the reason.
+#   <dir>/stories260K_f32.bin, stories260K_f32_v1.bin (version 1), stories260K_q8.bin (int8)
+#   and stories260K_ref.bin (in the calling directory, so a target there depends on them by
+#   file); <ok_var> TRUE, or FALSE with <why_var> the reason.
 set(MICROATTN_SHARED_DIR "${PROJECT_SOURCE_DIR}/../shared" CACHE PATH
     "The shared test inputs (models/stories260K/stories260K.bin); not part of the repository")
 # Debian's python3-numpy installs into the system Python, which a pyenv or venv python3 earlier on
@@ -45,6 +46,14 @@ function(microattn_real_model_data dir ok why)
             --llama2c ${_ckpt} --blob ${dir}/stories260K_f32_v1.bin --blob-version 1
     DEPENDS ${_ckpt} ${_tools}/export_pytorch.py ${_tools}/llama2c.py
     COMMENT "real_model: stories260K.bin -> model file version 1"
+    VERBATIM)
+  add_custom_command(  # (int8 weights: the Cortex-M bench's STD1_qd8)
+    OUTPUT ${dir}/stories260K_q8.bin
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND "${MICROATTN_NUMPY_PYTHON}" ${_tools}/export_pytorch.py --kind decoder
+            --llama2c ${_ckpt} --quant int8 --blob ${dir}/stories260K_q8.bin
+    DEPENDS ${_ckpt} ${_tools}/export_pytorch.py ${_tools}/llama2c.py
+    COMMENT "real_model: stories260K.bin -> int8 model file"
     VERBATIM)
   add_custom_command(
     OUTPUT ${dir}/stories260K_ref.bin

@@ -17,4 +17,8 @@
           "_end - " #name "\n.size " #name "_bytes, 4\n.popsection\n")
 
 REAL_MODEL_INCBIN(real_model_blob, "stories260K_f32.bin");
+#if defined(REAL_MODEL_BENCH)
+REAL_MODEL_INCBIN(real_model_q8_blob, "stories260K_q8.bin");
+#else
 REAL_MODEL_INCBIN(real_model_ref, "stories260K_ref.bin");
+#endif

@@ -10,4 +10,8 @@ extern const unsigned char real_model_blob[];
 extern const unsigned int real_model_blob_bytes;
 extern const unsigned char real_model_ref[];
 extern const unsigned int real_model_ref_bytes;
+/// The int8 model file (export_pytorch.py --quant int8): with REAL_MODEL_BENCH instead of
+/// the reference (the Cortex-M bench's STD1_qd8).
+extern const unsigned char real_model_q8_blob[];
+extern const unsigned int real_model_q8_blob_bytes;
 }

@@ -5,7 +5,8 @@ under QEMU, costed with the Cortex-M4 Technical Reference Manual's cycle table. 
 ESTIMATE, not a measurement (no board here; QEMU's own timing means nothing).
 
 How: runs a bench image of a Cortex-M4 build (build/cortex-m4: microattn_cm_bench,
-microattn_cm_bench_qd8, microattn_cm_bench_latent, microattn_cm_bench_tiny_lm) under QEMU with its ctest command line
+microattn_cm_bench_qd8, microattn_cm_bench_latent, microattn_cm_bench_tiny_lm,
+microattn_cm_bench_stories) under QEMU with its ctest command line
 plus `-d in_asm,exec,nochain` (every translated block's instructions, and every block executed,
 in order), streamed through a pipe. A case's instructions are those from its entry function's first block (the bench
 calls each case through a noinline `entry_*` function) to that function's return; each is
@@ -21,6 +22,7 @@ Usage:
   python3 tools/cm_cycle_model.py --case M1_qd8 --case M1_panel16 --functions 8
   python3 tools/cm_cycle_model.py --markdown            # the table in docs/targets.md
   python3 tools/cm_cycle_model.py --image bench_tiny_lm # the tiny language model's TLD1
+  python3 tools/cm_cycle_model.py --image bench_stories # stories260K's STD1, STD1_qd8
 
 Only the Python 3 standard library, QEMU (qemu-system-arm) and a configured, built
 build/cortex-m4 (`cmake --workflow --preset cortex-m4`) are needed.
@@ -40,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import mca_report  # noqa: E402  (m4_trm_insn_cycles: the TRM table, shared with mca_report)
 
-BOARD_TESTS = ("bench", "bench_qd8", "bench_latent", "bench_tiny_lm")
+BOARD_TESTS = ("bench", "bench_qd8", "bench_latent", "bench_tiny_lm", "bench_stories")
 # QEMU's in_asm lines: "0x000055e0:  fa2f f181  sxtb16   r1, r1"
 ASM = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{4}\s)+)\s*(\S.*)$")
 TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/([0-9a-f]+)/([0-9a-f]+)\] (\S+)")

@@ -28,6 +28,11 @@
 //         int8 weights from the model file in flash, int8 cache, prefill chunk 4, the board
 //         image's configuration): the 64th token over 63 cached ones, truncating back
 //   TLD1_qd8  TLD1 with integer compute (Compute::kInt8: every matrix product in int8)
+//   STD1  one decode step of the published stories260K checkpoint (tests/real_model.cmake's
+//         model file in flash, fp32, T_max 256): the 129th token over 128 cached ones (the mean
+//         position of a 256-token generation), truncating back
+//   STD1_qd8  STD1 with int8 weights (export_pytorch.py --quant int8), int8 cache and integer
+//         compute
 //   The latent cases and TLD1 run only when selected by name (the image microattn_cm_bench_latent),
 //   not in "all", for the reason the integer-compute ones do not (ports/cortex-m/CMakeLists.txt).
 //
@@ -133,6 +138,14 @@
 #define MICROATTN_CM_BENCH_TLD1_qd8 0
 #endif
 #define MICROATTN_CM_BENCH_TINY_LM (MICROATTN_CM_BENCH_TLD1 || MICROATTN_CM_BENCH_TLD1_qd8)
+// stories260K: only when selected (its own image, microattn_cm_bench_stories).
+#ifndef MICROATTN_CM_BENCH_STD1
+#define MICROATTN_CM_BENCH_STD1 0
+#endif
+#ifndef MICROATTN_CM_BENCH_STD1_qd8
+#define MICROATTN_CM_BENCH_STD1_qd8 0
+#endif
+#define MICROATTN_CM_BENCH_STORIES (MICROATTN_CM_BENCH_STD1 || MICROATTN_CM_BENCH_STD1_qd8)
 #if !MICROATTN_CM_BENCH_KV  // decode cases need kv_cache.hpp
 #undef MICROATTN_CM_BENCH_MD1
 #undef MICROATTN_CM_BENCH_MD1_panel16
@@ -167,9 +180,14 @@
 #define NEED_LW_PANEL (MICROATTN_CM_BENCH_MLD1_panel16)
 #define NEED_LATENT (NEED_LW_INOUT || NEED_LW_PANEL)
 
-#if MICROATTN_CM_BENCH_TINY_LM
+#if MICROATTN_CM_BENCH_TINY_LM || MICROATTN_CM_BENCH_STORIES
 #include "microattn/decoder.hpp"
+#endif
+#if MICROATTN_CM_BENCH_TINY_LM
 #include "tiny_lm_blobs.h"
+#endif
+#if MICROATTN_CM_BENCH_STORIES
+#include "real_model_data.h"
 #endif
 
 namespace {
@@ -214,6 +232,16 @@ using TinyLmCfgOf = microattn::DecoderConfig<100, 128, 2, 4, 2, 32, 256, 128,
 using TinyLm = microattn::Decoder<TinyLmCfgOf<>, microattn::DefaultArch, 4>;
 using TinyLmQd8 =
     microattn::Decoder<TinyLmCfgOf<microattn::Compute::kInt8>, microattn::DefaultArch, 4>;
+#endif
+#if MICROATTN_CM_BENCH_STORIES
+// stories260K (tests/test_real_model.cpp's configuration) at T_max 256.
+template <auto... kOptions>
+using StoriesCfgOf =
+    microattn::DecoderConfig<512, 64, 5, 8, 4, 8, 172, 256, microattn::LmHead::kTied, kOptions...>;
+using Stories = microattn::Decoder<StoriesCfgOf<>>;
+using StoriesQd8 =
+    microattn::Decoder<StoriesCfgOf<microattn::WeightType::kInt8, microattn::CacheType::kInt8,
+                                    microattn::Compute::kInt8>>;
 #endif
 
 #if NEED_W_INOUT
@@ -298,6 +326,10 @@ using Arena =
              ,
              If<MICROATTN_CM_BENCH_TLD1, TinyLm>, If<MICROATTN_CM_BENCH_TLD1_qd8, TinyLmQd8>
 #endif
+#if MICROATTN_CM_BENCH_STORIES
+             ,
+             If<MICROATTN_CM_BENCH_STD1, Stories>, If<MICROATTN_CM_BENCH_STD1_qd8, StoriesQd8>
+#endif
              >;
 alignas(Arena::kAlign) unsigned char g_arena[Arena::kBytes];
 
@@ -379,6 +411,18 @@ float g_y[Cfg::kTMax * Cfg::kOutDim];
   return m.decode(token, logits);
 }
 [[gnu::noinline, maybe_unused]] microattn::Status entry_tiny_lm_decode_qd8(TinyLmQd8& m,
+                                                                           std::int32_t token,
+                                                                           float* logits) {
+  return m.decode(token, logits);
+}
+#endif
+#if MICROATTN_CM_BENCH_STORIES
+[[gnu::noinline, maybe_unused]] microattn::Status entry_stories_decode(Stories& m,
+                                                                       std::int32_t token,
+                                                                       float* logits) {
+  return m.decode(token, logits);
+}
+[[gnu::noinline, maybe_unused]] microattn::Status entry_stories_decode_qd8(StoriesQd8& m,
                                                                            std::int32_t token,
                                                                            float* logits) {
   return m.decode(token, logits);
@@ -549,25 +593,27 @@ template <class Obj, microattn::Status (*Step)(Obj&, const float*, float*), clas
 }
 #endif
 
-#if MICROATTN_CM_BENCH_TINY_LM
-/// TLD1: the tiny model prefills 63 tokens, then each iteration decodes the 64th and truncates.
-template <class Model, microattn::Status (*kEntry)(Model&, std::int32_t, float*)>
-void run_tiny_lm_decode(const char* name, int iters) {
+#if MICROATTN_CM_BENCH_TINY_LM || MICROATTN_CM_BENCH_STORIES
+/// A Decoder from a model file prefills kCached tokens, then each iteration decodes one more and
+/// truncates back (TLD1: the tiny model, 63; STD1: stories260K, 128).
+template <class Model, microattn::Status (*kEntry)(Model&, std::int32_t, float*),
+          std::size_t kCached>
+void run_model_decode(const char* name, const unsigned char* blob, std::size_t bytes, int iters) {
   using DCfg = typename Model::Config;
   Scoped<Model> scoped;
   Model& m = *scoped;
-  static std::int32_t tokens[64];
+  static std::int32_t tokens[kCached + 1];
   static float logits[DCfg::kVocab];
-  for (std::size_t i = 0; i < 64; ++i) tokens[i] = static_cast<std::int32_t>((i * 37 + 11) % 100);
+  for (std::size_t i = 0; i <= kCached; ++i)
+    tokens[i] = static_cast<std::int32_t>((i * 37 + 11) % DCfg::kVocab);
   microattn::DecoderWeights<DCfg> w;
-  if (microattn::decoder_weights_from_blob<DCfg>(tiny_lm_q8_blob, tiny_lm_q8_blob_bytes, &w) !=
-          microattn::Status::kOk ||
+  if (microattn::decoder_weights_from_blob<DCfg>(blob, bytes, &w) != microattn::Status::kOk ||
       m.set_weights(w) != microattn::Status::kOk ||
-      m.prefill(tokens, 63, logits) != microattn::Status::kOk)
+      m.prefill(tokens, kCached, logits) != microattn::Status::kOk)
     return run_failed(name);
   run(name, iters, [&m] {
-    const microattn::Status st = kEntry(m, tokens[63], logits);
-    return st == microattn::Status::kOk ? m.truncate(63) : st;
+    const microattn::Status st = kEntry(m, tokens[kCached], logits);
+    return st == microattn::Status::kOk ? m.truncate(kCached) : st;
   });
 }
 #endif
@@ -706,10 +752,20 @@ int main(int argc, char** argv) {
   run_latent_prefill("MLF1", 3);
 #endif
 #if MICROATTN_CM_BENCH_TLD1
-  run_tiny_lm_decode<TinyLm, entry_tiny_lm_decode>("TLD1", 3);
+  run_model_decode<TinyLm, entry_tiny_lm_decode, 63>("TLD1", tiny_lm_q8_blob, tiny_lm_q8_blob_bytes,
+                                                     3);
 #endif
 #if MICROATTN_CM_BENCH_TLD1_qd8
-  run_tiny_lm_decode<TinyLmQd8, entry_tiny_lm_decode_qd8>("TLD1_qd8", 3);
+  run_model_decode<TinyLmQd8, entry_tiny_lm_decode_qd8, 63>("TLD1_qd8", tiny_lm_q8_blob,
+                                                            tiny_lm_q8_blob_bytes, 3);
+#endif
+#if MICROATTN_CM_BENCH_STD1
+  run_model_decode<Stories, entry_stories_decode, 128>("STD1", real_model_blob,
+                                                       real_model_blob_bytes, 3);
+#endif
+#if MICROATTN_CM_BENCH_STD1_qd8
+  run_model_decode<StoriesQd8, entry_stories_decode_qd8, 128>("STD1_qd8", real_model_q8_blob,
+                                                              real_model_q8_blob_bytes, 3);
 #endif
 #if MICROATTN_CM_BENCH_M1_qd8
   {
