@@ -63,7 +63,7 @@ def quant_sym_mse(w, levels, group):
     wg, k = groups(w, group)
     amax = np.abs(wg).max(axis=2, keepdims=True)
     best, best_err = None, None
-    for f in np.arange(0.50, 1.0001, 0.01):
+    for f in (k / 100 for k in range(50, 101)):  # 1.0 exactly last
         scale = amax * f / levels
         safe = np.where(scale > 0, scale, 1.0)
         deq = np.clip(round_away(wg / safe), -levels, levels) * scale
