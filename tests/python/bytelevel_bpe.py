@@ -51,6 +51,19 @@ def pieces(data, digits=False, prefix_space=False):
             for p in GPT2_SPLIT.findall(s)]
 
 
+def merged(word, pair):
+    """word (a list of byte strings) with every occurrence of pair joined, left to right."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
 def bpe(piece, ranks):
     """GPT-2's bpe(): the piece's bytes merged by rank; a list of byte strings."""
     word = [bytes([b]) for b in piece]
@@ -59,15 +72,7 @@ def bpe(piece, ranks):
         best = min(pairs, key=lambda p: ranks.get(p, float("inf")))
         if best not in ranks:
             break
-        out, i = [], 0
-        while i < len(word):
-            if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                out.append(word[i] + word[i + 1])
-                i += 2
-            else:
-                out.append(word[i])
-                i += 1
-        word = out
+        word = merged(word, best)
     return word
 
 
@@ -138,14 +143,7 @@ def train(lines, n_merges, special=("<|endoftext|>",)):
                 counts[pair] -= c
                 if counts[pair] <= 0:
                     del counts[pair]
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
+            out = merged(w, best)
             words[k][0] = out
             for pair in zip(out, out[1:]):
                 counts[pair] += c
