@@ -37,7 +37,8 @@ CORTEX_M = {"gcc-arm-none-eabi", "libnewlib-arm-none-eabi", "libstdc++-arm-none-
 CROSS = CORTEX_M | {"g++-aarch64-linux-gnu", "g++-arm-linux-gnueabihf", "qemu-user", "llvm-19",
                     "libgtest-dev:arm64", "libbenchmark-dev:arm64", "libgtest-dev:armhf",
                     "libbenchmark-dev:armhf", "python3-torch", "python3-numpy",
-                    "python3-matplotlib", "python3-sentencepiece", "fortunes", "fortunes-min"}
+                    "python3-matplotlib", "python3-sentencepiece", "python3-regex", "fortunes",
+                    "fortunes-min"}
 LOCK = "-o DPkg::Lock::Timeout=600"
 
 # Each stand-in appends "name args..." to $STUB_LOG. apt-get update fails $APT_LOCKED times
