@@ -15,7 +15,8 @@ and type, trainer_spec's model type, byte fallback and special ids, normalizer_s
 score, int32 length, bytes), which keeps no settings: it is the Llama 2 tokenizer's export, so
 the Llama 2 settings apply (unk 0, BOS 1, EOS 2, pieces 3-258 the bytes, a dummy prefix,
 whitespace as U+2581, byte fallback). --gguf reads tokenizer.ggml.* of a GGUF file whose
-tokenizer.ggml.model is "llama" (tools/gguf.py). --hf-tokenizer reads a Hugging Face
+tokenizer.ggml.model is "llama" (tools/gguf.py), or "gpt2" (byte-level BPE) with
+tokenizer.ggml.pre "gpt-2", "smollm" or "starcoder". --hf-tokenizer reads a Hugging Face
 tokenizer.json whose model is byte-level BPE by merge ranks (GPT-2, SmolLM/SmolLM2, StarCoder):
 the pre-tokenizer ByteLevel with GPT-2's split, alone or after Digits(individual_digits); BOS
 and EOS from a tokenizer_config.json beside it (bos_token, eos_token) when there is one.
@@ -189,9 +190,11 @@ def read_gguf(path):
     except gguf.GgufError as e:
         raise TokenizerError(str(e)) from None
     model = meta.get("tokenizer.ggml.model")
+    if model == "gpt2":
+        return read_gguf_gpt2(name, meta)
     if model != "llama":
         raise TokenizerError(f"{name}: tokenizer.ggml.model {model!r}: only 'llama' "
-                             "(SentencePiece BPE) is computed")
+                             "(SentencePiece BPE) and 'gpt2' (byte-level BPE) are computed")
     tokens = meta.get("tokenizer.ggml.tokens")
     n = len(tokens) if isinstance(tokens, list) else 0
     scores = meta.get("tokenizer.ggml.scores", [0.0] * n)
@@ -207,6 +210,38 @@ def read_gguf(path):
     special = [meta.get(f"tokenizer.ggml.{k}_token_id", -1) for k in ("unknown", "bos", "eos")]
     return dict(name=name, pieces=pieces, flags=flags, unk=special[0], bos=special[1],
                 eos=special[2])
+
+
+# tokenizer.ggml.pre values whose split microattn computes: llama.cpp's names for GPT-2's
+# pattern, alone or after every \p{N} character split off.
+GGUF_PRE = {"gpt-2": 0, "smollm": OPT_DIGITS, "starcoder": OPT_DIGITS}
+
+
+def read_gguf_gpt2(name, meta):
+    """The tokenizer dict of a GGUF's tokenizer.ggml.* with model "gpt2" (byte-level BPE):
+    tokens in GPT-2's byte-to-character map, token_type 1 normal or 3 control, the merges in
+    rank order, tokenizer.ggml.pre one of GGUF_PRE's splits."""
+    pre = meta.get("tokenizer.ggml.pre", "default")
+    if pre not in GGUF_PRE:
+        raise TokenizerError(f"{name}: tokenizer.ggml.pre {pre!r}: only "
+                             f"{', '.join(repr(p) for p in GGUF_PRE)} (GPT-2's split) are "
+                             "computed")
+    tokens = meta.get("tokenizer.ggml.tokens")
+    n = len(tokens) if isinstance(tokens, list) else 0
+    types = meta.get("tokenizer.ggml.token_type", [NORMAL] * n)
+    if not n or len(types) != n:
+        raise TokenizerError(f"{name}: tokenizer.ggml.tokens and token_type differ in length or "
+                             "are missing")
+    for i, t in enumerate(types):
+        if t not in (NORMAL, CONTROL):
+            kind = {USER_DEFINED: "user-defined", UNUSED: "unused", BYTE: "byte"}.get(t, str(t))
+            raise TokenizerError(f"{name}: token {i} {tokens[i]!r} is {kind}: not computed")
+    options = GGUF_PRE[pre] | (OPT_PREFIX_SPACE if meta.get("tokenizer.ggml.add_space_prefix",
+                                                            False) else 0)
+    merges = [split_merge(m) for m in meta.get("tokenizer.ggml.merges", [])]
+    special = [meta.get(f"tokenizer.ggml.{k}_token_id", -1) for k in ("bos", "eos")]
+    return byte_level(name, {i: (t, ty) for i, (t, ty) in enumerate(zip(tokens, types))},
+                      merges, options, special[0], special[1])
 
 
 def byte_to_unicode():
@@ -305,9 +340,49 @@ def hf_bos(name, j, ids):
     return ids[single[0]["SpecialToken"]["id"]] if len(shape) == 2 else -1
 
 
+def byte_level(name, text, merges, options, bos, eos):
+    """The tokenizer dict of a byte-level BPE: text {id: (string, NORMAL or CONTROL)} (a normal
+    piece's string in GPT-2's byte-to-character map, a control piece's as itself), merges
+    [(left string, right string)] in rank order."""
+    to_byte = {c: b for b, c in byte_to_unicode().items()}
+    n = len(text)
+    if sorted(text) != list(range(n)):
+        raise TokenizerError(f"{name}: the ids are not 0 .. {n - 1}")
+    pieces = []
+    for i in range(n):
+        s, t = text[i]
+        if t == NORMAL and any(c not in to_byte for c in s):
+            raise TokenizerError(f"{name}: piece {i} {s!r} is not byte-level text")
+        pieces.append((bytes(to_byte[c] for c in s) if t == NORMAL else s.encode(), 0.0, t))
+    ids = {p: i for i, (p, _, t) in enumerate(pieces) if t == NORMAL}
+    byte_ids = [ids.get(bytes([b]), -1) for b in range(256)]
+    if -1 in byte_ids:
+        raise TokenizerError(f"{name}: no piece for byte {byte_ids.index(-1):#04x}: a byte-level "
+                             "vocabulary holds all 256")
+    table = []
+    for rank, (a, b) in enumerate(merges):
+        try:
+            pa, pb = (bytes(to_byte[c] for c in x) for x in (a, b))
+        except KeyError:
+            raise TokenizerError(f"{name}: merge {rank} {a + ' ' + b!r} is not byte-level "
+                                 "text") from None
+        if pa not in ids or pb not in ids or pa + pb not in ids:
+            raise TokenizerError(f"{name}: merge {rank} {a + ' ' + b!r}: a side or the result "
+                                 "is not a piece")
+        table.append((ids[pa], ids[pb], rank))
+    if len({(a, b) for a, b, _ in table}) != len(table):
+        raise TokenizerError(f"{name}: a merge is listed twice")
+    return dict(name=name, pieces=pieces, flags=0, unk=-1, bos=bos, eos=eos, kind=KIND_BYTE_BPE,
+                options=options, merges=table, byte_ids=byte_ids)
+
+
+def split_merge(m):
+    """A merge of tokenizer.json or tokenizer.ggml.merges: "a b" or [a, b]."""
+    return tuple(m.split(" ")) if isinstance(m, str) else tuple(m)
+
+
 def read_hf_tokenizer(path):
-    """The tokenizer dict of a Hugging Face tokenizer.json (byte-level BPE by merge ranks): the
-    pieces as raw bytes, the merges as id pairs with their ranks."""
+    """The tokenizer dict of a Hugging Face tokenizer.json (byte-level BPE by merge ranks)."""
     name = os.path.basename(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -317,50 +392,22 @@ def read_hf_tokenizer(path):
     hf_check_model(name, j)
     options = hf_pre_tokenizer(name, j.get("pre_tokenizer"))
     model = j["model"]
-    to_byte = {c: b for b, c in byte_to_unicode().items()}
-    text = {}
-    for s, i in model.get("vocab", {}).items():
-        if any(c not in to_byte for c in s):
-            raise TokenizerError(f"{name}: piece {i} {s!r} is not byte-level text")
-        text[i] = (bytes(to_byte[c] for c in s), NORMAL)
+    text = {i: (s, NORMAL) for s, i in model.get("vocab", {}).items()}
     for t in j.get("added_tokens", []):
         if not t.get("special"):
             raise TokenizerError(f"{name}: added token {t.get('id')} {t.get('content')!r} is not "
                                  "special (matched in the text by Hugging Face): not computed")
-        text[t["id"]] = (t["content"].encode(), CONTROL)
-    n = len(text)
-    if sorted(text) != list(range(n)):
-        raise TokenizerError(f"{name}: the ids are not 0 .. {n - 1}")
-    pieces = [(text[i][0], 0.0, text[i][1]) for i in range(n)]
-    ids = {t: i for i, (t, _, ty) in enumerate(pieces) if ty == NORMAL}
-    byte_ids = [ids.get(bytes([b]), -1) for b in range(256)]
-    if -1 in byte_ids:
-        raise TokenizerError(f"{name}: no piece for byte {byte_ids.index(-1):#04x}: a byte-level "
-                             "vocabulary holds all 256")
-    merges = []
-    for rank, m in enumerate(model.get("merges", [])):
-        a, b = m.split(" ") if isinstance(m, str) else m
-        try:
-            pa, pb = (bytes(to_byte[c] for c in x) for x in (a, b))
-        except KeyError:
-            raise TokenizerError(f"{name}: merge {rank} {m!r} is not byte-level text") from None
-        if pa not in ids or pb not in ids or pa + pb not in ids:
-            raise TokenizerError(f"{name}: merge {rank} {m!r}: a side or the result is not a "
-                                 "piece")
-        merges.append((ids[pa], ids[pb], rank))
-    if len({(a, b) for a, b, _ in merges}) != len(merges):
-        raise TokenizerError(f"{name}: a merge is listed twice")
-    special = {t.decode(): i for i, (t, _, ty) in enumerate(pieces) if ty == CONTROL}
-    special.update((s, i) for s, i in model.get("vocab", {}).items() if s not in special)
-    bos, eos = hf_bos(name, j, special), -1
+        text[t["id"]] = (t["content"], CONTROL)
+    names = {s: i for i, (s, _) in text.items()}
+    bos, eos = hf_bos(name, j, names), -1
     config = os.path.join(os.path.dirname(os.path.abspath(path)), "tokenizer_config.json")
     if os.path.exists(config):
         with open(config, encoding="utf-8") as f:
             c = json.load(f)
-        bos = special.get(token_text(c.get("bos_token")), bos)
-        eos = special.get(token_text(c.get("eos_token")), eos)
-    return dict(name=name, pieces=pieces, flags=0, unk=-1, bos=bos, eos=eos, kind=KIND_BYTE_BPE,
-                options=options, merges=merges, byte_ids=byte_ids)
+        bos = names.get(token_text(c.get("bos_token")), bos)
+        eos = names.get(token_text(c.get("eos_token")), eos)
+    merges = [split_merge(m) for m in model.get("merges", [])]
+    return byte_level(name, text, merges, options, bos, eos)
 
 
 def check(tok):

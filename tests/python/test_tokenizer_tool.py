@@ -13,7 +13,7 @@
 - refusals (exit status 2, one line naming the reason): a unigram model, the nmt_nfkc
   normaliser, user-defined pieces, treat_whitespace_as_suffix, a truncated tokenizer.bin, a
   tokenizer.bin whose piece 3 is not <0x00>, a file that is not a model, a GGUF whose
-  tokenizer.ggml.model is gpt2;
+  tokenizer.ggml.model is bert;
 - a Hugging Face tokenizer.json (byte-level BPE, trained here by bytelevel_bpe.py): the pieces
   as their bytes, the special tokens control pieces, the merge table ordered with the ranks of
   tokenizer.json's order, the class table's letters, numbers and spaces, the options; and each
@@ -21,7 +21,9 @@
   normalizer and Split regex, Metaspace, use_regex false, Digits without individual_digits,
   ignore_merges, dropout, a subword prefix, byte fallback, another decoder or post-processor, a
   template with more than a BOS, a non-special added token, a merge of no pieces, a byte
-  without its piece).
+  without its piece); the same model as a GGUF's tokenizer.ggml.* (model "gpt2", pre "smollm")
+  gives the same file, and a GGUF pre-tokenizer other than GPT-2's split, or a user-defined
+  token, is refused.
 Models are trained here with python3-sentencepiece on a few generated lines; exits 77 without it
 (the byte-level cases skip without python3-regex).
 """
@@ -161,10 +163,10 @@ class TokenizerTool(unittest.TestCase):
             rc, err, from_gguf = self.convert("--gguf", f.read())
         self.assertEqual(rc, 0, err)
         self.assertEqual(from_gguf, from_model)
-        gw.write_gguf(self.path("t.gguf"), [(k, t, "gpt2" if k == "tokenizer.ggml.model" else v)
+        gw.write_gguf(self.path("t.gguf"), [(k, t, "bert" if k == "tokenizer.ggml.model" else v)
                                             for k, t, v in meta], [])
         with open(self.path("t.gguf"), "rb") as f:
-            self.refused("--gguf", f.read(), "tokenizer.ggml.model 'gpt2'")
+            self.refused("--gguf", f.read(), "tokenizer.ggml.model 'bert'")
         # Llama 2: dummy prefix, spaces escaped, byte fallback; extra spaces kept.
         self.check_file(from_model, spm.SentencePieceProcessor(model_proto=model), 1 | 4 | 8)
 
@@ -308,6 +310,50 @@ class HfTokenizerJson(unittest.TestCase):
         for change, *needles in cases:
             with self.subTest(needles[0]):
                 self.refused(change, *needles)
+
+    def gguf(self, pre="smollm", types=None):
+        """The class's model as a GGUF's tokenizer.ggml.* (tests/python/gguf_writer.py)."""
+        j = self.json
+        n = len(j["model"]["vocab"])
+        tokens = [None] * n
+        for s, i in j["model"]["vocab"].items():
+            tokens[i] = s
+        special = {t["id"] for t in j["added_tokens"]}
+        types = types or [3 if i in special else 1 for i in range(n)]
+        meta = [("general.architecture", gw.STRING, "llama"),
+                ("tokenizer.ggml.model", gw.STRING, "gpt2"),
+                ("tokenizer.ggml.pre", gw.STRING, pre),
+                ("tokenizer.ggml.tokens", gw.ARRAY, (gw.STRING, tokens)),
+                ("tokenizer.ggml.token_type", gw.ARRAY, (gw.INT32, types)),
+                ("tokenizer.ggml.merges", gw.ARRAY, (gw.STRING, j["model"]["merges"])),
+                ("tokenizer.ggml.bos_token_id", gw.UINT32, 0),
+                ("tokenizer.ggml.eos_token_id", gw.UINT32, 1)]
+        path = os.path.join(self.tmp.name, "t.gguf")
+        gw.write_gguf(path, meta, [])
+        out = os.path.join(self.tmp.name, "gguf.mat")
+        rc, err = run_tool("--gguf", path, "--out", out)
+        if rc != 0:
+            return rc, err, None
+        with open(out, "rb") as f:
+            return rc, err, f.read()
+
+    def test_gguf_same_file(self):
+        rc, err, from_json = self.convert(self.json, {"bos_token": "<|endoftext|>",
+                                                      "eos_token": "<|im_end|>"})
+        self.assertEqual(rc, 0, err)
+        rc, err, from_gguf = self.gguf()
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(from_gguf, from_json)
+        for pre in ("default", "llama-bpe", "qwen2"):
+            rc, err, _ = self.gguf(pre=pre)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(f"tokenizer.ggml.pre '{pre}'", err)
+        types = [1] * len(self.json["model"]["vocab"])
+        types[5] = 4
+        rc, err, _ = self.gguf(types=types)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("token 5", err)
+        self.assertIn("user-defined", err)
 
     def test_bos_template(self):
         j = copy.deepcopy(self.json)
