@@ -6,7 +6,13 @@ head too) rounded to a format and, for integer compute, every matrix product's i
 int8 as well; compared with the fp32 model teacher-forced on its own greedy sequence.
 
   /usr/bin/python3 tools/quant_study.py ../shared/models/stories260K/stories260K.bin
-      [--steps 256] [--markdown]
+      [--steps 256] [--markdown] [--per-matrix FORMAT]
+  /usr/bin/python3 tools/quant_study.py --tiny-lm examples/tiny_lm/tiny_lm.pt [--markdown]
+
+--tiny-lm: the trained tiny LM (tools/train_tiny_lm.py, PyTorch in float64) the same way,
+teacher-forced on "The " and its greedy continuation (t_max, 128 characters), plus each format's
+validation loss (nats per character on the held-out 5 % of Debian's fortunes, 200 windows of
+128); activations rounded at every nn.Linear's input (the tied head's too).
 
 Formats (w = scale * q, symmetric unless said; rounding to nearest, ties away from zero):
   int8 col       one scale per output column (microattn's WeightType::kInt8 today)
@@ -182,14 +188,80 @@ def compare(base, z):
             int((z.argmax(axis=1) == base.argmax(axis=1)).sum()), kl)
 
 
+def tiny_lm_rows(path, steps):
+    """[(format, error, top kept, KL, validation loss)] of the tiny LM (--tiny-lm)."""
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import train_tiny_lm as tl
+    model = tl.load(path).double()
+    ids = tl.encode("The ", model.vocab)
+    ids += tl.encode(model.generate("The ", steps - len(ids)), model.vocab)
+    tokens = torch.tensor(ids[:steps])[None]
+    val = torch.tensor(tl.encode(tl.split_corpus(tl.read_fortunes())[1], model.vocab))
+    fp32 = {k: v.clone() for k, v in model.state_dict().items()}
+    mats = [k for k, v in fp32.items() if v.dim() == 2]  # the projections and the embedding
+    t = model.config["t_max"]
+
+    def run(state, act):
+        model.load_state_dict(state)
+        hooks = []
+        if act is not None:
+            def round_input(_, args):
+                x = args[0]
+                q = quant_sym(x.reshape(-1, x.shape[-1]).numpy(), 127, act)
+                return (torch.from_numpy(q).reshape(x.shape),)
+            hooks = [m.register_forward_pre_hook(round_input) for m in model.modules()
+                     if isinstance(m, torch.nn.Linear)]
+            model.norm.register_forward_hook(lambda _, __, y: round_input(None, (y,))[0])
+        try:
+            with torch.no_grad():
+                z = model(tokens[:, -t:])[0].numpy() if steps <= t else None
+                loss = tl.eval_loss(model, val, t, max_windows=200)
+        finally:
+            for h in hooks:
+                h.remove()
+            model.norm._forward_hooks.clear()
+        return z, loss
+
+    base, base_loss = run(fp32, None)
+    rows = [("fp32 (validation loss %.4f)" % base_loss, 0.0, steps, 0.0, base_loss)]
+    for fmt in FORMATS:
+        if fmt == "fp32":
+            continue
+        state = dict(fp32)
+        for k in mats:
+            state[k] = torch.from_numpy(FORMATS[fmt](fp32[k].numpy()))
+        for tag, act in [("", None)] + ([(" + act row", 0), (" + act g32", 32)]
+                                        if fmt.startswith("int") else []):
+            z, loss = run(state, act)
+            err, top, kl = compare(base, z)
+            rows.append((fmt + tag, err, top, kl, loss))
+            print(f"{fmt + tag:24s} {100 * err:7.2f} % {top:4d}/{steps} {kl:.2e} {loss:.4f}",
+                  file=sys.stderr)
+    model.load_state_dict(fp32)
+    return rows
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("checkpoint")
+    ap.add_argument("checkpoint", nargs="?")
+    ap.add_argument("--tiny-lm", metavar="PT", help="tools/train_tiny_lm.py's model instead")
     ap.add_argument("--steps", type=int, default=256)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--per-matrix", metavar="FORMAT", choices=FORMATS,
                     help="each matrix alone in FORMAT (the others fp32)")
     a = ap.parse_args(argv)
+    if a.tiny_lm:
+        rows = tiny_lm_rows(a.tiny_lm, min(a.steps, 128))
+        if a.markdown:
+            print("| format | max \\|Δ logit\\| / max \\|logit\\| | top choice kept | "
+                  "mean KL (nats) | validation loss (nats/char) |")
+            print("|---|---:|---:|---:|---:|")
+            for name, err, top, kl, loss in rows:
+                print(f"| {name} | {100 * err:.2f} % | {top} | {kl:.2e} | {loss:.4f} |")
+        return 0
+    if not a.checkpoint:
+        ap.error("a llama2.c checkpoint, or --tiny-lm PT")
     cfg, w = ref.load(a.checkpoint)
     tokens, base, _ = ref.greedy(cfg, w, a.steps)
     tokens = tokens[:a.steps]  # BOS and the greedy choices: position i sees tokens[0..i]
