@@ -362,8 +362,9 @@ size_t microattn_tokenizer_size(const microattn_tokenizer* t);
 int32_t microattn_tokenizer_bos(const microattn_tokenizer* t);
 int32_t microattn_tokenizer_eos(const microattn_tokenizer* t);
 int32_t microattn_tokenizer_unk(const microattn_tokenizer* t);
-/* The ids of UTF-8 text[0 .. n), BOS first when add_bos, as SentencePiece encodes it, into
- * ids[cap]: MICROATTN_OK (*n_ids written), MICROATTN_NULL_POINTER, MICROATTN_BAD_TOKEN_COUNT
+/* The ids of UTF-8 text[0 .. n), BOS first when add_bos, as the file's tokenizer encodes it
+ * (SentencePiece BPE, or GPT-2's byte-level BPE: microattn::tokenizer_encode), into ids[cap]:
+ * MICROATTN_OK (*n_ids written), MICROATTN_NULL_POINTER, MICROATTN_BAD_TOKEN_COUNT
  * (scratch_bytes below MICROATTN_TOKENIZER_SCRATCH_BYTES(n)), MICROATTN_BAD_ARGUMENT (cap too
  * small, scratch misaligned); nothing written on error. */
 microattn_status microattn_tokenizer_encode(const microattn_tokenizer* t, const char* text,
