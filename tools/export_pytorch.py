@@ -2703,15 +2703,32 @@ def gguf_decoder(path):
 
 
 def read_tokenizer_file(path, vocab):
-    """A tools/tokenizer.py file's bytes for --tokenizer, refused unless its header says a
-    tokenizer of vocab pieces."""
+    """--tokenizer's bytes: a tools/tokenizer.py file as it is, or a tokenizer in a source format
+    converted by tools/tokenizer.py (a .json: Hugging Face's tokenizer.json; a .model:
+    SentencePiece's; a GGUF file; another .bin: llama2.c's tokenizer.bin). Refused unless it
+    holds vocab pieces."""
     import struct
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise Refusal(f"--tokenizer {path}: {e.strerror}") from None
-    if len(data) < 80 or data[:4] != b"MATK" or struct.unpack_from("<I", data, 8)[0] != len(data):
+    if data[:4] != b"MATK":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import tokenizer as tk
+        reader = (tk.read_gguf if data[:4] == b"GGUF" else
+                  tk.read_hf_tokenizer if path.endswith(".json") else
+                  tk.read_sentencepiece if path.endswith(".model") else
+                  tk.read_llama2c if path.endswith(".bin") else None)
+        if reader is None:
+            raise Refusal(f"--tokenizer {path}: not a tokenizer file of tools/tokenizer.py, a "
+                          "tokenizer.json, a SentencePiece .model, a GGUF or llama2.c's "
+                          "tokenizer.bin")
+        try:
+            data = tk.blob(reader(path))
+        except tk.TokenizerError as e:
+            raise Refusal(f"--tokenizer {path}: {e}") from None
+    if len(data) < 80 or struct.unpack_from("<I", data, 8)[0] != len(data):
         raise Refusal(f"--tokenizer {path}: not a tokenizer file of tools/tokenizer.py")
     n = struct.unpack_from("<I", data, 16)[0]
     if n != vocab:
@@ -2908,8 +2925,9 @@ def parser():
                     help="with --blob: the model file's version (default 2; 1 for readers "
                     "older than microattn 0.9, e.g. bench/tiny_lm_naive.c)")
     ap.add_argument("--tokenizer", metavar="FILE", help="with --blob (version 2): a "
-                    "tokenizer file of tools/tokenizer.py, stored inside the model file (its "
-                    "pieces must be the model's vocabulary)")
+                    "tokenizer file of tools/tokenizer.py, or a tokenizer.json, SentencePiece "
+                    ".model, GGUF or llama2.c tokenizer.bin it converts, stored inside the "
+                    "model file (its pieces must be the model's vocabulary)")
     ap.add_argument("--context", type=int, metavar="N", help="with --blob (version 2): the "
                     "context to deploy for, at most the trained one (the file's t_max stays "
                     "the trained context; a Decoder with T_max above N refuses the file)")

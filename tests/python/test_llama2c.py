@@ -16,7 +16,8 @@ into the model file, with NumPy only.
   export versions 1 and 2, a file shorter than its header or than its shapes, extra bytes, a
   zero or negative dimension, dim not a multiple of n_heads, n_heads not of n_kv_heads, an odd
   head size, a missing file, and --reference or --vocab-header with --llama2c;
-- --tokenizer FILE: the tokenizer file inside the model file (its byte range field);
+- --tokenizer FILE: the tokenizer file inside the model file (its byte range field); a
+  tokenizer.bin or tokenizer.model given instead converted (../shared's Llama 2 tokenizer);
 - --context N: the model file's field 17 (the context exported for), t_max still the trained
   context; N outside 1 .. t_max and version 1 refused.
 Exits 77 (ctest: skipped) without NumPy.
@@ -48,6 +49,9 @@ FIELDS = {1: "architecture", 2: "vocab", 3: "d_model", 4: "layers", 5: "heads", 
 ROLES = {1: "embed", 2: "attn_norm", 3: "q_proj", 4: "k_proj", 5: "v_proj", 6: "o_proj",
          7: "mlp_norm", 8: "gate_proj", 9: "up_proj", 10: "down_proj", 11: "norm", 12: "lm_head"}
 FLOAT_FIELDS = (13, 14)
+
+
+LLAMA_TOK = os.path.join(ROOT, "..", "shared", "models", "llama2-tokenizer")
 
 
 def checkpoint(dim=16, hidden=40, layers=2, heads=4, kv_heads=2, vocab=32, seq=24, tied=True,
@@ -234,6 +238,37 @@ class Llama2c(unittest.TestCase):
         self.assertEqual(fields["context"], 8)
         for name, needle in (("short.mat", "not a tokenizer file"),
                              ("big.mat", "33 pieces, the model's vocabulary is 32")):
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob",
+                             out, "--tokenizer", self.path(name))
+            self.assertEqual(rc, 2, err)
+            self.assertIn(needle, err)
+
+    @unittest.skipUnless(os.path.isdir(LLAMA_TOK), f"{LLAMA_TOK} not found")
+    def test_tokenizer_from_its_source(self):
+        """--tokenizer with llama2.c's tokenizer.bin and SentencePiece's tokenizer.model
+        (../shared's Llama 2 tokenizer) converts them: the same bytes as tools/tokenizer.py's
+        file; a file of no tokenizer format refused, and tools/tokenizer.py's own refusals
+        reported."""
+        import tokenizer as tk
+        data, _ = checkpoint(vocab=32000)
+        with open(self.path("in.bin"), "wb") as f:
+            f.write(data)
+        want = tk.blob(tk.read_sentencepiece(os.path.join(LLAMA_TOK, "tokenizer.model")))
+        out = self.path("t.bin")
+        for name in ("tokenizer.bin", "tokenizer.model"):
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob", out,
+                             "--tokenizer", os.path.join(LLAMA_TOK, name))
+            self.assertEqual(rc, 0, err)
+            with open(out, "rb") as f:
+                fields, _ = read_model_file(f.read())
+            self.assertEqual(fields["tokenizer"], want, name)
+        with open(self.path("bad.txt"), "wb") as f:
+            f.write(b"not a tokenizer")
+        with open(self.path("bad.bin"), "wb") as f:
+            f.write(b"\x08\x00\x00\x00\x00")
+        for name, needle in (("bad.txt", "not a tokenizer file of tools/tokenizer.py, a "
+                                         "tokenizer.json"),
+                             ("bad.bin", "truncated at byte 4")):
             rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--blob",
                              out, "--tokenizer", self.path(name))
             self.assertEqual(rc, 2, err)
