@@ -10,6 +10,7 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_f32_exp.cpp
   test_f32_gemm.cpp
   test_format.cpp
+  test_half.cpp
   test_pytorch_fixtures.cpp
   test_quant.cpp
   test_qd8.cpp

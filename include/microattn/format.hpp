@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "microattn/arch.hpp"
+#include "microattn/half.hpp"
 #include "microattn/layout.hpp"
 
 namespace microattn {
@@ -55,7 +56,7 @@ inline std::int8_t quantize_value(float w, float scale) noexcept {
 enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
 
 /// The type of a stored element or of a scale.
-enum class ElemType : unsigned char { kF32 = 0, kInt8 = 1 };
+enum class ElemType : unsigned char { kF32 = 0, kInt8 = 1, kF16 = 2, kBF16 = 3 };
 
 /// Which elements of a matrix share one scale.
 ///   kNone       no scales: an element is its value
@@ -102,6 +103,17 @@ struct Qc8 {
   static constexpr StorageFormat kDesc{ElemType::kInt8, 8, ScaleGrouping::kPerColumn, 0,
                                        ElemType::kF32};
   using Elem = std::int8_t;
+};
+/// fp16 and bf16 storage: entries and conversions (half.hpp) only; no WeightType names them
+/// yet (their kernels are issue 50's).
+struct F16 {
+  static constexpr StorageFormat kDesc{ElemType::kF16, 16, ScaleGrouping::kNone, 0, ElemType::kF32};
+  using Elem = f16;
+};
+struct BF16 {
+  static constexpr StorageFormat kDesc{ElemType::kBF16, 16, ScaleGrouping::kNone, 0,
+                                       ElemType::kF32};
+  using Elem = bf16;
 };
 }  // namespace format
 
@@ -160,8 +172,10 @@ struct FormatTraits {
   static float widen(Elem e, float scale) noexcept {
     if constexpr (kScaled)
       return scale * static_cast<float>(e);
+    else if constexpr (std::is_arithmetic<Elem>::value)
+      return (void)scale, static_cast<float>(e);
     else
-      return static_cast<float>(e);
+      return (void)scale, to_float(e);  // f16, bf16
   }
 };
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "microattn/format.hpp"
 #include "microattn/internal/vec.hpp"
@@ -33,6 +34,29 @@ struct Elem<float> {
   }
   static float decode(float e, float) noexcept { return e; }
 };
+
+/// 16-bit floats (half.hpp): unscaled, rounded to nearest even by encode, exact in decode.
+template <class H>
+struct HalfElem {
+  static constexpr bool kScaled = false;
+  static float encode(const float* x, std::size_t n, H* dst, std::size_t stride) noexcept {
+    for (std::size_t i = 0; i < n; ++i) dst[i * stride] = round(x[i]);
+    return 1.0f;
+  }
+  static float decode(H e, float) noexcept { return to_float(e); }
+
+ private:
+  static H round(float v) noexcept {
+    if constexpr (std::is_same<H, f16>::value)
+      return to_f16(v);
+    else
+      return to_bf16(v);
+  }
+};
+template <>
+struct Elem<f16> : HalfElem<f16> {};
+template <>
+struct Elem<bf16> : HalfElem<bf16> {};
 
 /// v (|v| <= 127 and a rounding) rounded to nearest, ties to even, clamped to -127 .. 127, without
 /// branches: adding 1.5 * 2^23 rounds v to an integer in the FPU's default mode. Opaque values, so
