@@ -139,7 +139,7 @@ def weights(w, fmt, only=None):
 
 class ActModel(ref.Model):
     """ref.Model with every matrix product's input rounded to int8 (a scale per row, or per
-    group of `group`)."""
+    group of `group`): its act() hook."""
 
     def __init__(self, cfg, w, group):
         super().__init__(cfg, w)
@@ -147,29 +147,6 @@ class ActModel(ref.Model):
 
     def act(self, x):
         return quant_sym(x[None], 127, self.group)[0]
-
-    def step(self, token, pos):
-        c, w = self.c, self.w
-        hs, group = c["hs"], c["heads"] // c["kv_heads"]
-        x = w["emb"][token].copy()
-        for layer in range(c["layers"]):
-            xb = self.act(ref.rmsnorm(x, w["rms_att"][layer]))
-            q = ref.rope(w["wq"][layer] @ xb, pos, hs)
-            self.k[layer, pos] = ref.rope(w["wk"][layer] @ xb, pos, hs)
-            self.v[layer, pos] = w["wv"][layer] @ xb
-            att = np.empty(c["dim"])
-            for h in range(c["heads"]):
-                g = h // group
-                keys = self.k[layer, :pos + 1, g * hs:(g + 1) * hs]
-                s = keys @ q[h * hs:(h + 1) * hs] / np.sqrt(hs)
-                p = np.exp(s - s.max())
-                att[h * hs:(h + 1) * hs] = (p / p.sum()) @ self.v[layer, :pos + 1,
-                                                                  g * hs:(g + 1) * hs]
-            x = x + w["wo"][layer] @ self.act(att)
-            xb = self.act(ref.rmsnorm(x, w["rms_ffn"][layer]))
-            a = w["w1"][layer] @ xb
-            x = x + w["w2"][layer] @ self.act(a / (1.0 + np.exp(-a)) * (w["w3"][layer] @ xb))
-        return w["wcls"] @ self.act(ref.rmsnorm(x, w["rms_final"]))
 
 
 def forced(model, tokens):

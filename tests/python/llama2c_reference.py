@@ -78,12 +78,16 @@ class Model:
         self.k = np.zeros((L, S, kv))
         self.v = np.zeros((L, S, kv))
 
+    def act(self, x):
+        """A matrix product's input (tools/quant_study.py rounds it here); itself."""
+        return x
+
     def step(self, token, pos):
         c, w = self.c, self.w
         hs, group = c["hs"], c["heads"] // c["kv_heads"]
         x = w["emb"][token].copy()
         for l in range(c["layers"]):
-            xb = rmsnorm(x, w["rms_att"][l])
+            xb = self.act(rmsnorm(x, w["rms_att"][l]))
             q = rope(w["wq"][l] @ xb, pos, hs)
             self.k[l, pos] = rope(w["wk"][l] @ xb, pos, hs)
             self.v[l, pos] = w["wv"][l] @ xb
@@ -96,11 +100,11 @@ class Model:
                 p = np.exp(s - s.max())
                 p /= p.sum()
                 att[h * hs:(h + 1) * hs] = p @ self.v[l, :pos + 1, g * hs:(g + 1) * hs]
-            x = x + w["wo"][l] @ att
-            xb = rmsnorm(x, w["rms_ffn"][l])
+            x = x + w["wo"][l] @ self.act(att)
+            xb = self.act(rmsnorm(x, w["rms_ffn"][l]))
             a = w["w1"][l] @ xb
-            x = x + w["w2"][l] @ (a / (1.0 + np.exp(-a)) * (w["w3"][l] @ xb))
-        return w["wcls"] @ rmsnorm(x, w["rms_final"])
+            x = x + w["w2"][l] @ self.act(a / (1.0 + np.exp(-a)) * (w["w3"][l] @ xb))
+        return w["wcls"] @ self.act(rmsnorm(x, w["rms_final"]))
 
 
 def greedy(cfg, w, steps):
