@@ -84,6 +84,16 @@ def run_tool(*argv):
     return rc, err.getvalue()
 
 
+def tool_file(*argv):
+    """(exit status, stderr, the written file's bytes or None): tools/tokenizer.py with argv,
+    whose last argument is the output."""
+    rc, err = run_tool(*argv)
+    if rc != 0:
+        return rc, err, None
+    with open(argv[-1], "rb") as f:
+        return rc, err, f.read()
+
+
 def parse(data):
     """(header words, [(bytes, score, type)], index, byte table) by the document's rules."""
     h = struct.unpack_from("<20I", data)
@@ -111,11 +121,7 @@ class TokenizerTool(unittest.TestCase):
         src = self.path("in")
         with open(src, "wb") as f:
             f.write(data)
-        rc, err = run_tool(flag, src, "--out", self.path("out.mat"))
-        if rc != 0:
-            return rc, err, None
-        with open(self.path("out.mat"), "rb") as f:
-            return rc, err, f.read()
+        return tool_file(flag, src, "--out", self.path("out.mat"))
 
     def check_file(self, data, sp, flags):
         h, pieces, index, byte_ids = parse(data)
@@ -228,12 +234,7 @@ class HfTokenizerJson(unittest.TestCase):
         if config is not None:
             with open(os.path.join(self.tmp.name, "tokenizer_config.json"), "w") as f:
                 json.dump(config, f)
-        out = os.path.join(self.tmp.name, "out.mat")
-        rc, err = run_tool("--hf-tokenizer", src, "--out", out)
-        if rc != 0:
-            return rc, err, None
-        with open(out, "rb") as f:
-            return rc, err, f.read()
+        return tool_file("--hf-tokenizer", src, "--out", os.path.join(self.tmp.name, "out.mat"))
 
     def test_file(self):
         rc, err, data = self.convert(self.json, {"bos_token": {"content": "<|endoftext|>"},
@@ -330,12 +331,7 @@ class HfTokenizerJson(unittest.TestCase):
                 ("tokenizer.ggml.eos_token_id", gw.UINT32, 1)]
         path = os.path.join(self.tmp.name, "t.gguf")
         gw.write_gguf(path, meta, [])
-        out = os.path.join(self.tmp.name, "gguf.mat")
-        rc, err = run_tool("--gguf", path, "--out", out)
-        if rc != 0:
-            return rc, err, None
-        with open(out, "rb") as f:
-            return rc, err, f.read()
+        return tool_file("--gguf", path, "--out", os.path.join(self.tmp.name, "gguf.mat"))
 
     def test_gguf_same_file(self):
         rc, err, from_json = self.convert(self.json, {"bos_token": "<|endoftext|>",
