@@ -23,3 +23,23 @@ set(MICROATTN_PORTABLE_TEST_SOURCES
   test_rope.cpp
   test_zero_init.cpp
 )
+
+# The kernels' suite (MICROATTN_TEST_KERNELS_ONLY: the builds that exist for the numerics under
+# other flags or headers, -Ofast and xsimd 14): the portable sources that test the kernels, the
+# fused attention, masks and RoPE against references and PyTorch; not those that test the
+# layers' state, status and bad-input rules, which do not change with the flags.
+set(MICROATTN_KERNEL_TEST_SOURCES
+  test_attention_core.cpp
+  test_attn_kernels.cpp
+  test_arch.cpp
+  test_f32_exp.cpp
+  test_f32_gemm.cpp
+  test_format.cpp
+  test_half.cpp
+  test_pytorch_fixtures.cpp
+  test_quant.cpp
+  test_qd8.cpp
+  test_masks.cpp
+  test_numeric_contract.cpp
+  test_rope.cpp
+)
