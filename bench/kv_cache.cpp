@@ -11,6 +11,8 @@
 //   D1_q8, D2_q8  D1, D2 with int8 weights (WeightType::kInt8, kPanel16): a quarter of the
 //             weight bytes; D1_q8_kv8, D2_q8_kv8 also with the int8 cache (CacheType::kInt8)
 //   D1_qd8_kv8  D1_q8_kv8 with integer compute (Compute::kInt8)
+//   D1_f16, D1_bf16  D1 with fp16 / bf16 weights (WeightType::kF16, kBF16, kPanel16): half the
+//             weight bytes, widened to fp32 as they are read
 //   KP3  a 1024-token prompt prefilled into an empty cache in one call, P3's shape (d_model=512
 //        H=8 d_head=64, [in][out] weights): the KV layer's prefill next to the layer's P3
 //   KP3_q8_kv8, KP3_qd8_kv8  KP3 with int8 weights and the int8 cache, and with integer compute
@@ -69,6 +71,9 @@ using D1q8kv8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kI
 using D1qd8kv8 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8,
                                    microattn::Compute::kInt8, microattn::CacheType::kInt8>;
 using D2q8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8>;
+// fp16 and bf16 weights (kPanel16, widened as read), fp32 cache.
+using D1f16 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kF16>;
+using D1bf16 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kBF16>;
 using D2q8kv8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8,
                                   microattn::CacheType::kInt8>;
 
@@ -175,6 +180,9 @@ void bm_decode(benchmark::State& state) {
   set_decode_counters<Cfg>(state);
   state.SetLabel(arch_label<Arch>() + ", " + LayerData<Cfg>::layout_name(kLayout) +
                  (Cfg::kInt8Weights ? ", int8 weights" : "") +
+                 (Cfg::kWeightType == microattn::WeightType::kF16    ? ", fp16 weights"
+                  : Cfg::kWeightType == microattn::WeightType::kBF16 ? ", bf16 weights"
+                                                                     : "") +
                  (Cfg::kInt8Cache ? ", int8 cache" : "") + (kRope ? ", rope" : "") +
                  ", rollback: " + rollback);
 }
@@ -391,6 +399,10 @@ void register_decode_benchmarks() {
   benchmark::RegisterBenchmark("D1_q8_kv8", bm_decode<D1q8kv8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D1_qd8_kv8", bm_decode<D1qd8kv8, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_f16", bm_decode<D1f16, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_bf16", bm_decode<D1bf16, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2_q8", bm_decode<D2q8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);

@@ -3,12 +3,15 @@
 // prefill (attention_layer.cpp) and decode (kv_cache.cpp) cases.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "bench_util.hpp"
 #include "microattn/config.hpp"
+#include "microattn/internal/elem.hpp"
 #include "microattn/weights.hpp"
 
 namespace microattn_bench {
@@ -17,6 +20,9 @@ namespace microattn_bench {
 /// and as copies in the other layouts: kOutIn (tq..to) and kPanel16 (pq..po, when Cfg fits).
 template <class Cfg>
 struct LayerData {
+  using Elem = typename Cfg::WeightElem;
+  static constexpr bool kHalf =
+      std::is_same<Elem, microattn::f16>::value || std::is_same<Elem, microattn::bf16>::value;
   static constexpr std::size_t kWqFloats = Cfg::kDModel * Cfg::kQDim;
   static constexpr std::size_t kWkvFloats = Cfg::kDModel * Cfg::kKvDim;
   static constexpr std::size_t kWoFloats = Cfg::kQDim * Cfg::kDModel;
@@ -61,6 +67,14 @@ struct LayerData {
         }
       }
     }
+    if constexpr (kHalf) {  // fp16 / bf16 copies (rounded to nearest even) in every layout
+      for (int l = 0; l < 3; ++l)
+        for (int m = 0; m < 4; ++m) {
+          const AlignedFloats& f = *float_matrices(static_cast<WeightLayout>(l))[m];
+          half[l][m].resize(f.n);
+          microattn::internal::Elem<Elem>::encode(f.data(), f.n, half[l][m].data(), 1);
+        }
+    }
   }
 
   /// The same weights in `layout` (kPanel16 only when panel_layout_fits<Cfg>()).
@@ -76,16 +90,28 @@ struct LayerData {
       w.s_o = scales[3].data();
       return w;
     }
-    const AlignedFloats* m[4] = {&wq, &wk, &wv, &wo};
-    if (layout == WeightLayout::kOutIn) m[0] = &tq, m[1] = &tk, m[2] = &tv, m[3] = &to;
-    if (layout == WeightLayout::kPanel16) m[0] = &pq, m[1] = &pk, m[2] = &pv, m[3] = &po;
-    if constexpr (!Cfg::kInt8Weights) {
+    if constexpr (kHalf) {
+      const int l = static_cast<int>(layout);
+      w.w_q = half[l][0].data(), w.w_k = half[l][1].data(), w.w_v = half[l][2].data();
+      w.w_o = half[l][3].data();
+      return w;
+    }
+    const auto m = float_matrices(layout);
+    if constexpr (std::is_same<Elem, float>::value) {
       w.w_q = m[0]->data();
       w.w_k = m[1]->data();
       w.w_v = m[2]->data();
       w.w_o = m[3]->data();
     }
     return w;
+  }
+
+  /// The fp32 W_Q, W_K, W_V, W_O as stored in `layout`.
+  std::array<const AlignedFloats*, 4> float_matrices(microattn::WeightLayout layout) const {
+    using microattn::WeightLayout;
+    if (layout == WeightLayout::kOutIn) return {&tq, &tk, &tv, &to};
+    if (layout == WeightLayout::kPanel16) return {&pq, &pk, &pv, &po};
+    return {&wq, &wk, &wv, &wo};
   }
 
   static const char* layout_name(microattn::WeightLayout layout) {
@@ -106,6 +132,7 @@ struct LayerData {
   AlignedFloats tq, tk, tv, to, pq, pk, pv, po;
   std::vector<std::int8_t> q8[3][4];  ///< int8 W_Q, W_K, W_V, W_O in kInOut, kOutIn, kPanel16
   std::vector<float> scales[4];       ///< their per-output-column scales
+  std::vector<Elem> half[3][4];       ///< fp16 / bf16 weights: the same three layouts
 };
 
 }  // namespace microattn_bench

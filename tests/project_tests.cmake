@@ -186,6 +186,10 @@ microattn_exported_compile_fail(exported_mask_mismatch compile_fail_exported_mas
   "3|exported weights' sliding window differs from the Config's SlidingWindow"
   "4|exported weights' sliding window differs from the Config's SlidingWindow"
   "5|exported weights' sliding window differs from the Config's SlidingWindow")
+# WeightType values a family cannot compute (LatentConfig's 16-bit floats, a value no format has).
+microattn_exported_compile_fail(weight_type_refused compile_fail_weight_type.cpp
+  "0|" "1|WeightType::kF16 and kBF16 are not implemented for LatentAttention"
+  "2|WeightType must be kF32, kInt8, kF16 or kBF16")
 endif()
 
 # The exporter's own tests (Python + the C/C++ compilers; skipped without python3-torch).

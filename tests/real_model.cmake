@@ -6,8 +6,8 @@
 # tests/CMakeLists.txt (hosted builds) and ports/cortex-m/CMakeLists.txt (the boards).
 #
 # microattn_real_model_data(<dir> <ok_var> <why_var>): the rules that write
-#   <dir>/stories260K_f32.bin, stories260K_f32_v1.bin (version 1), stories260K_q8.bin (int8)
-#   and stories260K_ref.bin (in the calling directory, so a target there depends on them by
+#   <dir>/stories260K_f32.bin, stories260K_f32_v1.bin (version 1), stories260K_q8.bin (int8),
+#   stories260K_f16.bin and stories260K_bf16.bin (16-bit floats) and stories260K_ref.bin (in the calling directory, so a target there depends on them by
 #   file); <ok_var> TRUE, or FALSE with <why_var> the reason.
 set(MICROATTN_SHARED_DIR "${PROJECT_SOURCE_DIR}/../shared" CACHE PATH
     "The shared test inputs (models/stories260K/stories260K.bin); not part of the repository")
@@ -55,6 +55,19 @@ function(microattn_real_model_data dir ok why)
     DEPENDS ${_ckpt} ${_tools}/export_pytorch.py ${_tools}/llama2c.py
     COMMENT "real_model: stories260K.bin -> int8 model file"
     VERBATIM)
+  foreach(_hq f16|fp16 bf16|bf16)  # (16-bit float weights: the hosted real_model tests)
+    string(REPLACE "|" ";" _hq ${_hq})
+    list(GET _hq 0 _h)
+    list(GET _hq 1 _q)
+    add_custom_command(
+      OUTPUT ${dir}/stories260K_${_h}.bin
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+      COMMAND "${MICROATTN_NUMPY_PYTHON}" ${_tools}/export_pytorch.py --kind decoder
+              --llama2c ${_ckpt} --quant ${_q} --blob ${dir}/stories260K_${_h}.bin
+      DEPENDS ${_ckpt} ${_tools}/export_pytorch.py ${_tools}/llama2c.py
+      COMMENT "real_model: stories260K.bin -> ${_q} model file"
+      VERBATIM)
+  endforeach()
   add_custom_command(
     OUTPUT ${dir}/stories260K_ref.bin
     COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}

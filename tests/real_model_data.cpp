@@ -22,3 +22,7 @@ REAL_MODEL_INCBIN(real_model_q8_blob, "stories260K_q8.bin");
 #else
 REAL_MODEL_INCBIN(real_model_ref, "stories260K_ref.bin");
 #endif
+#if defined(REAL_MODEL_HALF)
+REAL_MODEL_INCBIN(real_model_f16_blob, "stories260K_f16.bin");
+REAL_MODEL_INCBIN(real_model_bf16_blob, "stories260K_bf16.bin");
+#endif

@@ -14,4 +14,9 @@ extern const unsigned int real_model_ref_bytes;
 /// the reference (the Cortex-M bench's STD1_qd8).
 extern const unsigned char real_model_q8_blob[];
 extern const unsigned int real_model_q8_blob_bytes;
+/// The fp16 and bf16 model files (--quant fp16 / bf16): hosted builds (REAL_MODEL_HALF).
+extern const unsigned char real_model_f16_blob[];
+extern const unsigned int real_model_f16_blob_bytes;
+extern const unsigned char real_model_bf16_blob[];
+extern const unsigned int real_model_bf16_blob_bytes;
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "microattn/internal/elem.hpp"
 #include "microattn/linear.hpp"
 #include "microattn/mlp.hpp"
 #include "microattn/norm.hpp"
@@ -30,8 +31,8 @@ using microattn::WeightType;
 constexpr WeightLayout kLayouts[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
                                      WeightLayout::kPanel16};
 
-/// A test matrix: reference values w [in][out] (int8: the dequantised ones), its bias, and the
-/// copy under test in a layout (int8: quantised, with scales).
+/// A test matrix: reference values w [in][out] (int8: the dequantised ones; fp16 / bf16: the
+/// rounded ones), its bias, and the copy under test in a layout (int8: quantised, with scales).
 template <class E, std::size_t kIn, std::size_t kOut>
 struct TestMatrix {
   static constexpr std::size_t kPadded = (kOut + 15) / 16 * 16;
@@ -48,13 +49,18 @@ struct TestMatrix {
           microattn::quantize_int8(w, WeightLayout::kInOut, kIn, kOut, WeightLayout::kInOut, q, s),
           Status::kOk);
       for (std::size_t i = 0; i < kIn * kOut; ++i) w[i] = s[i % kOut] * float(q[i]);
+    } else if constexpr (!std::is_same<E, float>::value) {  // fp16, bf16: rounded, widened back
+      for (std::size_t i = 0; i < kIn * kOut; ++i) {
+        microattn::internal::Elem<E>::encode(w + i, 1, q + i, 1);
+        w[i] = microattn::internal::elem_value(q[i]);
+      }
     }
   }
   /// The matrix in layout l (kPanel16's last panel zero-padded).
   const E* in_layout(WeightLayout l) {
     const E* src = q;
     if constexpr (std::is_same<E, float>::value) src = w;
-    for (std::size_t i = 0; i < kIn * kPadded; ++i) lay[i] = E(0);
+    for (std::size_t i = 0; i < kIn * kPadded; ++i) lay[i] = E{};
     for (std::size_t i = 0; i < kIn; ++i)
       for (std::size_t o = 0; o < kOut; ++o)
         lay[microattn_test::weight_index(l, kIn, kOut, i, o)] = src[i * kOut + o];
@@ -130,6 +136,9 @@ using LinQ =
     microattn::LinearConfig<37, 29, WeightType::kInt8, Bias::kYes, microattn::MaxWorkers{2}>;
 using LinC = microattn::LinearConfig<37, 29, WeightType::kInt8, microattn::Compute::kInt8,
                                      Bias::kYes, microattn::MaxWorkers{2}>;
+using LinH =
+    microattn::LinearConfig<37, 29, WeightType::kF16, Bias::kYes, microattn::MaxWorkers{2}>;
+using LinBH = microattn::LinearConfig<32, 48, WeightType::kBF16, microattn::MaxWorkers{3}>;
 
 TEST(Blocks, LinearMatchesDoubleReference) {
   static LinearCase<LinA> a;
@@ -140,6 +149,15 @@ TEST(Blocks, LinearMatchesDoubleReference) {
   q.run(3);
   static LinearCase<LinC> c;  // 20 rows: kMaxRows chunks of 16 and 4
   c.run(5);
+}
+
+// fp16 and bf16 weights: the fp32 arithmetic on the widened values, every layout, GEMV and GEMM,
+// the same tolerance as fp32 (the reference takes the rounded weights).
+TEST(Blocks, LinearHalfWeightsMatchDoubleReference) {
+  static LinearCase<LinH> h;
+  h.run(6);
+  static LinearCase<LinBH> b;
+  b.run(7);
 }
 
 TEST(Blocks, LinearStatusRulesAndZeroObject) {
@@ -472,6 +490,13 @@ TEST(Blocks, MlpInt8WeightsMatchDequantisedReference) {
   q.run(11);
   static MlpCase<MlpCfg<Activation::kGelu, WeightType::kInt8, Bias::kYes>> qb;
   qb.run(12);
+}
+
+TEST(Blocks, MlpHalfWeightsMatchRoundedReference) {
+  static MlpCase<MlpCfg<Activation::kSwiGlu, WeightType::kF16, microattn::MaxWorkers{3}>> h;
+  h.run(15);
+  static MlpCase<MlpCfg<Activation::kGelu, WeightType::kBF16, Bias::kYes>> b;
+  b.run(16);
 }
 
 // Compute::kInt8: x's rows and the hidden rows quantised (the reference on those), integer sums.

@@ -8,9 +8,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "microattn/attention.hpp"
 #include "microattn/format.hpp"
 #include "microattn/half.hpp"
 #include "microattn/internal/elem.hpp"
+#include "microattn/kernels/f32_gemm.hpp"
+#include "microattn/kernels/f32_gemv.hpp"
+#include "microattn/kv_cache.hpp"
+#include "support/check.hpp"
+#include "support/rng.hpp"
 #include "support/unit.hpp"
 
 namespace {
@@ -132,6 +138,182 @@ TEST(Half, FormatEntriesAndElem) {
   (void)microattn::internal::Elem<bf16>::encode(x, 3, b, 1);
   EXPECT_EQ(b[0].bits, 0x3EABu);  // 0x3EAAAAAB rounded
   EXPECT_EQ(f32_bits(microattn::internal::Elem<bf16>::decode(b[1], 0.0f)), f32_bits(-2.5f));
+}
+
+// ---- fp16 / bf16 weights: the fp32 kernels on widened values
+
+/// Every 16-bit pattern through Vec<A>::load_elem (the kernels' widening loads: F16C, NEON,
+/// Helium's integer rebias, or half.hpp's bits) equals to_float's bits (a NaN: a NaN of the same
+/// sign), in every lane position.
+template <class H, class A>
+std::size_t widening_mismatches() {
+  using V = microattn::internal::Vec<A>;
+  constexpr std::size_t W = V::kWidth;
+  static H in[65536 + W];
+  alignas(64) static float out[W];
+  for (std::uint32_t i = 0; i < 65536 + W; ++i) in[i].bits = static_cast<std::uint16_t>(i);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < 65536; i += W) {
+    V::storeu(out, V::load_elem(in + i));
+    for (std::size_t j = 0; j < W; ++j) {
+      const std::uint32_t got = f32_bits(out[j]), want = f32_bits(microattn::to_float(in[i + j]));
+      const bool same =
+          is_nan_bits(want) ? is_nan_bits(got) && (got >> 31) == (want >> 31) : got == want;
+      wrong += same ? 0 : 1;
+    }
+  }
+  return wrong;
+}
+
+TEST(HalfWeights, WideningLoadsEveryPattern) {
+  microattn_test::for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    EXPECT_EQ((widening_mismatches<f16, A>()), 0u) << A::name();
+    EXPECT_EQ((widening_mismatches<bf16, A>()), 0u) << A::name();
+  });
+}
+
+using microattn::Status;
+using microattn::WeightLayout;
+using microattn::WeightType;
+
+constexpr WeightLayout kLayouts[] = {WeightLayout::kInOut, WeightLayout::kOutIn,
+                                     WeightLayout::kPanel16};
+
+/// Half weights give what fp32 weights holding their widened values give: the same products in
+/// the same order, so the same bits; under -ffast-math the compiler may reassociate the two
+/// instantiations differently, so there a float rounding per dot-product term (chain) is allowed.
+template <class Out>
+void expect_as_fp32(const Out* y, const Out* y32, std::size_t n, double chain, const char* what) {
+#if defined(__FAST_MATH__)
+  const double tol = microattn_test::tolerance(chain, microattn_test::max_abs(y32, n));
+  EXPECT_LE(microattn_test::max_diff(y, y32, n), tol) << what;
+#else
+  (void)chain;
+  EXPECT_TRUE(microattn_test::same_bits(y, y32, n)) << what;
+#endif
+}
+
+constexpr std::size_t kMaxK = 70, kMaxN = 53, kMaxM = 15, kPadN = (kMaxN + 15) / 16 * 16;
+float g_a[kMaxM * kMaxK], g_w[kMaxK * kMaxN], g_lay32[kMaxK * kPadN], g_bias[kMaxN];
+float g_c[kMaxM * kMaxN], g_c32[kMaxM * kMaxN], g_pack[16384];
+double g_ref[kMaxM * kMaxN];
+
+/// The widened weights w (rounded to H), and the copy in layout l as H and as fp32.
+template <class H>
+void half_in_layout(WeightLayout l, std::size_t K, std::size_t N, H* lay) {
+  for (std::size_t i = 0; i < K * kPadN; ++i) lay[i] = H{}, g_lay32[i] = 0.0f;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t n = 0; n < N; ++n) {
+      const std::size_t at = microattn_test::weight_index(l, K, N, k, n);
+      microattn::internal::Elem<H>::encode(g_w + k * N + n, 1, lay + at, 1);
+      g_lay32[at] = microattn::internal::elem_value(lay[at]);
+    }
+}
+
+template <class H, class A>
+void half_kernels_case(std::size_t M, std::size_t N, std::size_t K, std::uint64_t seed) {
+  static H lay[kMaxK * kPadN];
+  microattn_test::Rng rng(seed);
+  rng.fill(g_a, M * K, -1.0f, 1.0f);
+  rng.fill(g_w, K * N, -0.5f, 0.5f);
+  rng.fill(g_bias, N, -1.0f, 1.0f);
+  for (WeightLayout l : kLayouts) {
+    half_in_layout(l, K, N, lay);
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t n = 0; n < N; ++n) {
+        double acc = g_bias[n];
+        for (std::size_t k = 0; k < K; ++k)
+          acc +=
+              double(g_a[m * K + k]) * double(g_lay32[microattn_test::weight_index(l, K, N, k, n)]);
+        g_ref[m * N + n] = acc;
+      }
+    const std::size_t ld = l == WeightLayout::kInOut ? N : l == WeightLayout::kOutIn ? K : K * 16;
+    const double tol =
+        microattn_test::tolerance(double(K) + 2, microattn_test::max_abs(g_ref, M * N));
+    const microattn::kernels::StoreRowMajor out{g_c, N}, out32{g_c32, N};
+    if constexpr (std::is_same<H, f16>::value)
+      microattn::kernels::f16w_f32_gemm<A>(M, N, K, g_a, K, lay, ld, l, g_bias, out, g_pack);
+    else
+      microattn::kernels::bf16w_f32_gemm<A>(M, N, K, g_a, K, lay, ld, l, g_bias, out, g_pack);
+    microattn::kernels::f32_gemm<A>(M, N, K, g_a, K, g_lay32, ld, l, g_bias, out32, g_pack);
+    EXPECT_LE(microattn_test::max_diff(g_c, g_ref, M * N), tol)
+        << "gemm " << A::name() << " " << M << "x" << N << "x" << K << " layout " << int(l);
+    expect_as_fp32(g_c, g_c32, M * N, double(K) + 2, "gemm vs fp32");
+    microattn::kernels::gemv_part<A>(N, K, g_a, lay, ld, l, nullptr, g_bias, g_c, 0, 1);
+    microattn::kernels::gemv_part<A>(N, K, g_a, g_lay32, ld, l, nullptr, g_bias, g_c32, 0, 1);
+    EXPECT_LE(microattn_test::max_diff(g_c, g_ref, N), tol)
+        << "gemv " << A::name() << " " << N << "x" << K << " layout " << int(l);
+    expect_as_fp32(g_c, g_c32, N, double(K) + 2, "gemv vs fp32");
+  }
+}
+
+// Every layout, odd sizes (every tail), both arches: against double on the rounded weights,
+// and equal to the fp32 kernels on the widened ones.
+TEST(HalfWeights, GemmAndGemvEveryLayoutOddSizes) {
+  const std::size_t shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {7, 53, 70}, {15, 32, 64}, {2, 48, 33}};
+  microattn_test::for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    std::uint64_t seed = 40;
+    for (const auto& sh : shapes) {
+      half_kernels_case<f16, A>(sh[0], sh[1], sh[2], seed++);
+      half_kernels_case<bf16, A>(sh[0], sh[1], sh[2], seed++);
+    }
+  });
+}
+
+/// An attention layer with H weights against the same layer with fp32 weights holding the
+/// widened values: MultiHeadAttention over T tokens, KvAttention's prefill then decode steps.
+template <WeightType kW, class A>
+void half_layer_case(WeightLayout l, std::uint64_t seed) {
+  constexpr std::size_t T = 19, DM = 24, H = 4, HKV = 2, DH = 8, QD = H * DH, KD = HKV * DH;
+  using Cfg = microattn::Config<T, DM, H, HKV, DH, microattn::Bias::kYes, kW>;
+  using Cfg32 = microattn::Config<T, DM, H, HKV, DH, microattn::Bias::kYes>;
+  using E = typename Cfg::WeightElem;
+  static float w32[4][DM * QD], b[4][QD], x[T * DM], y[T * DM], y32[T * DM];
+  static E w[4][DM * QD];
+  const std::size_t outs[4] = {QD, KD, KD, DM}, ins[4] = {DM, DM, DM, QD};
+  microattn_test::Rng rng(seed);
+  for (int m = 0; m < 4; ++m) {
+    rng.fill(w32[m], ins[m] * outs[m], -0.4f, 0.4f);
+    rng.fill(b[m], outs[m], -0.2f, 0.2f);
+    microattn::internal::Elem<E>::encode(w32[m], ins[m] * outs[m], w[m], 1);
+    for (std::size_t i = 0; i < ins[m] * outs[m]; ++i)
+      w32[m][i] = microattn::internal::elem_value(w[m][i]);
+  }
+  rng.fill(x, T * DM, -1.0f, 1.0f);
+  const microattn::Weights<Cfg> wv(l, w[0], w[1], w[2], w[3], b[0], b[1], b[2], b[3]);
+  const microattn::Weights<Cfg32> wv32(l, w32[0], w32[1], w32[2], w32[3], b[0], b[1], b[2], b[3]);
+  const double chain = DM + 2.0 * DH + double(T) + QD + 8;
+  static microattn::MultiHeadAttention<Cfg, A> mha;
+  static microattn::MultiHeadAttention<Cfg32, A> mha32;
+  ASSERT_EQ(mha.set_weights(wv), Status::kOk);
+  ASSERT_EQ(mha32.set_weights(wv32), Status::kOk);
+  ASSERT_EQ(mha.forward(x, T, y), Status::kOk);
+  ASSERT_EQ(mha32.forward(x, T, y32), Status::kOk);
+  expect_as_fp32(y, y32, T * DM, chain, "MultiHeadAttention");
+  static microattn::KvAttention<Cfg, A> kv;
+  static microattn::KvAttention<Cfg32, A> kv32;
+  kv.reset(), kv32.reset();
+  ASSERT_EQ(kv.set_weights(wv), Status::kOk);
+  ASSERT_EQ(kv32.set_weights(wv32), Status::kOk);
+  ASSERT_EQ(kv.prefill(x, 11, y), Status::kOk);
+  ASSERT_EQ(kv32.prefill(x, 11, y32), Status::kOk);
+  for (std::size_t t = 11; t < T; ++t) {
+    ASSERT_EQ(kv.decode(x + t * DM, y + t * DM), Status::kOk);
+    ASSERT_EQ(kv32.decode(x + t * DM, y32 + t * DM), Status::kOk);
+  }
+  expect_as_fp32(y, y32, T * DM, chain, "KvAttention prefill + decode");
+}
+
+TEST(HalfWeights, AttentionLayersEqualFp32OnWidenedWeights) {
+  microattn_test::for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn}) {
+      half_layer_case<WeightType::kF16, A>(l, 60 + int(l));
+      half_layer_case<WeightType::kBF16, A>(l, 70 + int(l));
+    }
+  });
 }
 
 }  // namespace

@@ -169,7 +169,9 @@ tied in the config and not in the module (or the reverse), a file over the forma
 the attention-only options (--mask, --path, --layout, --compute, --out ...).
   --blob FILE       the blob: fp32, or with --quant int8 every matrix (the embedding too: one
                     scale per token, which the tied head shares) int8 with one fp32 scale per
-                    output row, bit for bit microattn::quantize_int8(); the norms stay fp32.
+                    output row, bit for bit microattn::quantize_int8(); with --quant fp16 or
+                    bf16 every matrix 16-bit float (rounded to nearest even, as microattn's
+                    to_f16 / to_bf16; version 2 only); the norms stay fp32.
   --blob-version V  2 (default): keyed fields and a tensor directory with each tensor's format
                     code; 1: the fixed 16-word header of microattn 0.2 (docs/model-format.md).
   --reference FILE  a C header (C11 and C++17) of the module's own fp32 forward (one thread,
@@ -233,6 +235,9 @@ MATRIX_NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O"}
 # --quant: the microattn::WeightType enumerator and value of each (the C++ part of every header
 # static_asserts the value, like the layout's).
 QUANTS = {"none": ("kF32", 0), "int8": ("kInt8", 1)}
+# Model files (--kind decoder --blob, version 2) also store 16-bit floats (WeightType::kF16,
+# kBF16): every matrix and the embedding rounded to nearest even, the norms fp32.
+BLOB_QUANTS = dict(QUANTS, fp16=("kF16", 2), bf16=("kBF16", 3))
 
 
 class Refusal(Exception):
@@ -2250,7 +2255,12 @@ def blob_total(dec, quant="none", version=1):
     if version == 2:
         pos += 16 * len(blob_v2_fields(dec.cfg)) + 32 * len(dec.tensors)
     for _, a, is_matrix in dec.tensors:
-        for n in (a.size, 4 * a.shape[0]) if quant == "int8" and is_matrix else (4 * a.size,):
+        sizes = (4 * a.size,)
+        if quant == "int8" and is_matrix:
+            sizes = (a.size, 4 * a.shape[0])
+        elif quant in ("fp16", "bf16") and is_matrix:
+            sizes = (2 * a.size,)
+        for n in sizes:
             pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + n
     if version == 2 and dec.cfg.get("tokenizer"):
         pos = -(-pos // BLOB_ALIGN) * BLOB_ALIGN + len(dec.cfg["tokenizer"])
@@ -2274,6 +2284,9 @@ def blob_bytes(dec, quant="none", report=None):
     a blob over 4 GiB (check_blob_size) before building it."""
     import struct
     import numpy as np
+    if quant not in QUANTS:
+        raise Refusal(f"--quant {quant}: version 1 model files are fp32 or int8; fp16 and bf16 "
+                      "need --blob-version 2 (the default)")
     total = blob_total(dec, quant)
     check_blob_size(total)
     c = dec.cfg
@@ -2320,7 +2333,31 @@ BLOB_V2_ROLES = {"embed": 1, "attn_norm": 2, "q_proj": 3, "k_proj": 4, "v_proj":
 BLOB_NO_LAYER = 0xFFFF
 # microattn::StorageFormat::code() of each --quant (format.hpp): fp32 0; int8 with one fp32
 # scale per output row: elem 1 | bits 8 << 8 | per-column 1 << 16 | fp32 scales 0 << 20.
-FORMAT_CODES = {"none": 0, "int8": 0x10801}
+# fp16 / bf16: elem 2 / 3 | bits 16 << 8, unscaled.
+FORMAT_CODES = {"none": 0, "int8": 0x10801, "fp16": 0x1002, "bf16": 0x1003}
+
+
+def round_half(a, quant):
+    """a (float32) rounded to fp16 or bf16 (to nearest, ties to even, as microattn's to_f16 /
+    to_bf16: NumPy's float16 cast does that; bf16 on the bits, a NaN kept quiet) as uint16."""
+    import numpy as np
+    a = np.ascontiguousarray(a, dtype="<f4")
+    if quant == "fp16":
+        with np.errstate(over="ignore"):
+            return a.astype("<f2").view("<u2")
+    u = a.view("<u4").astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2")
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    r[nan] = ((u[nan] >> 16) | 0x40).astype("<u2")
+    return r
+
+
+def widen_half(h, quant):
+    """The float32 values of fp16 / bf16 bits h (exact)."""
+    import numpy as np
+    if quant == "fp16":
+        return h.view("<f2").astype("<f4")
+    return (h.astype("<u4") << 16).view("<f4")
 
 
 def blob_tensor_id(key):
@@ -2380,6 +2417,13 @@ def blob_v2_bytes(dec, quant="none", report=None):
             data, scales = put(q.tobytes()), put(s.astype("<f4").tobytes())
             worst = max(worst, (quant_error(a, q, s)[2], key))
             code = FORMAT_CODES[quant]
+        elif quant in ("fp16", "bf16") and is_matrix:
+            h = round_half(a, quant)
+            data, scales = put(h.tobytes()), (0, 0)
+            w = np.asarray(a, dtype=np.float64)
+            err = np.linalg.norm(widen_half(h, quant) - w) / max(np.linalg.norm(w), 1e-30)
+            worst = max(worst, (float(err), key))
+            code = FORMAT_CODES[quant]
         else:
             data, scales = put(np.ascontiguousarray(a, dtype="<f4").tobytes()), (0, 0)
             code = 0
@@ -2398,13 +2442,13 @@ def blob_v2_bytes(dec, quant="none", report=None):
         body[tensor_at + 32 * i:tensor_at + 32 * i + 32] = struct.pack("<8I", *r)
     if report is not None:
         report.append(f"blob (version 2): {len(body)} bytes, {quant_label(quant)}" + (
-            f"; largest int8 ||W - Wq||_F/||W||_F {worst[0]:.3e} ({worst[1]})"
-            if quant == "int8" else ""))
+            f"; largest {BLOB_QUANTS[quant][0][1:].lower()} ||W - Wq||_F/||W||_F "
+            f"{worst[0]:.3e} ({worst[1]})" if quant != "none" else ""))
     return bytes(body)
 
 
 def quant_label(quant):
-    return "int8 matrices, fp32 norms" if quant == "int8" else "fp32"
+    return f"{BLOB_QUANTS[quant][0][1:].lower()} matrices, fp32 norms" if quant != "none" else "fp32"
 
 
 def c_string(text):
@@ -2920,7 +2964,7 @@ def parser():
                     "whole LLaMA-style decoder as a model blob (--blob), its PyTorch reference "
                     "(--reference) and its vocabulary (--vocab-header)")
     ap.add_argument("--blob", metavar="FILE", help="with --kind decoder: the model blob "
-                    "(docs/model-format.md; fp32, or int8 with --quant int8)")
+                    "(docs/model-format.md; fp32, or int8 / fp16 / bf16 with --quant)")
     ap.add_argument("--blob-version", type=int, choices=(1, 2), default=2,
                     help="with --blob: the model file's version (default 2; 1 for readers "
                     "older than microattn 0.9, e.g. bench/tiny_lm_naive.c)")
@@ -2952,9 +2996,11 @@ def parser():
                     "exist)")
     ap.add_argument("--layout", choices=("outin", "panel16"), default="outin",
                     help="outin: PyTorch's [out][in] as it is (default); panel16: kPanel16")
-    ap.add_argument("--quant", metavar="{none,int8}", default="none",
+    ap.add_argument("--quant", metavar="{none,int8,fp16,bf16}", default="none",
                     help="none: fp32 weights (default); int8: int8 matrices with one fp32 scale "
-                    "per output column (microattn::WeightType::kInt8), the error on stderr")
+                    "per output column (microattn::WeightType::kInt8), the error on stderr; "
+                    "fp16, bf16: 16-bit float matrices (WeightType::kF16, kBF16; model files "
+                    "only)")
     ap.add_argument("--compute", metavar="{f32,int8}", default="f32",
                     help="f32: float arithmetic (default); int8: with --quant int8, the Config "
                     "line names microattn::Compute::kInt8 (integer projections)")
@@ -2963,8 +3009,11 @@ def parser():
 
 def run(argv):
     a = parser().parse_args(argv)
-    if a.quant not in QUANTS:  # checked here, not by argparse: one line and exit 2, like the rest
-        raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(QUANTS)}")
+    if a.quant not in BLOB_QUANTS:  # checked here, not by argparse: one line and exit 2
+        raise Refusal(f"--quant {a.quant!r}: not one of {', '.join(BLOB_QUANTS)}")
+    if a.quant not in QUANTS and (a.kind != "decoder" or a.reference or a.vocab_header):
+        raise Refusal(f"--quant {a.quant}: model files only (--kind decoder --blob); a header's "
+                      "arrays are fp32 or int8")
     if a.kind not in ("attention", "decoder"):
         raise Refusal(f"--kind {a.kind!r}: not one of attention, decoder")
     if a.kind == "decoder":

@@ -583,7 +583,8 @@ def attention_shape(w, args, N, v, ring):
           % (N, v["chunk"]))
 
 
-FORMAT_NAMES = {0x0: "MICROATTN_FORMAT_F32", 0x10801: "MICROATTN_FORMAT_QC8"}
+FORMAT_NAMES = {0x0: "MICROATTN_FORMAT_F32", 0x10801: "MICROATTN_FORMAT_QC8",
+                0x1002: "MICROATTN_FORMAT_F16", 0x1003: "MICROATTN_FORMAT_BF16"}
 
 
 def weight_format_define(w, N, v):

@@ -175,6 +175,15 @@
 #if MICROATTN_HAS_XSIMD && (defined(__ARM_NEON) || defined(__ARM_NEON__) || defined(__aarch64__))
 #define MICROATTN_INTRIN_NEON 1
 #endif
+/// fp16 -> fp32 conversion in hardware for fp16 weights: x86's F16C (x86-64-v3, AVX-512) and
+/// NEON's VCVT.F32.F16 (every AArch64; 32-bit NEON with the IEEE half format, -mfp16-format=ieee);
+/// without it the conversion is half.hpp's bit manipulation.
+#if MICROATTN_HAS_XSIMD && defined(__F16C__)
+#define MICROATTN_INTRIN_F16C 1
+#endif
+#if defined(MICROATTN_INTRIN_NEON) && (defined(__aarch64__) || defined(__ARM_FP16_FORMAT_IEEE))
+#define MICROATTN_INTRIN_NEON_F16 1
+#endif
 /// 1 on 32-bit ARM NEON (armv7), where Vec replaces two xsimd 8.1 operations that GCC 12
 /// compiles lane by lane (fnma, select_lt; docs/compiler-notes.md); MICROATTN_NEON32_FMA when
 /// that NEON has fused multiply-add (VFPv4).

@@ -503,7 +503,9 @@ constexpr WeightLayout layout_from_c(int layout) noexcept {
 }
 
 static_assert(MICROATTN_FORMAT_F32 == format::F32::kDesc.code() &&
-                  MICROATTN_FORMAT_QC8 == format::Qc8::kDesc.code(),
+                  MICROATTN_FORMAT_QC8 == format::Qc8::kDesc.code() &&
+                  MICROATTN_FORMAT_F16 == format::F16::kDesc.code() &&
+                  MICROATTN_FORMAT_BF16 == format::BF16::kDesc.code(),
               "microattn C API: the C format codes are StorageFormat::code()");
 
 /// The C matrices struct of a configuration (NAME_set_matrices): microattn_layer_matrices, or

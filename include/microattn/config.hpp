@@ -136,7 +136,8 @@ using weight_format_t =
     typename WeightFormatOf<option_or<WeightType>(WeightType::kF32, kOptions...)>::type;
 /// Whether a WeightType value names a format (WeightFormatOf has an entry for it).
 constexpr bool is_weight_type(WeightType w) noexcept {
-  return w == WeightType::kF32 || w == WeightType::kInt8;
+  return w == WeightType::kF32 || w == WeightType::kInt8 || w == WeightType::kF16 ||
+         w == WeightType::kBF16;
 }
 
 template <class T>
@@ -211,7 +212,7 @@ struct Config {
   static constexpr WeightType kWeightType =
       internal::option_or<WeightType>(WeightType::kF32, kOptions...);
   static_assert(internal::is_weight_type(kWeightType),
-                "microattn::Config: WeightType must be kF32 or kInt8");
+                "microattn::Config: WeightType must be kF32, kInt8, kF16 or kBF16");
   using WeightFormat = internal::weight_format_t<kOptions...>;
   using WeightElem = typename WeightFormat::Elem;
   /// int8 weights with a scale per output column (format::Qc8).

@@ -33,7 +33,8 @@ constexpr bool is_decoder_option() noexcept {
 
 /// The shape of a Decoder: vocabulary, d_model, layers, query heads, key/value heads, d_head,
 /// MLP hidden width, context T_max, and options in any order, each at most once:
-/// WeightType::kInt8 (every matrix and the embedding int8, a scale per output row),
+/// WeightType::kInt8 (every matrix and the embedding int8, a scale per output row) or
+/// kF16 / kBF16 (every matrix and the embedding; the norms stay fp32),
 /// CacheType::kInt8, Compute::kInt8 (integer products in every matrix: the attention's
 /// projections, the MLP, the LM head; needs kInt8 weights), MaxWorkers{n},
 /// LmHead::kTied (default kSeparate), Activation::kGeGlu (default kSwiGlu; gated only).
@@ -231,7 +232,7 @@ bool decoder_exact_field(std::uint32_t key, std::uint32_t* v) noexcept {
       *v = static_cast<std::uint32_t>(DCfg::kAct);
       return true;
     case kKeyWeightType:
-      *v = DCfg::kInt8Weights ? 1u : 0u;
+      *v = static_cast<std::uint32_t>(DCfg::kWeightType);  // (WeightType's values: 0 .. 3)
       return true;
     default:
       return false;

@@ -53,7 +53,11 @@ inline std::int8_t quantize_value(float w, float scale) noexcept {
 ///   WeightType::kInt8  int8, symmetric, one fp32 scale per output column of each matrix
 ///                      (w(i, o) = scale[o] * q(i, o), q in [-127, 127]; "qc8w" in kernel
 ///                      names; format::Qc8): a quarter of the flash, read in place like fp32.
-enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1 };
+///   WeightType::kF16   IEEE fp16 (format::F16): half the flash, widened exactly as it is read
+///                      (fp32 arithmetic), by F16C / VCVT where the target has them.
+///   WeightType::kBF16  bfloat16 (format::BF16): as kF16, fp32's exponent range, 8 bits of
+///                      mantissa; the widening is a shift on every target.
+enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1, kF16 = 2, kBF16 = 3 };
 
 /// The type of a stored element or of a scale.
 enum class ElemType : unsigned char { kF32 = 0, kInt8 = 1, kF16 = 2, kBF16 = 3 };
@@ -104,8 +108,8 @@ struct Qc8 {
                                        ElemType::kF32};
   using Elem = std::int8_t;
 };
-/// fp16 and bf16 storage: entries and conversions (half.hpp) only; no WeightType names them
-/// yet (their kernels are issue 50's).
+/// fp16 and bf16 storage (half.hpp): unscaled, the fp32 kernels read them through
+/// Vec::load_elem.
 struct F16 {
   static constexpr StorageFormat kDesc{ElemType::kF16, 16, ScaleGrouping::kNone, 0, ElemType::kF32};
   using Elem = f16;
@@ -184,7 +188,7 @@ template <WeightType W>
 constexpr bool kHasNoFormat = false;  // (dependent: fails only where instantiated)
 template <WeightType W>
 struct WeightFormatOf {
-  static_assert(kHasNoFormat<W>, "microattn: WeightType must be kF32 or kInt8");
+  static_assert(kHasNoFormat<W>, "microattn: WeightType must be kF32, kInt8, kF16 or kBF16");
   using type = format::F32;
 };
 template <>
@@ -194,6 +198,14 @@ struct WeightFormatOf<WeightType::kF32> {
 template <>
 struct WeightFormatOf<WeightType::kInt8> {
   using type = format::Qc8;
+};
+template <>
+struct WeightFormatOf<WeightType::kF16> {
+  using type = format::F16;
+};
+template <>
+struct WeightFormatOf<WeightType::kBF16> {
+  using type = format::BF16;
 };
 
 namespace internal {

@@ -104,6 +104,9 @@ struct LatentConfig {
   using WeightFormat = internal::weight_format_t<kOptions...>;
   using WeightElem = typename WeightFormat::Elem;
   static constexpr bool kInt8Weights = std::is_same<WeightFormat, format::Qc8>::value;
+  static_assert(kInt8Weights || std::is_same<WeightFormat, format::F32>::value,
+                "microattn::LatentConfig: WeightType::kF16 and kBF16 are not implemented for "
+                "LatentAttention (its absorbed matrices are fp32 or int8): kF32 or kInt8");
   static constexpr bool kInt8Cache =
       internal::option_or<CacheType>(CacheType::kF32, kOptions...) == CacheType::kInt8;
   static_assert(internal::option_or<LatentPrefill>(LatentPrefill::kAuto, kOptions...) !=

@@ -74,16 +74,20 @@ enum { MICROATTN_LAYOUT_IN_OUT = 0, MICROATTN_LAYOUT_OUT_IN = 1, MICROATTN_LAYOU
  * the same numbers a model file will carry.
  *   F32  float elements, no scales
  *   QC8  int8_t elements in -127 .. 127 with a float scale per output column,
- *        W(i, o) = scales[o] * data(i, o) (microattn_quantize_int8() makes both) */
+ *        W(i, o) = scales[o] * data(i, o) (microattn_quantize_int8() makes both)
+ *   F16  IEEE binary16 elements as uint16_t bits, no scales (WeightType::kF16)
+ *   BF16 bfloat16 elements as uint16_t bits (the top half of a float), no scales */
 #define MICROATTN_FORMAT_F32 0x0u
 #define MICROATTN_FORMAT_QC8 0x10801u
+#define MICROATTN_FORMAT_F16 0x1002u
+#define MICROATTN_FORMAT_BF16 0x1003u
 
 /* One weight matrix: its elements in `layout` (the struct that holds it says which), its
  * scales when the format has them (NULL otherwise: ignored), and its format. A layer takes the
  * format of its Config (<NAME>_WEIGHT_FORMAT): another one is MICROATTN_BAD_ARGUMENT, so the
  * same struct serves fp32 and int8 weights without a compile-time type of its own. */
 typedef struct microattn_matrix {
-  const void* data;    /* float (F32), int8_t (QC8) */
+  const void* data;    /* float (F32), int8_t (QC8), uint16_t (F16, BF16) */
   const float* scales; /* QC8: [out] */
   uint32_t format;     /* MICROATTN_FORMAT_* */
 } microattn_matrix;

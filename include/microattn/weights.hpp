@@ -226,20 +226,22 @@ inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_
 ///   w_v = v_proj.weight, w_o = o_proj.weight, no biases.
 template <class Cfg>
 struct Weights {
-  /// The matrices' storage format (format.hpp) and the C++ type of their arrays: float, or
-  /// int8_t with WeightType::kInt8.
+  /// The matrices' storage format (format.hpp) and the C++ type of their arrays: float, int8_t
+  /// with WeightType::kInt8, f16 / bf16 with kF16 / kBF16.
   using Format = typename Cfg::WeightFormat;
   using Elem = typename Cfg::WeightElem;
   static constexpr bool kInt8 = Cfg::kInt8Weights;
 
   /// Weights stored in `layout`, pointers to be set field by field.
   constexpr explicit Weights(WeightLayout layout_) noexcept : layout(layout_) {}
-  /// fp32 weights stored in `layout` with their pointers (biases and w_o may be null when Cfg
-  /// does not use them).
-  template <class E = Elem, std::enable_if_t<std::is_same<E, float>::value, int> = 0>
-  constexpr Weights(WeightLayout layout_, const float* q, const float* k, const float* v,
-                    const float* o, const float* bq = nullptr, const float* bk = nullptr,
-                    const float* bv = nullptr, const float* bo = nullptr) noexcept
+  /// Unscaled weights (fp32, fp16, bf16) stored in `layout` with their pointers (biases and
+  /// w_o may be null when Cfg does not use them).
+  template <
+      class E = Elem,
+      std::enable_if_t<!FormatTraits<Format>::kScaled && std::is_same<E, Elem>::value, int> = 0>
+  constexpr Weights(WeightLayout layout_, const E* q, const E* k, const E* v, const E* o,
+                    const float* bq = nullptr, const float* bk = nullptr, const float* bv = nullptr,
+                    const float* bo = nullptr) noexcept
       : layout(layout_), w_q(q), w_k(k), w_v(v), w_o(o), b_q(bq), b_k(bk), b_v(bv), b_o(bo) {}
   /// int8 weights stored in `layout`, each matrix followed by its per-output-column scales.
   template <class E = Elem, std::enable_if_t<std::is_same<E, std::int8_t>::value, int> = 0>

@@ -76,8 +76,8 @@ inline WeightSlice<typename Fmt::Elem> weight_slice(Matrix<Fmt> m, WeightLayout 
   return {w + T::elem_offset(col0 * in_dim), T::elem_offset(in_dim * kWeightPanel), layout, sc};
 }
 
-/// C[M][N] = A[M][K] · W (+ bias) for a weight slice of either element type: the projections
-/// of every layer go through here (f32_gemm or qc8w_f32_gemm).
+/// C[M][N] = A[M][K] · W (+ bias) for a weight slice of any element type: the projections of
+/// every layer go through here (f32_gemm, qc8w_f32_gemm, f16w_f32_gemm, bf16w_f32_gemm).
 template <class Arch, class Store>
 inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
                     const WeightSlice<float>& w, const float* bias, Store store,
@@ -89,6 +89,19 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a,
                     const WeightSlice<std::int8_t>& w, const float* bias, Store store,
                     float* pack) noexcept {
   kernels::qc8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
+}
+
+template <class Arch, class Store>
+inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                    const WeightSlice<f16>& w, const float* bias, Store store,
+                    float* pack) noexcept {
+  kernels::f16w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, bias, store, pack);
+}
+template <class Arch, class Store>
+inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                    const WeightSlice<bf16>& w, const float* bias, Store store,
+                    float* pack) noexcept {
+  kernels::bf16w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, bias, store, pack);
 }
 
 template <class Arch, class Store>

@@ -56,6 +56,39 @@ inline void transpose_f32x16(__m512 (&r)[16]) noexcept {
   }
 }
 #endif
+#if defined(MICROATTN_INTRIN_AVX512)
+/// 16 fp16 (F16C's VCVTPH2PS, exact) and 16 bf16 (widened, shifted into the top half) at p.
+inline __m512 f16x16_to_f32(const std::uint16_t* p) noexcept {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512 bf16x16_to_f32(const std::uint16_t* p) noexcept {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+#endif
+#if defined(MICROATTN_INTRIN_F16C)
+/// 8 and 4 fp16 at p as floats (exact).
+inline __m256 f16x8_to_f32(const std::uint16_t* p) noexcept {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m128 f16x4_to_f32(const std::uint16_t* p) noexcept {
+  return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+#endif
+#if defined(MICROATTN_INTRIN_AVX2)
+/// 8 bf16 at p as floats (exact).
+inline __m256 bf16x8_to_f32(const std::uint16_t* p) noexcept {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+#endif
+#if defined(MICROATTN_INTRIN_SSE41)
+/// 4 bf16 at p as floats (exact).
+inline __m128 bf16x4_to_f32(const std::uint16_t* p) noexcept {
+  const __m128i w = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm_castsi128_ps(_mm_slli_epi32(w, 16));
+}
+#endif
 #if defined(MICROATTN_INTRIN_SSE41)
 /// 4 int8 at p as 4 floats.
 inline __m128 i8x4_to_f32(const signed char* p) noexcept {

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "microattn/arch.hpp"
+#include "microattn/half.hpp"
 #include "microattn/internal/intrin_neon.hpp"
 #include "microattn/internal/intrin_x86.hpp"
 
@@ -48,6 +49,13 @@ MICROATTN_GCC12_AVX512_WARNINGS_OFF
 
 namespace microattn {
 namespace internal {
+
+/// The value of a stored weight or cache element before its scale (the kernels' scalar tails;
+/// Vec::load_elem is the vector form).
+inline float elem_value(float v) noexcept { return v; }
+inline float elem_value(std::int8_t v) noexcept { return static_cast<float>(v); }
+inline float elem_value(f16 v) noexcept { return to_float(v); }
+inline float elem_value(bf16 v) noexcept { return to_float(v); }
 
 /// True when v is neither infinite nor NaN, decided on its bits (an exponent field of all ones
 /// is inf or NaN), which no floating-point optimisation flag can fold away (-ffinite-math-only
@@ -94,6 +102,8 @@ struct Vec<ScalarArch> {
   /// kWidth elements at p (floats, or int8 widened to floats), unaligned.
   static type load_elem(const float* p) noexcept { return *p; }
   static type load_elem(const std::int8_t* p) noexcept { return static_cast<float>(*p); }
+  static type load_elem(const f16* p) noexcept { return to_float(*p); }
+  static type load_elem(const bf16* p) noexcept { return to_float(*p); }
   static void store(float* p, type v) noexcept { *p = v; }
   static void storeu(float* p, type v) noexcept { *p = v; }
   static type set1(float v) noexcept { return v; }
@@ -213,6 +223,56 @@ struct Vec {
       alignas(Arch::alignment()) float lanes[kWidth];
       for (std::size_t i = 0; i < kWidth; ++i) lanes[i] = static_cast<float>(b[i]);
       return type::load_aligned(lanes);
+    }
+  }
+  /// kWidth fp16 or bf16 at p widened (exactly), by F16C / VCVT where there is one.
+  static type load_elem(const f16* p) noexcept {
+    [[maybe_unused]] const auto* h = reinterpret_cast<const std::uint16_t*>(p);
+#if defined(MICROATTN_INTRIN_AVX512)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
+      return type(intrin::f16x16_to_f32(h));
+    } else
+#endif
+#if defined(MICROATTN_INTRIN_F16C)
+        if constexpr (std::is_base_of<xsimd::avx, Arch>::value && kWidth == 8) {
+      return type(intrin::f16x8_to_f32(h));
+    } else if constexpr (std::is_base_of<xsimd::sse2, Arch>::value && kWidth == 4) {
+      return type(intrin::f16x4_to_f32(h));
+    } else
+#endif
+#if defined(MICROATTN_INTRIN_NEON_F16)
+        if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4) {
+      return type(intrin::f16x4_to_f32(h));
+    } else
+#endif
+    {
+      return widen_lanes(p);
+    }
+  }
+  static type load_elem(const bf16* p) noexcept {
+    [[maybe_unused]] const auto* h = reinterpret_cast<const std::uint16_t*>(p);
+#if defined(MICROATTN_INTRIN_AVX512)
+    if constexpr (std::is_base_of<xsimd::avx512f, Arch>::value) {
+      return type(intrin::bf16x16_to_f32(h));
+    } else
+#endif
+#if defined(MICROATTN_INTRIN_AVX2)
+        if constexpr (std::is_base_of<xsimd::avx2, Arch>::value && kWidth == 8) {
+      return type(intrin::bf16x8_to_f32(h));
+    } else
+#endif
+#if defined(MICROATTN_INTRIN_SSE41)
+        if constexpr (std::is_base_of<xsimd::sse4_1, Arch>::value && kWidth == 4) {
+      return type(intrin::bf16x4_to_f32(h));
+    } else
+#endif
+#if defined(MICROATTN_INTRIN_NEON)
+        if constexpr (std::is_base_of<xsimd::neon, Arch>::value && kWidth == 4) {
+      return type(intrin::bf16x4_to_f32(h));
+    } else
+#endif
+    {
+      return widen_lanes(p);
     }
   }
   static void store(float* p, type v) noexcept { v.store_aligned(p); }
@@ -363,6 +423,14 @@ struct Vec {
     for (std::size_t i = 1; i < kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
     return m;
   }
+
+ private:
+  template <class H>
+  static type widen_lanes(const H* p) noexcept {
+    alignas(Arch::alignment()) float lanes[kWidth];
+    for (std::size_t i = 0; i < kWidth; ++i) lanes[i] = to_float(p[i]);
+    return type::load_aligned(lanes);
+  }
 };
 #endif
 
@@ -395,6 +463,26 @@ struct Vec<MveArch> {
   static type load_elem(const float* p) noexcept { return loadu(p); }
   static type load_elem(const std::int8_t* p) noexcept {
     return vcvtq_f32_s32(vldrbq_s32(reinterpret_cast<const signed char*>(p)));
+  }
+  /// 4 fp16 or bf16 widened by the load (VLDRH.U32: each in the bottom half of a lane). fp16's
+  /// bits are rebiased in integer lanes (subnormals: m * 2^-24, exact; inf / NaN kept), not by
+  /// VCVTB.F32.F16: GCC 12 gives that widening instruction the same source and destination
+  /// register, which the architecture leaves unpredictable (QEMU: wrong lanes, then UNDEF).
+  static type load_elem(const f16* p) noexcept {
+    const uint32x4_t h = vldrhq_u32(reinterpret_cast<const std::uint16_t*>(p));
+    const uint32x4_t mag = vandq_u32(h, vdupq_n_u32(0x7FFFu));
+    const uint32x4_t shifted = vshlq_n_u32(mag, 13);
+    uint32x4_t bits = vaddq_u32(shifted, vdupq_n_u32(112u << 23));  // a normal number
+    bits = vpselq_u32(vorrq_u32(shifted, vdupq_n_u32(0x7F800000u)), bits,
+                      vcmpcsq_u32(mag, vdupq_n_u32(0x7C00u)));  // inf, NaN
+    const float32x4_t sub = vmulq_n_f32(vcvtq_f32_u32(mag), 0x1p-24f);
+    bits = vpselq_u32(vreinterpretq_u32_f32(sub), bits, vcmphiq_u32(vdupq_n_u32(0x400u), mag));
+    const uint32x4_t sign = vshlq_n_u32(vandq_u32(h, vdupq_n_u32(0x8000u)), 16);
+    return vreinterpretq_f32_u32(vorrq_u32(bits, sign));
+  }
+  static type load_elem(const bf16* p) noexcept {
+    return vreinterpretq_f32_u32(
+        vshlq_n_u32(vldrhq_u32(reinterpret_cast<const std::uint16_t*>(p)), 16));
   }
   static void store(float* p, type v) noexcept { *reinterpret_cast<Mem*>(p) = v; }
   static void storeu(float* p, type v) noexcept { *reinterpret_cast<Mem*>(p) = v; }

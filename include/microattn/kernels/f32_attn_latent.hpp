@@ -64,8 +64,8 @@ inline void latent_dequantise_rows(const std::int8_t* c, std::size_t ldc, std::s
     const std::int8_t* row = c + t * ldc;
     float* out = dst + t * kDK;
     const float s0 = rs[2 * t], s1 = rs[2 * t + 1];
-    for (std::size_t d = 0; d < kDV; ++d) out[d] = s0 * static_cast<float>(row[d]);
-    for (std::size_t d = kDV; d < kDK; ++d) out[d] = s1 * static_cast<float>(row[d]);
+    for (std::size_t d = 0; d < kDV; ++d) out[d] = s0 * internal::elem_value(row[d]);
+    for (std::size_t d = kDV; d < kDK; ++d) out[d] = s1 * internal::elem_value(row[d]);
   }
 }
 

@@ -125,25 +125,27 @@ struct UkernelRows<Arch, 0, NRV, BE, kSplitB> {
 template <class BE>
 inline float b_at(const BE* b, std::size_t ldb, WeightLayout layout, std::size_t k,
                   std::size_t n) noexcept {
-  if (layout == WeightLayout::kInOut) return static_cast<float>(b[k * ldb + n]);
-  if (layout == WeightLayout::kOutIn) return static_cast<float>(b[n * ldb + k]);
-  return static_cast<float>(b[(n / kWeightPanel) * ldb + k * kWeightPanel + n % kWeightPanel]);
+  if (layout == WeightLayout::kInOut) return internal::elem_value(b[k * ldb + n]);
+  if (layout == WeightLayout::kOutIn) return internal::elem_value(b[n * ldb + k]);
+  return internal::elem_value(b[(n / kWeightPanel) * ldb + k * kWeightPanel + n % kWeightPanel]);
 }
 
-/// The int8 form of pack_b_panel: the kc x NR panel of an int8 weight operand dequantised into
-/// pack[k * NR + j] = scale[jc + j] * B(pc + k, jc + j) (zero past nr), once per panel and row
-/// block, so the micro-kernel runs at its fp32 speed and the result equals fp32 math on the
-/// dequantised weights. Rows contiguous in j (kInOut, kPanel16) are widened a vector at a time.
-template <class Arch, std::size_t NR>
-inline void pack_b_panel_q8(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
-                            const float* scale, std::size_t pc, std::size_t kc, std::size_t jc,
-                            std::size_t nr, float* pack) noexcept {
+/// pack_b_panel for stored elements other than fp32: the kc x NR panel widened into
+/// pack[k * NR + j] = scale[jc + j] * B(pc + k, jc + j) for int8 (zero past nr), B(pc + k, jc + j)
+/// for fp16 / bf16 (unscaled: no multiply), once per panel and row block, so the micro-kernel
+/// runs at its fp32 speed and the result equals fp32 math on the widened weights. Rows
+/// contiguous in j (kInOut, kPanel16) are widened a vector at a time.
+template <class Arch, std::size_t NR, class BE>
+inline void pack_b_panel_widened(const BE* b, std::size_t ldb, WeightLayout layout,
+                                 const float* scale, std::size_t pc, std::size_t kc, std::size_t jc,
+                                 std::size_t nr, float* pack) noexcept {
   using V = internal::Vec<Arch>;
   using T = typename V::type;
   constexpr std::size_t W = V::kWidth, NV = NR / W, P = kWeightPanel;
+  constexpr bool kQ = std::is_same<BE, std::int8_t>::value;
   alignas(internal::Tiles<Arch>::kAlign) float sc[NR];
-  for (std::size_t j = 0; j < NR; ++j) sc[j] = j < nr ? scale[jc + j] : 0.0f;
-  const std::int8_t* src = nullptr;
+  for (std::size_t j = 0; j < NR; ++j) sc[j] = j < nr ? (kQ ? scale[jc + j] : 1.0f) : 0.0f;
+  const BE* src = nullptr;
   std::size_t step = 0;
   if (nr == NR && layout == WeightLayout::kInOut) {
     src = b + pc * ldb + jc, step = ldb;
@@ -154,13 +156,19 @@ inline void pack_b_panel_q8(const std::int8_t* b, std::size_t ldb, WeightLayout 
     T sv[NV];
     for (std::size_t v = 0; v < NV; ++v) sv[v] = V::loadu(sc + v * W);
     for (std::size_t k = 0; k < kc; ++k, src += step)
-      for (std::size_t v = 0; v < NV; ++v)
-        V::storeu(pack + k * NR + v * W, V::load_elem(src + v * W) * sv[v]);
+      for (std::size_t v = 0; v < NV; ++v) {
+        if constexpr (kQ)
+          V::storeu(pack + k * NR + v * W, V::load_elem(src + v * W) * sv[v]);
+        else
+          V::storeu(pack + k * NR + v * W, V::load_elem(src + v * W));
+      }
     return;
   }
   for (std::size_t k = 0; k < kc; ++k)
-    for (std::size_t j = 0; j < NR; ++j)
-      pack[k * NR + j] = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) * sc[j] : 0.0f;
+    for (std::size_t j = 0; j < NR; ++j) {
+      const float e = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) : 0.0f;
+      pack[k * NR + j] = kQ ? e * sc[j] : e;
+    }
 }
 
 /// dst[0 .. n) = src[0 .. n): a row of an edge tile or of a partial panel (n < kNR), whole
@@ -381,7 +389,7 @@ MICROATTN_ALWAYS_INLINE inline const float* gemm_panel_b(
       pack_b_panel<Arch, NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
     }
   } else {
-    pack_b_panel_q8<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
+    pack_b_panel_widened<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
   }
   return bp;
 }
@@ -528,6 +536,22 @@ void qc8w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, 
                    const std::int8_t* b, std::size_t ldb, WeightLayout b_layout,
                    const float* b_scale, const float* bias, Store store, float* pack) noexcept {
   detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, b_scale, bias, store, pack);
+}
+
+/// f16w_f32_gemm / bf16w_f32_gemm: f32_gemm with fp16 / bf16 weights (stored in b_layout like
+/// fp32 B, no scales): each panel is widened into the packing buffer as qc8w_f32_gemm's is, so
+/// the result is fp32 math on the widened weights.
+template <class Arch, class Store>
+void f16w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                   const f16* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
+                   Store store, float* pack) noexcept {
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, nullptr, bias, store, pack);
+}
+template <class Arch, class Store>
+void bf16w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                    const bf16* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
+                    Store store, float* pack) noexcept {
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, nullptr, bias, store, pack);
 }
 
 }  // namespace kernels

@@ -58,15 +58,15 @@ void f32_gemv_axpy(std::size_t N, std::size_t K, const float* x, const WE* w, st
       V::storeu(y + n, a + b);
     }
     for (std::size_t n = n_vec; n < N; ++n)
-      y[n] += (x[k] * static_cast<float>(w0[n]) + x[k + 1] * static_cast<float>(w1[n])) +
-              (x[k + 2] * static_cast<float>(w2[n]) + x[k + 3] * static_cast<float>(w3[n]));
+      y[n] += (x[k] * internal::elem_value(w0[n]) + x[k + 1] * internal::elem_value(w1[n])) +
+              (x[k + 2] * internal::elem_value(w2[n]) + x[k + 3] * internal::elem_value(w3[n]));
   }
   for (std::size_t k = k4; k < K; ++k) {
     const WE* w0 = w + k * ldw;
     const T x0 = V::set1(x[k]);
     for (std::size_t n = 0; n < n_vec; n += W)
       V::storeu(y + n, V::fma(x0, V::load_elem(w0 + n), V::loadu(y + n)));
-    for (std::size_t n = n_vec; n < N; ++n) y[n] += x[k] * static_cast<float>(w0[n]);
+    for (std::size_t n = n_vec; n < N; ++n) y[n] += x[k] * internal::elem_value(w0[n]);
   }
   if constexpr (kQ) {
     if (scale && bias)
@@ -128,10 +128,10 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
     float s0 = V::hsum(a0 + b0), s1 = V::hsum(a1 + b1), s2 = V::hsum(a2 + b2),
           s3 = V::hsum(a3 + b3);
     for (std::size_t k = k1; k < K; ++k) {
-      s0 += static_cast<float>(r0[k]) * x[k];
-      s1 += static_cast<float>(r1[k]) * x[k];
-      s2 += static_cast<float>(r2[k]) * x[k];
-      s3 += static_cast<float>(r3[k]) * x[k];
+      s0 += internal::elem_value(r0[k]) * x[k];
+      s1 += internal::elem_value(r1[k]) * x[k];
+      s2 += internal::elem_value(r2[k]) * x[k];
+      s3 += internal::elem_value(r3[k]) * x[k];
     }
     if (kQ && scale) s0 *= scale[n], s1 *= scale[n + 1], s2 *= scale[n + 2], s3 *= scale[n + 3];
     if (bias) s0 += bias[n], s1 += bias[n + 1], s2 += bias[n + 2], s3 += bias[n + 3];
@@ -146,7 +146,7 @@ MICROATTN_GCC12_MVE_NO_LOOP_VECTORIZE void f32_gemv_dot(std::size_t N, std::size
     }
     if (k2 < k1) a0 = V::fma(V::load_elem(r0 + k2), V::loadu(x + k2), a0);
     float s0 = V::hsum(a0 + b0);
-    for (std::size_t k = k1; k < K; ++k) s0 += static_cast<float>(r0[k]) * x[k];
+    for (std::size_t k = k1; k < K; ++k) s0 += internal::elem_value(r0[k]) * x[k];
     if (kQ && scale) s0 *= scale[n];
     y[n] = bias ? s0 + bias[n] : s0;
   }
@@ -277,7 +277,8 @@ void f32_gemv_panel16(std::size_t N, std::size_t K, const float* x, const WE* w,
     const WE* pw = w + n_panels * ldp;
     for (std::size_t n = n_full; n < N; ++n) {
       float s = 0.0f;
-      for (std::size_t k = 0; k < K; ++k) s += x[k] * static_cast<float>(pw[k * P + (n - n_full)]);
+      for (std::size_t k = 0; k < K; ++k)
+        s += x[k] * internal::elem_value(pw[k * P + (n - n_full)]);
       if constexpr (kQ) s *= scale[n];
       y[n] = bias ? s + bias[n] : s;
     }
