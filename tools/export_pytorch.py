@@ -2354,7 +2354,6 @@ def round_half(a, quant):
 
 def widen_half(h, quant):
     """The float32 values of fp16 / bf16 bits h (exact)."""
-    import numpy as np
     if quant == "fp16":
         return h.view("<f2").astype("<f4")
     return (h.astype("<u4") << 16).view("<f4")

@@ -274,6 +274,57 @@ class Llama2c(unittest.TestCase):
             self.assertEqual(rc, 2, err)
             self.assertIn(needle, err)
 
+    def test_half_formats(self):
+        """--quant fp16 / bf16: every matrix (embedding included) 16-bit with its format code,
+        rounded to nearest even (fp16: NumPy's cast; bf16: the nearer of the two neighbours,
+        ties to the even one, decided here in float64), the norms fp32; refused by name for
+        version 1 files and for headers."""
+        data, a = checkpoint(seed=5)
+        a["token_embedding_table"][0, :3] = [1.0 + 2.0 ** -8, -(1.0 + 3 * 2.0 ** -8), 7e-40]
+        data = data[:28] + a["token_embedding_table"].tobytes() + data[28 + 4 * 32 * 16:]
+        with open(self.path("in.bin"), "wb") as f:
+            f.write(data)
+        for quant, code in (("fp16", 0x1002), ("bf16", 0x1003)):
+            out = self.path(quant + ".bin")
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant",
+                             quant, "--blob", out)
+            self.assertEqual(rc, 0, err)
+            with open(out, "rb") as f:
+                blob = f.read()
+            nt, ta = struct.unpack_from("<2I", blob, 24)
+            seen = 0
+            for i in range(nt):
+                tid, c, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", blob, ta + 32 * i)
+                if tid & 0xFFFF in (2, 7, 11):  # attn_norm, mlp_norm, norm: fp32
+                    self.assertEqual((c, db), (0, 4 * rows * cols))
+                    continue
+                self.assertEqual((c, db, sc, sb), (code, 2 * rows * cols, 0, 0))
+                h = np.frombuffer(blob[d:d + db], "<u2")
+                if tid == 1 | 0xFFFF << 16:
+                    w = a["token_embedding_table"].reshape(-1)
+                    if quant == "fp16":
+                        want = w.astype("<f2").view("<u2")
+                    else:
+                        u = w.view("<u4").astype(np.int64)
+                        lo = (u >> 16).astype(np.int64)
+                        f_lo = ((lo << 16) & 0xFFFFFFFF).astype("<u4").view("<f4")
+                        f_hi = (((lo + 1) << 16) & 0xFFFFFFFF).astype("<u4").view("<f4")
+                        d_lo = np.abs(w.astype(np.float64) - f_lo.astype(np.float64))
+                        d_hi = np.abs(f_hi.astype(np.float64) - w.astype(np.float64))
+                        up = (d_hi < d_lo) | ((d_hi == d_lo) & (lo % 2 == 1))
+                        want = np.where(up, lo + 1, lo).astype("<u2")
+                    self.assertEqual(h.tobytes(), want.tobytes(), quant)
+                seen += 1
+            self.assertEqual(seen, 1 + 2 * 7, quant)
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant", "bf16",
+                         "--blob", self.path("v1.bin"), "--blob-version", "1")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("version 1 model files are fp32 or int8", err)
+        self.assertFalse(os.path.exists(self.path("v1.bin")))
+        rc, err = export("--kind", "attention", "--quant", "fp16", "--module", self.path("in.bin"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--quant fp16: model files only", err)
+
     def test_refused_options(self):
         data, _ = checkpoint()
         with open(self.path("in.bin"), "wb") as f:
