@@ -1788,8 +1788,11 @@ class Refusals(unittest.TestCase):
 
     def test_invalid_quant(self):
         m = self.file(torch.nn.MultiheadAttention(32, 2), "quant.pt")
-        for bad in ("int4", "INT8", "fp16", "", "int8 "):
-            self.refused(["--module", m, "--quant", bad], f"--quant {bad!r}", "none, int8")
+        for bad in ("int4", "INT8", "", "int8 "):
+            self.refused(["--module", m, "--quant", bad], f"--quant {bad!r}",
+                         "none, int8, fp16, bf16")
+        for half in ("fp16", "bf16"):  # model files only: a layer header's arrays are fp32 / int8
+            self.refused(["--module", m, "--quant", half], f"--quant {half}: model files only")
         sd = self.file(torch.nn.MultiheadAttention(32, 2).state_dict(), "quant_sd.pt")
         self.refused(["--state-dict", sd, "--heads", "2", "--quant", "uint8"], "--quant 'uint8'")
         # Checked before anything is loaded: a missing file is not what is reported.
@@ -1983,10 +1986,11 @@ class CommandLine(unittest.TestCase):
         bad[bad.index("--quant") + 1] = "int4"
         rc, out, err = self.cli(*bad, "--name", c.name)
         self.assertEqual((rc, out), (2, ""))
-        self.assertEqual(err, "export_pytorch.py: error: --quant 'int4': not one of none, int8\n")
+        self.assertEqual(err, "export_pytorch.py: error: --quant 'int4': not one of none, int8, "
+                         "fp16, bf16\n")
         rc, out, _ = self.cli("--help")
         self.assertEqual(rc, 0)
-        self.assertIn("--quant {none,int8}", out)
+        self.assertIn("--quant {none,int8,fp16,bf16}", out)
         self.assertIn("WeightType::kInt8", out)
 
 
