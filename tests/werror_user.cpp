@@ -42,6 +42,14 @@ static microattn::Mlp<Swi> g_swiglu;
 using Gelu8 = microattn::MlpConfig<64, 128, microattn::Activation::kGelu,
                                    microattn::WeightType::kInt8, microattn::Bias::kYes>;
 static microattn::Mlp<Gelu8, microattn::ScalarArch, 4> g_gelu8;
+// fp16 / bf16 weights (the widening loads of each -march): a KV layer and an MLP.
+using Kv16 = microattn::Config<32, 64, 4, 2, 16, microattn::WeightType::kF16>;
+static microattn::KvAttention<Kv16, microattn::DefaultArch, 8> g_kv16;
+using Mlp16 =
+    microattn::MlpConfig<64, 96, microattn::Activation::kSwiGlu, microattn::WeightType::kBF16>;
+static microattn::Mlp<Mlp16> g_mlp16;
+static microattn::f16 g_w16[64 * 64];
+static microattn::bf16 g_wb16[64 * 96];
 // A whole decoder: int8 weights and cache, tied head, a prefill chunk; and fp32, separate head.
 using Dec8 = microattn::DecoderConfig<50, 64, 2, 4, 2, 16, 96, 32, microattn::LmHead::kTied,
                                       microattn::WeightType::kInt8, microattn::CacheType::kInt8>;
@@ -96,6 +104,17 @@ static int user_blocks(const float* w, const float* x, float* y) {
   wg.s_up = wg.s_down = wg.b_up = wg.b_down = w;
   if (g_gelu8.set_weights(wg) != microattn::Status::kOk ||
       g_gelu8.forward(x, 9, y) != microattn::Status::kOk)
+    return 1;
+  const microattn::Weights<Kv16> w16(microattn::WeightLayout::kPanel16, g_w16, g_w16, g_w16, g_w16);
+  if (g_kv16.set_weights(w16) != microattn::Status::kOk ||
+      g_kv16.prefill(x, 9, y) != microattn::Status::kOk ||
+      g_kv16.decode(x, y) != microattn::Status::kOk)
+    return 1;
+  microattn::MlpWeights<Mlp16> wb;
+  wb.layout = microattn::WeightLayout::kOutIn, wb.w_gate = wb.w_up = wb.w_down = g_wb16;
+  if (g_mlp16.set_weights(wb) != microattn::Status::kOk ||
+      g_mlp16.forward(x, 7, y) != microattn::Status::kOk ||
+      g_mlp16.forward(x, 1, y) != microattn::Status::kOk)
     return 1;
   return 0;
 }
