@@ -13,7 +13,7 @@
 //   E1  encoder: T=256 d_model=512 H=8 d_head=64, Mask::kNone (every token sees every token)
 //   W1  sliding window W=256 over T=1024, otherwise P3's shape (SlidingWindow{256})
 //   P2_q8, P3_q8  P2, P3 with int8 weights (WeightType::kInt8, kInOut; dequantised into the
-//               GEMM's packed panels)
+//               GEMM's packed panels); P2_q8g32 with group-wise int8 (kInt8G32, fp32 compute)
 //   P1_qd8, P2_qd8, P4_qd8 (and _panel16, _outin)  P1, P2, P4 with integer compute
 //               (Compute::kInt8 on int8 weights: activations quantised per row, int32 sums)
 //   P1_eigen .. P4_eigen, S1_eigen  optional peer: the layer as an Eigen composition
@@ -43,6 +43,7 @@ using P2Cfg = microattn::Config<256, 512, 8, 8, 64>;
 using P3Cfg = microattn::Config<1024, 512, 8, 8, 64>;
 using P4Cfg = microattn::Config<512, 512, 8, 2, 64>;
 using P2q8 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8>;
+using P2q8g32 = microattn::Config<256, 512, 8, 8, 64, microattn::WeightType::kInt8G32>;
 using E1Cfg = microattn::Config<256, 512, 8, 8, 64, microattn::Mask::kNone>;
 // Integer compute (Compute::kInt8 on int8 weights): P1_qd8, P2_qd8, P4_qd8.
 template <std::size_t T, std::size_t Hkv, std::size_t DM = 512, std::size_t H = 8>
@@ -157,6 +158,8 @@ void register_layer_benchmarks() {
   benchmark::RegisterBenchmark("P3", bm_layer<P3Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   register_layouts<P3Cfg>("P3", benchmark::kMillisecond);
   benchmark::RegisterBenchmark("P2_q8", bm_layer<P2q8, DefaultArch>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("P2_q8g32", bm_layer<P2q8g32, DefaultArch>)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("E1", bm_layer<E1Cfg, DefaultArch>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("S1", bm_layer<S1Cfg, DefaultArch>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("S1_scalar", bm_layer<S1Cfg, ScalarArch>)

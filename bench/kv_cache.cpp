@@ -13,6 +13,9 @@
 //   D1_qd8_kv8  D1_q8_kv8 with integer compute (Compute::kInt8)
 //   D1_f16, D1_bf16  D1 with fp16 / bf16 weights (WeightType::kF16, kBF16, kPanel16): half the
 //             weight bytes, widened to fp32 as they are read
+//   D1_kv16  D1 with the fp16 cache (CacheType::kF16): half the cache bytes, fp32 weights
+//   D1_q8g32  D1 with group-wise int8 weights (WeightType::kInt8G32, kPanel16): a scale per
+//             column and group of 32 inputs (+1/8 of the int8 bytes), fp32 compute
 //   KP3  a 1024-token prompt prefilled into an empty cache in one call, P3's shape (d_model=512
 //        H=8 d_head=64, [in][out] weights): the KV layer's prefill next to the layer's P3
 //   KP3_q8_kv8, KP3_qd8_kv8  KP3 with int8 weights and the int8 cache, and with integer compute
@@ -74,6 +77,8 @@ using D2q8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8
 // fp16 and bf16 weights (kPanel16, widened as read), fp32 cache.
 using D1f16 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kF16>;
 using D1bf16 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kBF16>;
+using D1q8g32 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::WeightType::kInt8G32>;
+using D1kv16 = microattn::Config<kCtx, 512, 8, 8, 64, microattn::CacheType::kF16>;
 using D2q8kv8 = microattn::Config<kCtx, 512, 8, 2, 64, microattn::WeightType::kInt8,
                                   microattn::CacheType::kInt8>;
 
@@ -403,6 +408,12 @@ void register_decode_benchmarks() {
   benchmark::RegisterBenchmark("D1_f16", bm_decode<D1f16, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D1_bf16", bm_decode<D1bf16, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  register_read_bw(step_bytes<D1q8g32>());
+  register_read_bw(step_bytes<D1kv16>());
+  benchmark::RegisterBenchmark("D1_kv16", bm_decode<D1kv16, microattn::DefaultArch>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("D1_q8g32", bm_decode<D1q8g32, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("D2_q8", bm_decode<D2q8, microattn::DefaultArch>)
       ->Unit(benchmark::kMicrosecond);

@@ -23,6 +23,11 @@ struct LayerData {
   using Elem = typename Cfg::WeightElem;
   static constexpr bool kHalf =
       std::is_same<Elem, microattn::f16>::value || std::is_same<Elem, microattn::bf16>::value;
+  using Traits = microattn::FormatTraits<typename Cfg::WeightFormat>;
+  /// Group-wise int8 (kInt8G32 / G64 / G128): G inputs per scale.
+  static constexpr std::size_t kGroup =
+      Traits::kDesc.grouping == microattn::ScaleGrouping::kPerGroup ? Traits::kDesc.group : 0;
+  static constexpr bool kInt8 = Cfg::kInt8Weights || kGroup != 0;
   static constexpr std::size_t kWqFloats = Cfg::kDModel * Cfg::kQDim;
   static constexpr std::size_t kWkvFloats = Cfg::kDModel * Cfg::kKvDim;
   static constexpr std::size_t kWoFloats = Cfg::kQDim * Cfg::kDModel;
@@ -30,7 +35,9 @@ struct LayerData {
   /// read besides the cache.
   static constexpr std::size_t kWeightBytes =
       (kWqFloats + 2 * kWkvFloats + kWoFloats) * sizeof(typename Cfg::WeightElem) +
-      (Cfg::kInt8Weights ? (Cfg::kQDim + 2 * Cfg::kKvDim + Cfg::kDModel) * sizeof(float) : 0);
+      (Traits::scale_count(Cfg::kDModel, Cfg::kQDim + 2 * Cfg::kKvDim) +
+       Traits::scale_count(Cfg::kQDim, Cfg::kDModel)) *
+          sizeof(float);
 
   explicit LayerData(std::uint32_t seed)
       : wq(uniform_floats(kWqFloats, -bound(Cfg::kDModel), bound(Cfg::kDModel), seed + 1)),
@@ -53,19 +60,23 @@ struct LayerData {
       (void)microattn::pack_weight_panels(wv.data(), WeightLayout::kInOut, DM, KD, pv.data());
       (void)microattn::pack_weight_panels(wo.data(), WeightLayout::kInOut, QD, DM, po.data());
     }
-    if constexpr (Cfg::kInt8Weights) {  // int8 copies (per-column scales) in every layout
+    if constexpr (kInt8) {  // int8 copies (per-column or group scales) in every layout
       const WeightLayout lays[3] = {WeightLayout::kInOut, WeightLayout::kOutIn,
                                     WeightLayout::kPanel16};
       const AlignedFloats* src[4] = {&wq, &wk, &wv, &wo};
       const std::size_t in[4] = {DM, DM, DM, QD}, out[4] = {QD, KD, KD, DM};
-      for (int m = 0; m < 4; ++m) {
-        scales[m].resize(out[m]);
+      for (int m = 0; m < 4; ++m)
         for (int l = 0; l < 3; ++l) {
           q8[l][m].resize(microattn::weight_floats(lays[l], in[m], out[m]));
-          (void)microattn::quantize_int8(src[m]->data(), WeightLayout::kInOut, in[m], out[m],
-                                         lays[l], q8[l][m].data(), scales[m].data());
+          scales[l][m].resize(Traits::scale_count(in[m], out[m]));
+          if constexpr (kGroup != 0)
+            (void)microattn::quantize_int8_groups(src[m]->data(), WeightLayout::kInOut, in[m],
+                                                  out[m], kGroup, lays[l], q8[l][m].data(),
+                                                  scales[l][m].data());
+          else
+            (void)microattn::quantize_int8(src[m]->data(), WeightLayout::kInOut, in[m], out[m],
+                                           lays[l], q8[l][m].data(), scales[l][m].data());
         }
-      }
     }
     if constexpr (kHalf) {  // fp16 / bf16 copies (rounded to nearest even) in every layout
       for (int l = 0; l < 3; ++l)
@@ -82,12 +93,12 @@ struct LayerData {
       microattn::WeightLayout layout = microattn::WeightLayout::kInOut) const {
     using microattn::WeightLayout;
     microattn::Weights<Cfg> w(layout);
-    if constexpr (Cfg::kInt8Weights) {
+    if constexpr (kInt8) {
       const int l = layout == WeightLayout::kInOut ? 0 : layout == WeightLayout::kOutIn ? 1 : 2;
       w.w_q = q8[l][0].data(), w.w_k = q8[l][1].data(), w.w_v = q8[l][2].data();
       w.w_o = q8[l][3].data();
-      w.s_q = scales[0].data(), w.s_k = scales[1].data(), w.s_v = scales[2].data();
-      w.s_o = scales[3].data();
+      w.s_q = scales[l][0].data(), w.s_k = scales[l][1].data(), w.s_v = scales[l][2].data();
+      w.s_o = scales[l][3].data();
       return w;
     }
     if constexpr (kHalf) {
@@ -131,7 +142,7 @@ struct LayerData {
   AlignedFloats wq, wk, wv, wo, x, y;
   AlignedFloats tq, tk, tv, to, pq, pk, pv, po;
   std::vector<std::int8_t> q8[3][4];  ///< int8 W_Q, W_K, W_V, W_O in kInOut, kOutIn, kPanel16
-  std::vector<float> scales[4];       ///< their per-output-column scales
+  std::vector<float> scales[3][4];    ///< their scales (per column, or groups like the rows)
   std::vector<Elem> half[3][4];       ///< fp16 / bf16 weights: the same three layouts
 };
 

@@ -188,8 +188,12 @@ microattn_exported_compile_fail(exported_mask_mismatch compile_fail_exported_mas
   "5|exported weights' sliding window differs from the Config's SlidingWindow")
 # WeightType values a family cannot compute (LatentConfig's 16-bit floats, a value no format has).
 microattn_exported_compile_fail(weight_type_refused compile_fail_weight_type.cpp
-  "0|" "1|WeightType::kF16 and kBF16 are not implemented for LatentAttention"
-  "2|WeightType must be kF32, kInt8, kF16 or kBF16")
+  "0|" "1|kBF16 and the group-wise kInt8G32 / G64 / G128 are not implemented for LatentAttention"
+  "2|WeightType must be kF32, kInt8, kF16, kBF16, kInt8G32, kInt8G64 or kInt8G128"
+  "3|kBF16 and the group-wise kInt8G32 / G64 / G128 are not implemented for LatentAttention"
+  "4|group-wise int8, kInt8G32 / G64 / G128, has fp32 compute only"
+  "5|group-wise int8, kInt8G32 / G64 / G128, has fp32 compute only"
+  "6|CacheType::kF16 and kBF16 are not implemented for LatentAttention's latent cache")
 endif()
 
 # The exporter's own tests (Python + the C/C++ compilers; skipped without python3-torch).

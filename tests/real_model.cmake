@@ -7,8 +7,10 @@
 #
 # microattn_real_model_data(<dir> <ok_var> <why_var>): the rules that write
 #   <dir>/stories260K_f32.bin, stories260K_f32_v1.bin (version 1), stories260K_q8.bin (int8),
-#   stories260K_f16.bin and stories260K_bf16.bin (16-bit floats) and stories260K_ref.bin (in the calling directory, so a target there depends on them by
-#   file); <ok_var> TRUE, or FALSE with <why_var> the reason.
+#   stories260K_f16.bin and stories260K_bf16.bin (16-bit floats), stories260K_q8g32.bin,
+#   _q8g64.bin and _q8g128.bin (group-wise int8) and stories260K_ref.bin (in the calling
+#   directory, so a target there depends on them by file); <ok_var> TRUE, or FALSE with
+#   <why_var> the reason.
 set(MICROATTN_SHARED_DIR "${PROJECT_SOURCE_DIR}/../shared" CACHE PATH
     "The shared test inputs (models/stories260K/stories260K.bin); not part of the repository")
 # Debian's python3-numpy installs into the system Python, which a pyenv or venv python3 earlier on
@@ -55,7 +57,8 @@ function(microattn_real_model_data dir ok why)
     DEPENDS ${_ckpt} ${_tools}/export_pytorch.py ${_tools}/llama2c.py
     COMMENT "real_model: stories260K.bin -> int8 model file"
     VERBATIM)
-  foreach(_hq f16|fp16 bf16|bf16)  # (16-bit float weights: the hosted real_model tests)
+  # (16-bit float and group-wise int8 weights: the hosted real_model tests)
+  foreach(_hq f16|fp16 bf16|bf16 q8g32|int8-g32 q8g64|int8-g64 q8g128|int8-g128)
     string(REPLACE "|" ";" _hq ${_hq})
     list(GET _hq 0 _h)
     list(GET _hq 1 _q)

@@ -17,12 +17,16 @@
           "_end - " #name "\n.size " #name "_bytes, 4\n.popsection\n")
 
 REAL_MODEL_INCBIN(real_model_blob, "stories260K_f32.bin");
-#if defined(REAL_MODEL_BENCH)
+#if defined(REAL_MODEL_BENCH) || defined(REAL_MODEL_FORMATS)
 REAL_MODEL_INCBIN(real_model_q8_blob, "stories260K_q8.bin");
-#else
+#endif
+#if !defined(REAL_MODEL_BENCH)
 REAL_MODEL_INCBIN(real_model_ref, "stories260K_ref.bin");
 #endif
-#if defined(REAL_MODEL_HALF)
+#if defined(REAL_MODEL_FORMATS)
 REAL_MODEL_INCBIN(real_model_f16_blob, "stories260K_f16.bin");
 REAL_MODEL_INCBIN(real_model_bf16_blob, "stories260K_bf16.bin");
+REAL_MODEL_INCBIN(real_model_q8g32_blob, "stories260K_q8g32.bin");
+REAL_MODEL_INCBIN(real_model_q8g64_blob, "stories260K_q8g64.bin");
+REAL_MODEL_INCBIN(real_model_q8g128_blob, "stories260K_q8g128.bin");
 #endif

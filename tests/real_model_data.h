@@ -11,12 +11,19 @@ extern const unsigned int real_model_blob_bytes;
 extern const unsigned char real_model_ref[];
 extern const unsigned int real_model_ref_bytes;
 /// The int8 model file (export_pytorch.py --quant int8): with REAL_MODEL_BENCH instead of
-/// the reference (the Cortex-M bench's STD1_qd8).
+/// the reference (the Cortex-M bench's STD1_qd8), and in hosted builds (REAL_MODEL_FORMATS).
 extern const unsigned char real_model_q8_blob[];
 extern const unsigned int real_model_q8_blob_bytes;
-/// The fp16 and bf16 model files (--quant fp16 / bf16): hosted builds (REAL_MODEL_HALF).
+/// The fp16, bf16 and group-wise int8 model files (--quant fp16 / bf16 / int8-g32 / int8-g64 /
+/// int8-g128): hosted builds (REAL_MODEL_FORMATS).
 extern const unsigned char real_model_f16_blob[];
 extern const unsigned int real_model_f16_blob_bytes;
 extern const unsigned char real_model_bf16_blob[];
 extern const unsigned int real_model_bf16_blob_bytes;
+extern const unsigned char real_model_q8g32_blob[];
+extern const unsigned int real_model_q8g32_blob_bytes;
+extern const unsigned char real_model_q8g64_blob[];
+extern const unsigned int real_model_q8g64_blob_bytes;
+extern const unsigned char real_model_q8g128_blob[];
+extern const unsigned int real_model_q8g128_blob_bytes;
 }

@@ -13,6 +13,7 @@ set(MICROATTN_KERNEL_TEST_SOURCES
   test_f32_exp.cpp
   test_f32_gemm.cpp
   test_format.cpp
+  test_group_int8.cpp
   test_half.cpp
   test_pytorch_fixtures.cpp
   test_quant.cpp

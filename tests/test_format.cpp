@@ -21,12 +21,9 @@ using microattn::WeightLayout;
 using microattn::WeightType;
 namespace format = microattn::format;
 
-// Entries of formats the kernels do not have yet: what the traits must answer for them.
-struct Qg8x32 {  // int8, a scale per output column and group of 32 inputs
-  static constexpr StorageFormat kDesc{ElemType::kInt8, 8, ScaleGrouping::kPerGroup, 32,
-                                       ElemType::kF32};
-  using Elem = std::int8_t;
-};
+// The group-wise int8 entry (WeightType::kInt8G32), and one of a format the kernels do not have
+// yet: what the traits must answer for it.
+using Qg8x32 = format::Qg8<32>;
 struct Q4x32 {  // int4 (two per byte), a scale per group of 32 inputs
   static constexpr StorageFormat kDesc{ElemType::kInt8, 4, ScaleGrouping::kPerGroup, 32,
                                        ElemType::kF32};
@@ -93,12 +90,22 @@ TEST(Format, ScaleIndexAndElementOffsets) {
   using Q = FormatTraits<format::Qc8>;
   using G = FormatTraits<Qg8x32>;
   using I4 = FormatTraits<Q4x32>;
-  EXPECT_EQ(Q::scale_index(47, 5, 48), 5u);
-  // Column o's groups are contiguous: (i, o) -> o * groups + i / 32.
-  EXPECT_EQ(G::scale_index(0, 0, 48), 0u);
-  EXPECT_EQ(G::scale_index(31, 0, 48), 0u);
-  EXPECT_EQ(G::scale_index(32, 0, 48), 1u);
-  EXPECT_EQ(G::scale_index(40, 7, 48), 15u);
+  constexpr WeightLayout kOI = WeightLayout::kOutIn, kIO = WeightLayout::kInOut;
+  EXPECT_EQ(Q::scale_index(kOI, 47, 5, 48, 20), 5u);
+  EXPECT_EQ(Q::scale_index(kIO, 47, 5, 48, 20), 5u);
+  // Scales stored like the rows. kOutIn: column o's groups are contiguous,
+  // (i, o) -> o * groups + i / 32.
+  EXPECT_EQ(G::scale_index(kOI, 0, 0, 48, 20), 0u);
+  EXPECT_EQ(G::scale_index(kOI, 31, 0, 48, 20), 0u);
+  EXPECT_EQ(G::scale_index(kOI, 32, 0, 48, 20), 1u);
+  EXPECT_EQ(G::scale_index(kOI, 40, 7, 48, 20), 15u);
+  // kInOut and kPanel16: a group's outputs are contiguous, (i, o) -> (i / 32) * out + o.
+  EXPECT_EQ(G::scale_index(kIO, 31, 7, 48, 20), 7u);
+  EXPECT_EQ(G::scale_index(kIO, 40, 7, 48, 20), 27u);
+  EXPECT_EQ(G::scale_index(WeightLayout::kPanel16, 40, 7, 48, 20), 27u);
+  EXPECT_EQ(G::groups(48), 2u);
+  EXPECT_EQ(Q::groups(48), 1u);
+  EXPECT_EQ(FormatTraits<format::F32>::groups(48), 0u);
   EXPECT_EQ(FormatTraits<format::F32>::elem_offset(37), 37u);
   EXPECT_EQ(Q::elem_offset(37), 37u);
   EXPECT_EQ(I4::elem_offset(64), 32u);  // two int4 per byte
@@ -163,10 +170,20 @@ TEST(Format, SliceOfARecordOffsetsDataAndScales) {
   const auto c = microattn::internal::weight_slice(Matrix<format::Qc8>{q, s},
                                                    WeightLayout::kPanel16, 48, 64, 16);
   EXPECT_TRUE(c.b == q + 16 * 48 && c.ldb == 48u * 16u && c.scale == s + 16);
-  // Groups of 32 along 48 inputs: 2 scales per column, so column 16's start at scale 32.
+  // Groups of 32 along 48 inputs: 2 scales per column, so column 16's start at scale 32
+  // (kOutIn: [out][groups]), a column's next group 1 further.
   const auto g =
       microattn::internal::weight_slice(Matrix<Qg8x32>{q, s}, WeightLayout::kOutIn, 48, 64, 16);
-  EXPECT_TRUE(g.b == q + 16 * 48 && g.scale == s + 32);
+  EXPECT_TRUE(g.b == q + 16 * 48 && g.scale.p == s + 32 && g.scale.col_stride == 2u &&
+              g.scale.group_stride == 1u);
+  for (int i = 0; i < 128; ++i) s[i] = float(i);
+  EXPECT_EQ(g.scale.at(40, 3), float(32 + 3 * 2 + 1));  // column 19, group 1
+  // kInOut ([groups][out]): column 16's first scale is 16, its next group 64 further.
+  const auto gi =
+      microattn::internal::weight_slice(Matrix<Qg8x32>{q, s}, WeightLayout::kInOut, 48, 64, 16);
+  EXPECT_TRUE(gi.b == q + 16 && gi.scale.p == s + 16 && gi.scale.col_stride == 1u &&
+              gi.scale.group_stride == 64u);
+  EXPECT_EQ(gi.scale.at(40, 3), float(16 + 3 + 64));
   // fp32: no scales in the slice, whatever the record holds.
   static float f[48 * 64];
   const auto h = microattn::internal::weight_slice(Matrix<format::F32>{f, s}, WeightLayout::kInOut,

@@ -17,6 +17,7 @@
 #include "microattn/kv_cache.hpp"
 #include "support/check.hpp"
 #include "support/rng.hpp"
+#include "support/twins.hpp"
 #include "support/unit.hpp"
 
 namespace {
@@ -287,22 +288,11 @@ void half_layer_case(WeightLayout l, std::uint64_t seed) {
   const double chain = DM + 2.0 * DH + double(T) + QD + 8;
   static microattn::MultiHeadAttention<Cfg, A> mha;
   static microattn::MultiHeadAttention<Cfg32, A> mha32;
-  ASSERT_EQ(mha.set_weights(wv), Status::kOk);
-  ASSERT_EQ(mha32.set_weights(wv32), Status::kOk);
-  ASSERT_EQ(mha.forward(x, T, y), Status::kOk);
-  ASSERT_EQ(mha32.forward(x, T, y32), Status::kOk);
+  ASSERT_TRUE(microattn_test::forward_twins(mha, mha32, wv, wv32, x, T, y, y32));
   expect_as_fp32(y, y32, T * DM, chain, "MultiHeadAttention");
   static microattn::KvAttention<Cfg, A> kv;
   static microattn::KvAttention<Cfg32, A> kv32;
-  kv.reset(), kv32.reset();
-  ASSERT_EQ(kv.set_weights(wv), Status::kOk);
-  ASSERT_EQ(kv32.set_weights(wv32), Status::kOk);
-  ASSERT_EQ(kv.prefill(x, 11, y), Status::kOk);
-  ASSERT_EQ(kv32.prefill(x, 11, y32), Status::kOk);
-  for (std::size_t t = 11; t < T; ++t) {
-    ASSERT_EQ(kv.decode(x + t * DM, y + t * DM), Status::kOk);
-    ASSERT_EQ(kv32.decode(x + t * DM, y32 + t * DM), Status::kOk);
-  }
+  ASSERT_TRUE(microattn_test::kv_twins(kv, kv32, wv, wv32, x, T, 11, DM, DM, y, y32));
   expect_as_fp32(y, y32, T * DM, chain, "KvAttention prefill + decode");
 }
 
@@ -312,6 +302,46 @@ TEST(HalfWeights, AttentionLayersEqualFp32OnWidenedWeights) {
     for (WeightLayout l : {WeightLayout::kInOut, WeightLayout::kOutIn}) {
       half_layer_case<WeightType::kF16, A>(l, 60 + int(l));
       half_layer_case<WeightType::kBF16, A>(l, 70 + int(l));
+    }
+  });
+}
+
+/// KvAttention with an fp16 / bf16 cache (CacheType::kF16, kBF16) against the same layer with
+/// the fp32 cache, on weights and inputs whose keys and values are exact in both formats
+/// (multiples of 1/64 of at most 4 in magnitude: 8 significant bits, bf16's): the cache stores
+/// them exactly and widens them exactly, so every output is the fp32 layer's, prefill and
+/// decode, and the cache takes half the bytes.
+template <microattn::CacheType kC, class A>
+void half_cache_case(WeightLayout l, std::uint64_t seed) {
+  constexpr std::size_t T = 21, DM = 16, H = 4, HKV = 2, DH = 16, QD = H * DH;
+  using Cfg = microattn::Config<T, DM, H, HKV, DH, kC>;
+  using Cfg32 = microattn::Config<T, DM, H, HKV, DH>;
+  static float w[4][DM * QD], x[T * DM], y[T * DM], y32[T * DM];
+  microattn_test::Rng rng(seed);
+  const std::size_t outs[4] = {QD, HKV * DH, HKV * DH, DM}, ins[4] = {DM, DM, DM, QD};
+  for (int m = 0; m < 4; ++m)
+    for (std::size_t i = 0; i < ins[m] * outs[m]; ++i)  // multiples of 1/8 in [-1/4, 1/4]
+      w[m][i] = float(int(rng.next_u32() % 5) - 2) / 8.0f;
+  for (std::size_t i = 0; i < T * DM; ++i)  // multiples of 1/8 in [-1, 1]: |K|, |V| <= 4
+    x[i] = float(int(rng.next_u32() % 17) - 8) / 8.0f;
+  const microattn::Weights<Cfg> wv(l, w[0], w[1], w[2], w[3]);
+  const microattn::Weights<Cfg32> wv32(l, w[0], w[1], w[2], w[3]);
+  static microattn::KvAttention<Cfg, A> kv;
+  static microattn::KvAttention<Cfg32, A> kv32;
+  ASSERT_TRUE(microattn_test::kv_twins(kv, kv32, wv, wv32, x, T, 13, DM, DM, y, y32));
+  expect_as_fp32(y, y32, T * DM, DM + 2.0 * DH + double(T) + QD + 8, "KvAttention 16-bit cache");
+  static_assert(sizeof(kv) < sizeof(kv32), "the 16-bit cache is smaller");
+  constexpr std::size_t kBytes = microattn::KvAttention<Cfg, A>::kCacheBytes;
+  constexpr std::size_t kBytes32 = microattn::KvAttention<Cfg32, A>::kCacheBytes;
+  EXPECT_EQ(2 * kBytes, kBytes32);
+}
+
+TEST(HalfCache, KvAttentionEqualsFp32CacheOnExactValues) {
+  microattn_test::for_each_arch([&](auto arch) {
+    using A = decltype(arch);
+    for (WeightLayout l : kLayouts) {
+      half_cache_case<microattn::CacheType::kF16, A>(l, 110 + int(l));
+      half_cache_case<microattn::CacheType::kBF16, A>(l, 120 + int(l));
     }
   });
 }

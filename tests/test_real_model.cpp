@@ -152,7 +152,7 @@ TEST(RealModel, Stories260kFileRefusesOtherConfigs) {
   EXPECT_EQ(why.found, 512u);
 }
 
-#if defined(REAL_MODEL_HALF)
+#if defined(REAL_MODEL_FORMATS)
 // fp16 and bf16 weights (export_pytorch.py --quant fp16 / bf16): teacher-forced on the reference's
 // greedy sequence, every position's logits against the float64 fp32 reference. Measured (this
 // test's report line, AMD Zen 4 and scalar alike): fp16 0.39 % of the logit range, 254 / 256 top
@@ -185,7 +185,7 @@ void half_case(D& model, const unsigned char* blob, unsigned bytes, double max_e
     kept += argmax(g_logits + p * kV) == g_tokens[p + 1] ? 1u : 0u;
   }
   microattn_test::report(
-      "real_model stories260K %s weights: max error %.3g of the logit range, %zu of %zu top "
+      "real_model stories260K %s: max error %.3g of the logit range, %zu of %zu top "
       "choices kept\n",
       what, diff / mag, kept, kSteps);
   EXPECT_LE(diff / mag, max_err) << what;
@@ -193,8 +193,46 @@ void half_case(D& model, const unsigned char* blob, unsigned bytes, double max_e
 }
 
 TEST(RealModel, Stories260kHalfWeightsStayClose) {
-  half_case(g_f16, real_model_f16_blob, real_model_f16_blob_bytes, 0.005, 252, "fp16");
-  half_case(g_bf16, real_model_bf16_blob, real_model_bf16_blob_bytes, 0.05, 244, "bf16");
+  half_case(g_f16, real_model_f16_blob, real_model_f16_blob_bytes, 0.005, 252, "fp16 weights");
+  half_case(g_bf16, real_model_bf16_blob, real_model_bf16_blob_bytes, 0.05, 244, "bf16 weights");
+}
+
+// int8 weights (--quant int8, int8-g32 / g64 / g128), the same teacher-forced measure. Measured
+// (this test's report lines, AMD Zen 4): per column 16.3 % of the logit range, 231 / 256 top
+// choices kept; per group of 32 9.60 %, 231; of 64 12.6 %, 238; of 128 13.2 %, 232:
+// tools/quant_study.py's float64 figures for the rounding alone, so the kernels add nothing
+// visible. Bounds: those figures plus a tenth of them, and the top choices less three (near-ties
+// another arch's rounding can flip). Issue 50's 3 % for g32 is out of this format's reach on
+// this model (docs/quantization.md).
+microattn::Decoder<StoriesHalf<microattn::WeightType::kInt8>> g_q8;
+microattn::Decoder<StoriesHalf<microattn::WeightType::kInt8G32>> g_q8g32;
+microattn::Decoder<StoriesHalf<microattn::WeightType::kInt8G64>> g_q8g64;
+microattn::Decoder<StoriesHalf<microattn::WeightType::kInt8G128>> g_q8g128;
+
+// fp16 and bf16 KV caches (CacheType::kF16 / kBF16) with the fp32 weights: every layer's keys
+// and values rounded as they are cached. Measured (AMD Zen 4): fp16 0.263 % of the logit range,
+// 254 / 256 top choices kept; bf16 1.88 %, 252. Bounds: fp16 as its weights' (issue 50's 0.5 %),
+// bf16 the measure plus a third, less three top choices.
+template <microattn::CacheType kC>
+using StoriesCache =
+    microattn::DecoderConfig<512, 64, 5, 8, 4, 8, 172, 512, microattn::LmHead::kTied, kC>;
+microattn::Decoder<StoriesCache<microattn::CacheType::kF16>> g_c16;
+microattn::Decoder<StoriesCache<microattn::CacheType::kBF16>> g_cb16;
+
+TEST(RealModel, Stories260kHalfCachesStayClose) {
+  half_case(g_c16, real_model_blob, real_model_blob_bytes, 0.005, 252, "fp16 cache");
+  half_case(g_cb16, real_model_blob, real_model_blob_bytes, 0.025, 249, "bf16 cache");
+}
+
+TEST(RealModel, Stories260kInt8WeightsPerColumnAndPerGroup) {
+  half_case(g_q8, real_model_q8_blob, real_model_q8_blob_bytes, 0.18, 228,
+            "int8 weights (per column)");
+  half_case(g_q8g32, real_model_q8g32_blob, real_model_q8g32_blob_bytes, 0.106, 228,
+            "int8 g32 weights");
+  half_case(g_q8g64, real_model_q8g64_blob, real_model_q8g64_blob_bytes, 0.139, 235,
+            "int8 g64 weights");
+  half_case(g_q8g128, real_model_q8g128_blob, real_model_q8g128_blob_bytes, 0.146, 229,
+            "int8 g128 weights");
 }
 
 // A configuration's weight type must be the file's: the fp32 file, read as fp16, is refused at

@@ -49,6 +49,10 @@ using Mlp16 =
     microattn::MlpConfig<64, 96, microattn::Activation::kSwiGlu, microattn::WeightType::kBF16>;
 static microattn::Mlp<Mlp16> g_mlp16;
 static microattn::f16 g_w16[64 * 64];
+// Group-wise int8 weights with a bf16 cache.
+using KvG = microattn::Config<32, 64, 4, 2, 16, microattn::WeightType::kInt8G32,
+                              microattn::CacheType::kBF16>;
+static microattn::KvAttention<KvG, microattn::DefaultArch, 8> g_kvg;
 static microattn::bf16 g_wb16[64 * 96];
 // A whole decoder: int8 weights and cache, tied head, a prefill chunk; and fp32, separate head.
 using Dec8 = microattn::DecoderConfig<50, 64, 2, 4, 2, 16, 96, 32, microattn::LmHead::kTied,
@@ -109,6 +113,11 @@ static int user_blocks(const float* w, const float* x, float* y) {
   if (g_kv16.set_weights(w16) != microattn::Status::kOk ||
       g_kv16.prefill(x, 9, y) != microattn::Status::kOk ||
       g_kv16.decode(x, y) != microattn::Status::kOk)
+    return 1;
+  const microattn::Weights<KvG> wg32(microattn::WeightLayout::kPanel16, q, w, q, w, q, w, q, w);
+  if (g_kvg.set_weights(wg32) != microattn::Status::kOk ||
+      g_kvg.prefill(x, 9, y) != microattn::Status::kOk ||
+      g_kvg.decode(x, y) != microattn::Status::kOk)
     return 1;
   microattn::MlpWeights<Mlp16> wb;
   wb.layout = microattn::WeightLayout::kOutIn, wb.w_gate = wb.w_up = wb.w_down = g_wb16;

@@ -237,7 +237,11 @@ MATRIX_NAMES = {"wq": "W_Q", "wk": "W_K", "wv": "W_V", "wo": "W_O"}
 QUANTS = {"none": ("kF32", 0), "int8": ("kInt8", 1)}
 # Model files (--kind decoder --blob, version 2) also store 16-bit floats (WeightType::kF16,
 # kBF16): every matrix and the embedding rounded to nearest even, the norms fp32.
-BLOB_QUANTS = dict(QUANTS, fp16=("kF16", 2), bf16=("kBF16", 3))
+# Group-wise int8 (kInt8G32 / G64 / G128): a scale per output row and group of inputs
+# (quantize_int8_groups), also model files only.
+BLOB_QUANTS = dict(QUANTS, fp16=("kF16", 2), bf16=("kBF16", 3), **{
+    "int8-g32": ("kInt8G32", 4), "int8-g64": ("kInt8G64", 5), "int8-g128": ("kInt8G128", 6)})
+GROUP_QUANTS = {"int8-g32": 32, "int8-g64": 64, "int8-g128": 128}
 
 
 class Refusal(Exception):
@@ -388,6 +392,30 @@ def quantize_int8(w):
     q[zero, :] = 0
     assert r.dtype == a.dtype == f.dtype == np.float32
     return q, scale
+
+
+def quantize_int8_groups(w, group):
+    """quantize_int8 per group of `group` consecutive inputs of each output row (the last group
+    may be shorter), bit for bit microattn::quantize_int8_groups() with `to` kOutIn: each
+    group is quantize_int8 of its columns of w. w: finite float32 [out][in]. Returns
+    (q int8 [out][in], scales float32 [out][groups]: a row's groups beside each other, the
+    model file's kOutIn order)."""
+    import numpy as np
+    w = np.ascontiguousarray(w, dtype=np.float32)
+    q = np.empty(w.shape, dtype=np.int8)
+    groups = -(-w.shape[1] // group)
+    scales = np.empty((w.shape[0], groups), dtype=np.float32)
+    for g in range(groups):
+        q[:, g * group:(g + 1) * group], scales[:, g] = quantize_int8(
+            w[:, g * group:(g + 1) * group])
+    return q, scales
+
+
+def dequantize_groups(q, scales, group):
+    """float32 [out][in] of quantize_int8_groups' output."""
+    import numpy as np
+    return (q.astype(np.float32) * np.repeat(scales, group, axis=1)[:, :q.shape[1]]).astype(
+        np.float32)
 
 
 def layer_output_error(L, mask, deq, tokens=32, seed=0):
@@ -2258,6 +2286,8 @@ def blob_total(dec, quant="none", version=1):
         sizes = (4 * a.size,)
         if quant == "int8" and is_matrix:
             sizes = (a.size, 4 * a.shape[0])
+        elif quant in GROUP_QUANTS and is_matrix:
+            sizes = (a.size, 4 * a.shape[0] * -(-a.shape[1] // GROUP_QUANTS[quant]))
         elif quant in ("fp16", "bf16") and is_matrix:
             sizes = (2 * a.size,)
         for n in sizes:
@@ -2285,8 +2315,8 @@ def blob_bytes(dec, quant="none", report=None):
     import struct
     import numpy as np
     if quant not in QUANTS:
-        raise Refusal(f"--quant {quant}: version 1 model files are fp32 or int8; fp16 and bf16 "
-                      "need --blob-version 2 (the default)")
+        raise Refusal(f"--quant {quant}: version 1 model files are fp32 or int8; fp16, bf16 "
+                      "and the group-wise int8 formats need --blob-version 2 (the default)")
     total = blob_total(dec, quant)
     check_blob_size(total)
     c = dec.cfg
@@ -2333,8 +2363,10 @@ BLOB_V2_ROLES = {"embed": 1, "attn_norm": 2, "q_proj": 3, "k_proj": 4, "v_proj":
 BLOB_NO_LAYER = 0xFFFF
 # microattn::StorageFormat::code() of each --quant (format.hpp): fp32 0; int8 with one fp32
 # scale per output row: elem 1 | bits 8 << 8 | per-column 1 << 16 | fp32 scales 0 << 20.
-# fp16 / bf16: elem 2 / 3 | bits 16 << 8, unscaled.
-FORMAT_CODES = {"none": 0, "int8": 0x10801, "fp16": 0x1002, "bf16": 0x1003}
+# fp16 / bf16: elem 2 / 3 | bits 16 << 8, unscaled. Group-wise int8: elem 1 | bits 8 << 8 |
+# per-group 2 << 16 | fp32 scales | log2(group) << 24.
+FORMAT_CODES = {"none": 0, "int8": 0x10801, "fp16": 0x1002, "bf16": 0x1003,
+                "int8-g32": 0x5020801, "int8-g64": 0x6020801, "int8-g128": 0x7020801}
 
 
 def round_half(a, quant):
@@ -2415,6 +2447,14 @@ def blob_v2_bytes(dec, quant="none", report=None):
             q, s = quantize_int8(a)
             data, scales = put(q.tobytes()), put(s.astype("<f4").tobytes())
             worst = max(worst, (quant_error(a, q, s)[2], key))
+            code = FORMAT_CODES[quant]
+        elif quant in GROUP_QUANTS and is_matrix:
+            q, s = quantize_int8_groups(a, GROUP_QUANTS[quant])
+            data, scales = put(q.tobytes()), put(s.astype("<f4").tobytes())
+            w = np.asarray(a, dtype=np.float64)
+            err = np.linalg.norm(dequantize_groups(q, s, GROUP_QUANTS[quant]) - w) / max(
+                np.linalg.norm(w), 1e-30)
+            worst = max(worst, (float(err), key))
             code = FORMAT_CODES[quant]
         elif quant in ("fp16", "bf16") and is_matrix:
             h = round_half(a, quant)
@@ -2995,11 +3035,14 @@ def parser():
                     "exist)")
     ap.add_argument("--layout", choices=("outin", "panel16"), default="outin",
                     help="outin: PyTorch's [out][in] as it is (default); panel16: kPanel16")
-    ap.add_argument("--quant", metavar="{none,int8,fp16,bf16}", default="none",
+    ap.add_argument("--quant", metavar="{none,int8,fp16,bf16,int8-g32,int8-g64,int8-g128}",
+                    default="none",
                     help="none: fp32 weights (default); int8: int8 matrices with one fp32 scale "
                     "per output column (microattn::WeightType::kInt8), the error on stderr; "
                     "fp16, bf16: 16-bit float matrices (WeightType::kF16, kBF16; model files "
-                    "only)")
+                    "only); int8-g32, int8-g64, int8-g128: int8 with a scale per output column "
+                    "and group of 32 / 64 / 128 inputs (WeightType::kInt8G32 / G64 / G128; "
+                    "model files only)")
     ap.add_argument("--compute", metavar="{f32,int8}", default="f32",
                     help="f32: float arithmetic (default); int8: with --quant int8, the Config "
                     "line names microattn::Compute::kInt8 (integer projections)")

@@ -584,7 +584,9 @@ def attention_shape(w, args, N, v, ring):
 
 
 FORMAT_NAMES = {0x0: "MICROATTN_FORMAT_F32", 0x10801: "MICROATTN_FORMAT_QC8",
-                0x1002: "MICROATTN_FORMAT_F16", 0x1003: "MICROATTN_FORMAT_BF16"}
+                0x1002: "MICROATTN_FORMAT_F16", 0x1003: "MICROATTN_FORMAT_BF16",
+                0x5020801: "MICROATTN_FORMAT_QG8_32", 0x6020801: "MICROATTN_FORMAT_QG8_64",
+                0x7020801: "MICROATTN_FORMAT_QG8_128"}
 
 
 def weight_format_define(w, N, v):

@@ -311,7 +311,7 @@ constexpr std::uint32_t fnv1a_all(const std::uint64_t (&values)[kN]) noexcept {
 /// config_id() of a Linear (every LinearConfig parameter and option) or an Mlp (every
 /// MlpConfig parameter and option, the activation, the rows per pass kChunk).
 template <Kind kKind, class Cfg, std::size_t kChunk>
-constexpr std::uint32_t block_config_id() noexcept {
+constexpr std::uint32_t block_options_id() noexcept {
   // The first value is the version of this encoding: a change to it changes every fingerprint.
   if constexpr (kKind == Kind::kLinear) {
     const std::uint64_t values[] = {1u,
@@ -334,6 +334,18 @@ constexpr std::uint32_t block_config_id() noexcept {
                                     kChunk};
     return fnv1a_all(values);
   }
+}
+/// h with the weights' format folded in when it is neither fp32 nor per-column int8 (the
+/// formats added after version 1: older fingerprints stay valid).
+template <class Cfg>
+constexpr std::uint32_t block_format_id(std::uint32_t h) noexcept {
+  constexpr std::uint32_t code = Cfg::WeightFormat::kDesc.code();
+  if (code == format::F32::kDesc.code() || code == format::Qc8::kDesc.code()) return h;
+  return fnv1a(h, 0x464d5400u + std::uint64_t{code});  // "FMT"
+}
+template <Kind kKind, class Cfg, std::size_t kChunk>
+constexpr std::uint32_t block_config_id() noexcept {
+  return block_format_id<Cfg>(block_options_id<kKind, Cfg, kChunk>());
 }
 
 /// config_id() of a norm: its kind, width and bias.
@@ -505,7 +517,10 @@ constexpr WeightLayout layout_from_c(int layout) noexcept {
 static_assert(MICROATTN_FORMAT_F32 == format::F32::kDesc.code() &&
                   MICROATTN_FORMAT_QC8 == format::Qc8::kDesc.code() &&
                   MICROATTN_FORMAT_F16 == format::F16::kDesc.code() &&
-                  MICROATTN_FORMAT_BF16 == format::BF16::kDesc.code(),
+                  MICROATTN_FORMAT_BF16 == format::BF16::kDesc.code() &&
+                  MICROATTN_FORMAT_QG8_32 == format::Qg8<32>::kDesc.code() &&
+                  MICROATTN_FORMAT_QG8_64 == format::Qg8<64>::kDesc.code() &&
+                  MICROATTN_FORMAT_QG8_128 == format::Qg8<128>::kDesc.code(),
               "microattn C API: the C format codes are StorageFormat::code()");
 
 /// The C matrices struct of a configuration (NAME_set_matrices): microattn_layer_matrices, or

@@ -59,7 +59,11 @@ enum class Compute : unsigned char { kF32 = 0, kInt8 = 1 };
 ///   CacheType::kInt8  int8, symmetric, one fp32 scale per cached token per key/value head for
 ///                     K and one for V, computed when the token is appended ("qs8" in kernel
 ///                     names): about a quarter of the cache RAM and of a decode step's reads.
-enum class CacheType : unsigned char { kF32 = 0, kInt8 = 1 };
+///   CacheType::kF16   IEEE fp16 (half.hpp), each K and V value rounded to nearest even as it is
+///                     appended, widened exactly as it is read: half the cache RAM, fp32
+///                     arithmetic.
+///   CacheType::kBF16  bfloat16, the same way (fp32's range, 8 significant bits).
+enum class CacheType : unsigned char { kF32 = 0, kInt8 = 1, kF16 = 2, kBF16 = 3 };
 
 /// Most workers (cores) a layer can split its work over: every worker's scratch is part of the
 /// object (ram_bytes() grows with it). Default 1; the Executor given at run time says how many
@@ -136,8 +140,7 @@ using weight_format_t =
     typename WeightFormatOf<option_or<WeightType>(WeightType::kF32, kOptions...)>::type;
 /// Whether a WeightType value names a format (WeightFormatOf has an entry for it).
 constexpr bool is_weight_type(WeightType w) noexcept {
-  return w == WeightType::kF32 || w == WeightType::kInt8 || w == WeightType::kF16 ||
-         w == WeightType::kBF16;
+  return static_cast<unsigned>(w) <= static_cast<unsigned>(WeightType::kInt8G128);
 }
 
 template <class T>
@@ -212,7 +215,8 @@ struct Config {
   static constexpr WeightType kWeightType =
       internal::option_or<WeightType>(WeightType::kF32, kOptions...);
   static_assert(internal::is_weight_type(kWeightType),
-                "microattn::Config: WeightType must be kF32, kInt8, kF16 or kBF16");
+                "microattn::Config: WeightType must be kF32, kInt8, kF16, kBF16, kInt8G32, "
+                "kInt8G64 or kInt8G128");
   using WeightFormat = internal::weight_format_t<kOptions...>;
   using WeightElem = typename WeightFormat::Elem;
   /// int8 weights with a scale per output column (format::Qc8).
@@ -224,7 +228,10 @@ struct Config {
   static constexpr CacheType kCacheType =
       internal::option_or<CacheType>(CacheType::kF32, kOptions...);
   static constexpr bool kInt8Cache = kCacheType == CacheType::kInt8;
-  using CacheElem = std::conditional_t<kInt8Cache, std::int8_t, float>;
+  using CacheElem = std::conditional_t<
+      kInt8Cache, std::int8_t,
+      std::conditional_t<kCacheType == CacheType::kF16, f16,
+                         std::conditional_t<kCacheType == CacheType::kBF16, bf16, float>>>;
 
   /// The mask: kCausal (also with a sliding window) or kNone.
   static constexpr Mask kMask = internal::option_or<Mask>(Mask::kCausal, kOptions...);
@@ -255,9 +262,10 @@ struct Config {
                 "microattn::Config: Compute must be kF32 or kInt8");
   static_assert(!kInt8Compute || kInt8Weights,
                 "microattn::Config: Compute::kInt8 multiplies int8 weights: it needs "
-                "WeightType::kInt8");
-  static_assert(kCacheType == CacheType::kF32 || kCacheType == CacheType::kInt8,
-                "microattn::Config: CacheType must be kF32 or kInt8");
+                "WeightType::kInt8 (group-wise int8, kInt8G32 / G64 / G128, has fp32 compute "
+                "only)");
+  static_assert(static_cast<unsigned>(kCacheType) <= static_cast<unsigned>(CacheType::kBF16),
+                "microattn::Config: CacheType must be kF32, kInt8, kF16 or kBF16");
   static_assert(kMaxWorkers >= 1 && kMaxWorkers <= 256,
                 "microattn::Config: MaxWorkers{n} needs 1 <= n <= 256");
   static_assert(kMask == Mask::kCausal || kMask == Mask::kNone,

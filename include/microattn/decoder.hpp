@@ -33,8 +33,9 @@ constexpr bool is_decoder_option() noexcept {
 
 /// The shape of a Decoder: vocabulary, d_model, layers, query heads, key/value heads, d_head,
 /// MLP hidden width, context T_max, and options in any order, each at most once:
-/// WeightType::kInt8 (every matrix and the embedding int8, a scale per output row) or
-/// kF16 / kBF16 (every matrix and the embedding; the norms stay fp32),
+/// WeightType::kInt8 (every matrix and the embedding int8, a scale per output row), kInt8G32 /
+/// G64 / G128 (int8, a scale per output row and group of inputs) or kF16 / kBF16 (every matrix
+/// and the embedding; the norms stay fp32),
 /// CacheType::kInt8, Compute::kInt8 (integer products in every matrix: the attention's
 /// projections, the MLP, the LM head; needs kInt8 weights), MaxWorkers{n},
 /// LmHead::kTied (default kSeparate), Activation::kGeGlu (default kSwiGlu; gated only).
@@ -677,7 +678,9 @@ class Decoder {
       using F = FormatTraits<typename DCfg::WeightFormat>;
       const std::size_t t = static_cast<std::size_t>(tokens[i]);
       for (std::size_t j = 0; j < DM; ++j) {  // row t of [vocab][d_model] (kOutIn's indices)
-        const float s = F::kScaled ? w_.s_embed[F::scale_index(j, t, DM)] : 1.0f;
+        const float s =
+            F::kScaled ? w_.s_embed[F::scale_index(WeightLayout::kOutIn, j, t, DM, DCfg::kVocab)]
+                       : 1.0f;
         x_[i * DM + j] = F::widen(F::load(w_.embed, t * DM + j), s);
       }
     }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // microattn vocabulary: how the elements of a weight matrix are stored. One descriptor
-// (StorageFormat) and one entry type per format (format::F32, format::Qc8); every Config family
-// reads its weights' format through weight_format_t, and the weight views, the kernels' slices
-// and the model file ask FormatTraits, never a bool. A new weight format is a WeightType value,
-// its entry here and its kernels (docs/architecture.md, "A new weight format").
+// (StorageFormat) and one entry type per format (format::F32, Qc8, F16, BF16, Qg8<G>); every Config
+// family reads its weights' format through weight_format_t, and the weight views, the kernels'
+// slices and the model file ask FormatTraits, never a bool. A new weight format is a WeightType
+// value, its entry here and its kernels (docs/architecture.md, "A new weight format").
 #pragma once
 
 #include <cstddef>
@@ -57,7 +57,21 @@ inline std::int8_t quantize_value(float w, float scale) noexcept {
 ///                      (fp32 arithmetic), by F16C / VCVT where the target has them.
 ///   WeightType::kBF16  bfloat16 (format::BF16): as kF16, fp32's exponent range, 8 bits of
 ///                      mantissa; the widening is a shift on every target.
-enum class WeightType : unsigned char { kF32 = 0, kInt8 = 1, kF16 = 2, kBF16 = 3 };
+///   WeightType::kInt8G32, kInt8G64, kInt8G128
+///                      int8, symmetric, one fp32 scale per output column and group of 32 / 64
+///                      / 128 consecutive inputs (llama.cpp's Q8_0 at 32; "qg8w" in kernel
+///                      names; format::Qg8<G>): w(i, o) = scale(i / G, o) * q(i, o). The
+///                      flash of kInt8 plus 4 bytes per G weights, and a closer fit of small
+///                      weights beside large ones (docs/quantization.md).
+enum class WeightType : unsigned char {
+  kF32 = 0,
+  kInt8 = 1,
+  kF16 = 2,
+  kBF16 = 3,
+  kInt8G32 = 4,
+  kInt8G64 = 5,
+  kInt8G128 = 6
+};
 
 /// The type of a stored element or of a scale.
 enum class ElemType : unsigned char { kF32 = 0, kInt8 = 1, kF16 = 2, kBF16 = 3 };
@@ -119,7 +133,33 @@ struct BF16 {
                                        ElemType::kF32};
   using Elem = bf16;
 };
+/// int8 with a scale per output column and group of G inputs (G = 32, 64, 128).
+template <std::size_t G>
+struct Qg8 {
+  static constexpr StorageFormat kDesc{ElemType::kInt8, 8, ScaleGrouping::kPerGroup,
+                                       static_cast<std::uint16_t>(G), ElemType::kF32};
+  using Elem = std::int8_t;
+};
 }  // namespace format
+
+/// Where the scales of a group-wise matrix are, for the kernels: the scale of element (k, n)
+/// (input k, output n) is p[n * col_stride + (k / kGroup) * group_stride]. A matrix's scales are
+/// stored like its rows: [out][groups] for kOutIn (each output row's groups beside it, as
+/// GGUF's Q8_0 blocks), [groups][out] for kInOut and kPanel16 (a group's scales of adjacent
+/// outputs contiguous, one vector load for the outputs a kernel sums at once).
+template <std::size_t kGroup_>
+struct GroupScales {
+  static constexpr std::size_t kGroup = kGroup_;
+  const float* p = nullptr;
+  std::size_t col_stride = 0, group_stride = 0;
+  [[nodiscard]] float at(std::size_t k, std::size_t n) const noexcept {
+    return p[n * col_stride + (k / kGroup) * group_stride];
+  }
+  /// The scales of outputs n0, n0 + 1, ...
+  [[nodiscard]] GroupScales cols(std::size_t n0) const noexcept {
+    return {p + n0 * col_stride, col_stride, group_stride};
+  }
+};
 
 /// What a format means to the code that stores, checks, slices and widens its matrices.
 template <class Fmt>
@@ -159,13 +199,36 @@ struct FormatTraits {
     if (kDesc.grouping == ScaleGrouping::kPerColumn) return out_dim;
     return out_dim * ((in_dim + kDesc.group - 1) / kDesc.group);
   }
-  /// Index of the scale of element (i, o) in the matrix's scale array (column-major groups:
-  /// column o's scales are contiguous, so a slice of columns is a pointer offset).
-  static constexpr std::size_t scale_index(std::size_t i, std::size_t o,
-                                           std::size_t in_dim) noexcept {
+  /// Groups of inputs per output column (1 per column, 0 unscaled).
+  static constexpr std::size_t groups(std::size_t in_dim) noexcept {
+    if (kDesc.grouping == ScaleGrouping::kPerGroup) return (in_dim + kDesc.group - 1) / kDesc.group;
+    return kDesc.grouping == ScaleGrouping::kPerColumn ? 1 : 0;
+  }
+  /// Index of the scale of element (i, o) in the scale array of a matrix (in_dim inputs, out_dim
+  /// outputs) stored in `layout`: o per column; per group [out][groups] for kOutIn,
+  /// [groups][out] otherwise (GroupScales). A slice of columns is a pointer offset either way.
+  static constexpr std::size_t scale_index(WeightLayout layout, std::size_t i, std::size_t o,
+                                           std::size_t in_dim, std::size_t out_dim) noexcept {
     if (kDesc.grouping == ScaleGrouping::kPerGroup)
-      return o * ((in_dim + kDesc.group - 1) / kDesc.group) + i / kDesc.group;
+      return layout == WeightLayout::kOutIn ? o * groups(in_dim) + i / kDesc.group
+                                            : (i / kDesc.group) * out_dim + o;
     return kDesc.grouping == ScaleGrouping::kPerColumn ? o : 0;
+  }
+  /// What the kernels take for a slice's scales: the per-column array, or GroupScales.
+  using ScaleRef = std::conditional_t<kDesc.grouping == ScaleGrouping::kPerGroup,
+                                      GroupScales<kDesc.group>, const float*>;
+  /// The scales of columns col0.. of a matrix (in_dim inputs, out_dim outputs, in `layout`)
+  /// whose scale array is s (null when unscaled or s is null).
+  static ScaleRef slice_scales(const float* s, WeightLayout layout, std::size_t in_dim,
+                               std::size_t out_dim, std::size_t col0) noexcept {
+    if constexpr (kDesc.grouping == ScaleGrouping::kPerGroup) {
+      const bool rows = layout == WeightLayout::kOutIn;
+      const GroupScales<kDesc.group> g{s, rows ? groups(in_dim) : 1, rows ? 1 : out_dim};
+      return s ? g.cols(col0) : GroupScales<kDesc.group>{};
+    } else {
+      (void)layout, (void)in_dim, (void)out_dim;
+      return kScaled && s ? s + col0 : nullptr;
+    }
   }
   /// Element idx of the array at p (a sub-byte format's entry adds its unpacking here).
   static Elem load(const Elem* p, std::size_t idx) noexcept {
@@ -188,7 +251,9 @@ template <WeightType W>
 constexpr bool kHasNoFormat = false;  // (dependent: fails only where instantiated)
 template <WeightType W>
 struct WeightFormatOf {
-  static_assert(kHasNoFormat<W>, "microattn: WeightType must be kF32, kInt8, kF16 or kBF16");
+  static_assert(kHasNoFormat<W>,
+                "microattn: WeightType must be kF32, kInt8, kF16, kBF16, kInt8G32, kInt8G64 or "
+                "kInt8G128");
   using type = format::F32;
 };
 template <>
@@ -206,6 +271,18 @@ struct WeightFormatOf<WeightType::kF16> {
 template <>
 struct WeightFormatOf<WeightType::kBF16> {
   using type = format::BF16;
+};
+template <>
+struct WeightFormatOf<WeightType::kInt8G32> {
+  using type = format::Qg8<32>;
+};
+template <>
+struct WeightFormatOf<WeightType::kInt8G64> {
+  using type = format::Qg8<64>;
+};
+template <>
+struct WeightFormatOf<WeightType::kInt8G128> {
+  using type = format::Qg8<128>;
 };
 
 namespace internal {

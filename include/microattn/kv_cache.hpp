@@ -439,9 +439,10 @@ class KvAttention {
     put_values(g, v, ldv, n, pos);
   }
   /// The prefill driver's Store (driver/layer_driver.hpp): this object's cache. fp32 values
-  /// are projected into their rows in place; int8 ones and the ring's go through put_values.
+  /// are projected into their rows in place; other elements and the ring's go through
+  /// put_values.
   struct CacheStore {
-    static constexpr bool kValueRows = !kQCache && !kRing;
+    static constexpr bool kValueRows = std::is_same<CE, float>::value && !kRing;
     static constexpr std::size_t kVStride = kDPad;
     static constexpr std::size_t kKeyRows = kTPad;
     KvAttention& self;

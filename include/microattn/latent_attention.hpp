@@ -105,10 +105,15 @@ struct LatentConfig {
   using WeightElem = typename WeightFormat::Elem;
   static constexpr bool kInt8Weights = std::is_same<WeightFormat, format::Qc8>::value;
   static_assert(kInt8Weights || std::is_same<WeightFormat, format::F32>::value,
-                "microattn::LatentConfig: WeightType::kF16 and kBF16 are not implemented for "
-                "LatentAttention (its absorbed matrices are fp32 or int8): kF32 or kInt8");
+                "microattn::LatentConfig: WeightType::kF16, kBF16 and the group-wise kInt8G32 "
+                "/ G64 / G128 are not implemented for LatentAttention (its absorbed matrices "
+                "are fp32 or per-column int8): kF32 or kInt8");
   static constexpr bool kInt8Cache =
       internal::option_or<CacheType>(CacheType::kF32, kOptions...) == CacheType::kInt8;
+  static_assert(kInt8Cache ||
+                    internal::option_or<CacheType>(CacheType::kF32, kOptions...) == CacheType::kF32,
+                "microattn::LatentConfig: CacheType::kF16 and kBF16 are not implemented for "
+                "LatentAttention's latent cache: kF32 or kInt8");
   static_assert(internal::option_or<LatentPrefill>(LatentPrefill::kAuto, kOptions...) !=
                     LatentPrefill::kUnabsorbed,
                 "microattn::LatentConfig: LatentPrefill::kUnabsorbed is a run-time choice "

@@ -47,7 +47,8 @@ struct BlockOptions {
   static_assert(kCompute == Compute::kF32 || kCompute == Compute::kInt8,
                 "microattn: not a Compute value");
   static_assert(!kInt8Compute || kInt8Weights,
-                "microattn: Compute::kInt8 multiplies int8 weights: it needs WeightType::kInt8");
+                "microattn: Compute::kInt8 multiplies int8 weights: it needs WeightType::kInt8 "
+                "(group-wise int8, kInt8G32 / G64 / G128, has fp32 compute only)");
   /// The quantised input rows a block keeps for Compute::kInt8 (nothing for fp32 compute).
   template <class Arch, std::size_t kRows, std::size_t kWidth>
   using Qd8Input = std::conditional_t<kInt8Compute, Qd8RowBuffer<Arch, kRows, kWidth>, NoQd8Buffer>;
@@ -69,8 +70,8 @@ struct MatrixView {
     return m.overlaps(p, bytes, l, in, out) ||
            (bias && internal::overlaps(p, bytes, b, out * sizeof(float)));
   }
-  WeightSlice<typename Fmt::Elem> slice(WeightLayout l, std::size_t in, std::size_t out,
-                                        std::size_t col0) const noexcept {
+  WeightSlice<typename Fmt::Elem, typename FormatTraits<Fmt>::ScaleRef> slice(
+      WeightLayout l, std::size_t in, std::size_t out, std::size_t col0) const noexcept {
     return weight_slice(m, l, in, out, col0);
   }
 };
@@ -130,9 +131,9 @@ auto block_input(Buf& buf, const float* x, std::size_t ldx, std::size_t K, std::
 /// columns (kernels::gemv_part), several split by rows in micro-tile units; the same arithmetic
 /// for every split. A: fp32 rows or quantised rows (input_row). pack: gemm_pack_floats<Arch>()
 /// floats of this part's own.
-template <class Arch, class A, class E>
+template <class Arch, class A, class E, class S>
 void block_matmul(std::size_t M, std::size_t N, std::size_t K, const A& a, std::size_t lda,
-                  const WeightSlice<E>& w, const float* bias, float* c, std::size_t ldc,
+                  const WeightSlice<E, S>& w, const float* bias, float* c, std::size_t ldc,
                   float* pack, std::size_t part, std::size_t parts) noexcept {
   if (M == 1) {
     project_vec<Arch>(N, K, a, w, bias, c, part, parts);
@@ -146,7 +147,8 @@ void block_matmul(std::size_t M, std::size_t N, std::size_t K, const A& a, std::
 }  // namespace internal
 
 /// The shape of a Linear layer: kIn inputs, kOut outputs, and options Bias::kYes (a bias
-/// vector; default Bias::kNo), WeightType::kInt8 (int8 W with a scale per output column),
+/// vector; default Bias::kNo), WeightType::kInt8 (int8 W with a scale per output column;
+/// kInt8G32 / G64 / G128: per output column and group of inputs), kF16, kBF16,
 /// Compute::kInt8 (integer arithmetic on the int8 W, each input row quantised), MaxWorkers{n}.
 template <std::size_t kIn_, std::size_t kOut_, auto... kOptions>
 struct LinearConfig : internal::BlockOptions<kOptions...> {

@@ -76,19 +76,25 @@ enum { MICROATTN_LAYOUT_IN_OUT = 0, MICROATTN_LAYOUT_OUT_IN = 1, MICROATTN_LAYOU
  *   QC8  int8_t elements in -127 .. 127 with a float scale per output column,
  *        W(i, o) = scales[o] * data(i, o) (microattn_quantize_int8() makes both)
  *   F16  IEEE binary16 elements as uint16_t bits, no scales (WeightType::kF16)
- *   BF16 bfloat16 elements as uint16_t bits (the top half of a float), no scales */
+ *   BF16 bfloat16 elements as uint16_t bits (the top half of a float), no scales
+ *   QG8_32, QG8_64, QG8_128  int8_t elements with a float scale per output column and group of
+ *        32 / 64 / 128 inputs (WeightType::kInt8G32 / G64 / G128), scales stored like the rows:
+ *        [out][groups] for OUT_IN, [groups][out] otherwise (microattn::quantize_int8_groups) */
 #define MICROATTN_FORMAT_F32 0x0u
 #define MICROATTN_FORMAT_QC8 0x10801u
 #define MICROATTN_FORMAT_F16 0x1002u
 #define MICROATTN_FORMAT_BF16 0x1003u
+#define MICROATTN_FORMAT_QG8_32 0x5020801u
+#define MICROATTN_FORMAT_QG8_64 0x6020801u
+#define MICROATTN_FORMAT_QG8_128 0x7020801u
 
 /* One weight matrix: its elements in `layout` (the struct that holds it says which), its
  * scales when the format has them (NULL otherwise: ignored), and its format. A layer takes the
  * format of its Config (<NAME>_WEIGHT_FORMAT): another one is MICROATTN_BAD_ARGUMENT, so the
  * same struct serves fp32 and int8 weights without a compile-time type of its own. */
 typedef struct microattn_matrix {
-  const void* data;    /* float (F32), int8_t (QC8), uint16_t (F16, BF16) */
-  const float* scales; /* QC8: [out] */
+  const void* data;    /* float (F32), int8_t (QC8, QG8_*), uint16_t (F16, BF16) */
+  const float* scales; /* QC8: [out]; QG8_*: out * groups */
   uint32_t format;     /* MICROATTN_FORMAT_* */
 } microattn_matrix;
 

@@ -94,6 +94,89 @@ inline float column_scale(float amax) noexcept {
   return s;
 }
 
+namespace internal {
+/// max |w| over inputs [i0, i1) of column o, compared as bits (the order of non-negative
+/// floats): a vectorised float max flushes subnormals on some vector units (Helium under
+/// -Ofast) and lost subnormal columns.
+template <class At>
+inline float absmax_bits(const At& at, std::size_t i0, std::size_t i1, std::size_t o) noexcept {
+  std::uint32_t abits = 0;
+  for (std::size_t i = i0; i < i1; ++i) {
+    float w = at(i, o);
+    std::uint32_t u;
+    std::memcpy(&u, &w, sizeof u);
+    u &= 0x7fffffffu;
+    abits = u > abits ? u : abits;
+  }
+  float amax;
+  std::memcpy(&amax, &abits, sizeof amax);
+  return amax;
+}
+/// Index of element (i, o) of a matrix (in_dim inputs, out_dim outputs) stored in `to`.
+inline std::size_t element_index(WeightLayout to, std::size_t i, std::size_t o, std::size_t in_dim,
+                                 std::size_t out_dim) noexcept {
+  if (to == WeightLayout::kInOut) return i * out_dim + o;
+  if (to == WeightLayout::kOutIn) return o * in_dim + i;
+  return (o / kWeightPanel) * in_dim * kWeightPanel + i * kWeightPanel + o % kWeightPanel;
+}
+/// The checks of quantize_int8 / quantize_int8_groups (nothing is read past them on error).
+inline Status check_quantize(const float* src, WeightLayout from, std::size_t in_dim,
+                             std::size_t out_dim, WeightLayout to, const std::int8_t* dst,
+                             const float* scales, std::size_t n_scales) noexcept {
+  if (!src || !dst || !scales) return Status::kNullPointer;
+  if (in_dim == 0 || out_dim == 0 ||
+      (from != WeightLayout::kInOut && from != WeightLayout::kOutIn) ||
+      (to != WeightLayout::kInOut && to != WeightLayout::kOutIn && to != WeightLayout::kPanel16))
+    return Status::kBadArgument;
+  if (in_dim > SIZE_MAX / sizeof(float) / out_dim) return Status::kBadArgument;
+  const std::size_t n_src = in_dim * out_dim * sizeof(float);
+  const std::size_t n_dst = weight_floats(to, in_dim, out_dim), n_sc = n_scales * sizeof(float);
+  if (overlaps(dst, n_dst, src, n_src) || overlaps(scales, n_sc, src, n_src) ||
+      overlaps(dst, n_dst, scales, n_sc))
+    return Status::kOverlap;
+  for (std::size_t k = 0; k < in_dim * out_dim; ++k)
+    if (!finite_bits(src[k])) return Status::kBadArgument;
+  return Status::kOk;
+}
+/// quantize_int8 with a scale per column and group of `group` inputs (group >= in_dim: one per
+/// column), scale (g, o) at scales[scale_at(g, o)].
+template <class ScaleAt>
+inline void quantize_groups(const float* src, WeightLayout from, std::size_t in_dim,
+                            std::size_t out_dim, std::size_t group, WeightLayout to,
+                            std::int8_t* dst, float* scales, const ScaleAt& scale_at,
+                            QuantError* err) noexcept {
+  const auto at = [&](std::size_t i, std::size_t o) {
+    return from == WeightLayout::kInOut ? src[i * out_dim + o] : src[o * in_dim + i];
+  };
+  double e2 = 0.0, w2 = 0.0;
+  float emax = 0.0f;
+  for (std::size_t o = 0; o < out_dim; ++o)
+    for (std::size_t i0 = 0, g = 0; i0 < in_dim; i0 += group, ++g) {
+      const std::size_t i1 = min_size(i0 + group, in_dim);
+      const float s = column_scale(absmax_bits(at, i0, i1, o));
+      scales[scale_at(g, o)] = s;
+      for (std::size_t i = i0; i < i1; ++i) {
+        const float w = at(i, o);
+        const std::int8_t q = quantize_value(w, s);
+        dst[element_index(to, i, o, in_dim, out_dim)] = q;
+        const float e = w - s * static_cast<float>(q);
+        const float ae = e < 0.0f ? -e : e;
+        emax = ae > emax ? ae : emax;
+        e2 += static_cast<double>(e) * e;
+        w2 += static_cast<double>(w) * w;
+      }
+    }
+  if (to == WeightLayout::kPanel16)  // zero the padding columns of the last panel
+    for (std::size_t o = out_dim; o % kWeightPanel != 0; ++o)
+      for (std::size_t i = 0; i < in_dim; ++i) dst[element_index(to, i, o, in_dim, out_dim)] = 0;
+  if (err) {
+    err->max_abs = emax;
+    err->rms = static_cast<float>(std::sqrt(e2 / static_cast<double>(in_dim * out_dim)));
+    err->rel = w2 > 0.0 ? static_cast<float>(std::sqrt(e2 / w2)) : 0.0f;
+  }
+}
+}  // namespace internal
+
 /// Quantises one fp32 weight matrix (in_dim inputs, out_dim outputs, stored in `from`: kInOut
 /// or kOutIn) to int8, symmetric, per output column: scale[o] = column_scale(max_i |W(i, o)|)
 /// (max / 127 but at the ends of the float range), q(i, o) = quantize_value(W(i, o), scale[o]),
@@ -111,73 +194,35 @@ inline float column_scale(float amax) noexcept {
 inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_dim,
                             std::size_t out_dim, WeightLayout to, std::int8_t* dst, float* scales,
                             QuantError* err = nullptr) noexcept {
-  if (!src || !dst || !scales) return Status::kNullPointer;
-  if (in_dim == 0 || out_dim == 0 ||
-      (from != WeightLayout::kInOut && from != WeightLayout::kOutIn) ||
-      (to != WeightLayout::kInOut && to != WeightLayout::kOutIn && to != WeightLayout::kPanel16))
-    return Status::kBadArgument;
-  if (in_dim > SIZE_MAX / sizeof(float) / out_dim) return Status::kBadArgument;
-  const std::size_t n_src = in_dim * out_dim * sizeof(float);
-  const std::size_t n_dst = weight_floats(to, in_dim, out_dim);
-  const auto ov = [](const void* a, std::size_t na, const void* b, std::size_t nb) {
-    const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-    return pa < pb + nb && pb < pa + na;
-  };
-  if (ov(dst, n_dst, src, n_src) || ov(scales, out_dim * sizeof(float), src, n_src) ||
-      ov(dst, n_dst, scales, out_dim * sizeof(float)))
-    return Status::kOverlap;
-  const auto at = [&](std::size_t i, std::size_t o) {
-    return from == WeightLayout::kInOut ? src[i * out_dim + o] : src[o * in_dim + i];
-  };
-  for (std::size_t k = 0; k < in_dim * out_dim; ++k) {
-    std::uint32_t u;
-    std::memcpy(&u, src + k, sizeof u);
-    if ((u & 0x7f800000u) == 0x7f800000u) return Status::kBadArgument;
-  }
-  double e2 = 0.0, w2 = 0.0;
-  float emax = 0.0f;
-  for (std::size_t o = 0; o < out_dim; ++o) {
-    // max |w| compared as bits (the order of non-negative floats): a vectorised float max
-    // flushes subnormals on some vector units (Helium under -Ofast) and lost subnormal columns.
-    std::uint32_t abits = 0;
-    for (std::size_t i = 0; i < in_dim; ++i) {
-      float w = at(i, o);
-      std::uint32_t u;
-      std::memcpy(&u, &w, sizeof u);
-      u &= 0x7fffffffu;
-      abits = u > abits ? u : abits;
-    }
-    float amax;
-    std::memcpy(&amax, &abits, sizeof amax);
-    const float s = column_scale(amax);
-    scales[o] = s;
-    for (std::size_t i = 0; i < in_dim; ++i) {
-      const float w = at(i, o);
-      const std::int8_t q = quantize_value(w, s);
-      std::size_t idx = 0;
-      if (to == WeightLayout::kInOut)
-        idx = i * out_dim + o;
-      else if (to == WeightLayout::kOutIn)
-        idx = o * in_dim + i;
-      else
-        idx = (o / kWeightPanel) * in_dim * kWeightPanel + i * kWeightPanel + o % kWeightPanel;
-      dst[idx] = q;
-      const float e = w - s * static_cast<float>(q);
-      const float ae = e < 0.0f ? -e : e;
-      emax = ae > emax ? ae : emax;
-      e2 += static_cast<double>(e) * e;
-      w2 += static_cast<double>(w) * w;
-    }
-  }
-  if (to == WeightLayout::kPanel16)  // zero the padding columns of the last panel
-    for (std::size_t o = out_dim; o % kWeightPanel != 0; ++o)
-      for (std::size_t i = 0; i < in_dim; ++i)
-        dst[(o / kWeightPanel) * in_dim * kWeightPanel + i * kWeightPanel + o % kWeightPanel] = 0;
-  if (err) {
-    err->max_abs = emax;
-    err->rms = static_cast<float>(std::sqrt(e2 / static_cast<double>(in_dim * out_dim)));
-    err->rel = w2 > 0.0 ? static_cast<float>(std::sqrt(e2 / w2)) : 0.0f;
-  }
+  const Status st = internal::check_quantize(src, from, in_dim, out_dim, to, dst, scales, out_dim);
+  if (st != Status::kOk) return st;
+  internal::quantize_groups(
+      src, from, in_dim, out_dim, in_dim, to, dst, scales,
+      [](std::size_t, std::size_t o) { return o; }, err);
+  return Status::kOk;
+}
+
+/// quantize_int8 with a scale per output column and group of `group` inputs (32, 64 or 128:
+/// WeightType::kInt8G32 / G64 / G128): each group's scale is column_scale of its max |w|, the
+/// values and the error bound as quantize_int8's per group (a last group of in_dim % group
+/// inputs has its own scale). scales holds out_dim * ceil(in_dim / group) floats, stored like the
+/// rows ([out][groups] for `to` kOutIn, [groups][out] otherwise; GroupScales), as the kernels
+/// and tools/export_pytorch.py --quant int8-g32 have them.
+/// @return as quantize_int8, and kBadArgument for another group size.
+inline Status quantize_int8_groups(const float* src, WeightLayout from, std::size_t in_dim,
+                                   std::size_t out_dim, std::size_t group, WeightLayout to,
+                                   std::int8_t* dst, float* scales,
+                                   QuantError* err = nullptr) noexcept {
+  if (group != 32 && group != 64 && group != 128) return Status::kBadArgument;
+  const std::size_t groups = in_dim / group + (in_dim % group != 0);
+  if (groups != 0 && out_dim > SIZE_MAX / sizeof(float) / groups) return Status::kBadArgument;
+  const Status st =
+      internal::check_quantize(src, from, in_dim, out_dim, to, dst, scales, groups * out_dim);
+  if (st != Status::kOk) return st;
+  const bool rows = to == WeightLayout::kOutIn;
+  internal::quantize_groups(
+      src, from, in_dim, out_dim, group, to, dst, scales,
+      [&](std::size_t g, std::size_t o) { return rows ? o * groups + g : g * out_dim + o; }, err);
   return Status::kOk;
 }
 
@@ -200,6 +245,10 @@ inline Status quantize_int8(const float* src, WeightLayout from, std::size_t in_
 /// | s_k   | [KD] floats    | same             | same                  | int8 weights   |
 /// | s_v   | [KD] floats    | same             | same                  | int8 weights   |
 /// | s_o   | [OD] floats    | same             | same                  | int8 W_O       |
+///
+/// Group-wise int8 (kInt8G32 / G64 / G128, G inputs per group, n_g = ceil(in / G) groups):
+/// s_x holds out * n_g floats, [n_g][out] for kInOut and kPanel16, [out][n_g] for kOutIn
+/// (GroupScales; quantize_int8_groups() writes them so).
 ///
 // clang-format on
 /// Head h owns columns (kInOut) or rows (kOutIn) h*d_head .. h*d_head + d_head - 1 of w_q

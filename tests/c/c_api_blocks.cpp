@@ -137,6 +137,12 @@ uint32_t ref_block_config_id(const char* name) {
     return c::config_id<c::Kind::kMlp, MlpGeluCfg, 16>();
   if (!std::strcmp(name, "cmlp as kGeGlu"))
     return c::config_id<c::Kind::kMlp, m::MlpConfig<32, 48, m::Activation::kGeGlu>, 16>();
+  if (!std::strcmp(name, "clin with fp16 weights"))
+    return c::config_id<c::Kind::kLinear,
+                        m::LinearConfig<32, 24, m::Bias::kYes, m::WeightType::kF16>, 0>();
+  if (!std::strcmp(name, "cmlp with int8 g32 weights"))
+    return c::config_id<
+        c::Kind::kMlp, m::MlpConfig<32, 48, m::Activation::kSwiGlu, m::WeightType::kInt8G32>, 16>();
   return 0;
 }
 

@@ -1857,10 +1857,13 @@ static void test_blocks_storage_matches_cpp(void) {
   CHECK(ref_block_config_id("cmlp_gelu") == CMLP_GELU_CONFIG_ID);
   CHECK(ref_block_config_id("crms") == CRMS_CONFIG_ID);
   CHECK(ref_block_config_id("cln") == CLN_CONFIG_ID);
-  /* One option apart (a bias, the rows per pass, the activation): another fingerprint. */
+  /* One option apart (a bias, the rows per pass, the activation, the weights' format): another
+   * fingerprint. */
   CHECK(ref_block_config_id("clin without bias") != CLIN_CONFIG_ID);
   CHECK(ref_block_config_id("cmlp_gelu chunk 16") != CMLP_GELU_CONFIG_ID);
   CHECK(ref_block_config_id("cmlp as kGeGlu") != CMLP_CONFIG_ID);
+  CHECK(ref_block_config_id("clin with fp16 weights") != CLIN_CONFIG_ID);
+  CHECK(ref_block_config_id("cmlp with int8 g32 weights") != CMLP_CONFIG_ID);
 }
 
 static microattn_linear_weights lin_weights(int layout) {

@@ -1987,10 +1987,10 @@ class CommandLine(unittest.TestCase):
         rc, out, err = self.cli(*bad, "--name", c.name)
         self.assertEqual((rc, out), (2, ""))
         self.assertEqual(err, "export_pytorch.py: error: --quant 'int4': not one of none, int8, "
-                         "fp16, bf16\n")
+                         "fp16, bf16, int8-g32, int8-g64, int8-g128\n")
         rc, out, _ = self.cli("--help")
         self.assertEqual(rc, 0)
-        self.assertIn("--quant {none,int8,fp16,bf16}", out)
+        self.assertIn("--quant {none,int8,fp16,bf16,int8-g32,int8-g64,int8-g128}", out)
         self.assertIn("WeightType::kInt8", out)
 
 

@@ -325,6 +325,55 @@ class Llama2c(unittest.TestCase):
         self.assertEqual(rc, 2, err)
         self.assertIn("--quant fp16: model files only", err)
 
+    def test_group_int8_formats(self):
+        """--quant int8-g32 / g64 / g128: every matrix (embedding included) int8 with a scale
+        per output row and group of inputs ([rows][groups] after the data; the code names the
+        group), rebuilt here from the rule alone (max |w| / 127 in float32, w / scale rounded
+        half away from zero in float32, clamped to 127), the norms fp32."""
+        data, a = checkpoint(dim=80, seed=6)  # rows of 80: 3 groups of 32 (the last partial)
+        with open(self.path("in.bin"), "wb") as f:
+            f.write(data)
+        for quant, group, code in (("int8-g32", 32, 0x5020801), ("int8-g64", 64, 0x6020801),
+                                   ("int8-g128", 128, 0x7020801)):
+            out = self.path(quant + ".bin")
+            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant",
+                             quant, "--blob", out)
+            self.assertEqual(rc, 0, err)
+            with open(out, "rb") as f:
+                blob = f.read()
+            nt, ta = struct.unpack_from("<2I", blob, 24)
+            seen = 0
+            for i in range(nt):
+                tid, c, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", blob, ta + 32 * i)
+                if tid & 0xFFFF in (2, 7, 11):  # attn_norm, mlp_norm, norm: fp32
+                    self.assertEqual((c, db), (0, 4 * rows * cols))
+                    continue
+                groups = -(-cols // group)
+                self.assertEqual((c, db, sb), (code, rows * cols, 4 * rows * groups), quant)
+                q = np.frombuffer(blob[d:d + db], np.int8).reshape(rows, cols)
+                s = np.frombuffer(blob[sc:sc + sb], "<f4").reshape(rows, groups)
+                if tid == 1 | 0xFFFF << 16:
+                    w = a["token_embedding_table"].reshape(rows, cols)
+                    for r in range(rows):
+                        for g in range(groups):
+                            part = w[r, g * group:(g + 1) * group]
+                            scale = np.float32(np.abs(part).max()) / np.float32(127)
+                            self.assertEqual(s[r, g], scale, (quant, r, g))
+                            x = part / scale
+                            f = np.floor(np.abs(x))  # |x| - f is exact: no rounding up
+                            want = np.minimum(np.where(np.abs(x) - f >= 0.5, f + 1, f), 127)
+                            want = np.where(x < 0, -want, want).astype(np.int8)
+                            got = q[r, g * group:(g + 1) * group]
+                            self.assertEqual(got.tobytes(), want.tobytes(), (quant, r, g))
+                            err = np.abs(part.astype(np.float64) - np.float64(scale) * got)
+                            self.assertLessEqual(err.max(), scale * (0.5 + 2 ** -17))
+                seen += 1
+            self.assertEqual(seen, 1 + 2 * 7, quant)
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant",
+                         "int8-g32", "--blob", self.path("v1.bin"), "--blob-version", "1")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("the group-wise int8 formats need --blob-version 2", err)
+
     def test_refused_options(self):
         data, _ = checkpoint()
         with open(self.path("in.bin"), "wb") as f:

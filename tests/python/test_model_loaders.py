@@ -407,6 +407,44 @@ class GgufLoader(Programs):
                       f"{rel:.2e}", file=sys.stderr)
                 self.assertLess(rel, 1e-5, (tied, t))
 
+    def test_gguf_q8_0_to_int8_g32_is_lossless(self):
+        """A GGUF's Q8_0 matrices exported with --quant int8-g32 keep their values exactly: each
+        block of 32 becomes one group (its max |q| is 127, so max |w| / 127 is the block's d
+        again and w / d its q), the norms stay F32."""
+        m = module(True, seed=31)
+        path = os.path.join(self.work, "q8.gguf")
+        values = gguf_file(path, m, gw.Q8_0)
+        rc, err = export("--kind", "decoder", "--gguf", path, "--quant", "int8-g32", "--blob",
+                         path + ".bin")
+        self.assertEqual(rc, 0, err)
+        with open(path + ".bin", "rb") as f:
+            blob = f.read()
+        nt, ta = struct.unpack_from("<2I", blob, 24)
+        by_role = {}
+        for i in range(nt):
+            tid, c, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", blob, ta + 32 * i)
+            if c == 0:
+                continue
+            self.assertEqual(c, 0x5020801)
+            q = np.frombuffer(blob[d:d + db], np.int8).reshape(rows, cols).astype(np.float32)
+            s = np.frombuffer(blob[sc:sc + sb], "<f4").reshape(rows, -(-cols // 32))
+            by_role[(tid & 0xFFFF, tid >> 16)] = q * np.repeat(s, 32, axis=1)[:, :cols]
+        roles = {"q_proj": 3, "k_proj": 4, "v_proj": 5, "o_proj": 6, "gate_proj": 8,
+                 "up_proj": 9, "down_proj": 10}
+        checked = 0
+        for k, v in values.items():
+            if v.ndim != 2:
+                continue
+            parts = k.split(".")
+            key = (1, 0xFFFF) if "embed_tokens" in k else (roles[parts[-2]], int(parts[2]))
+            heads = {"q_proj": SHAPE["num_attention_heads"],
+                     "k_proj": SHAPE["num_key_value_heads"]}.get(parts[-2])
+            if heads:  # kept in the file's order: llama.cpp's adjacent pairs (gguf_file)
+                v = v[np.arange(v.shape[0]).reshape(heads, 2, -1).swapaxes(1, 2).reshape(-1)]
+            self.assertTrue(np.array_equal(by_role[key], v), k)
+            checked += 1
+        self.assertEqual(checked, len(by_role))
+
     def test_gguf_refusals(self):
         m = module(True, seed=4)
 

@@ -208,11 +208,12 @@ struct ProjectedQkv {
       // (the frame this sits in adds to the GEMM's on a microcontroller's deepest stack). From
       // the pointers, not the views' records: through a record GCC 12 inlined this frame into
       // its caller on Cortex-M and kept the layer out of main (+112 B of stack, +1 KB of code).
-      project<Arch>(n, D, DM, xa, DM, weight_slice(w.w_k, lay, DM, KD, g * D, w.s_k),
+      project<Arch>(n, D, DM, xa, DM,
+                    format_slice<typename Cfg::WeightFormat>(w.w_k, lay, DM, KD, g * D, w.s_k),
                     Cfg::kBiasK ? w.b_k + g * D : nullptr, kernels::StoreRowMajor{qs, D}, panel);
       key_heads<Cfg>(rope, qs, D, n, 1, pos);
       store.keys(g, s, qs, D, n, pos);
-      const auto wv = weight_slice(w.w_v, lay, DM, KD, g * D, w.s_v);
+      const auto wv = format_slice<typename Cfg::WeightFormat>(w.w_v, lay, DM, KD, g * D, w.s_v);
       const float* bv = Cfg::kBiasV ? w.b_v + g * D : nullptr;
       if constexpr (Store::kValueRows) {
         project<Arch>(n, D, DM, xa, DM, wv, bv,
@@ -221,7 +222,8 @@ struct ProjectedQkv {
         project<Arch>(n, D, DM, xa, DM, wv, bv, kernels::StoreRowMajor{qs, D}, panel);
         store.values(g, s, qs, D, n, pos);
       }
-      project<Arch>(n, G * D, DM, xa, DM, weight_slice(w.w_q, lay, DM, QD, g * G * D, w.s_q),
+      project<Arch>(n, G * D, DM, xa, DM,
+                    format_slice<typename Cfg::WeightFormat>(w.w_q, lay, DM, QD, g * G * D, w.s_q),
                     Cfg::kBiasQ ? w.b_q + g * G * D : nullptr, kernels::StoreRowMajor{qs, G * D},
                     panel);
       query_heads<Cfg>(rope, qs, G * D, n, G, pos);
@@ -332,8 +334,9 @@ MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kM
       if (r.begin >= r.end) return;
       qbuf.quantize(r.begin, r.end, QD, ctx, QD);
       project<Arch>(r.end - r.begin, OD, QD, qbuf.rows(r.begin), QD,
-                    weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o), Cfg::kBiasO ? w.b_o : nullptr,
-                    kernels::StoreRowMajor{y + r.begin * OD, OD}, pack + i * pack_stride);
+                    format_slice<typename Cfg::WeightFormat>(w.w_o, w.layout, QD, OD, 0, w.s_o),
+                    Cfg::kBiasO ? w.b_o : nullptr, kernels::StoreRowMajor{y + r.begin * OD, OD},
+                    pack + i * pack_stride);
     };
     ex.run(ex.parts(), out);
   } else {
@@ -341,8 +344,9 @@ MICROATTN_ALWAYS_INLINE inline void out_projection(const ExecutorSetting<Cfg::kM
       const Range r = token_rows<Arch>(T, i, ex.parts());
       if (r.begin >= r.end) return;
       project<Arch>(r.end - r.begin, OD, QD, ctx + r.begin * QD, QD,
-                    weight_slice(w.w_o, w.layout, QD, OD, 0, w.s_o), Cfg::kBiasO ? w.b_o : nullptr,
-                    kernels::StoreRowMajor{y + r.begin * OD, OD}, pack + i * pack_stride);
+                    format_slice<typename Cfg::WeightFormat>(w.w_o, w.layout, QD, OD, 0, w.s_o),
+                    Cfg::kBiasO ? w.b_o : nullptr, kernels::StoreRowMajor{y + r.begin * OD, OD},
+                    pack + i * pack_stride);
     };
     ex.run(ex.parts(), out);
   }

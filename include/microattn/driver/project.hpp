@@ -42,13 +42,14 @@ Range token_rows(std::size_t T, std::size_t i, std::size_t parts) noexcept {
 }
 
 /// Columns [col0, col0 + n) of a weight matrix with in_dim inputs and out_dim outputs, as the
-/// GEMM's B operand (with the int8 scales of those columns; null for fp32 weights).
-template <class E>
+/// GEMM's B operand, with the scales of those columns: S = const float* (per column; null for
+/// unscaled formats) or GroupScales<G> (group-wise int8).
+template <class E, class S = const float*>
 struct WeightSlice {
   const E* b;
   std::size_t ldb;
   WeightLayout layout;
-  const float* scale;
+  S scale;
 };
 template <class E>
 inline WeightSlice<E> weight_slice(const E* w, WeightLayout layout, std::size_t in_dim,
@@ -63,17 +64,28 @@ inline WeightSlice<E> weight_slice(const E* w, WeightLayout layout, std::size_t 
 /// The same for a matrix record: its elements and, for a scaled format, the scales of those
 /// columns (format.hpp says where they are; null when unscaled).
 template <class Fmt>
-inline WeightSlice<typename Fmt::Elem> weight_slice(Matrix<Fmt> m, WeightLayout layout,
-                                                    std::size_t in_dim, std::size_t out_dim,
-                                                    std::size_t col0) noexcept {
+inline WeightSlice<typename Fmt::Elem, typename FormatTraits<Fmt>::ScaleRef> weight_slice(
+    Matrix<Fmt> m, WeightLayout layout, std::size_t in_dim, std::size_t out_dim,
+    std::size_t col0) noexcept {
   using T = FormatTraits<Fmt>;
-  const float* sc = T::kScaled && m.scales ? m.scales + T::scale_index(0, col0, in_dim) : nullptr;
+  const auto sc = T::slice_scales(m.scales, layout, in_dim, out_dim, col0);
   const auto* w = m.data;
   if (layout == WeightLayout::kInOut)
     return {w + T::elem_offset(col0), T::elem_offset(out_dim), layout, sc};
   if (layout == WeightLayout::kOutIn)
     return {w + T::elem_offset(col0 * in_dim), T::elem_offset(in_dim), layout, sc};
   return {w + T::elem_offset(col0 * in_dim), T::elem_offset(in_dim * kWeightPanel), layout, sc};
+}
+
+/// weight_slice of a view's pointers (elements w, scales s) in format Fmt: the pointer form
+/// for every format but group-wise int8, whose scales the record form finds.
+template <class Fmt>
+inline auto format_slice(const typename Fmt::Elem* w, WeightLayout layout, std::size_t in_dim,
+                         std::size_t out_dim, std::size_t col0, const float* s) noexcept {
+  if constexpr (Fmt::kDesc.grouping == ScaleGrouping::kPerGroup)
+    return weight_slice(Matrix<Fmt>{w, s}, layout, in_dim, out_dim, col0);
+  else
+    return weight_slice(w, layout, in_dim, out_dim, col0, s);
 }
 
 /// C[M][N] = A[M][K] · W (+ bias) for a weight slice of any element type: the projections of
@@ -104,6 +116,13 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a,
   kernels::bf16w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, bias, store, pack);
 }
 
+template <class Arch, std::size_t G, class Store>
+inline void project(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                    const WeightSlice<std::int8_t, GroupScales<G>>& w, const float* bias,
+                    Store store, float* pack) noexcept {
+  kernels::qg8w_f32_gemm<Arch>(M, N, K, a, lda, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
+}
+
 template <class Arch, class Store>
 inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::Qd8Rows& a,
                     std::size_t, const WeightSlice<std::int8_t>& w, const float* bias, Store store,
@@ -111,11 +130,11 @@ inline void project(std::size_t M, std::size_t N, std::size_t K, const kernels::
   kernels::qd8_f32_qc8w_gemm<Arch>(M, N, K, a, w.b, w.ldb, w.layout, w.scale, bias, store, pack);
 }
 
-/// y[N] = x[K] · W (+ bias) for a weight slice of either element type (the decode step's
-/// projections: f32_gemv or qc8w_f32_gemv), or part `part` of `parts` of it
+/// y[N] = x[K] · W (+ bias) for a weight slice of any format (the decode step's projections:
+/// f32_gemv, qc8w_f32_gemv, qg8w_f32_gemv), or part `part` of `parts` of it
 /// (kernels::gemv_part: bit-identical for any split).
-template <class Arch, class E>
-inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<E>& w,
+template <class Arch, class E, class S>
+inline void project_vec(std::size_t N, std::size_t K, const float* x, const WeightSlice<E, S>& w,
                         const float* bias, float* y, std::size_t part = 0,
                         std::size_t parts = 1) noexcept {
   kernels::gemv_part<Arch>(N, K, x, w.b, w.ldb, w.layout, w.scale, bias, y, part, parts);

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "microattn/format.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/layout.hpp"
 
@@ -169,6 +170,36 @@ inline void pack_b_panel_widened(const BE* b, std::size_t ldb, WeightLayout layo
       const float e = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) : 0.0f;
       pack[k * NR + j] = kQ ? e * sc[j] : e;
     }
+}
+
+/// pack_b_panel_widened for group-wise int8 (GroupScales): pack[k * NR + j] = s.at(pc + k,
+/// jc + j) * q(pc + k, jc + j), zero past nr; the panel's scales re-read at each group start.
+template <class Arch, std::size_t NR, std::size_t G>
+inline void pack_b_panel_grouped(const std::int8_t* b, std::size_t ldb, WeightLayout layout,
+                                 GroupScales<G> s, std::size_t pc, std::size_t kc, std::size_t jc,
+                                 std::size_t nr, float* pack) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth, NV = NR / W, P = kWeightPanel;
+  alignas(internal::Tiles<Arch>::kAlign) float sc[NR];
+  const std::int8_t* src = nullptr;
+  std::size_t step = 0;
+  if (nr == NR && layout == WeightLayout::kInOut) {
+    src = b + pc * ldb + jc, step = ldb;
+  } else if (nr == NR && layout == WeightLayout::kPanel16 && NR <= P && P % NR == 0) {
+    src = b + (jc / P) * ldb + pc * P + jc % P, step = P;
+  }
+  for (std::size_t k = 0; k < kc; ++k) {
+    if (k == 0 || (pc + k) % G == 0)
+      for (std::size_t j = 0; j < NR; ++j) sc[j] = j < nr ? s.at(pc + k, jc + j) : 0.0f;
+    if (src) {
+      for (std::size_t v = 0; v < NV; ++v)
+        V::storeu(pack + k * NR + v * W,
+                  V::load_elem(src + k * step + v * W) * V::loadu(sc + v * W));
+    } else {
+      for (std::size_t j = 0; j < NR; ++j)
+        pack[k * NR + j] = j < nr ? b_at(b, ldb, layout, pc + k, jc + j) * sc[j] : 0.0f;
+    }
+  }
 }
 
 /// dst[0 .. n) = src[0 .. n): a row of an edge tile or of a partial panel (n < kNR), whole
@@ -368,10 +399,10 @@ constexpr bool kTwoPanels = (internal::Tiles<Arch>::kWidth == kWeightPanel) &&
 /// kInPlaceInOutRows), else packed into pack (row stride kNR; int8 dequantised). A partial
 /// tile reads only the vectors holding its nr columns; lanes past nr (the panel's padding) go
 /// to tile columns never stored. The same values in the same order either way.
-template <class Arch, class BE>
+template <class Arch, class BE, class S>
 MICROATTN_ALWAYS_INLINE inline const float* gemm_panel_b(
-    const BE* b, std::size_t ldb, WeightLayout b_layout, const float* b_scale, std::size_t mc,
-    std::size_t pc, std::size_t kc, std::size_t jc, std::size_t nr, float* pack, std::size_t& bld,
+    const BE* b, std::size_t ldb, WeightLayout b_layout, S b_scale, std::size_t mc, std::size_t pc,
+    std::size_t kc, std::size_t jc, std::size_t nr, float* pack, std::size_t& bld,
     std::size_t& bvs) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t NR = Tl::kNR, P = kWeightPanel, W = Tl::kWidth;
@@ -388,8 +419,10 @@ MICROATTN_ALWAYS_INLINE inline const float* gemm_panel_b(
     } else {
       pack_b_panel<Arch, NR>(b, ldb, b_layout, pc, kc, jc, nr, pack);
     }
-  } else {
+  } else if constexpr (std::is_same<S, const float*>::value) {
     pack_b_panel_widened<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
+  } else {
+    pack_b_panel_grouped<Arch, NR>(b, ldb, b_layout, b_scale, pc, kc, jc, nr, pack);
   }
   return bp;
 }
@@ -436,10 +469,10 @@ MICROATTN_ALWAYS_INLINE inline void gemm_tile_copy(bool to_tile, const Store& st
 /// The micro-kernel and copy_row calls stay here, not in the always-inline helpers: GCC 12
 /// orders its early inlining by direct calls, and moved into a helper they changed which
 /// micro-kernel tails it inlined (docs/compiler-notes.md, "GEMM helpers").
-template <class Arch, class Store, class BE>
+template <class Arch, class Store, class BE, class S>
 void gemm_weights(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
-                  const BE* b, std::size_t ldb, WeightLayout b_layout, const float* b_scale,
-                  const float* bias, Store store, float* pack) noexcept {
+                  const BE* b, std::size_t ldb, WeightLayout b_layout, S b_scale, const float* bias,
+                  Store store, float* pack) noexcept {
   using Tl = internal::Tiles<Arch>;
   constexpr std::size_t MR = Tl::kMR, NR = Tl::kNR, KC = Tl::kKC, MC = Tl::kMC;
   constexpr std::size_t kHalf = (MR + 1) / 2;
@@ -523,7 +556,8 @@ template <class Arch, class Store>
 void f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
               const float* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
               Store store, float* pack) noexcept {
-  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, nullptr, bias, store, pack);
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, static_cast<const float*>(nullptr),
+                             bias, store, pack);
 }
 
 /// qc8w_f32_gemm: f32_gemm with int8 weights, B(k, n) = b_scale[n] * q(k, n) (q stored in
@@ -545,13 +579,25 @@ template <class Arch, class Store>
 void f16w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
                    const f16* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
                    Store store, float* pack) noexcept {
-  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, nullptr, bias, store, pack);
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, static_cast<const float*>(nullptr),
+                             bias, store, pack);
 }
 template <class Arch, class Store>
 void bf16w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
                     const bf16* b, std::size_t ldb, WeightLayout b_layout, const float* bias,
                     Store store, float* pack) noexcept {
-  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, nullptr, bias, store, pack);
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, static_cast<const float*>(nullptr),
+                             bias, store, pack);
+}
+
+/// qg8w_f32_gemm: f32_gemm with group-wise int8 weights, B(k, n) = s.at(k, n) * q(k, n) (a
+/// scale per output column and group of G inputs; GroupScales): each panel dequantised into the
+/// packing buffer as qc8w_f32_gemm's is, the scales re-read per group.
+template <class Arch, std::size_t G, class Store>
+void qg8w_f32_gemm(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda,
+                   const std::int8_t* b, std::size_t ldb, WeightLayout b_layout, GroupScales<G> s,
+                   const float* bias, Store store, float* pack) noexcept {
+  detail::gemm_weights<Arch>(M, N, K, a, lda, b, ldb, b_layout, s, bias, store, pack);
 }
 
 }  // namespace kernels

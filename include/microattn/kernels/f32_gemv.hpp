@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "microattn/format.hpp"
 #include "microattn/internal/elem.hpp"
 #include "microattn/internal/vec.hpp"
 #include "microattn/layout.hpp"
@@ -361,6 +362,183 @@ void qc8w_f32_gemv(std::size_t N, std::size_t K, const float* x, const std::int8
     f32_gemv_panel16<Arch>(N, K, x, w, ldw, bias, y, scale);
   else
     f32_gemv_axpy<Arch>(N, K, x, w, ldw, bias, y, scale);
+}
+
+namespace detail {
+
+/// Columns of an output chunk of qg8w_gemv_axpy: its unscaled group sums stay in L1.
+constexpr std::size_t kGroupChunk = 64;
+
+/// y += x · W for a [K][N] int8 matrix with group scales s (kInOut): per group, per chunk of
+/// kGroupChunk columns, f32_gemv_axpy's unscaled sums of the group's rows, then y += s * sum.
+template <class Arch, std::size_t G>
+void qg8w_gemv_axpy(std::size_t N, std::size_t K, const float* x, const std::int8_t* w,
+                    std::size_t ldw, GroupScales<G> s, float* y) noexcept {
+  using V = internal::Vec<Arch>;
+  constexpr std::size_t W = V::kWidth;
+  static_assert(kGroupChunk % W == 0, "qg8w_gemv_axpy: chunks of whole vectors");
+  alignas(internal::Tiles<Arch>::kAlign) float part[kGroupChunk];
+  for (std::size_t k0 = 0; k0 < K; k0 += G) {
+    const std::size_t kg = internal::min_size(G, K - k0);
+    for (std::size_t n0 = 0; n0 < N; n0 += kGroupChunk) {
+      const std::size_t nc = internal::min_size(kGroupChunk, N - n0), nv = nc - nc % W;
+      f32_gemv_axpy<Arch, std::int8_t>(nc, kg, x + k0, w + k0 * ldw + n0, ldw, nullptr, part);
+      const GroupScales<G> sc = s.cols(n0);
+      const float* sg = sc.p + (k0 / G) * sc.group_stride;  // kInOut: col_stride 1
+      for (std::size_t j = 0; j < nv; j += W)
+        V::storeu(y + n0 + j, V::fma(V::loadu(part + j), V::loadu(sg + j), V::loadu(y + n0 + j)));
+      for (std::size_t j = nv; j < nc; ++j) y[n0 + j] += sg[j] * part[j];
+    }
+  }
+}
+
+/// The R dot products of rows r[0..R) (each K int8, group scales of row i at s.cols(i)) with
+/// x: per row and group one vector of the group's products, scaled once and accumulated.
+template <class Arch, std::size_t G, std::size_t R>
+inline void qg8w_dot_rows(std::size_t K, const float* x, const std::int8_t* const (&r)[R],
+                          GroupScales<G> s, float (&out)[R]) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t W = V::kWidth;
+  static_assert(G % (2 * W) == 0, "qg8w_dot_rows: a group is whole pairs of vectors");
+  const std::size_t kfull = K - K % G;
+  T acc[R];
+#pragma GCC unroll 4
+  for (std::size_t i = 0; i < R; ++i) acc[i] = V::zero();
+  for (std::size_t k0 = 0; k0 < kfull; k0 += G) {
+    T pa[R], pb[R];
+#pragma GCC unroll 4
+    for (std::size_t i = 0; i < R; ++i) pa[i] = V::zero(), pb[i] = V::zero();
+    for (std::size_t k = k0; k < k0 + G; k += 2 * W) {
+      const T xa = V::loadu(x + k), xb = V::loadu(x + k + W);
+#pragma GCC unroll 4
+      for (std::size_t i = 0; i < R; ++i) {
+        pa[i] = V::fma(V::load_elem(r[i] + k), xa, pa[i]);
+        pb[i] = V::fma(V::load_elem(r[i] + k + W), xb, pb[i]);
+      }
+    }
+#pragma GCC unroll 4
+    for (std::size_t i = 0; i < R; ++i)
+      acc[i] = V::fma(V::set1(s.at(k0, i)), pa[i] + pb[i], acc[i]);
+  }
+#pragma GCC unroll 4
+  for (std::size_t i = 0; i < R; ++i) {
+    float t = 0.0f;  // the last, partial group
+    for (std::size_t k = kfull; k < K; ++k) t += internal::elem_value(r[i][k]) * x[k];
+    out[i] = V::hsum(acc[i]) + (kfull < K ? s.at(kfull, i) * t : 0.0f);
+  }
+}
+
+/// y = x · W for an [N][K] int8 matrix (kOutIn, row stride ldw) with group scales s: four rows
+/// at a time (x loaded once for them), then one; each row's arithmetic is the same either way.
+template <class Arch, std::size_t G>
+void qg8w_gemv_dot(std::size_t N, std::size_t K, const float* x, const std::int8_t* w,
+                   std::size_t ldw, GroupScales<G> s, float* y) noexcept {
+  std::size_t n = 0;
+  for (; n + 4 <= N; n += 4) {
+    const std::int8_t* const r[4] = {w + n * ldw, w + (n + 1) * ldw, w + (n + 2) * ldw,
+                                     w + (n + 3) * ldw};
+    float o[4];
+    qg8w_dot_rows<Arch, G, 4>(K, x, r, s.cols(n), o);
+    y[n] += o[0], y[n + 1] += o[1], y[n + 2] += o[2], y[n + 3] += o[3];
+  }
+  for (; n < N; ++n) {
+    const std::int8_t* const r[1] = {w + n * ldw};
+    float o[1];
+    qg8w_dot_rows<Arch, G, 1>(K, x, r, s.cols(n), o);
+    y[n] += o[0];
+  }
+}
+
+/// y += x · W for the kPanel16 panels of an int8 matrix with group scales s ([groups][out]):
+/// per panel and group, kU rows at a time into kU * 16 / width accumulators, their sum scaled
+/// by the group's 16 scales; a last partial panel column by column.
+template <class Arch, std::size_t G>
+void qg8w_gemv_panel16(std::size_t N, std::size_t K, const float* x, const std::int8_t* w,
+                       std::size_t ldp, GroupScales<G> s, float* y) noexcept {
+  using V = internal::Vec<Arch>;
+  using T = typename V::type;
+  constexpr std::size_t P = kWeightPanel, W = V::kWidth, PV = P / W;
+  constexpr std::size_t kU = PV >= 8 ? 1 : 8 / PV;
+  static_assert(P % W == 0 && G % kU == 0, "qg8w_gemv_panel16: whole vectors and row steps");
+  const std::size_t n_panels = N / P;
+  for (std::size_t p = 0; p < n_panels; ++p) {
+    const std::int8_t* pw = w + p * ldp;
+    for (std::size_t k0 = 0; k0 < K; k0 += G) {
+      const std::size_t kg = internal::min_size(G, K - k0), ku = kg - kg % kU;
+      T acc[kU][PV];
+#pragma GCC unroll 16
+      for (std::size_t u = 0; u < kU; ++u)
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < PV; ++v) acc[u][v] = V::zero();
+      std::size_t k = k0;
+      for (; k < k0 + ku; k += kU)
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < kU; ++u) {
+          const T xk = V::set1(x[k + u]);
+#pragma GCC unroll 16
+          for (std::size_t v = 0; v < PV; ++v)
+            acc[u][v] = V::fma(xk, V::load_elem(pw + (k + u) * P + v * W), acc[u][v]);
+        }
+      for (; k < k0 + kg; ++k) {
+        const T xk = V::set1(x[k]);
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < PV; ++v)
+          acc[0][v] = V::fma(xk, V::load_elem(pw + k * P + v * W), acc[0][v]);
+      }
+      const float* sg = s.p + (k0 / G) * s.group_stride + p * P;  // col_stride 1
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < PV; ++v) {
+        T t = acc[0][v];
+#pragma GCC unroll 16
+        for (std::size_t u = 1; u < kU; ++u) t = t + acc[u][v];
+        float* yv = y + p * P + v * W;
+        V::storeu(yv, V::fma(t, V::loadu(sg + v * W), V::loadu(yv)));
+      }
+    }
+  }
+  const std::int8_t* pw = w + n_panels * ldp;
+  for (std::size_t n = n_panels * P; n < N; ++n)
+    for (std::size_t k0 = 0; k0 < K; k0 += G) {
+      float t = 0.0f;
+      for (std::size_t k = k0; k < internal::min_size(k0 + G, K); ++k)
+        t += x[k] * internal::elem_value(pw[k * P + (n - n_panels * P)]);
+      y[n] += s.at(k0, n) * t;
+    }
+}
+
+}  // namespace detail
+
+/// qg8w_f32_gemv: y[N] = x[K] · W + bias with group-wise int8 weights, W(k, n) = s.at(k, n) *
+/// q(k, n) (a scale per output column and group of G inputs; GroupScales), q in `layout` like
+/// fp32 weights; or part `part` of `parts` of it. Per group the unscaled int8 products are
+/// summed in fp32, scaled once and added in group order (the partial last group included):
+/// fp32 math on the dequantised weights up to float rounding, bit-identical for any split.
+template <class Arch, std::size_t G>
+void gemv_part(std::size_t N, std::size_t K, const float* x, const std::int8_t* w, std::size_t ldw,
+               WeightLayout layout, GroupScales<G> s, const float* bias, float* y,
+               std::size_t part = 0, std::size_t parts = 1) noexcept {
+  const std::size_t unit = layout == WeightLayout::kPanel16 ? kWeightPanel
+                           : layout == WeightLayout::kOutIn ? 4
+                                                            : internal::Vec<Arch>::kWidth;
+  const std::size_t units = (N + unit - 1) / unit, per = (units + parts - 1) / parts;
+  const std::size_t b = internal::min_size(part * per * unit, N);
+  const std::size_t e = internal::min_size(b + per * unit, N);
+  if (b >= e) return;
+  float* yb = y + b;
+  for (std::size_t n = 0; n < e - b; ++n) yb[n] = bias ? bias[b + n] : 0.0f;
+  if (layout == WeightLayout::kOutIn)
+    detail::qg8w_gemv_dot<Arch>(e - b, K, x, w + b * ldw, ldw, s.cols(b), yb);
+  else if (layout == WeightLayout::kPanel16)
+    detail::qg8w_gemv_panel16<Arch>(e - b, K, x, w + (b / kWeightPanel) * ldw, ldw, s.cols(b), yb);
+  else
+    detail::qg8w_gemv_axpy<Arch>(e - b, K, x, w + b, ldw, s.cols(b), yb);
+}
+template <class Arch, std::size_t G>
+void qg8w_f32_gemv(std::size_t N, std::size_t K, const float* x, const std::int8_t* w,
+                   std::size_t ldw, WeightLayout layout, GroupScales<G> s, const float* bias,
+                   float* y) noexcept {
+  gemv_part<Arch>(N, K, x, w, ldw, layout, s, bias, y);
 }
 
 }  // namespace kernels
