@@ -274,6 +274,26 @@ class Llama2c(unittest.TestCase):
             self.assertEqual(rc, 2, err)
             self.assertIn(needle, err)
 
+    def export_quant(self, quant):
+        """in.bin exported with --quant quant; the model file's bytes."""
+        out = self.path(quant + ".bin")
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant", quant,
+                         "--blob", out)
+        self.assertEqual(rc, 0, err)
+        with open(out, "rb") as f:
+            return f.read()
+
+    def matrix_records(self, blob):
+        """The directory records (id, code, rows, cols, data, bytes, scales, bytes) of a version-2
+        file's matrices; its norms (attn_norm, mlp_norm, norm) checked to be fp32 on the way."""
+        nt, ta = struct.unpack_from("<2I", blob, 24)
+        for i in range(nt):
+            r = struct.unpack_from("<8I", blob, ta + 32 * i)
+            if r[0] & 0xFFFF in (2, 7, 11):
+                self.assertEqual((r[1], r[5]), (0, 4 * r[2] * r[3]))
+                continue
+            yield r
+
     def test_half_formats(self):
         """--quant fp16 / bf16: every matrix (embedding included) 16-bit with its format code,
         rounded to nearest even (fp16: NumPy's cast; bf16: the nearer of the two neighbours,
@@ -285,19 +305,9 @@ class Llama2c(unittest.TestCase):
         with open(self.path("in.bin"), "wb") as f:
             f.write(data)
         for quant, code in (("fp16", 0x1002), ("bf16", 0x1003)):
-            out = self.path(quant + ".bin")
-            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant",
-                             quant, "--blob", out)
-            self.assertEqual(rc, 0, err)
-            with open(out, "rb") as f:
-                blob = f.read()
-            nt, ta = struct.unpack_from("<2I", blob, 24)
+            blob = self.export_quant(quant)
             seen = 0
-            for i in range(nt):
-                tid, c, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", blob, ta + 32 * i)
-                if tid & 0xFFFF in (2, 7, 11):  # attn_norm, mlp_norm, norm: fp32
-                    self.assertEqual((c, db), (0, 4 * rows * cols))
-                    continue
+            for tid, c, rows, cols, d, db, sc, sb in self.matrix_records(blob):
                 self.assertEqual((c, db, sc, sb), (code, 2 * rows * cols, 0, 0))
                 h = np.frombuffer(blob[d:d + db], "<u2")
                 if tid == 1 | 0xFFFF << 16:
@@ -335,19 +345,9 @@ class Llama2c(unittest.TestCase):
             f.write(data)
         for quant, group, code in (("int8-g32", 32, 0x5020801), ("int8-g64", 64, 0x6020801),
                                    ("int8-g128", 128, 0x7020801)):
-            out = self.path(quant + ".bin")
-            rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant",
-                             quant, "--blob", out)
-            self.assertEqual(rc, 0, err)
-            with open(out, "rb") as f:
-                blob = f.read()
-            nt, ta = struct.unpack_from("<2I", blob, 24)
+            blob = self.export_quant(quant)
             seen = 0
-            for i in range(nt):
-                tid, c, rows, cols, d, db, sc, sb = struct.unpack_from("<8I", blob, ta + 32 * i)
-                if tid & 0xFFFF in (2, 7, 11):  # attn_norm, mlp_norm, norm: fp32
-                    self.assertEqual((c, db), (0, 4 * rows * cols))
-                    continue
+            for tid, c, rows, cols, d, db, sc, sb in self.matrix_records(blob):
                 groups = -(-cols // group)
                 self.assertEqual((c, db, sb), (code, rows * cols, 4 * rows * groups), quant)
                 q = np.frombuffer(blob[d:d + db], np.int8).reshape(rows, cols)
