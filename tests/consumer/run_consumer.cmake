@@ -119,7 +119,8 @@ set(NATIVE_KERNELS "")
 if(DEMO)
   execute_process(COMMAND "${DEMO}" OUTPUT_VARIABLE _demo_out RESULT_VARIABLE _demo_rc)
   if(_demo_rc EQUAL 0 AND _demo_out MATCHES "^microattn ([^ \n]+) kernels")
-    set(NATIVE_KERNELS "${CMAKE_MATCH_1}")
+    # As a regular expression (expect() matches one): "fma3+avx2" has a '+'.
+    string(REPLACE "+" "[+]" NATIVE_KERNELS "${CMAKE_MATCH_1}")
   endif()
 endif()
 
