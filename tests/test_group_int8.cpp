@@ -72,8 +72,10 @@ TEST(GroupInt8, QuantiserRulesAndRefusals) {
         for (std::size_t k = g * 32; k < std::min<std::size_t>(K, g * 32 + 32); ++k)
           amax = std::max(amax, std::fabs(double(g_w[k * N + n])));
         const float s = g_s[scale_at(to, 3, N, g, n)];
-        // max / 127 rounded once (column_scale away from the float range's ends).
-        EXPECT_EQ(s, float(amax) / 127.0f) << "group " << g << " column " << n;
+        // max / 127 rounded once (column_scale away from the float range's ends); an opaque
+        // divisor, so that -ffast-math cannot make the division a multiplication here either.
+        EXPECT_EQ(s, float(amax) / microattn::internal::opaque_divisor(127.0f))
+            << "group " << g << " column " << n;
         for (std::size_t k = g * 32; k < std::min<std::size_t>(K, g * 32 + 32); ++k) {
           const double e = double(g_w[k * N + n]) - double(dequant(to, K, N, 32, k, n));
           EXPECT_LE(std::fabs(e), double(s) * (0.5 + 0x1p-17)) << k << "," << n;
@@ -85,7 +87,7 @@ TEST(GroupInt8, QuantiserRulesAndRefusals) {
     EXPECT_NEAR(err.max_abs, emax, 1e-6 * emax);     // float vs double differences
     EXPECT_NEAR(err.rel, std::sqrt(e2 / w2), 1e-6);
     // Only the group holding the large weight has its scale.
-    EXPECT_EQ(g_s[scale_at(to, 3, N, 1, 3)], 9.0f / 127.0f);
+    EXPECT_EQ(g_s[scale_at(to, 3, N, 1, 3)], 9.0f / microattn::internal::opaque_divisor(127.0f));
     EXPECT_LT(g_s[scale_at(to, 3, N, 0, 3)], 1.0f / 127.0f + 1e-9f);
   }
   // One group per column: the per-column quantiser's values and scales, bit for bit.
