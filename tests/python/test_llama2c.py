@@ -373,6 +373,15 @@ class Llama2c(unittest.TestCase):
                          "int8-g32", "--blob", self.path("v1.bin"), "--blob-version", "1")
         self.assertEqual(rc, 2, err)
         self.assertIn("the group-wise int8 formats need --blob-version 2", err)
+        rc, err = export("--kind", "attention", "--quant", "int8-g32", "--module",
+                         self.path("in.bin"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--quant int8-g32: model files only", err)
+        rc, err = export("--kind", "decoder", "--llama2c", self.path("in.bin"), "--quant",
+                         "int8-g32", "--compute", "int8", "--blob", self.path("c.bin"))
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--compute: not with --kind decoder", err)  # a decoder has no --compute
+        self.assertFalse(os.path.exists(self.path("c.bin")))
 
     def test_refused_options(self):
         data, _ = checkpoint()
